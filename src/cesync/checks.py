@@ -1,0 +1,172 @@
+"""Checks of one resource body that the pydantic model cannot express (pure).
+
+Each check returns ``(path, message)`` findings; the repo loader turns paths into
+``file:line:col``. A finding in an included file names that file via ``Included``.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from .models import ProtoModel, specs
+from .yamlfile import Path_
+
+__all__ = ["Finding", "check_body", "lint_keys", "parse_document", "python_functions"]
+
+HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: Path_
+    message: str
+    key: bool = False  # point at the key rather than the value
+    line_in_value: int | None = None  # for text values: 1-based line inside the text
+    col_in_value: int | None = None
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+def suggest(key: str, known: list[str]) -> str:
+    if _camel(key) in known:
+        return f"; did you mean '{_camel(key)}'?"
+    lower = {k.lower(): k for k in known}
+    if key.lower() in lower:
+        return f"; did you mean '{lower[key.lower()]}'?"
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def lint_keys(data: Any, model: type[ProtoModel], path: Path_ = ()) -> tuple[Any, list[Finding]]:
+    """Report unknown and output-only keys (with suggestions) and return data without them."""
+    if not isinstance(data, dict):
+        return data, []
+    table = specs(model)
+    out: dict[str, Any] = {}
+    findings: list[Finding] = []
+    for key, value in data.items():
+        spec = table.get(key)
+        here = (*path, key)
+        if spec is None:
+            findings.append(Finding(here, f"unknown field '{key}' in {model.__name__}{suggest(key, list(table))}", key=True))
+            continue
+        if spec.output_only:
+            findings.append(Finding(here, f"'{key}' is output only (set by the server); remove it", key=True))
+            continue
+        if spec.message is not None:
+            value, sub = _lint_nested(value, spec.message, here, spec.repeated, spec.map)
+            findings += sub
+        out[key] = value
+    return out, findings
+
+
+def _lint_nested(value: Any, model: type[ProtoModel], path: Path_, repeated: bool, is_map: bool) -> tuple[Any, list[Finding]]:
+    findings: list[Finding] = []
+    if repeated and isinstance(value, list):
+        items = []
+        for i, item in enumerate(value):
+            cleaned, sub = lint_keys(item, model, (*path, i))
+            items.append(cleaned)
+            findings += sub
+        return items, findings
+    if is_map and isinstance(value, dict):
+        entries = {}
+        for k, item in value.items():
+            cleaned, sub = lint_keys(item, model, (*path, k))
+            entries[k] = cleaned
+            findings += sub
+        return entries, findings
+    return lint_keys(value, model, path)
+
+
+def parse_document(text: str) -> Any:
+    """Parse OpenAPI text (JSON or YAML) into data; raises ValueError on failure."""
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            pass
+    try:
+        return YAML(typ="safe", pure=True).load(text)
+    except YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ValueError(f"not valid JSON or YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
+
+
+def check_openapi(text: str, path: Path_) -> list[Finding]:
+    try:
+        doc = parse_document(text)
+    except ValueError as exc:
+        return [Finding(path, f"openApiSchema is {exc}")]
+    if not isinstance(doc, dict):
+        return [Finding(path, "openApiSchema must be an OpenAPI document (a mapping)")]
+    if "openapi" not in doc and "swagger" not in doc:
+        return [Finding(path, "openApiSchema has no 'openapi' version field")]
+    paths = doc.get("paths")
+    operations = [
+        m for item in (paths.values() if isinstance(paths, dict) else []) if isinstance(item, dict) for m in item if m in HTTP_METHODS
+    ]
+    if not operations:
+        return [Finding(path, "openApiSchema defines no operation under 'paths'")]
+    return []
+
+
+def python_functions(code: str) -> list[str]:
+    tree = ast.parse(code)
+    return [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def check_python(code: str, path: Path_, name: str | None) -> list[Finding]:
+    try:
+        functions = python_functions(code)
+    except SyntaxError as exc:
+        return [Finding(path, f"pythonCode does not parse: {exc.msg}", line_in_value=exc.lineno, col_in_value=exc.offset)]
+    except (ValueError, RecursionError) as exc:
+        return [Finding(path, f"pythonCode does not parse: {exc}")]
+    if name and name not in functions:
+        known = ", ".join(functions) or "none"
+        return [Finding(path, f"pythonCode defines no function '{name}' (functions: {known})")]
+    if not functions:
+        return [Finding(path, "pythonCode defines no top-level function")]
+    return []
+
+
+def check_body(kind: str, body: dict[str, Any]) -> list[Finding]:
+    """Checks beyond the model, on a validated body (wire JSON)."""
+    findings: list[Finding] = []
+    if kind == "tool" and "mcpTool" in body:
+        findings.append(Finding(("mcpTool",), "mcpTool cannot be created directly: define an mcpToolset in toolsets/ instead", key=True))
+    if kind == "tool" and "systemTool" in body:
+        findings.append(Finding(("systemTool",), "systemTool comes with the app and cannot be created", key=True))
+    for field in ("openApiTool", "openApiToolset"):
+        schema = body.get(field, {}).get("openApiSchema")
+        if isinstance(schema, str):
+            findings += check_openapi(schema, (field, "openApiSchema"))
+    fn = body.get("pythonFunction")
+    if isinstance(fn, dict) and fn.get("pythonCode") is not None:
+        findings += check_python(fn["pythonCode"], ("pythonFunction", "pythonCode"), fn.get("name"))
+    code = body.get("toolFakeConfig", {}).get("codeBlock", {}).get("pythonCode")
+    if code is not None:
+        findings += check_python(code, ("toolFakeConfig", "codeBlock", "pythonCode"), None)
+    mapping = body.get("widgetTool", {}).get("dataMapping", {}).get("pythonFunction")
+    if isinstance(mapping, dict) and mapping.get("pythonCode") is not None:
+        findings += check_python(
+            mapping["pythonCode"], ("widgetTool", "dataMapping", "pythonFunction", "pythonCode"), mapping.get("name")
+        )
+    return findings
+
+
+TYPE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")

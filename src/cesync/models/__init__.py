@@ -1,0 +1,17 @@
+"""The CES resource model: pydantic classes named and shaped like the REST JSON."""
+
+from .base import Behavior, FieldSpec, Kind, ProtoModel, specs
+from .messages import TOOL_TYPES, TOOLSET_TYPES, Schema, Tool, Toolset
+
+__all__ = [
+    "TOOLSET_TYPES",
+    "TOOL_TYPES",
+    "Behavior",
+    "FieldSpec",
+    "Kind",
+    "ProtoModel",
+    "Schema",
+    "Tool",
+    "Toolset",
+    "specs",
+]

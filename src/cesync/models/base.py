@@ -1,0 +1,326 @@
+"""The machinery every CES message model is built from.
+
+A model is a pydantic class whose attribute names are the REST (camelCase) JSON
+names. Each field carries a :class:`Meta` marker saying how the API treats it
+(required, optional, output only, identifier) and what proto kind it has, so that
+the pure code paths (normalization, the emulator, validation) can walk any
+message generically through :func:`specs`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import enum
+import re
+import types
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, GetCoreSchemaHandler
+from pydantic import model_validator
+from pydantic_core import PydanticCustomError, core_schema
+
+__all__ = [
+    "Behavior",
+    "Bytes",
+    "Duration",
+    "FieldSpec",
+    "Float32",
+    "Int64",
+    "Kind",
+    "Meta",
+    "ProtoEnum",
+    "ProtoModel",
+    "resource",
+    "Struct",
+    "Timestamp",
+    "Value",
+    "field_",
+    "specs",
+]
+
+
+class Behavior(str, enum.Enum):
+    REQUIRED = "required"
+    OPTIONAL = "optional"
+    OUTPUT_ONLY = "output_only"
+    IDENTIFIER = "identifier"
+
+
+class Kind(str, enum.Enum):
+    STRING = "string"
+    BOOL = "bool"
+    INT32 = "int32"
+    INT64 = "int64"
+    DOUBLE = "double"
+    FLOAT = "float"  # 32 bits: compared after float32 rounding
+    BYTES = "bytes"
+    DURATION = "duration"
+    TIMESTAMP = "timestamp"
+    ENUM = "enum"
+    MESSAGE = "message"
+    STRUCT = "struct"  # google.protobuf.Struct: a free JSON object
+    VALUE = "value"  # google.protobuf.Value: any JSON
+
+
+@dataclass(frozen=True)
+class Meta:
+    """Per-field facts from the API reference that a type hint cannot carry."""
+
+    behavior: Behavior = Behavior.OPTIONAL
+    presence: bool = False  # proto3 `optional` scalar: 0 is a value, not absence
+    max_items: int | None = None
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class _KindMarker:
+    kind: Kind
+
+
+class ProtoEnum:
+    """Marks a ``Literal[...]`` of enum value names as a proto enum.
+
+    Numbers follow the order of the names unless given (some enums skip numbers).
+    Requests may carry a number or a name; the model always holds the name.
+    """
+
+    def __init__(self, numbers: dict[str, int] | None = None) -> None:
+        self.numbers = numbers
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        names = get_args(source)
+        by_number = {number: name for name, number in self.table(names).items()}
+
+        def to_name(value: Any) -> Any:
+            if isinstance(value, int) and not isinstance(value, bool):
+                return by_number.get(value, value)
+            return value
+
+        return core_schema.no_info_before_validator_function(to_name, handler(source))
+
+    def table(self, names: tuple[str, ...]) -> dict[str, int]:
+        return dict(self.numbers) if self.numbers else {n: i for i, n in enumerate(names)}
+
+
+def _int64(value: Any) -> Any:
+    # int64 travels as a JSON string in proto3 JSON.
+    if isinstance(value, str) and re.fullmatch(r"-?\d+", value.strip()):
+        return int(value)
+    return value
+
+
+def _float(value: Any) -> Any:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
+DURATION_RE = re.compile(r"^(-)?(\d+)(?:\.(\d{1,9}))?s$")
+
+
+def _duration(value: Any) -> Any:
+    if isinstance(value, str) and not DURATION_RE.match(value):
+        raise PydanticCustomError(
+            "duration",
+            "a Duration is seconds with up to 9 fractional digits and an 's' suffix, "
+            "e.g. '30s' or '1.5s'; got '{value}'",
+            {"value": value},
+        )
+    return value
+
+
+def _bytes(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            raise PydanticCustomError(
+                "base64", "bytes must be base64 text (PEM files: base64 of the whole file)"
+            ) from None
+    return value
+
+
+Int64 = Annotated[int, _KindMarker(Kind.INT64), BeforeValidator(_int64)]
+Float32 = Annotated[float, _KindMarker(Kind.FLOAT), BeforeValidator(_float)]
+Double = Annotated[float, _KindMarker(Kind.DOUBLE), BeforeValidator(_float)]
+Duration = Annotated[str, _KindMarker(Kind.DURATION), BeforeValidator(_duration)]
+Timestamp = Annotated[str, _KindMarker(Kind.TIMESTAMP)]
+Bytes = Annotated[str, _KindMarker(Kind.BYTES), BeforeValidator(_bytes)]
+Struct = Annotated[dict[str, Any], _KindMarker(Kind.STRUCT)]
+Value = Annotated[Any, _KindMarker(Kind.VALUE)]
+
+# Resource-name formats the API documents for reference fields.
+RESOURCE_PATTERNS: dict[str, tuple[str, str]] = {
+    "connection": (r"projects/[^/]+/locations/[^/]+/connections/[^/]+", "projects/{project}/locations/{location}/connections/{connection}"),
+    "dataStore": (r"projects/[^/]+/locations/[^/]+/(?:collections/[^/]+/)?dataStores/[^/]+", "projects/{project}/locations/{location}/collections/{collection}/dataStores/{dataStore}"),
+    "engine": (r"projects/[^/]+/locations/[^/]+/(?:collections/[^/]+/)?engines/[^/]+", "projects/{project}/locations/{location}/collections/{collection}/engines/{engine}"),
+    "agent": (r"projects/[^/]+/locations/[^/]+/(?:apps/[^/]+/)?agents/[^/]+", "projects/{project}/locations/{location}/agents/{agent}"),
+    "secretVersion": (r"projects/[^/]+/secrets/[^/]+/versions/[^/]+", "projects/{project}/secrets/{secret}/versions/{version}"),
+    "service": (r"projects/[^/]+/locations/[^/]+/namespaces/[^/]+/services/[^/]+", "projects/{project}/locations/{location}/namespaces/{namespace}/services/{service}"),
+    "ragCorpus": (r"projects/[^/]+/locations/[^/]+/ragCorpora/[^/]+", "projects/{project}/locations/{location}/ragCorpora/{rag_corpus}"),
+    "contextVariable": (r"\$context\.variables\.[A-Za-z_][A-Za-z0-9_]*", "$context.variables.<name>"),
+    "serviceAccount": (r"[^@\s]+@[^@\s]+\.[^@\s]+", "an e-mail address such as name@project.iam.gserviceaccount.com"),
+}
+
+
+def resource(kind: str) -> BeforeValidator:
+    """A validator for a resource-name field of the given kind."""
+    pattern, shape = RESOURCE_PATTERNS[kind]
+    compiled = re.compile(pattern)
+
+    def check(value: Any) -> Any:
+        if isinstance(value, str) and not compiled.fullmatch(value):
+            raise PydanticCustomError(
+                "resource_name", "must be {shape}; got '{value}'", {"shape": shape, "value": value}
+            )
+        return value
+
+    return BeforeValidator(check)
+
+
+def field_(
+    behavior: Behavior = Behavior.OPTIONAL,
+    doc: str = "",
+    *,
+    presence: bool = False,
+    max_items: int | None = None,
+    ge: float | None = None,
+    le: float | None = None,
+) -> Any:
+    """A model field with its API behaviour; required fields have no default."""
+    extra: dict[str, Any] = {"x-behavior": behavior.value}
+    if behavior is Behavior.OUTPUT_ONLY:
+        extra["readOnly"] = True
+    kwargs: dict[str, Any] = {"description": doc or None, "json_schema_extra": extra}
+    if behavior is not Behavior.REQUIRED:
+        kwargs["default"] = None
+    if max_items is not None:
+        kwargs["max_length"] = max_items
+    if ge is not None:
+        kwargs["ge"] = ge
+    if le is not None:
+        kwargs["le"] = le
+    info = Field(**kwargs)
+    info.metadata.append(Meta(behavior, presence, max_items, doc))
+    return info
+
+
+class ProtoModel(BaseModel):
+    """Base of every CES message. Unknown keys are errors; names are camelCase."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, protected_namespaces=(), frozen=False)
+
+    # oneof name -> (members, whether exactly one is required)
+    oneofs: ClassVar[dict[str, tuple[tuple[str, ...], bool]]] = {}
+
+    @model_validator(mode="after")
+    def _check_oneofs(self) -> ProtoModel:
+        for oneof, (members, required) in self.oneofs.items():
+            chosen = [m for m in members if getattr(self, m) is not None]
+            if len(chosen) > 1:
+                raise PydanticCustomError(
+                    "oneof",
+                    "at most one of {members} may be set; found {chosen}",
+                    {"members": ", ".join(members), "chosen": " and ".join(chosen)},
+                )
+            if required and not chosen:
+                raise PydanticCustomError(
+                    "oneof_missing",
+                    "exactly one of {members} must be set ({oneof})",
+                    {"members": ", ".join(members), "oneof": oneof},
+                )
+        return self
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """What normalization, validation and the emulator need to know of one field."""
+
+    name: str
+    kind: Kind
+    behavior: Behavior = Behavior.OPTIONAL
+    repeated: bool = False
+    map: bool = False
+    message: type[ProtoModel] | None = None
+    enum: dict[str, int] = field(default_factory=dict)
+    presence: bool = False
+    oneof: str | None = None
+    max_items: int | None = None
+
+    @property
+    def output_only(self) -> bool:
+        return self.behavior is Behavior.OUTPUT_ONLY
+
+
+def _unwrap_optional(tp: Any) -> Any:
+    if get_origin(tp) in (Union, types.UnionType):
+        args = [a for a in get_args(tp) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return tp
+
+
+def _scalar(tp: Any, markers: list[Any]) -> tuple[Kind, dict[str, int], type[ProtoModel] | None]:
+    for m in markers:
+        if isinstance(m, _KindMarker):
+            return m.kind, {}, None
+        if isinstance(m, ProtoEnum):
+            return Kind.ENUM, m.table(get_args(tp)), None
+    if isinstance(tp, type) and issubclass(tp, ProtoModel):
+        return Kind.MESSAGE, {}, tp
+    simple = {str: Kind.STRING, bool: Kind.BOOL, int: Kind.INT32, float: Kind.DOUBLE}
+    if tp in simple:
+        return simple[tp], {}, None
+    raise TypeError(f"cannot map type {tp!r} to a proto kind")
+
+
+def _split(tp: Any) -> tuple[Any, list[Any]]:
+    if get_origin(tp) is Annotated:
+        base, *markers = get_args(tp)
+        inner, more = _split(base)
+        return inner, markers + more
+    return tp, []
+
+
+@cache
+def specs(model: type[ProtoModel]) -> dict[str, FieldSpec]:
+    """The field table of a message, by JSON name, derived once from the model."""
+    oneof_of = {m: name for name, (members, _) in model.oneofs.items() for m in members}
+    table: dict[str, FieldSpec] = {}
+    for name, info in model.model_fields.items():
+        meta = next((m for m in info.metadata if isinstance(m, Meta)), Meta())
+        tp, markers = _split(_unwrap_optional(info.annotation))
+        markers = list(info.metadata) + markers  # pydantic lifts top-level Annotated markers
+        repeated = is_map = False
+        if get_origin(tp) is list:
+            repeated, (tp,) = True, get_args(tp)
+        elif get_origin(tp) is dict and not any(isinstance(m, _KindMarker) for m in markers):
+            is_map, (_, tp) = True, get_args(tp)
+        tp, more = _split(tp)
+        kind, enum_table, message = _scalar(tp, markers + more)
+        table[name] = FieldSpec(
+            name=name,
+            kind=kind,
+            behavior=meta.behavior,
+            repeated=repeated,
+            map=is_map,
+            message=message,
+            enum=enum_table,
+            presence=meta.presence or kind is Kind.MESSAGE,
+            oneof=oneof_of.get(name),
+            max_items=meta.max_items,
+        )
+    return table
+
+
+def resolve_forward_refs(namespace: dict[str, Any]) -> None:
+    """Rebuild every model of a module once all its classes exist (Schema is recursive)."""
+    for value in list(namespace.values()):
+        if isinstance(value, type) and issubclass(value, ProtoModel) and value is not ProtoModel:
+            value.model_rebuild(_types_namespace=namespace)
+

@@ -1,0 +1,441 @@
+"""The user's repo on disk: ``cesync.yaml``, tool and toolset files, includes, variables.
+
+Loading is two steps. :func:`load_repo` reads and parses every file once.
+:meth:`Repo.render` then produces the desired resources for one environment:
+``${VAR}`` substitution, ``file:`` includes, key linting, the pydantic model,
+semantic checks and ``$env_var`` substitution. Every problem is collected with its
+``file:line:col`` before anything is reported.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from ruamel.yaml import YAML
+
+from .checks import Finding, check_body, lint_keys, suggest
+from .config import Config, Environment
+from .errors import ConfigError, Problem
+from .models import ProtoModel, Tool, Toolset
+from .yamlfile import Document, Path_, load_text, read_text
+
+__all__ = ["CONFIG_FILE", "KINDS", "Desired", "EnvTarget", "Repo", "load_repo"]
+
+CONFIG_FILE = "cesync.yaml"
+KINDS: dict[str, tuple[str, type[ProtoModel]]] = {"tool": ("tools", Tool), "toolset": ("toolsets", Toolset)}
+ID_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_-]{0,127}$")
+VAR_RE = re.compile(r"\$(\$?)\{([^}]*)\}?")
+VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+INCLUDABLE = {"openApiSchema", "pythonCode", "pythonScript"}
+ENV_VAR = "$env_var"
+SERVER_SET = {"name", "etag"}
+
+
+@dataclass(frozen=True)
+class EnvTarget:
+    """One environment of cesync.yaml with defaults applied."""
+
+    name: str
+    project: str
+    location: str
+    app: str
+    endpoint: str | None
+    vars: Mapping[str, str]
+    urls: Mapping[str, str]
+    prune: bool
+    impersonate_service_account: str | None = None
+    quota_project: str | None = None
+
+    @property
+    def parent(self) -> str:
+        return f"projects/{self.project}/locations/{self.location}/apps/{self.app}"
+
+
+@dataclass(frozen=True)
+class Desired:
+    """One resource as the repo wants it in one environment: the wire JSON to send."""
+
+    kind: str
+    id: str
+    body: dict[str, Any]
+    file: str
+
+
+@dataclass
+class SourceFile:
+    kind: str
+    id: str
+    path: Path
+    doc: Document
+
+
+@dataclass
+class Repo:
+    root: Path
+    config: Config
+    config_doc: Document
+    files: list[SourceFile] = field(default_factory=list)
+    load_problems: list[Problem] = field(default_factory=list)  # files that did not parse
+
+    @property
+    def env_names(self) -> list[str]:
+        return list(self.config.environments)
+
+    def env(self, name: str | None) -> EnvTarget:
+        """Resolve --env (or CESYNC_ENV); required when there is more than one environment."""
+        name = name or os.environ.get("CESYNC_ENV") or None
+        names = self.env_names
+        if name is None:
+            if len(names) != 1:
+                raise ConfigError([self._problem(("environments",), f"choose an environment with --env: {', '.join(names)}")])
+            name = names[0]
+        if name not in self.config.environments:
+            hint = suggest(name, names)
+            raise ConfigError(
+                [self._problem(("environments",), f"unknown environment '{name}'{hint} (known: {', '.join(names)})")]
+            )
+        return self._target(name, self.config.environments[name])
+
+    def _target(self, name: str, env: Environment) -> EnvTarget:
+        d = self.config.defaults
+        project, location = env.project or d.project, env.location or d.location
+        missing = [k for k, v in (("project", project), ("location", location)) if not v]
+        if missing:
+            raise ConfigError([self._problem(("environments", name), f"environment '{name}' needs {' and '.join(missing)} (or set them in defaults)")])
+        assert project and location
+        return EnvTarget(
+            name=name,
+            project=project,
+            location=location,
+            app=env.app,
+            endpoint=env.endpoint or d.endpoint,
+            vars={**d.vars, **env.vars},
+            urls=dict(env.urls),
+            prune=self.config.prune if env.prune is None else env.prune,
+            impersonate_service_account=env.impersonateServiceAccount,
+            quota_project=env.quotaProject,
+        )
+
+    def _problem(self, path: Path_, message: str) -> Problem:
+        return self.config_doc.problem(path, message, key=True)
+
+    def render(self, env: EnvTarget) -> list[Desired]:
+        """The desired resources for one environment; ConfigError lists every problem."""
+        problems: list[Problem] = list(self.load_problems)
+        out: list[Desired] = []
+        known = {(f.kind, f.id) for f in self.files}
+        for src in self.files:
+            body, found = _render_file(self.root, src, env, known)
+            problems += found
+            if body is not None:
+                out.append(Desired(src.kind, src.id, body, src.doc.file))
+        problems += _cross_checks(out, self.files)
+        if problems:
+            raise ConfigError(problems)
+        return sorted(out, key=lambda d: (d.kind, d.id))
+
+    def validate(self, env_names: list[str] | None = None) -> list[Problem]:
+        """Every problem of the repo, for each named environment (default: all)."""
+        problems: set[Problem] = set()
+        for name in env_names or self.env_names:
+            try:
+                self.render(self.env(name))
+            except ConfigError as exc:
+                problems.update(exc.problems)
+        return sorted(problems)
+
+
+def load_repo(root: Path) -> Repo:
+    """Read cesync.yaml and every tool and toolset file; ConfigError on any problem."""
+    root = root.resolve()
+    cfg_path = root / CONFIG_FILE
+    if not cfg_path.is_file():
+        raise ConfigError([Problem(str(cfg_path), 1, 1, f"no {CONFIG_FILE} here; run 'cesync init' or pass --dir")])
+    problems: list[Problem] = []
+    cfg_doc = _parse(cfg_path, root, problems)
+    config = None
+    if cfg_doc is not None:
+        config, found = _model(Config, cfg_doc.data, cfg_doc)
+        problems += found
+    files: list[SourceFile] = []
+    seen: dict[tuple[str, str], str] = {}
+    for kind, (folder, _) in KINDS.items():
+        for path in sorted((root / folder).glob("*.y*ml")) if (root / folder).is_dir() else []:
+            if path.suffix not in (".yaml", ".yml") or path.name.startswith("."):
+                continue
+            doc = _parse(path, root, problems)
+            if doc is None:
+                continue
+            if not isinstance(doc.data, dict):
+                problems.append(doc.problem((), f"a {kind} file must be a mapping of fields, not {_type_name(doc.data)}"))
+                continue
+            rid = doc.data.pop("id", path.stem)
+            if not isinstance(rid, str) or not ID_RE.match(rid):
+                problems.append(doc.problem(("id",), f"invalid {kind} id {rid!r}: use letters, digits, '-' and '_' (at most 128)"))
+                continue
+            if (kind, rid) in seen:
+                problems.append(doc.problem(("id",), f"duplicate {kind} id '{rid}' (also defined in {seen[(kind, rid)]})"))
+                continue
+            seen[(kind, rid)] = doc.file
+            files.append(SourceFile(kind, rid, path, doc))
+    if config is None or cfg_doc is None:
+        raise ConfigError(problems)
+    return Repo(root, config, cfg_doc, files, problems)
+
+
+def _parse(path: Path, root: Path, problems: list[Problem]) -> Document | None:
+    display = _display(path, root)
+    text = read_text(path, display)
+    if isinstance(text, Problem):
+        problems.append(text)
+        return None
+    doc = load_text(text, display)
+    if isinstance(doc, Problem):
+        problems.append(doc)
+        return None
+    return doc
+
+
+def _display(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def _type_name(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", type(None): "empty"}.get(type(value), type(value).__name__)
+
+
+def _model(model: type[BaseModel], data: Any, doc: Document) -> tuple[Any, list[Problem]]:
+    try:
+        return model.model_validate(data), []
+    except ValidationError as exc:
+        return None, [_pydantic_problem(err, doc) for err in exc.errors()]
+
+
+def _pydantic_problem(err: Any, doc: Document, offset: Path_ = ()) -> Problem:
+    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and (p.startswith("function-") or p in ("str", "int"))))
+    path = (*offset, *loc)
+    dotted = ".".join(str(p) for p in loc)
+    if err["type"] == "missing":
+        return doc.problem(path[:-1], f"missing required field '{loc[-1]}'" + (f" in {'.'.join(str(p) for p in loc[:-1])}" if len(loc) > 1 else ""), key=True)
+    if err["type"] == "extra_forbidden":
+        return doc.problem(path, f"unknown field '{loc[-1]}'", key=True)
+    msg = err["msg"]
+    if err["type"] in ("string_type", "int_type", "bool_type", "float_type", "dict_type", "list_type", "model_type"):
+        msg = f"{msg} (got {_type_name(err.get('input'))})"
+    return doc.problem(path, f"{dotted}: {msg}" if dotted else msg)
+
+
+# --- rendering one file for one environment ----------------------------------------------
+
+
+def _render_file(
+    root: Path, src: SourceFile, env: EnvTarget, known: set[tuple[str, str]]
+) -> tuple[dict[str, Any] | None, list[Problem]]:
+    doc = src.doc
+    _, model = KINDS[src.kind]
+    data, missing = _substitute(doc.data, env, ())
+    expander = _Expander(root, src.path.parent, doc, env.parent, known)
+    data = expander.expand(data)
+    problems = [doc.problem(p, m) for p, m in missing] + expander.problems
+    for key in SERVER_SET & set(data):
+        problems.append(doc.problem((key,), f"'{key}' is set by the server; the {src.kind} id comes from the file name or 'id:'", key=True))
+        data.pop(key)
+    includes = expander.includes
+    data, findings = lint_keys(data, model)
+    problems += [_finding(f, doc, includes) for f in findings]
+    try:
+        obj = model.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors()
+        if any(len(f.path) == 1 for f in findings):  # a misspelt type key already explains it
+            errors = [e for e in errors if e["type"] != "oneof_missing"]
+        return None, problems + [_pydantic_problem(e, doc) for e in errors]
+    if problems:
+        return None, problems
+    body = obj.model_dump(mode="json", exclude_none=True)
+    problems += [_finding(f, doc, includes) for f in check_body(src.kind, body)]
+    problems += _env_var(src, body, env)
+    return body, problems
+
+
+def _finding(f: Finding, doc: Document, includes: dict[Path_, tuple[str, int]]) -> Problem:
+    if f.path in includes and f.line_in_value is not None:
+        file, _ = includes[f.path]
+        return Problem(file, f.line_in_value, f.col_in_value or 1, f.message)
+    if f.path in includes:
+        return Problem(includes[f.path][0], 1, 1, f.message)
+    line, col = doc.positions.at(f.path, key=f.key)
+    if f.line_in_value is not None and not f.key:
+        line += f.line_in_value  # block scalar text starts on the line after the key
+        col = f.col_in_value or 1
+    return Problem(doc.file, line, col, f.message)
+
+
+def _substitute(data: Any, env: EnvTarget, path: Path_) -> tuple[Any, list[tuple[Path_, str]]]:
+    """Replace ${NAME} in every string: process env, then env vars, then defaults."""
+    if isinstance(data, dict):
+        out, missing = {}, []
+        for k, v in data.items():
+            out[k], m = _substitute(v, env, (*path, k))
+            missing += m
+        return out, missing
+    if isinstance(data, list):
+        items, missing = [], []
+        for i, v in enumerate(data):
+            value, m = _substitute(v, env, (*path, i))
+            items.append(value)
+            missing += m
+        return items, missing
+    if not isinstance(data, str) or "${" not in data:
+        return data, []
+    problems: list[tuple[Path_, str]] = []
+
+    def replace(match: re.Match[str]) -> str:
+        escaped, name = match.group(1), match.group(2)
+        if escaped:
+            return "${" + name + "}"
+        if not match.group(0).endswith("}") or not VAR_NAME.match(name):
+            problems.append((path, f"malformed variable reference '{match.group(0)}': write ${{NAME}}, or $${{ for a literal ${{"))
+            return match.group(0)
+        value = os.environ.get(name, env.vars.get(name))
+        if value is None:
+            problems.append((path, f"variable '{name}' is not set for environment '{env.name}' (set it in environments.{env.name}.vars, defaults.vars or the process environment)"))
+            return match.group(0)
+        return value
+
+    return VAR_RE.sub(replace, data), problems
+
+
+REF_KINDS = {"tools": "tool", "toolsets": "toolset", "agents": None}
+
+
+@dataclass
+class _Expander:
+    """Resolves {file: path} includes, mapping-form schemas and {ref: kind/id} references."""
+
+    root: Path
+    base: Path
+    doc: Document
+    parent: str
+    known: set[tuple[str, str]]
+    problems: list[Problem] = field(default_factory=list)
+    includes: dict[Path_, tuple[str, int]] = field(default_factory=dict)
+
+    def expand(self, data: Any, path: Path_ = ()) -> Any:
+        if isinstance(data, list):
+            return [self.expand(v, (*path, i)) for i, v in enumerate(data)]
+        if not isinstance(data, dict):
+            return data
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            here = (*path, key)
+            if isinstance(value, dict) and set(value) == {"ref"}:
+                out[key] = self.ref(value["ref"], (*here, "ref"))
+            elif key in INCLUDABLE and isinstance(value, dict):
+                out[key] = self.include(key, value, here)
+            else:
+                out[key] = self.expand(value, here)
+        return out
+
+    def ref(self, target: Any, at: Path_) -> str | None:
+        parts = target.split("/") if isinstance(target, str) else []
+        if len(parts) != 2 or parts[0] not in REF_KINDS or not ID_RE.match(parts[1]):
+            self.problems.append(self.doc.problem(at, f"ref must be tools/<id>, toolsets/<id> or agents/<id>; got {target!r}"))
+            return None
+        kind = REF_KINDS[parts[0]]
+        if kind is not None and (kind, parts[1]) not in self.known:
+            ids = sorted(i for k, i in self.known if k == kind)
+            self.problems.append(self.doc.problem(at, f"ref {target!r} names no {kind} of this repo{suggest(parts[1], ids)}"))
+            return None
+        return f"{self.parent}/{target}"
+
+    def include(self, key: str, value: dict[str, Any], here: Path_) -> str | None:
+        if set(value) != {"file"}:
+            if key == "openApiSchema":
+                return _dump_yaml(value)
+            self.problems.append(self.doc.problem(here, f"{key} must be text or {{file: path}}"))
+            return None
+        rel, at = value["file"], (*here, "file")
+        if not isinstance(rel, str) or not rel:
+            self.problems.append(self.doc.problem(at, "file: must be a relative path"))
+            return None
+        target = (self.base / rel).resolve()
+        if Path(rel).is_absolute() or not target.is_relative_to(self.root):
+            self.problems.append(self.doc.problem(at, f"file '{rel}' is outside the repo; includes must stay inside it"))
+            return None
+        if not target.is_file():
+            where = _display(self.base, self.root)
+            self.problems.append(self.doc.problem(at, f"file '{rel}' does not exist (relative to {where})"))
+            return None
+        text = read_text(target, _display(target, self.root))
+        if isinstance(text, Problem):
+            self.problems.append(text)
+            return None
+        self.includes[here] = (_display(target, self.root), 0)
+        return text
+
+
+def _dump_yaml(value: Any) -> str:
+    yaml = YAML(typ="safe", pure=True)
+    yaml.default_flow_style = False
+    yaml.sort_base_mapping_type_on_output = False  # type: ignore[attr-defined]
+    buf = StringIO()
+    yaml.dump(value, buf)
+    return buf.getvalue()
+
+
+def _env_var(src: SourceFile, body: dict[str, Any], env: EnvTarget) -> list[Problem]:
+    """Replace CES's $env_var server placeholder with this environment's url."""
+    problems: list[Problem] = []
+    for field_name in ("openApiTool", "openApiToolset"):
+        spec = body.get(field_name)
+        if not isinstance(spec, dict) or ENV_VAR not in spec.get("openApiSchema", ""):
+            continue
+        url = spec.get("url") or env.urls.get(src.id)
+        if not url:
+            problems.append(
+                src.doc.problem(
+                    (field_name, "openApiSchema"),
+                    f"the schema uses $env_var but environment '{env.name}' gives no url: set {field_name}.url "
+                    f"(e.g. to ${{{src.id.upper().replace('-', '_')}_URL}}) or environments.{env.name}.urls.{src.id}",
+                    key=True,
+                )
+            )
+            continue
+        spec["openApiSchema"] = spec["openApiSchema"].replace(ENV_VAR, url)
+        spec["url"] = url
+    return problems
+
+
+def _cross_checks(resources: list[Desired], files: list[SourceFile]) -> list[Problem]:
+    """Tool names (the type's `name`) must be unique in an app."""
+    docs = {(f.kind, f.id): f.doc for f in files}
+    problems: list[Problem] = []
+    names: dict[str, str] = {}
+    for r in resources:
+        if r.kind != "tool":
+            continue
+        type_field = next(iter(k for k in r.body if isinstance(r.body[k], dict) and k in _TOOL_TYPE_FIELDS), None)
+        if type_field is None:
+            continue
+        name = r.body[type_field].get("name")
+        doc = docs[(r.kind, r.id)]
+        if name:
+            if name in names:
+                problems.append(doc.problem((type_field, "name"), f"duplicate tool name '{name}' (also used by tool '{names[name]}')"))
+            else:
+                names[name] = r.id
+    return problems
+
+
+from .models import TOOL_TYPES as _TOOL_TYPE_FIELDS  # noqa: E402
