@@ -6,8 +6,12 @@ a user never sees a traceback (set CESYNC_DEBUG=1 to get one).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
+import json
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Callable
@@ -17,10 +21,16 @@ from typing import Any, TypeVar
 import click
 
 from . import __version__
-from .errors import CesyncError, ConfigError
+from .apply import ApplyResult, Outcome, apply_plan
+from .client.api import CesClient
+from .errors import CesyncError, ConfigError, PlanFileError
 from .jsonschema import render_schemas
+from .plan import Plan, check_safety
+from .render import FORMATS, render, use_color
+from .render.common import summary
 from .repo import load_repo
 from .scaffold import write_scaffold
+from .workflow import Context, make_plan, open_context
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -126,6 +136,204 @@ def _atomic_write(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
+
+
+# --- plan, show, apply ------------------------------------------------------------------------
+
+env_option = click.option("--env", "env_name", help="The environment of cesync.yaml (or CESYNC_ENV).")
+endpoint_option = click.option(
+    "--endpoint", help="Override the environment's endpoint: 'embedded' or an emulator URL (CES_EMULATOR_HOST works too)."
+)
+format_option = click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
+
+
+def _print_plan(plan: Plan, fmt: str) -> None:
+    click.echo(render(plan, fmt, color=use_color(sys.stdout.isatty())), nl=False)
+
+
+def _save(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _atomic_write(path, text)
+
+
+@main.command()
+@dir_option
+@env_option
+@endpoint_option
+@format_option
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Save the plan as JSON for 'cesync apply PLANFILE'.")
+@click.option("--detailed-exitcode", is_flag=True, help="Exit 0 without changes, 2 with changes, 1 on error.")
+@click.option("--target", "targets", multiple=True, help="Limit the plan to these ids (tool id or kind/id).")
+@click.option("--prune/--no-prune", default=None, help="Delete remote resources the repo does not define (default: cesync.yaml).")
+@handled
+def plan(directory: Path, env_name: str | None, endpoint: str | None, fmt: str, out: Path | None,
+         detailed_exitcode: bool, targets: tuple[str, ...], prune: bool | None) -> None:
+    """Show what apply would change in the app, with the etags seen."""
+    ctx = open_context(directory, env_name, endpoint)
+
+    async def run() -> Plan:
+        async with ctx.client() as client:
+            return await make_plan(ctx, client, prune=prune, targets=set(targets) or None)
+
+    result = asyncio.run(run())
+    if out:
+        _save(out, result.to_json())
+    _print_plan(result, fmt)
+    if out and fmt == "text":
+        err(f"saved plan to {out}")
+    if detailed_exitcode and result.has_changes:
+        sys.exit(EXIT_CHANGES)
+
+
+@main.command()
+@click.argument("planfile", type=click.Path(dir_okay=False, path_type=Path))
+@format_option
+@handled
+def show(planfile: Path, fmt: str) -> None:
+    """Render a saved plan (text, json or markdown)."""
+    _print_plan(_load_plan(planfile), fmt)
+
+
+def _load_plan(path: Path) -> Plan:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PlanFileError(f"cannot read plan file {path}: {exc}") from None
+    return Plan.from_json(text, str(path))
+
+
+@main.command()
+@click.argument("planfile", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@dir_option
+@env_option
+@endpoint_option
+@click.option("--auto-approve", is_flag=True, help="Do not ask for confirmation (required without a terminal).")
+@click.option("--parallelism", type=click.IntRange(1, 64), default=8, show_default=True)
+@click.option("--prune/--no-prune", default=None, help="Delete remote resources the repo does not define.")
+@click.option("--force-delete", is_flag=True, help="Delete tools even if agents still reference them (removes the references).")
+@click.option("--allow-mass-change", is_flag=True, help="Apply even if the plan touches more than the safety threshold.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@handled
+def apply(planfile: Path | None, directory: Path, env_name: str | None, endpoint: str | None, auto_approve: bool,
+          parallelism: int, prune: bool | None, force_delete: bool, allow_mass_change: bool, fmt: str) -> None:
+    """Make the app match the repo: creates, updates and (with --prune) deletes."""
+    saved = _load_plan(planfile) if planfile else None
+    ctx = open_context(directory, env_name or (saved.environment if saved else None), endpoint)
+    if saved is not None:
+        _check_saved(saved, ctx)
+    safety = ctx.repo.config.safety
+
+    async def run() -> ApplyResult | None:
+        async with ctx.client(max_connections=max(parallelism * 2, 8)) as client:
+            current = saved or await make_plan(ctx, client, prune=prune)
+            if fmt == "text" and saved is None:
+                _print_plan(current, "text")
+            if not current.has_changes:
+                if fmt == "json":
+                    click.echo(json.dumps(ApplyResult(current.environment, current.app).to_dict(), indent=2))
+                return None
+            check_safety(current, safety.maxChangeFraction, safety.minResources, allow_mass_change)
+            if not auto_approve:
+                if not sys.stdin.isatty():
+                    raise CesyncError("no terminal to confirm on: pass --auto-approve to apply without asking")
+                if not click.confirm(f"Apply {summary(current.counts())} to '{current.environment}'?", default=False):
+                    raise CesyncError("apply cancelled; nothing was changed")
+            return await _run_apply(client, current, parallelism, force_delete, fmt)
+
+    result = asyncio.run(run())
+    if result is None:
+        return
+    if fmt == "json":
+        click.echo(json.dumps(result.to_dict(), indent=2))
+    else:
+        for o in result.outcomes:
+            if o.status in ("skipped", "not started"):
+                click.echo(f"  {o.status}: {o.action} {o.kind} {o.id}" + (f" ({o.message})" if o.message else ""))
+        click.echo(("Interrupted: " if result.interrupted else "Apply: ") + result.summary() + ".")
+    if not result.ok:
+        if not result.interrupted and fmt == "text":
+            err("some actions did not succeed; run 'cesync plan' to see the remaining work")
+        sys.exit(EXIT_INTERRUPTED if result.interrupted else EXIT_ERROR)
+
+
+def _check_saved(saved: Plan, ctx: Context) -> None:
+    if saved.environment != ctx.env.name or saved.app != ctx.env.parent:
+        raise PlanFileError(f"the plan is for {saved.environment} ({saved.app}), not {ctx.env.name} ({ctx.env.parent})")
+    if saved.digest != ctx.digest:
+        raise PlanFileError("the repo changed since the plan was made (digest differs); make a new plan")
+
+
+async def _run_apply(client: CesClient, plan_: Plan, parallelism: int, force_delete: bool, fmt: str) -> ApplyResult:
+    interrupt = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    try:
+        loop.add_signal_handler(signal.SIGINT, interrupt.set)
+    except (NotImplementedError, RuntimeError):
+        pass
+    progress = _Progress(len(plan_.changes), enabled=fmt == "text")
+    try:
+        return await apply_plan(client, plan_, parallelism=parallelism, force_delete=force_delete,
+                                on_event=progress.event, interrupt=interrupt)
+    finally:
+        progress.close()
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.remove_signal_handler(signal.SIGINT)
+
+
+class _Progress:
+    """A progress bar on a terminal; one plain line per action elsewhere (CI logs)."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.enabled = enabled
+        self.bar: Any = None
+        if enabled and sys.stdout.isatty():
+            from rich.progress import Progress
+
+            self.bar = Progress(transient=True)
+            self.task = self.bar.add_task("applying", total=total)
+            self.bar.start()
+
+    def event(self, o: Outcome) -> None:
+        if not self.enabled:
+            return
+        line = f"{o.status}: {o.action} {o.kind} {o.id}" + (f" ({o.message})" if o.message else "")
+        if self.bar is not None:
+            self.bar.console.print(line)
+            self.bar.advance(self.task)
+        else:
+            click.echo(line)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+# --- the emulator -----------------------------------------------------------------------------
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=int, default=8765, show_default=True)
+@click.option("--state", type=click.Path(dir_okay=False, path_type=Path), help="Persist to this JSON file (shared safely).")
+@click.option("--latency-ms", type=float, default=0.0, help="Fixed latency added to every API call.")
+@click.option("--jitter-ms", type=float, default=0.0, help="Random extra latency, up to this much.")
+@click.option("--rate-429", type=click.FloatRange(0, 1), default=0.0, help="Share of calls answered RESOURCE_EXHAUSTED.")
+@click.option("--rate-503", type=click.FloatRange(0, 1), default=0.0, help="Share of calls answered UNAVAILABLE.")
+@click.option("--drop-rate", type=click.FloatRange(0, 1), default=0.0, help="Share of writes committed, then dropped.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the fault dice.")
+@handled
+def emulator(host: str, port: int, state: Path | None, latency_ms: float, jitter_ms: float, rate_429: float,
+             rate_503: float, drop_rate: float, seed: int) -> None:
+    """Run the local CES emulator (point cesync at it with CES_EMULATOR_HOST)."""
+    from .emulator import FaultConfig
+    from .emulator.server import serve
+
+    faults = FaultConfig(latency_ms, jitter_ms, rate_429, rate_503, drop_rate, seed=seed)
+    click.echo(f"CES emulator on http://{host}:{port} (export CES_EMULATOR_HOST={host}:{port})", err=True)
+    try:
+        serve(host, port, state, faults)
+    except OSError as exc:
+        raise CesyncError(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None
 
 
 if __name__ == "__main__":  # pragma: no cover

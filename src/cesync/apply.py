@@ -1,0 +1,165 @@
+"""Executing a Plan through the client: ordered, concurrent, etag-guarded.
+
+Creates and updates start once everything they depend on is done, at most
+``parallelism`` at once. Deletes run only when every create and update
+succeeded, each after the resources that reference it. ABORTED (someone changed
+a resource since the plan) or an interrupt stops new actions from starting;
+running ones finish and everything is reported, so a new plan shows exactly the
+work that remains.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .client import CesClient
+from .diff import diff_resource
+from .errors import Aborted, AlreadyExists, ApiError, FailedPrecondition, NotFound
+from .plan import COLLECTION, Change, Plan
+
+__all__ = ["ApplyResult", "Outcome", "apply_plan"]
+
+DONE, FAILED, CONFLICT, SKIPPED, NOT_STARTED = "done", "failed", "conflict", "skipped", "not started"
+
+
+@dataclass
+class Outcome:
+    kind: str
+    id: str
+    action: str
+    status: str = NOT_STARTED
+    message: str = ""
+    etag: str = ""  # the new etag after a create or update
+
+
+@dataclass
+class ApplyResult:
+    environment: str
+    app: str
+    outcomes: list[Outcome] = field(default_factory=list)
+    interrupted: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return all(o.status == DONE for o in self.outcomes) and not self.interrupted
+
+    def counts(self) -> dict[str, int]:
+        done = [o for o in self.outcomes if o.status == DONE]
+        return {
+            "created": sum(1 for o in done if o.action == "create"),
+            "updated": sum(1 for o in done if o.action == "update"),
+            "deleted": sum(1 for o in done if o.action == "delete"),
+            "failed": sum(1 for o in self.outcomes if o.status in (FAILED, CONFLICT)),
+            "not_done": sum(1 for o in self.outcomes if o.status in (SKIPPED, NOT_STARTED)),
+        }
+
+    def summary(self) -> str:
+        c = self.counts()
+        text = f"{c['created']} created, {c['updated']} updated, {c['deleted']} deleted, {c['failed']} failed"
+        return text + (f", {c['not_done']} not done" if c["not_done"] else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"environment": self.environment, "app": self.app, "ok": self.ok, "interrupted": self.interrupted,
+                "counts": self.counts(), "outcomes": [asdict(o) for o in self.outcomes]}
+
+
+class _Run:
+    def __init__(self, client: CesClient, plan: Plan, parallelism: int, force_delete: bool,
+                 on_event: Callable[[Outcome], None]) -> None:
+        self.client = client
+        self.plan = plan
+        self.sem = asyncio.Semaphore(max(1, parallelism))
+        self.force_delete = force_delete
+        self.on_event = on_event
+        self.stop = asyncio.Event()  # set by a conflict: start nothing new
+        self.interrupt = asyncio.Event()  # set by Ctrl-C: start nothing new
+        self.finished: dict[str, asyncio.Event] = {c.name: asyncio.Event() for c in plan.changes}
+        self.outcomes = {c.name: Outcome(c.kind, c.id, c.action) for c in plan.changes}
+
+    async def run_phase(self, changes: list[Change]) -> None:
+        await asyncio.gather(*(self._one(c) for c in changes))
+
+    async def _one(self, c: Change) -> None:
+        outcome = self.outcomes[c.name]
+        try:
+            for dep in c.depends_on:
+                if dep in self.finished:
+                    await self.finished[dep].wait()
+                    if self.outcomes[dep].status != DONE:
+                        outcome.status, outcome.message = SKIPPED, f"{dep.rsplit('/', 2)[-2][:-1]} {dep.rsplit('/', 1)[-1]} was not {self.outcomes[dep].action}d"
+                        self.on_event(outcome)
+                        return
+            async with self.sem:
+                if self.stop.is_set() or self.interrupt.is_set():
+                    return  # stays NOT_STARTED
+                await self._call(c, outcome)
+            self.on_event(outcome)
+        finally:
+            self.finished[c.name].set()
+
+    async def _call(self, c: Change, outcome: Outcome) -> None:
+        parent, collection = self.plan.app, COLLECTION[c.kind]
+        try:
+            if c.action == "create":
+                result = await self._create(c, parent, collection)
+                outcome.etag = str(result.get("etag", ""))
+            elif c.action == "update":
+                body = {**(c.body or {}), "etag": c.etag}
+                result = await self.client.patch(c.name, body, list(c.update_mask))
+                outcome.etag = str(result.get("etag", ""))
+            else:
+                await self.client.delete(c.name, c.etag or None, force=self.force_delete)
+            outcome.status = DONE
+        except Aborted:
+            self.stop.set()
+            outcome.status = CONFLICT
+            outcome.message = "changed by someone else since the plan (etag mismatch); nothing was overwritten: plan again"
+        except AlreadyExists as exc:
+            outcome.status, outcome.message = CONFLICT, str(exc.message)
+        except FailedPrecondition as exc:
+            hint = " (pass --force-delete to also remove the agents' references)" if c.action == "delete" else ""
+            outcome.status, outcome.message = FAILED, exc.message + hint
+        except NotFound as exc:
+            self.stop.set()
+            outcome.status, outcome.message = CONFLICT, f"{exc.message}: it was deleted since the plan; plan again"
+        except ApiError as exc:
+            outcome.status, outcome.message = FAILED, str(exc)
+
+    async def _create(self, c: Change, parent: str, collection: str) -> dict[str, Any]:
+        try:
+            return await self.client.create(parent, collection, c.id, c.body or {})
+        except AlreadyExists as exc:
+            if not getattr(exc, "after_retry", False):
+                raise AlreadyExists(f"{c.name} was created by someone else since the plan; plan again", code=409) from None
+            # Our own earlier attempt probably landed before its answer was lost: check it.
+            current = await self.client.get(c.name)
+            if diff_resource(c.kind, c.id, c.body, current).update_mask:
+                raise AlreadyExists(f"{c.name} exists and differs from the desired state; plan again", code=409) from None
+            return current
+
+
+async def apply_plan(
+    client: CesClient,
+    plan: Plan,
+    *,
+    parallelism: int = 8,
+    force_delete: bool = False,
+    on_event: Callable[[Outcome], None] = lambda o: None,
+    interrupt: asyncio.Event | None = None,
+) -> ApplyResult:
+    run = _Run(client, plan, parallelism, force_delete, on_event)
+    if interrupt is not None:
+        run.interrupt = interrupt
+    writes = [c for c in plan.changes if c.action != "delete"]
+    deletes = [c for c in plan.changes if c.action == "delete"]
+    await run.run_phase(writes)
+    if all(run.outcomes[c.name].status == DONE for c in writes) and not (run.stop.is_set() or run.interrupt.is_set()):
+        await run.run_phase(deletes)
+    else:
+        for c in deletes:
+            run.outcomes[c.name].status = SKIPPED
+            run.outcomes[c.name].message = "deletes run only after every create and update succeeded"
+    return ApplyResult(plan.environment, plan.app, [run.outcomes[c.name] for c in plan.changes], interrupted=run.interrupt.is_set())

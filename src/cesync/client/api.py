@@ -1,0 +1,218 @@
+"""The CES REST client (async httpx): tools and toolsets, retries, one error tree.
+
+Retries follow AIP-194: 429 (after its RetryInfo delay), 500, 503, 504 and
+connection failures are retried with exponential backoff and full jitter, for
+reads and for writes that are safe to repeat. A create that may have reached the
+server is retried too; the ALREADY_EXISTS that may follow is marked
+``after_retry`` so that the caller can resolve it by reading the resource.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import httpx
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, wait_random_exponential
+
+from ..errors import BY_STATUS, AlreadyExists, ApiError, NotFound, PermissionDenied, RetryableError, TransportError
+
+__all__ = ["CesClient", "RetryPolicy"]
+
+T = TypeVar("T")
+ALT = {"$alt": "json;enum-encoding=int"}
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    attempts: int = 6
+    initial: float = 0.2
+    maximum: float = 10.0
+
+
+def _retry_delay(details: list[dict[str, Any]]) -> float | None:
+    for d in details:
+        if str(d.get("@type", "")).endswith("google.rpc.RetryInfo"):
+            text = str(d.get("retryDelay", "")).rstrip("s")
+            try:
+                return float(text)
+            except ValueError:
+                return None
+    return None
+
+
+def to_error(response: httpx.Response, operation: str, resource: str) -> ApiError:
+    """Map a google.rpc.Status answer to the exception tree, branching on error.status."""
+    try:
+        payload = response.json()
+        error = payload.get("error", {}) if isinstance(payload, dict) else {}
+    except (ValueError, json.JSONDecodeError):
+        error = {}
+    status = str(error.get("status") or "")
+    message = str(error.get("message") or response.reason_phrase or "error")
+    details = error.get("details") or []
+    if not status:
+        status = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
+                  409: "ABORTED", 429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}.get(
+            response.status_code, "INTERNAL" if response.status_code >= 500 else "UNKNOWN")
+    cls = BY_STATUS.get(status, ApiError)
+    if status == "PERMISSION_DENIED":
+        verb = operation.split()[0] if operation else "get"
+        message += f" (the caller needs permission ces.{'toolsets' if 'toolset' in operation else 'tools'}.{verb} on the app)"
+    if status == "NOT_FOUND" and operation.startswith("list"):
+        message += " (does the app exist? check project, location and app in cesync.yaml)"
+    return cls(message, code=response.status_code, status=status, operation=operation, resource=resource, details=details)
+
+
+class CesClient:
+    """One app's tools and toolsets over REST. The transport is passed in (httpx style)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        auth: httpx.Auth | None = None,
+        retry: RetryPolicy | None = None,
+        timeout: float = 60.0,
+        max_connections: int = 32,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.retry = retry or RetryPolicy()
+        self.http = httpx.AsyncClient(
+            base_url=self.base_url,
+            transport=transport,
+            auth=auth,
+            timeout=timeout,
+            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+            headers={"x-goog-api-client": "cesync/0.1"},
+        )
+
+    async def __aenter__(self) -> CesClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    # --- plumbing -----------------------------------------------------------------------
+
+    async def _call(self, method: str, path: str, operation: str, resource: str, *, params: dict[str, Any] | None = None,
+                    body: dict[str, Any] | None = None) -> dict[str, Any]:
+        try:
+            response = await self.http.request(method, f"/v1/{path}", params={**(params or {}), **ALT}, json=body,
+                                               headers={"x-goog-request-params": f"parent={resource}"})
+        except httpx.TransportError as exc:
+            raise TransportError(f"cannot reach {self.base_url}: {type(exc).__name__}: {exc}", operation=operation,
+                                 resource=resource) from None
+        if response.status_code >= 400:
+            raise to_error(response, operation, resource)
+        try:
+            data = response.json() if response.content else {}
+        except ValueError:
+            raise TransportError(f"the server answered with something that is not JSON (HTTP {response.status_code})",
+                                 operation=operation, resource=resource) from None
+        return data if isinstance(data, dict) else {}
+
+    async def _retrying(self, fn: Callable[[], Awaitable[T]], on_retry: Callable[[], None] | None = None) -> T:
+        exponential = wait_random_exponential(multiplier=self.retry.initial, max=self.retry.maximum)
+
+        def wait(state: RetryCallState) -> float:
+            exc = state.outcome.exception() if state.outcome else None
+            hinted = _retry_delay(exc.details) if isinstance(exc, ApiError) else None
+            return max(hinted or 0.0, float(exponential(state)))
+
+        def before_sleep(_: RetryCallState) -> None:
+            if on_retry:
+                on_retry()
+
+        async for attempt in AsyncRetrying(
+            retry=retry_if_exception_type((RetryableError, TransportError)),
+            wait=wait,
+            stop=stop_after_attempt(self.retry.attempts),
+            before_sleep=before_sleep,
+            reraise=True,
+        ):
+            with attempt:
+                return await fn()
+        raise AssertionError("unreachable")
+
+    # --- calls -----------------------------------------------------------------------------
+
+    async def list(self, parent: str, collection: str) -> list[dict[str, Any]]:
+        """Every resource of a collection: one request per page of 1000, never one per resource."""
+        items: list[dict[str, Any]] = []
+        token = ""
+        while True:
+            params: dict[str, Any] = {"pageSize": 1000}
+            if collection == "tools":
+                params["filter"] = "include_system_tools=true"
+            if token:
+                params["pageToken"] = token
+            page = await self._retrying(lambda p=params: self._call("GET", f"{parent}/{collection}", f"list {collection}", parent, params=p))  # type: ignore[misc]
+            items += page.get(collection, [])
+            token = page.get("nextPageToken", "")
+            if not token:
+                return items
+
+    async def get(self, name: str) -> dict[str, Any]:
+        kind = _kind(name)
+        return await self._retrying(lambda: self._call("GET", name, f"get {kind}", name))
+
+    async def create(self, parent: str, collection: str, rid: str, body: dict[str, Any]) -> dict[str, Any]:
+        singular = collection[:-1]
+        name = f"{parent}/{collection}/{rid}"
+        retried = False
+
+        def mark() -> None:
+            nonlocal retried
+            retried = True
+
+        try:
+            return await self._retrying(
+                lambda: self._call("POST", f"{parent}/{collection}", f"create {singular}", name, params={f"{singular}Id": rid}, body=body),
+                on_retry=mark,
+            )
+        except AlreadyExists as exc:
+            exc.after_retry = retried  # type: ignore[attr-defined]
+            raise
+
+    async def patch(self, name: str, body: dict[str, Any], mask: list[str]) -> dict[str, Any]:
+        kind = _kind(name)
+        return await self._retrying(
+            lambda: self._call("PATCH", name, f"update {kind}", name, params={"updateMask": ",".join(mask)}, body=body)
+        )
+
+    async def delete(self, name: str, etag: str | None, force: bool = False) -> None:
+        kind = _kind(name)
+        params: dict[str, Any] = {}
+        if etag:
+            params["etag"] = etag
+        if force:
+            params["force"] = "true"
+        retried = False
+
+        def mark() -> None:
+            nonlocal retried
+            retried = True
+
+        try:
+            await self._retrying(lambda: self._call("DELETE", name, f"delete {kind}", name, params=params), on_retry=mark)
+        except NotFound:
+            if not retried:
+                raise  # gone before we came: a real conflict for the caller to report
+
+    async def execute(self, parent: str, request: dict[str, Any]) -> dict[str, Any]:
+        """executeTool is never retried automatically (it may have side effects)."""
+        return await self._call("POST", f"{parent}:executeTool", "execute tool", request.get("tool", parent), body=request)
+
+
+def _kind(name: str) -> str:
+    return "toolset" if "/toolsets/" in name and "/tools/" not in name.split("/toolsets/", 1)[1] else "tool"
+
+
+_ = PermissionDenied

@@ -1,0 +1,42 @@
+"""From an environment to a client: embedded emulator, emulator URL, or Google."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..config import EMBEDDED
+from ..repo import EnvTarget
+from .api import CesClient, RetryPolicy
+from .auth import GoogleAuth, default_credentials
+
+__all__ = ["connect", "endpoint_for"]
+
+GOOGLE = {"us": "https://ces.us.rep.googleapis.com", "eu": "https://ces.eu.rep.googleapis.com"}
+GLOBAL = "https://ces.googleapis.com"
+
+
+def endpoint_for(env: EnvTarget, override: str | None = None) -> str:
+    """--endpoint, then CES_EMULATOR_HOST, then the environment's endpoint, then Google's."""
+    if override:
+        return override
+    host = os.environ.get("CES_EMULATOR_HOST")
+    if host:
+        return host if host.startswith(("http://", "https://")) or host == EMBEDDED else f"http://{host}"
+    if env.endpoint:
+        return env.endpoint
+    return GOOGLE.get(env.location, GLOBAL)
+
+
+def connect(env: EnvTarget, root: Path, *, override: str | None = None, retry: RetryPolicy | None = None,
+            max_connections: int = 32) -> CesClient:
+    endpoint = endpoint_for(env, override)
+    if endpoint == EMBEDDED:
+        from ..emulator import EmbeddedTransport
+
+        state = root / ".cesync" / f"{env.name}.json"
+        return CesClient("http://embedded", transport=EmbeddedTransport(state=state), retry=retry, max_connections=max_connections)
+    if endpoint.startswith("http://") or os.environ.get("CES_EMULATOR_HOST"):
+        return CesClient(endpoint, retry=retry, max_connections=max_connections)  # an emulator: anonymous
+    credentials = default_credentials(env.impersonate_service_account, env.quota_project)
+    return CesClient(endpoint, auth=GoogleAuth(credentials, env.quota_project), retry=retry, max_connections=max_connections)

@@ -1,0 +1,106 @@
+"""Seeded, deterministic fault injection for the emulator's API routes.
+
+Latency (fixed + jitter), a share of 429 RESOURCE_EXHAUSTED answers (with
+``RetryInfo``), a share of 503 UNAVAILABLE, and a share of writes that are
+committed and then answered with a dropped connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .errors import RpcError
+
+__all__ = ["ConnectionDropped", "FaultConfig", "FaultMiddleware"]
+
+WRITE_METHODS = {"POST", "PATCH", "DELETE"}
+
+
+class ConnectionDropped(Exception):
+    """Raised after a committed write to break the connection instead of answering."""
+
+
+@dataclass
+class FaultConfig:
+    latency_ms: float = 0.0
+    jitter_ms: float = 0.0
+    rate_429: float = 0.0
+    rate_503: float = 0.0
+    drop_rate: float = 0.0  # writes: commit, then drop the connection
+    retry_delay_s: float = 0.01
+    seed: int = 0
+
+    def update(self, values: dict[str, Any]) -> None:
+        known = {f.name for f in fields(self)}
+        for key, value in values.items():
+            if key not in known:
+                raise RpcError("INVALID_ARGUMENT", f"unknown fault setting '{key}' (known: {', '.join(sorted(known))})")
+            setattr(self, key, type(getattr(self, key))(value))
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class FaultMiddleware:
+    def __init__(self, app: ASGIApp, config: FaultConfig, registry: list[FaultMiddleware]) -> None:
+        self.app = app
+        self.config = config
+        self._rng = random.Random(config.seed)
+        self._seed = config.seed
+        registry.append(self)
+
+    def _roll(self) -> float:
+        if self._seed != self.config.seed:
+            self._rng, self._seed = random.Random(self.config.seed), self.config.seed
+        return self._rng.random()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith("/v1/"):
+            await self.app(scope, receive, send)
+            return
+        c = self.config
+        delay = c.latency_ms + (self._roll() * c.jitter_ms if c.jitter_ms else 0.0)
+        if delay > 0:
+            await asyncio.sleep(delay / 1000)
+        if c.rate_429 and self._roll() < c.rate_429:
+            err = RpcError(
+                "RESOURCE_EXHAUSTED",
+                "Quota exceeded (emulated)",
+                [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{c.retry_delay_s}s"}],
+            )
+            await _send_error(send, err)
+            return
+        if c.rate_503 and self._roll() < c.rate_503:
+            await _send_error(send, RpcError("UNAVAILABLE", "The service is currently unavailable (emulated)"))
+            return
+        if scope["method"] in WRITE_METHODS and c.drop_rate and self._roll() < c.drop_rate:
+            await self._commit_then_drop(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    async def _commit_then_drop(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def swallow(message: Message) -> None:
+            return None  # the write happens; its answer never leaves
+
+        await self.app(scope, receive, swallow)
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"1000")]})
+        raise ConnectionDropped("connection dropped after commit (emulated)")
+
+
+async def _send_error(send: Send, err: RpcError) -> None:
+    import json
+
+    payload = json.dumps(err.body()).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": err.http,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})

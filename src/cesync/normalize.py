@@ -1,0 +1,141 @@
+"""Desired and remote resources -> one canonical form (pure).
+
+Follows the proto3 JSON rules of SPEC section 7: output-only fields dropped,
+defaults equal to absence (but message presence and ``optional`` scalars kept),
+enums as names, Durations, int64 and float32 in one spelling, OpenAPI documents
+parsed so they compare by meaning, ``$env_var`` substituted. Known server
+defaults (a SYNCHRONOUS execution type, a 30 s timeout, a Python function's
+name taken from its code) equal their absence. Keys the model does not know are
+set aside and reported, never compared.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass, field
+from typing import Any
+
+from .checks import parse_document, python_functions
+from .models import Kind, ProtoModel, Tool, Toolset, specs
+from .protojson import canonical_duration, duration_nanos, float32, is_default
+
+__all__ = ["DOCUMENT_FIELDS", "Canonical", "canonical"]
+
+DOCUMENT_FIELDS = {"openApiSchema"}
+MODELS: dict[str, type[ProtoModel]] = {"tool": Tool, "toolset": Toolset}
+ENV_VAR = "$env_var"
+
+
+@dataclass(frozen=True)
+class Canonical:
+    body: dict[str, Any]
+    unknown: list[str] = field(default_factory=list)  # dotted paths of fields the model does not know
+
+
+def canonical(kind: str, rid: str, body: dict[str, Any]) -> Canonical:
+    unknown: list[str] = []
+    out = _message(body, MODELS[kind], (), unknown)
+    for key in ("name", "etag"):
+        out.pop(key, None)
+    _server_defaults(kind, rid, out)
+    return Canonical(out, unknown)
+
+
+def _message(data: Any, model: type[ProtoModel], path: tuple[str, ...], unknown: list[str]) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        return {}
+    table = specs(model)
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        spec = table.get(key)
+        here = (*path, key)
+        if spec is None:
+            unknown.append(".".join(here))
+            continue
+        if spec.output_only or value is None:
+            continue
+        if spec.message is not None:
+            if spec.repeated:
+                if value:
+                    out[key] = [_message(v, spec.message, here, unknown) for v in value]
+            elif spec.map:
+                if value:
+                    out[key] = {k: _message(v, spec.message, (*here, str(k)), unknown) for k, v in value.items()}
+            else:
+                out[key] = _message(value, spec.message, here, unknown)
+            continue
+        if spec.repeated:
+            if value:
+                out[key] = [_scalar(v, spec.kind, spec.enum) for v in value]
+        elif spec.map or spec.kind is Kind.STRUCT:
+            if value:
+                out[key] = value
+        elif spec.kind is Kind.VALUE:
+            out[key] = value
+        elif key in DOCUMENT_FIELDS and isinstance(value, str):
+            out[key] = _document(value, data.get("url"))
+        elif spec.presence or not is_default(value, spec.kind, spec.enum):
+            out[key] = _scalar(value, spec.kind, spec.enum)
+    return out
+
+
+def _scalar(value: Any, kind: Kind, enum_table: dict[str, int]) -> Any:
+    try:
+        if kind is Kind.ENUM and isinstance(value, int):
+            return next((n for n, i in enum_table.items() if i == value), value)
+        if kind is Kind.DURATION:
+            return canonical_duration(value)
+        if kind is Kind.INT64 or kind is Kind.INT32:
+            return int(value)
+        if kind is Kind.FLOAT:
+            return float32(float(value))
+        if kind is Kind.DOUBLE:
+            return float(value)
+        if kind is Kind.BYTES:
+            return base64.b64encode(base64.b64decode(value)).decode()
+    except (ValueError, TypeError, binascii.Error):
+        return value
+    return value
+
+
+def _document(text: str, url: str | None) -> Any:
+    """An OpenAPI document by meaning, with the $env_var server placeholder substituted."""
+    if url and ENV_VAR in text:
+        text = text.replace(ENV_VAR, url)
+    try:
+        return parse_document(text)
+    except ValueError:
+        return text
+
+
+def _timeout_default(execution_type: Any) -> int:
+    return 60 if execution_type == "ASYNCHRONOUS" else 30
+
+
+def _server_defaults(kind: str, rid: str, out: dict[str, Any]) -> None:
+    if out.get("executionType") == "SYNCHRONOUS":
+        del out["executionType"]
+    timeout = out.get("timeout")
+    if isinstance(timeout, str):
+        try:
+            if duration_nanos(timeout) == _timeout_default(out.get("executionType")) * 1_000_000_000:
+                del out["timeout"]
+        except ValueError:
+            pass
+    if kind == "toolset":
+        if out.get("displayName") == rid:
+            del out["displayName"]
+        return
+    fn = out.get("pythonFunction")
+    if isinstance(fn, dict) and not fn.get("name") and isinstance(fn.get("pythonCode"), str):
+        try:
+            names = python_functions(fn["pythonCode"])
+        except (SyntaxError, ValueError):
+            names = []
+        if names:
+            fn["name"] = names[0]
+    if out.get("fileSearchTool", {}).get("corpusType") == "FULLY_MANAGED":
+        del out["fileSearchTool"]["corpusType"]
+    if out.get("widgetTool", {}).get("widgetType") == "CUSTOM":
+        del out["widgetTool"]["widgetType"]

@@ -1,0 +1,40 @@
+"""Helpers shared by the renderers (pure)."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from io import StringIO
+from typing import Any
+
+from ruamel.yaml import YAML
+
+SYMBOL = {"create": "+", "update": "~", "delete": "-"}
+VERB = {"create": "created", "update": "updated in place", "delete": "deleted"}
+
+
+def as_text(value: Any) -> str:
+    """A value as people read it: multi-line strings as they are, structures as YAML."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (dict, list)):
+        yaml = YAML(typ="safe", pure=True)
+        yaml.default_flow_style = False
+        buf = StringIO()
+        yaml.dump(value, buf)
+        return buf.getvalue()
+    return json.dumps(value)
+
+
+def is_multiline(before: Any, after: Any) -> bool:
+    return any(isinstance(v, (dict, list)) or (isinstance(v, str) and "\n" in v) for v in (before, after))
+
+
+def unified(before: Any, after: Any, path: str) -> list[str]:
+    a = as_text(before).splitlines() if before is not None else []
+    b = as_text(after).splitlines() if after is not None else []
+    return list(difflib.unified_diff(a, b, f"remote/{path}", f"desired/{path}", lineterm="", n=2))
+
+
+def summary(counts: dict[str, int]) -> str:
+    return f"{counts['create']} to create, {counts['update']} to update, {counts['delete']} to delete"

@@ -1,0 +1,68 @@
+"""The human renderer: coloured + ~ -, field-level before -> after, unified diffs."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from ..plan import Change, Plan
+from .common import SYMBOL, VERB, as_text, is_multiline, summary, unified
+
+COLORS = {"create": "\x1b[32m", "update": "\x1b[33m", "delete": "\x1b[31m", "dim": "\x1b[2m", "bold": "\x1b[1m"}
+RESET = "\x1b[0m"
+
+
+def use_color(stream_is_tty: bool) -> bool:
+    return stream_is_tty and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else json.dumps(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def render_text(plan: Plan, *, color: bool = False) -> str:
+    def paint(text: str, key: str) -> str:
+        return f"{COLORS[key]}{text}{RESET}" if color else text
+
+    lines = [f"Plan for environment '{plan.environment}' ({plan.app})", ""]
+    for change in plan.changes:
+        lines += _change(change, paint)
+    if not plan.changes:
+        lines.append("No changes. The app matches the repo.")
+        lines.append("")
+    if plan.unmanaged:
+        lines.append(paint(f"{len(plan.unmanaged)} remote resource(s) not in the repo (kept; use --prune to delete):", "dim"))
+        lines += [paint(f"  ? {name}", "dim") for name in plan.unmanaged]
+        lines.append("")
+    if plan.unknown_fields:
+        lines.append(paint("Remote fields cesync does not model (never compared, kept on update):", "dim"))
+        lines += [paint(f"  {name}: {', '.join(fields)}", "dim") for name, fields in sorted(plan.unknown_fields.items())]
+        lines.append("")
+    lines.append(paint(f"Plan: {summary(plan.counts())}.", "bold"))
+    return "\n".join(lines) + "\n"
+
+
+def _change(c: Change, paint: Any) -> list[str]:
+    head = f"{SYMBOL[c.action]} {c.kind} {c.id} will be {VERB[c.action]}"
+    if c.etag:
+        head += f" (etag {c.etag})"
+    out = [paint(head, c.action)]
+    if c.note:
+        out.append(paint(f"    # {c.note}", "dim"))
+    if c.action == "create" and c.after is not None:
+        out += [f"    + {line}" for line in as_text(c.after).rstrip("\n").splitlines()]
+    for f in c.fields:
+        if is_multiline(f.before, f.after):
+            out.append(f"    ~ {f.path}:")
+            for line in unified(f.before, f.after, f.path)[2:]:
+                key = "create" if line.startswith("+") else "delete" if line.startswith("-") else "dim"
+                out.append("        " + paint(line, key))
+        else:
+            out.append(f"    ~ {f.path}: {_short(f.before) if f.before is not None else '(unset)'} -> "
+                       f"{_short(f.after) if f.after is not None else '(unset)'}")
+    if c.update_mask:
+        out.append(paint(f"    updateMask: {','.join(c.update_mask)}", "dim"))
+    out.append("")
+    return out

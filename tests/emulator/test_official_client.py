@@ -1,0 +1,86 @@
+"""The official google-cloud-ces client cannot tell the emulator from the real service."""
+
+from __future__ import annotations
+
+import pytest
+from google.api_core import exceptions
+from google.api_core.client_options import ClientOptions
+from google.auth.credentials import AnonymousCredentials
+from google.cloud import ces_v1
+from google.protobuf import field_mask_pb2
+
+from cesync.emulator.server import BackgroundServer
+
+APP = "projects/p/locations/us/apps/a"
+
+
+@pytest.fixture
+def client(emulator: BackgroundServer) -> ces_v1.AgentServiceClient:
+    return ces_v1.AgentServiceClient(
+        credentials=AnonymousCredentials(),
+        transport="rest",
+        client_options=ClientOptions(api_endpoint=emulator.url),
+    )
+
+
+def test_crud_round_trip(client: ces_v1.AgentServiceClient) -> None:
+    tool = ces_v1.Tool(
+        python_function=ces_v1.PythonFunction(name="f", python_code='def f(x):\n    """Echo."""\n    return x\n'),
+        execution_type=ces_v1.ExecutionType.SYNCHRONOUS,
+        timeout={"seconds": 1, "nanos": 500_000_000},
+    )
+    created = client.create_tool(parent=APP, tool=tool, tool_id="t1")
+    assert created.name == f"{APP}/tools/t1"
+    assert created.etag and created.display_name == "f"
+    assert created.python_function.description == "Echo."
+    assert created.execution_type == ces_v1.ExecutionType.SYNCHRONOUS
+    assert created.timeout.total_seconds() == 1.5
+
+    listed = list(client.list_tools(parent=APP))
+    assert [t.name for t in listed] == [f"{APP}/tools/t1"]
+    with_system = list(client.list_tools(request={"parent": APP, "filter": "include_system_tools=true"}))
+    assert len(with_system) > 1 and any(t.system_tool.name for t in with_system)
+
+    got = client.get_tool(name=created.name)
+    assert got.etag == created.etag
+
+    got.python_function.python_code = "def f(x):\n    return 2 * x\n"
+    updated = client.update_tool(tool=got, update_mask=field_mask_pb2.FieldMask(paths=["python_function.python_code"]))
+    assert updated.etag != created.etag
+    assert "2 * x" in updated.python_function.python_code
+    assert updated.timeout.total_seconds() == 1.5  # outside the mask: untouched
+
+    stale = ces_v1.Tool(name=created.name, etag=created.etag, timeout={"seconds": 9})
+    with pytest.raises(exceptions.Conflict) as conflict:
+        client.update_tool(tool=stale, update_mask=field_mask_pb2.FieldMask(paths=["timeout"]))
+    assert "ABORTED" in str(conflict.value.response.json()["error"]["status"])
+
+    with pytest.raises(exceptions.Conflict) as dup:
+        client.create_tool(parent=APP, tool=tool, tool_id="t1")
+    assert dup.value.response.json()["error"]["status"] == "ALREADY_EXISTS"
+
+    client.delete_tool(request={"name": created.name, "etag": updated.etag})
+    with pytest.raises(exceptions.NotFound):
+        client.get_tool(name=created.name)
+
+
+def test_invalid_argument_has_field_violations(client: ces_v1.AgentServiceClient) -> None:
+    bad = ces_v1.Tool(connector_tool=ces_v1.ConnectorTool(connection="nope"))
+    with pytest.raises(exceptions.BadRequest) as exc:
+        client.create_tool(parent=APP, tool=bad, tool_id="bad")
+    error = exc.value.response.json()["error"]
+    assert error["status"] == "INVALID_ARGUMENT"
+    fields = {v["field"] for v in error["details"][0]["fieldViolations"]}
+    assert "tool.connectorTool.connection" in fields
+
+
+def test_toolsets_round_trip(emulator: BackgroundServer) -> None:
+    client = ces_v1.AgentServiceClient(
+        credentials=AnonymousCredentials(), transport="rest", client_options=ClientOptions(api_endpoint=emulator.url)
+    )
+    toolset = ces_v1.Toolset(mcp_toolset=ces_v1.McpToolset(server_address="https://mcp.example/x"), description="d")
+    created = client.create_toolset(parent=APP, toolset=toolset, toolset_id="ts")
+    assert created.name == f"{APP}/toolsets/ts"
+    assert [t.name for t in client.list_toolsets(parent=APP)] == [created.name]
+    client.delete_toolset(name=created.name)
+    assert list(client.list_toolsets(parent=APP)) == []
