@@ -187,7 +187,10 @@ def build_plan(
             unmanaged.append(name)
             continue
         d = diff_resource(r.kind, r.id, None, r.body)
-        dependents = sorted(n for n, ds in ((f"{parent}/{COLLECTION[x.kind]}/{x.id}", _references(x.body, parent)) for x in remote) if name in ds)
+        dependents = sorted(
+            n for n, refs in ((f"{parent}/{COLLECTION[x.kind]}/{x.id}", _references(x.body, parent)) for x in remote)
+            if name in refs and n != name
+        )
         deletes.append(Change(kind=r.kind, id=r.id, action="delete", name=name, etag=r.etag, before=d.before,
                               depends_on=tuple(dependents)))
     _mark_renames(changes, deletes)

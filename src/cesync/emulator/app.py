@@ -330,8 +330,12 @@ async def _admin(emulator: Emulator, request: Request, registry: list[FaultMiddl
         parent = body.get("name", "")
         if not APP_RE.match(parent):
             raise RpcError("INVALID_ARGUMENT", "name must be projects/*/locations/*/apps/*")
-        store.write(lambda s: store.app(s, parent))
+        store.write(lambda s: store.app(s, parent, create=True))
         return {"name": parent}
+    if action == "config":
+        if "autoCreateApps" in body:
+            store.auto_create_apps = bool(body["autoCreateApps"])
+        return {"autoCreateApps": store.auto_create_apps}
     if action == "agents":
         parent, agent_id, tools = body.get("app", ""), body.get("agentId", ""), body.get("tools", [])
 

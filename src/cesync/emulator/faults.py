@@ -34,6 +34,7 @@ class FaultConfig:
     drop_rate: float = 0.0  # writes: commit, then drop the connection
     retry_delay_s: float = 0.01
     seed: int = 0
+    fail_status: str = ""  # answer every call with this status, e.g. PERMISSION_DENIED
 
     def update(self, values: dict[str, Any]) -> None:
         known = {f.name for f in fields(self)}
@@ -67,6 +68,9 @@ class FaultMiddleware:
         delay = c.latency_ms + (self._roll() * c.jitter_ms if c.jitter_ms else 0.0)
         if delay > 0:
             await asyncio.sleep(delay / 1000)
+        if c.fail_status:
+            await _send_error(send, RpcError(c.fail_status, f"{c.fail_status} (emulated)"))
+            return
         if c.rate_429 and self._roll() < c.rate_429:
             err = RpcError(
                 "RESOURCE_EXHAUSTED",

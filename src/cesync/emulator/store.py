@@ -63,8 +63,9 @@ def _first_function(code: str) -> tuple[str | None, str | None]:
 
 
 class Store:
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, *, auto_create_apps: bool = True) -> None:
         self.path = path
+        self.auto_create_apps = auto_create_apps
         self._lock = threading.RLock()
         self._state: dict[str, Any] = {"apps": {}}
         self._stamp: tuple[int, int] | None = None
@@ -124,10 +125,11 @@ class Store:
 
     # --- apps ------------------------------------------------------------------------------
 
-    @staticmethod
-    def app(state: dict[str, Any], parent: str) -> dict[str, Any]:
-        """An app, created on first use with its system tools."""
+    def app(self, state: dict[str, Any], parent: str, *, create: bool = False) -> dict[str, Any]:
+        """An app, created on first use (unless auto_create_apps is off) with its system tools."""
         apps = state.setdefault("apps", {})
+        if parent not in apps and not (create or self.auto_create_apps):
+            raise RpcError("NOT_FOUND", f"app {parent} not found")
         if parent not in apps:
             now = _now()
             tools = {

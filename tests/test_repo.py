@@ -1,0 +1,151 @@
+"""Loading and validating a repo: every bad input gets a positioned message."""
+
+from __future__ import annotations
+
+import string
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cesync.errors import ConfigError, Problem
+from cesync.repo import load_repo
+from cesync.yamlfile import load_text
+from tests.conftest import EXAMPLES
+from tests.helpers import make_repo
+
+BOMB = "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8)
+)
+
+CASES = [
+    # (id, file, content, expected "file:line:col: message" fragment)
+    ("malformed", "tools/x.yaml", "clientFunction: [1,\n", "tools/x.yaml:2:1: invalid YAML"),
+    ("tabs", "tools/x.yaml", "clientFunction:\n\tname: x\n", "tools/x.yaml:2:1: invalid YAML: tab character"),
+    ("duplicate-key", "tools/x.yaml", "clientFunction: {name: a}\nclientFunction: {name: b}\n", "tools/x.yaml:2:1: invalid YAML: while constructing a mapping"),
+    ("list-not-mapping", "tools/x.yaml", "- a\n- b\n", "tools/x.yaml:1:1: a tool file must be a mapping"),
+    ("wrong-scalar", "tools/x.yaml", "clientFunction: {name: 3}\n", "tools/x.yaml:1:24: clientFunction.name: Input should be a valid string"),
+    ("unknown-snake", "tools/x.yaml", "open_api_tool: {openApiSchema: x}\n", "tools/x.yaml:1:1: unknown field 'open_api_tool' in Tool; did you mean 'openApiTool'?"),
+    ("unknown-typo", "tools/x.yaml", "clientFunction: {name: a, descripton: b}\n", "did you mean 'description'?"),
+    ("output-only", "tools/x.yaml", "clientFunction: {name: a}\ncreateTime: x\n", "tools/x.yaml:2:1: 'createTime' is output only"),
+    ("no-type", "tools/x.yaml", "timeout: 3s\n", "exactly one of clientFunction"),
+    ("two-types", "tools/x.yaml", "clientFunction: {name: a}\ngoogleSearchTool: {name: b}\n", "at most one of"),
+    ("enum", "tools/x.yaml", "clientFunction: {name: a}\nexecutionType: LATER\n", "tools/x.yaml:2:16: executionType: Input should be"),
+    ("duration", "tools/x.yaml", "clientFunction: {name: a}\ntimeout: 3 seconds\n", "a Duration is seconds"),
+    ("connection", "tools/x.yaml", "connectorTool: {connection: crm, action: {connectionActionId: a}}\n", "must be projects/{project}/locations/{location}/connections/{connection}"),
+    ("secret", "tools/x.yaml", "openApiTool:\n  openApiSchema: \"openapi: 3.0.0\\npaths: {/a: {get: {}}}\"\n  apiAuthentication:\n    apiKeyConfig: {keyName: k, apiKeySecretVersion: mysecret, requestLocation: HEADER}\n", "projects/{project}/secrets/{secret}/versions/{version}"),
+    ("boost", "tools/x.yaml", "dataStoreTool:\n  name: d\n  boostSpecs: [{dataStores: [x], spec: [{conditionBoostSpecs: [{condition: c, boost: 2}]}]}]\n", "less than or equal to 1"),
+    ("grounding", "tools/x.yaml", "dataStoreTool:\n  name: d\n  modalityConfigs: [{modalityType: TEXT, groundingConfig: {groundingLevel: 9}}]\n", "less than or equal to 5"),
+    ("context-urls", "tools/x.yaml", "googleSearchTool:\n  name: g\n  contextUrls: [" + ",".join(f"u{i}" for i in range(21)) + "]\n", "at most 20 items"),
+    ("openapi-unparsable", "tools/x.yaml", "openApiTool: {openApiSchema: '{nope: [}'}\n", "openApiSchema is not valid JSON or YAML"),
+    ("openapi-no-ops", "tools/x.yaml", "openApiTool: {openApiSchema: \"openapi: 3.0.0\\npaths: {}\"}\n", "defines no operation"),
+    ("python-syntax", "tools/x.yaml", "pythonFunction:\n  pythonCode: |\n    def f(:\n      pass\n", "tools/x.yaml:3:"),
+    ("python-missing-fn", "tools/x.yaml", "pythonFunction:\n  name: g\n  pythonCode: 'def f(): pass'\n", "defines no function 'g'"),
+    ("mcp-standalone", "tools/x.yaml", "mcpTool: {name: m, serverAddress: https://x}\n", "tools/x.yaml:1:1: mcpTool cannot be created directly"),
+    ("include-missing", "tools/x.yaml", "pythonFunction: {pythonCode: {file: nope.py}}\n", "tools/x.yaml:1:37: file 'nope.py' does not exist"),
+    ("include-escape", "tools/x.yaml", "pythonFunction: {pythonCode: {file: ../../../etc/passwd}}\n", "is outside the repo"),
+    ("non-utf8", "tools/x.yaml", b"clientFunction: {name: \xff}\n", "tools/x.yaml:1:24: not UTF-8"),
+    ("binary", "tools/x.yaml", b"\x00\x01\x02", "binary file"),
+    ("alias-bomb", "tools/x.yaml", BOMB, "alias bomb"),
+    ("duplicate-id", "tools/y.yaml", "id: greet\nclientFunction: {name: y}\n", "duplicate tool id 'greet'"),
+    ("duplicate-name", "tools/y.yaml", "clientFunction: {name: greet}\n", "duplicate tool name 'greet'"),
+    ("bad-ref", "tools/w.yaml", "widgetTool: {name: w, dataMapping: {sourceToolName: {ref: tools/gret}}}\n", "did you mean 'greet'?"),
+    ("missing-var", "tools/x.yaml", "clientFunction: {name: '${NOPE}'}\n", "variable 'NOPE' is not set for environment 'local'"),
+    ("env-var-no-url", "tools/x.yaml", "openApiTool: {openApiSchema: \"openapi: 3.0.0\\nservers: [{url: $env_var}]\\npaths: {/a: {get: {}}}\"}\n", "uses $env_var but environment 'local' gives no url"),
+    ("server-set-name", "tools/x.yaml", "name: projects/x\nclientFunction: {name: a}\n", "'name' is set by the server"),
+]
+
+
+@pytest.mark.parametrize(("file", "content", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_bad_input_is_positioned(tmp_path: Path, file: str, content: str | bytes, expected: str) -> None:
+    repo = load_repo(make_repo(tmp_path, {file: content}))
+    problems = repo.validate()
+    assert any(expected in str(p) for p in problems), "\n".join(map(str, problems))
+    assert all(p.line >= 1 and p.col >= 1 for p in problems)
+
+
+def test_huge_file(tmp_path: Path) -> None:
+    repo = load_repo(make_repo(tmp_path, {"tools/x.yaml": "a: " + "x" * (6 * 1024 * 1024)}))
+    assert any("the limit is" in str(p) for p in repo.validate())
+
+
+def test_all_problems_reported_at_once(tmp_path: Path) -> None:
+    repo = load_repo(make_repo(tmp_path, {"tools/a.yaml": "timeout: 3\nclientFunction: {name: a}\n", "tools/b.yaml": "x: 1\n"}))
+    files = {p.file for p in repo.validate()}
+    assert files == {"tools/a.yaml", "tools/b.yaml"}
+
+
+def test_example_is_valid_for_every_environment() -> None:
+    repo = load_repo(EXAMPLES / "support-bot")
+    assert repo.validate() == []
+    urls = {repo.render(repo.env(e))[0].body["agentTool"]["agent"] for e in repo.env_names}
+    assert len(urls) == 4  # references resolve per environment
+
+
+def test_includes_and_conveniences() -> None:
+    repo = load_repo(EXAMPLES / "support-bot")
+    desired = {d.id: d.body for d in repo.render(repo.env("prod"))}
+    assert desired["refund-policy"]["pythonFunction"]["pythonCode"].startswith("def refund_policy(")
+    schema = desired["lookup-order"]["openApiTool"]["openApiSchema"]
+    assert "https://orders.acme.example" in schema and "$env_var" not in schema
+    assert "https://catalog.acme.example" in desired["catalog"]["openApiToolset"]["openApiSchema"]
+    assert desired["order-card"]["widgetTool"]["dataMapping"]["sourceToolName"] == (
+        "projects/acme-support/locations/us/apps/support-bot/tools/lookup-order"
+    )
+
+
+def test_variables_escape_and_ces_syntax_untouched(tmp_path: Path) -> None:
+    content = "clientFunction:\n  name: a\n  description: 'cost $${PRICE} for ${WHO} via $context.variables.x and $env_var'\n"
+    cfg = "version: 1\nenvironments:\n  local: {endpoint: embedded, project: p, location: us, app: a, vars: {WHO: me}}\n"
+    repo = load_repo(make_repo(tmp_path, {"tools/a.yaml": content, "cesync.yaml": cfg}))
+    body = next(d.body for d in repo.render(repo.env("local")) if d.id == "a")
+    assert body["clientFunction"]["description"] == "cost ${PRICE} for me via $context.variables.x and $env_var"
+
+
+def test_unknown_environment_lists_known(tmp_path: Path) -> None:
+    repo = load_repo(make_repo(tmp_path, {}))
+    with pytest.raises(ConfigError, match="unknown environment 'prod'.*known: local"):
+        repo.env("prod")
+
+
+# --- property: the loader returns data or positioned problems, never raises ------------------
+
+yaml_text = st.text(alphabet=string.printable + "\u00e9\u4e2d\t", max_size=300)
+structured = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.sampled_from(["clientFunction", "name", "openApiTool", "timeout", "x", "pythonFunction", "pythonCode", "file", "ref"]), kids, max_size=4),
+    max_leaves=20,
+)
+
+
+def _only_problems(tmp_path: Path, text: str) -> None:
+    (tmp_path / "repo" / "tools" / "x.yaml").write_text(text, encoding="utf-8")
+    repo = load_repo(tmp_path / "repo")
+    for p in repo.validate():
+        assert isinstance(p, Problem) and p.line >= 1 and p.col >= 1
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=yaml_text)
+def test_random_text_never_raises(tmp_path_factory: pytest.TempPathFactory, text: str) -> None:
+    tmp = tmp_path_factory.mktemp("h")
+    make_repo(tmp, {})
+    _only_problems(tmp, text)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=structured)
+def test_random_documents_never_raise(tmp_path_factory: pytest.TempPathFactory, data: object) -> None:
+    import json
+
+    tmp = tmp_path_factory.mktemp("h")
+    make_repo(tmp, {})
+    _only_problems(tmp, json.dumps({"clientFunction": data}) if not isinstance(data, dict) else json.dumps(data))
+
+
+def test_load_text_positions() -> None:
+    doc = load_text("a:\n  b: [1, {c: 2}]\n", "f.yaml")
+    assert not isinstance(doc, Problem)
+    assert doc.positions.at(("a", "b", 1, "c")) == (2, 14)
+    assert doc.positions.at(("a", "b", 1, "c"), key=True) == (2, 11)
