@@ -31,6 +31,8 @@ def endpoint_for(env: EnvTarget, override: str | None = None) -> str:
 def connect(env: EnvTarget, root: Path, *, override: str | None = None, retry: RetryPolicy | None = None,
             max_connections: int = 32) -> CesClient:
     endpoint = endpoint_for(env, override)
+    if retry is None and os.environ.get("CESYNC_RETRY_ATTEMPTS", "").isdigit():
+        retry = RetryPolicy(attempts=max(1, int(os.environ["CESYNC_RETRY_ATTEMPTS"])))
     if endpoint == EMBEDDED:
         from ..emulator import EmbeddedTransport
 
