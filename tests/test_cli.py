@@ -15,11 +15,20 @@ from cesync.emulator.server import BackgroundServer, free_port
 from tests.conftest import EXAMPLES, ROOT
 
 
-def cesync(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def cesync(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
     full_env.pop("CES_EMULATOR_HOST", None) if "CES_EMULATOR_HOST" not in (env or {}) else None
-    return subprocess.run([sys.executable, "-m", "cesync.cli", *args], cwd=cwd, env=full_env, capture_output=True,
-                          text=True, timeout=120, input=stdin)
+    return subprocess.run(
+        [sys.executable, "-m", "cesync.cli", *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        input=stdin,
+    )
 
 
 @pytest.fixture
@@ -99,7 +108,9 @@ def test_api_errors_are_one_clear_line(repo: Path, setup: dict[str, object], exp
 
 def test_unreachable_endpoint(repo: Path) -> None:
     port = free_port()
-    result = cesync("plan", "--dir", str(repo), "--env", "prod", env={"CES_EMULATOR_HOST": f"127.0.0.1:{port}", "CESYNC_RETRY_ATTEMPTS": "2"})
+    result = cesync(
+        "plan", "--dir", str(repo), "--env", "prod", env={"CES_EMULATOR_HOST": f"127.0.0.1:{port}", "CESYNC_RETRY_ATTEMPTS": "2"}
+    )
     assert result.returncode == 1 and "cannot reach" in result.stderr
 
 

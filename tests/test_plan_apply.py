@@ -70,8 +70,9 @@ def test_drift_from_the_official_client(tmp_path: Path) -> None:
     root = example(tmp_path)
     with BackgroundServer() as server:
         asyncio.run(plan_apply(root, "local", httpx.AsyncHTTPTransport()) if False else _apply_via(root, server.url))
-        official = ces_v1.AgentServiceClient(credentials=AnonymousCredentials(), transport="rest",
-                                             client_options=ClientOptions(api_endpoint=server.url))
+        official = ces_v1.AgentServiceClient(
+            credentials=AnonymousCredentials(), transport="rest", client_options=ClientOptions(api_endpoint=server.url)
+        )
         name = "projects/local/locations/us/apps/support-bot/tools/web-search"
         tool = official.get_tool(name=name)
         tool.google_search_tool.description = "changed by hand"
@@ -140,8 +141,11 @@ def test_concurrent_edit_is_refused_with_aborted(tmp_path: Path) -> None:
         async with CesClient("http://emu", transport=transport) as c:
             name = f"{stale.app}/tools/web-search"
             current = await c.get(name)
-            await c.patch(name, {"googleSearchTool": {**current["googleSearchTool"], "description": "theirs"}, "etag": current["etag"]},
-                          ["googleSearchTool.description"])
+            await c.patch(
+                name,
+                {"googleSearchTool": {**current["googleSearchTool"], "description": "theirs"}, "etag": current["etag"]},
+                ["googleSearchTool.description"],
+            )
             result = await apply_plan(c, stale, parallelism=1)
             assert (await c.get(name))["googleSearchTool"]["description"] == "theirs"  # not overwritten
             return result
@@ -198,19 +202,60 @@ async def _remote(transport: httpx.AsyncBaseTransport, parent: str) -> list[Remo
 
 schema_leaf = st.fixed_dictionaries(
     {"type": st.sampled_from(["STRING", "INTEGER", "NUMBER", "BOOLEAN"])},
-    optional={"description": st.text(max_size=10), "nullable": st.booleans(), "minimum": st.integers(-5, 5),
-              "enum": st.lists(st.text("abc", min_size=1, max_size=3), max_size=2)},
+    optional={
+        "description": st.text(max_size=10),
+        "nullable": st.booleans(),
+        "minimum": st.integers(-5, 5),
+        "enum": st.lists(st.text("abc", min_size=1, max_size=3), max_size=2),
+    },
 )
-schema = st.fixed_dictionaries({"type": st.just("OBJECT"), "properties": st.dictionaries(st.text("xyz", min_size=1, max_size=3), schema_leaf, max_size=3)},
-                               optional={"maxItems": st.integers(0, 9), "required": st.lists(st.just("x"), max_size=1)})
+schema = st.fixed_dictionaries(
+    {"type": st.just("OBJECT"), "properties": st.dictionaries(st.text("xyz", min_size=1, max_size=3), schema_leaf, max_size=3)},
+    optional={"maxItems": st.integers(0, 9), "required": st.lists(st.just("x"), max_size=1)},
+)
 duration = st.builds(lambda s, f: f"{s}{f}s", st.integers(0, 99), st.sampled_from(["", ".5", ".250", ".000001", ".1"]))
 tool = st.one_of(
-    st.fixed_dictionaries({"clientFunction": st.fixed_dictionaries({"name": st.just("c")}, optional={"parameters": schema, "description": st.text(max_size=20)})}),
-    st.fixed_dictionaries({"googleSearchTool": st.fixed_dictionaries({"name": st.just("g")}, optional={"excludeDomains": st.lists(st.text("ab.", min_size=1, max_size=5), max_size=3)})}),
-    st.fixed_dictionaries({"dataStoreTool": st.fixed_dictionaries({"name": st.just("d"), "boostSpecs": st.just([{"dataStores": ["x"], "spec": [{"conditionBoostSpecs": [{"condition": "c", "boost": 0.1}]}]}])},
-                                                                  optional={"filterParameterBehavior": st.sampled_from(["ALWAYS_INCLUDE", "NEVER_INCLUDE", "FILTER_PARAMETER_BEHAVIOR_UNSPECIFIED"])})}),
-).flatmap(lambda body: st.fixed_dictionaries({}, optional={"timeout": duration, "executionType": st.sampled_from(["SYNCHRONOUS", "ASYNCHRONOUS"]),
-                                                            "toolFakeConfig": st.just({"enableFakeMode": False})}).map(lambda extra: {**body, **extra}))
+    st.fixed_dictionaries(
+        {
+            "clientFunction": st.fixed_dictionaries(
+                {"name": st.just("c")}, optional={"parameters": schema, "description": st.text(max_size=20)}
+            )
+        }
+    ),
+    st.fixed_dictionaries(
+        {
+            "googleSearchTool": st.fixed_dictionaries(
+                {"name": st.just("g")}, optional={"excludeDomains": st.lists(st.text("ab.", min_size=1, max_size=5), max_size=3)}
+            )
+        }
+    ),
+    st.fixed_dictionaries(
+        {
+            "dataStoreTool": st.fixed_dictionaries(
+                {
+                    "name": st.just("d"),
+                    "boostSpecs": st.just(
+                        [{"dataStores": ["x"], "spec": [{"conditionBoostSpecs": [{"condition": "c", "boost": 0.1}]}]}]
+                    ),
+                },
+                optional={
+                    "filterParameterBehavior": st.sampled_from(
+                        ["ALWAYS_INCLUDE", "NEVER_INCLUDE", "FILTER_PARAMETER_BEHAVIOR_UNSPECIFIED"]
+                    )
+                },
+            )
+        }
+    ),
+).flatmap(
+    lambda body: st.fixed_dictionaries(
+        {},
+        optional={
+            "timeout": duration,
+            "executionType": st.sampled_from(["SYNCHRONOUS", "ASYNCHRONOUS"]),
+            "toolFakeConfig": st.just({"enableFakeMode": False}),
+        },
+    ).map(lambda extra: {**body, **extra})
+)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -23,36 +23,116 @@ CASES = [
     # (id, file, content, expected "file:line:col: message" fragment)
     ("malformed", "tools/x.yaml", "clientFunction: [1,\n", "tools/x.yaml:2:1: invalid YAML"),
     ("tabs", "tools/x.yaml", "clientFunction:\n\tname: x\n", "tools/x.yaml:2:1: invalid YAML: tab character"),
-    ("duplicate-key", "tools/x.yaml", "clientFunction: {name: a}\nclientFunction: {name: b}\n", "tools/x.yaml:2:1: invalid YAML: while constructing a mapping"),
+    (
+        "duplicate-key",
+        "tools/x.yaml",
+        "clientFunction: {name: a}\nclientFunction: {name: b}\n",
+        "tools/x.yaml:2:1: invalid YAML: while constructing a mapping",
+    ),
     ("list-not-mapping", "tools/x.yaml", "- a\n- b\n", "tools/x.yaml:1:1: a tool file must be a mapping"),
-    ("wrong-scalar", "tools/x.yaml", "clientFunction: {name: 3}\n", "tools/x.yaml:1:24: clientFunction.name: Input should be a valid string"),
-    ("unknown-snake", "tools/x.yaml", "open_api_tool: {openApiSchema: x}\n", "tools/x.yaml:1:1: unknown field 'open_api_tool' in Tool; did you mean 'openApiTool'?"),
+    (
+        "wrong-scalar",
+        "tools/x.yaml",
+        "clientFunction: {name: 3}\n",
+        "tools/x.yaml:1:24: clientFunction.name: Input should be a valid string",
+    ),
+    (
+        "unknown-snake",
+        "tools/x.yaml",
+        "open_api_tool: {openApiSchema: x}\n",
+        "tools/x.yaml:1:1: unknown field 'open_api_tool' in Tool; did you mean 'openApiTool'?",
+    ),
     ("unknown-typo", "tools/x.yaml", "clientFunction: {name: a, descripton: b}\n", "did you mean 'description'?"),
-    ("output-only", "tools/x.yaml", "clientFunction: {name: a}\ncreateTime: x\n", "tools/x.yaml:2:1: 'createTime' is output only"),
+    (
+        "output-only",
+        "tools/x.yaml",
+        "clientFunction: {name: a}\ncreateTime: x\n",
+        "tools/x.yaml:2:1: 'createTime' is output only",
+    ),
     ("no-type", "tools/x.yaml", "timeout: 3s\n", "exactly one of clientFunction"),
     ("two-types", "tools/x.yaml", "clientFunction: {name: a}\ngoogleSearchTool: {name: b}\n", "at most one of"),
-    ("enum", "tools/x.yaml", "clientFunction: {name: a}\nexecutionType: LATER\n", "tools/x.yaml:2:16: executionType: Input should be"),
+    (
+        "enum",
+        "tools/x.yaml",
+        "clientFunction: {name: a}\nexecutionType: LATER\n",
+        "tools/x.yaml:2:16: executionType: Input should be",
+    ),
     ("duration", "tools/x.yaml", "clientFunction: {name: a}\ntimeout: 3 seconds\n", "a Duration is seconds"),
-    ("connection", "tools/x.yaml", "connectorTool: {connection: crm, action: {connectionActionId: a}}\n", "must be projects/{project}/locations/{location}/connections/{connection}"),
-    ("secret", "tools/x.yaml", "openApiTool:\n  openApiSchema: \"openapi: 3.0.0\\npaths: {/a: {get: {}}}\"\n  apiAuthentication:\n    apiKeyConfig: {keyName: k, apiKeySecretVersion: mysecret, requestLocation: HEADER}\n", "projects/{project}/secrets/{secret}/versions/{version}"),
-    ("boost", "tools/x.yaml", "dataStoreTool:\n  name: d\n  boostSpecs: [{dataStores: [x], spec: [{conditionBoostSpecs: [{condition: c, boost: 2}]}]}]\n", "less than or equal to 1"),
-    ("grounding", "tools/x.yaml", "dataStoreTool:\n  name: d\n  modalityConfigs: [{modalityType: TEXT, groundingConfig: {groundingLevel: 9}}]\n", "less than or equal to 5"),
-    ("context-urls", "tools/x.yaml", "googleSearchTool:\n  name: g\n  contextUrls: [" + ",".join(f"u{i}" for i in range(21)) + "]\n", "at most 20 items"),
-    ("openapi-unparsable", "tools/x.yaml", "openApiTool: {openApiSchema: '{nope: [}'}\n", "openApiSchema is not valid JSON or YAML"),
-    ("openapi-no-ops", "tools/x.yaml", "openApiTool: {openApiSchema: \"openapi: 3.0.0\\npaths: {}\"}\n", "defines no operation"),
+    (
+        "connection",
+        "tools/x.yaml",
+        "connectorTool: {connection: crm, action: {connectionActionId: a}}\n",
+        "must be projects/{project}/locations/{location}/connections/{connection}",
+    ),
+    (
+        "secret",
+        "tools/x.yaml",
+        'openApiTool:\n  openApiSchema: "openapi: 3.0.0\\npaths: {/a: {get: {}}}"\n  apiAuthentication:\n    apiKeyConfig: {keyName: k, apiKeySecretVersion: mysecret, requestLocation: HEADER}\n',
+        "projects/{project}/secrets/{secret}/versions/{version}",
+    ),
+    (
+        "boost",
+        "tools/x.yaml",
+        "dataStoreTool:\n  name: d\n  boostSpecs: [{dataStores: [x], spec: [{conditionBoostSpecs: [{condition: c, boost: 2}]}]}]\n",
+        "less than or equal to 1",
+    ),
+    (
+        "grounding",
+        "tools/x.yaml",
+        "dataStoreTool:\n  name: d\n  modalityConfigs: [{modalityType: TEXT, groundingConfig: {groundingLevel: 9}}]\n",
+        "less than or equal to 5",
+    ),
+    (
+        "context-urls",
+        "tools/x.yaml",
+        "googleSearchTool:\n  name: g\n  contextUrls: [" + ",".join(f"u{i}" for i in range(21)) + "]\n",
+        "at most 20 items",
+    ),
+    (
+        "openapi-unparsable",
+        "tools/x.yaml",
+        "openApiTool: {openApiSchema: '{nope: [}'}\n",
+        "openApiSchema is not valid JSON or YAML",
+    ),
+    ("openapi-no-ops", "tools/x.yaml", 'openApiTool: {openApiSchema: "openapi: 3.0.0\\npaths: {}"}\n', "defines no operation"),
     ("python-syntax", "tools/x.yaml", "pythonFunction:\n  pythonCode: |\n    def f(:\n      pass\n", "tools/x.yaml:3:"),
-    ("python-missing-fn", "tools/x.yaml", "pythonFunction:\n  name: g\n  pythonCode: 'def f(): pass'\n", "defines no function 'g'"),
-    ("mcp-standalone", "tools/x.yaml", "mcpTool: {name: m, serverAddress: https://x}\n", "tools/x.yaml:1:1: mcpTool cannot be created directly"),
-    ("include-missing", "tools/x.yaml", "pythonFunction: {pythonCode: {file: nope.py}}\n", "tools/x.yaml:1:37: file 'nope.py' does not exist"),
+    (
+        "python-missing-fn",
+        "tools/x.yaml",
+        "pythonFunction:\n  name: g\n  pythonCode: 'def f(): pass'\n",
+        "defines no function 'g'",
+    ),
+    (
+        "mcp-standalone",
+        "tools/x.yaml",
+        "mcpTool: {name: m, serverAddress: https://x}\n",
+        "tools/x.yaml:1:1: mcpTool cannot be created directly",
+    ),
+    (
+        "include-missing",
+        "tools/x.yaml",
+        "pythonFunction: {pythonCode: {file: nope.py}}\n",
+        "tools/x.yaml:1:37: file 'nope.py' does not exist",
+    ),
     ("include-escape", "tools/x.yaml", "pythonFunction: {pythonCode: {file: ../../../etc/passwd}}\n", "is outside the repo"),
     ("non-utf8", "tools/x.yaml", b"clientFunction: {name: \xff}\n", "tools/x.yaml:1:24: not UTF-8"),
     ("binary", "tools/x.yaml", b"\x00\x01\x02", "binary file"),
     ("alias-bomb", "tools/x.yaml", BOMB, "alias bomb"),
     ("duplicate-id", "tools/y.yaml", "id: greet\nclientFunction: {name: y}\n", "duplicate tool id 'greet'"),
     ("duplicate-name", "tools/y.yaml", "clientFunction: {name: greet}\n", "duplicate tool name 'greet'"),
-    ("bad-ref", "tools/w.yaml", "widgetTool: {name: w, dataMapping: {sourceToolName: {ref: tools/gret}}}\n", "did you mean 'greet'?"),
+    (
+        "bad-ref",
+        "tools/w.yaml",
+        "widgetTool: {name: w, dataMapping: {sourceToolName: {ref: tools/gret}}}\n",
+        "did you mean 'greet'?",
+    ),
     ("missing-var", "tools/x.yaml", "clientFunction: {name: '${NOPE}'}\n", "variable 'NOPE' is not set for environment 'local'"),
-    ("env-var-no-url", "tools/x.yaml", "openApiTool: {openApiSchema: \"openapi: 3.0.0\\nservers: [{url: $env_var}]\\npaths: {/a: {get: {}}}\"}\n", "uses $env_var but environment 'local' gives no url"),
+    (
+        "env-var-no-url",
+        "tools/x.yaml",
+        'openApiTool: {openApiSchema: "openapi: 3.0.0\\nservers: [{url: $env_var}]\\npaths: {/a: {get: {}}}"}\n',
+        "uses $env_var but environment 'local' gives no url",
+    ),
     ("server-set-name", "tools/x.yaml", "name: projects/x\nclientFunction: {name: a}\n", "'name' is set by the server"),
 ]
 
@@ -105,7 +185,7 @@ def test_variables_escape_and_ces_syntax_untouched(tmp_path: Path) -> None:
 
 def test_unknown_environment_lists_known(tmp_path: Path) -> None:
     repo = load_repo(make_repo(tmp_path, {}))
-    with pytest.raises(ConfigError, match="unknown environment 'prod'.*known: local"):
+    with pytest.raises(ConfigError, match=r"unknown environment 'prod'.*known: local"):
         repo.env("prod")
 
 
@@ -114,7 +194,16 @@ def test_unknown_environment_lists_known(tmp_path: Path) -> None:
 yaml_text = st.text(alphabet=string.printable + "\u00e9\u4e2d\t", max_size=300)
 structured = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.sampled_from(["clientFunction", "name", "openApiTool", "timeout", "x", "pythonFunction", "pythonCode", "file", "ref"]), kids, max_size=4),
+    lambda kids: (
+        st.lists(kids, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                ["clientFunction", "name", "openApiTool", "timeout", "x", "pythonFunction", "pythonCode", "file", "ref"]
+            ),
+            kids,
+            max_size=4,
+        )
+    ),
     max_leaves=20,
 )
 

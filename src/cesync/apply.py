@@ -62,13 +62,20 @@ class ApplyResult:
         return text + (f", {c['not_done']} not done" if c["not_done"] else "")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"environment": self.environment, "app": self.app, "ok": self.ok, "interrupted": self.interrupted,
-                "counts": self.counts(), "outcomes": [asdict(o) for o in self.outcomes]}
+        return {
+            "environment": self.environment,
+            "app": self.app,
+            "ok": self.ok,
+            "interrupted": self.interrupted,
+            "counts": self.counts(),
+            "outcomes": [asdict(o) for o in self.outcomes],
+        }
 
 
 class _Run:
-    def __init__(self, client: CesClient, plan: Plan, parallelism: int, force_delete: bool,
-                 on_event: Callable[[Outcome], None]) -> None:
+    def __init__(
+        self, client: CesClient, plan: Plan, parallelism: int, force_delete: bool, on_event: Callable[[Outcome], None]
+    ) -> None:
         self.client = client
         self.plan = plan
         self.sem = asyncio.Semaphore(max(1, parallelism))
@@ -89,7 +96,10 @@ class _Run:
                 if dep in self.finished:
                     await self.finished[dep].wait()
                     if self.outcomes[dep].status != DONE:
-                        outcome.status, outcome.message = SKIPPED, f"{dep.rsplit('/', 2)[-2][:-1]} {dep.rsplit('/', 1)[-1]} was not {self.outcomes[dep].action}d"
+                        outcome.status, outcome.message = (
+                            SKIPPED,
+                            f"{dep.rsplit('/', 2)[-2][:-1]} {dep.rsplit('/', 1)[-1]} was not {self.outcomes[dep].action}d",
+                        )
                         self.on_event(outcome)
                         return
             async with self.sem:
@@ -162,4 +172,6 @@ async def apply_plan(
         for c in deletes:
             run.outcomes[c.name].status = SKIPPED
             run.outcomes[c.name].message = "deletes run only after every create and update succeeded"
-    return ApplyResult(plan.environment, plan.app, [run.outcomes[c.name] for c in plan.changes], interrupted=run.interrupt.is_set())
+    return ApplyResult(
+        plan.environment, plan.app, [run.outcomes[c.name] for c in plan.changes], interrupted=run.interrupt.is_set()
+    )

@@ -117,7 +117,11 @@ def check_openapi(text: str, path: Path_) -> list[Finding]:
         return [Finding(path, "openApiSchema has no 'openapi' version field")]
     paths = doc.get("paths")
     operations = [
-        m for item in (paths.values() if isinstance(paths, dict) else []) if isinstance(item, dict) for m in item if m in HTTP_METHODS
+        m
+        for item in (paths.values() if isinstance(paths, dict) else [])
+        if isinstance(item, dict)
+        for m in item
+        if m in HTTP_METHODS
     ]
     if not operations:
         return [Finding(path, "openApiSchema defines no operation under 'paths'")]
@@ -148,7 +152,9 @@ def check_body(kind: str, body: dict[str, Any]) -> list[Finding]:
     """Checks beyond the model, on a validated body (wire JSON)."""
     findings: list[Finding] = []
     if kind == "tool" and "mcpTool" in body:
-        findings.append(Finding(("mcpTool",), "mcpTool cannot be created directly: define an mcpToolset in toolsets/ instead", key=True))
+        findings.append(
+            Finding(("mcpTool",), "mcpTool cannot be created directly: define an mcpToolset in toolsets/ instead", key=True)
+        )
     if kind == "tool" and "systemTool" in body:
         findings.append(Finding(("systemTool",), "systemTool comes with the app and cannot be created", key=True))
     for field in ("openApiTool", "openApiToolset"):

@@ -73,7 +73,12 @@ def handled(fn: F) -> F:
 
 
 dir_option = click.option(
-    "--dir", "directory", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True, help="The cesync repo."
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    show_default=True,
+    help="The cesync repo.",
 )
 
 
@@ -166,8 +171,16 @@ def _save(path: Path, text: str) -> None:
 @click.option("--target", "targets", multiple=True, help="Limit the plan to these ids (tool id or kind/id).")
 @click.option("--prune/--no-prune", default=None, help="Delete remote resources the repo does not define (default: cesync.yaml).")
 @handled
-def plan(directory: Path, env_name: str | None, endpoint: str | None, fmt: str, out: Path | None,
-         detailed_exitcode: bool, targets: tuple[str, ...], prune: bool | None) -> None:
+def plan(
+    directory: Path,
+    env_name: str | None,
+    endpoint: str | None,
+    fmt: str,
+    out: Path | None,
+    detailed_exitcode: bool,
+    targets: tuple[str, ...],
+    prune: bool | None,
+) -> None:
     """Show what apply would change in the app, with the etags seen."""
     ctx = open_context(directory, env_name, endpoint)
 
@@ -214,8 +227,18 @@ def _load_plan(path: Path) -> Plan:
 @click.option("--allow-mass-change", is_flag=True, help="Apply even if the plan touches more than the safety threshold.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @handled
-def apply(planfile: Path | None, directory: Path, env_name: str | None, endpoint: str | None, auto_approve: bool,
-          parallelism: int, prune: bool | None, force_delete: bool, allow_mass_change: bool, fmt: str) -> None:
+def apply(
+    planfile: Path | None,
+    directory: Path,
+    env_name: str | None,
+    endpoint: str | None,
+    auto_approve: bool,
+    parallelism: int,
+    prune: bool | None,
+    force_delete: bool,
+    allow_mass_change: bool,
+    fmt: str,
+) -> None:
     """Make the app match the repo: creates, updates and (with --prune) deletes."""
     saved = _load_plan(planfile) if planfile else None
     ctx = open_context(directory, env_name or (saved.environment if saved else None), endpoint)
@@ -266,14 +289,13 @@ def _check_saved(saved: Plan, ctx: Context) -> None:
 async def _run_apply(client: CesClient, plan_: Plan, parallelism: int, force_delete: bool, fmt: str) -> ApplyResult:
     interrupt = asyncio.Event()
     loop = asyncio.get_running_loop()
-    try:
+    with contextlib.suppress(NotImplementedError, RuntimeError):
         loop.add_signal_handler(signal.SIGINT, interrupt.set)
-    except (NotImplementedError, RuntimeError):
-        pass
     progress = _Progress(len(plan_.changes), enabled=fmt == "text")
     try:
-        return await apply_plan(client, plan_, parallelism=parallelism, force_delete=force_delete,
-                                on_event=progress.event, interrupt=interrupt)
+        return await apply_plan(
+            client, plan_, parallelism=parallelism, force_delete=force_delete, on_event=progress.event, interrupt=interrupt
+        )
     finally:
         progress.close()
         with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -322,8 +344,17 @@ class _Progress:
 @click.option("--drop-rate", type=click.FloatRange(0, 1), default=0.0, help="Share of writes committed, then dropped.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the fault dice.")
 @handled
-def emulator(host: str, port: int, state: Path | None, latency_ms: float, jitter_ms: float, rate_429: float,
-             rate_503: float, drop_rate: float, seed: int) -> None:
+def emulator(
+    host: str,
+    port: int,
+    state: Path | None,
+    latency_ms: float,
+    jitter_ms: float,
+    rate_429: float,
+    rate_503: float,
+    drop_rate: float,
+    seed: int,
+) -> None:
     """Run the local CES emulator (point cesync at it with CES_EMULATOR_HOST)."""
     from .emulator import FaultConfig
     from .emulator.server import serve

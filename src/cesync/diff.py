@@ -89,6 +89,8 @@ def diff_resource(kind: str, rid: str, desired: dict[str, Any] | None, remote: d
     unknown = before.unknown if before else []
     if before is None or after is None:
         return ResourceDiff(before.body if before else None, after.body if after else None, unknown=unknown)
+    if before.body == after.body:  # the common case; deepdiff only for real differences
+        return ResourceDiff(before.body, after.body, unknown=unknown)
     dd = DeepDiff(before.body, after.body, ignore_numeric_type_changes=True, view="tree", verbose_level=2)
     paths: list[str] = []
     for report in dd.values():

@@ -1,20 +1,20 @@
 """The exception tree of cesync.
 
-    CesyncError                  every error cesync reports to a user (one clear line, exit 1)
-    ├── ConfigError              the repo on disk is invalid: carries positioned Problems
-    ├── PlanFileError            a saved plan is unreadable or does not fit this repo/env
-    ├── UnsafePlanError          the plan deletes or changes too much (see --allow-mass-change)
-    └── ApiError                 the CES API answered with an error (google.rpc.Status)
-        ├── InvalidArgument      400 INVALID_ARGUMENT / OUT_OF_RANGE
-        ├── FailedPrecondition   400 FAILED_PRECONDITION
-        ├── Unauthenticated      401
-        ├── PermissionDenied     403
-        ├── NotFound             404
-        ├── Conflict             409
-        │   ├── Aborted          etag mismatch: someone changed the resource
-        │   └── AlreadyExists    create with a taken id
-        ├── RetryableError       429, 500, 503, 504 (retried where safe)
-        └── TransportError       the endpoint could not be reached at all
+CesyncError                  every error cesync reports to a user (one clear line, exit 1)
+├── ConfigError              the repo on disk is invalid: carries positioned Problems
+├── PlanFileError            a saved plan is unreadable or does not fit this repo/env
+├── UnsafePlanError          the plan deletes or changes too much (see --allow-mass-change)
+└── ApiError                 the CES API answered with an error (google.rpc.Status)
+    ├── InvalidArgument      400 INVALID_ARGUMENT / OUT_OF_RANGE
+    ├── FailedPrecondition   400 FAILED_PRECONDITION
+    ├── Unauthenticated      401
+    ├── PermissionDenied     403
+    ├── NotFound             404
+    ├── Conflict             409
+    │   ├── Aborted          etag mismatch: someone changed the resource
+    │   └── AlreadyExists    create with a taken id
+    ├── RetryableError       429, 500, 503, 504 (retried where safe)
+    └── TransportError       the endpoint could not be reached at all
 """
 
 from __future__ import annotations

@@ -42,9 +42,15 @@ def _patch(node: Any) -> None:
                 node["required"].remove(key)
         for key, value in list(props.items()):
             if key in ("pythonCode", "pythonScript"):
-                props[key] = {"anyOf": [_plain(value), _FILE], "description": value.get("description", "Python source, inline or {file: path}")}
+                props[key] = {
+                    "anyOf": [_plain(value), _FILE],
+                    "description": value.get("description", "Python source, inline or {file: path}"),
+                }
             elif key == "openApiSchema":
-                props[key] = {"anyOf": [_plain(value), _FILE, {"type": "object"}], "description": "OpenAPI document: text, a mapping, or {file: path}"}
+                props[key] = {
+                    "anyOf": [_plain(value), _FILE, {"type": "object"}],
+                    "description": "OpenAPI document: text, a mapping, or {file: path}",
+                }
             elif key in _REF_FIELDS:
                 props[key] = {"anyOf": [_plain(value), _REF], "description": value.get("description", "")}
     for value in node.values():

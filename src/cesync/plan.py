@@ -82,11 +82,18 @@ class Plan:
                 raise ValueError("not a JSON object")
             if raw.get("format_version") != FORMAT_VERSION:
                 raise PlanFileError(
-                    f"{source}: plan format {raw.get('format_version')!r} is not {FORMAT_VERSION}; make a new plan with this cesync"
+                    f"{source}: plan format {raw.get('format_version')!r} is not {FORMAT_VERSION}; "
+                    "make a new plan with this cesync"
                 )
             changes = tuple(
-                Change(**{**c, "fields": tuple(FieldChange(**f) for f in c.get("fields", ())),
-                          "update_mask": tuple(c.get("update_mask", ())), "depends_on": tuple(c.get("depends_on", ()))})
+                Change(
+                    **{
+                        **c,
+                        "fields": tuple(FieldChange(**f) for f in c.get("fields", ())),
+                        "update_mask": tuple(c.get("update_mask", ())),
+                        "depends_on": tuple(c.get("depends_on", ())),
+                    }
+                )
                 for c in raw.pop("changes", [])
             )
             for c in changes:
@@ -130,7 +137,7 @@ def _levels(names: list[str], deps: dict[str, set[str]]) -> dict[str, int]:
         if n in level:
             return level[n]
         if n in visiting:
-            cycle = " -> ".join([*trail[trail.index(n):], n])
+            cycle = " -> ".join([*trail[trail.index(n) :], n])
             raise ConfigError([Problem("(references)", 1, 1, f"reference cycle: {cycle}")])
         visiting.add(n)
         depth = 1 + max((visit(d, [*trail, n]) for d in deps.get(n, ()) if d in deps), default=-1)
@@ -153,6 +160,7 @@ def build_plan(
     targets: set[str] | None = None,
 ) -> Plan:
     """desired: (kind, id, wire body). targets: ids (or kind/id) to limit the plan to."""
+
     def wanted(kind: str, rid: str) -> bool:
         return not targets or rid in targets or f"{kind}/{rid}" in targets
 
@@ -170,13 +178,28 @@ def build_plan(
             unknown[name] = d.unknown
         if not wanted(kind, rid):
             continue
-        common: dict[str, Any] = {"kind": kind, "id": rid, "name": name, "after": d.after, "body": body,
-                                  "depends_on": tuple(sorted(deps[name])), "level": levels[name]}
+        common: dict[str, Any] = {
+            "kind": kind,
+            "id": rid,
+            "name": name,
+            "after": d.after,
+            "body": body,
+            "depends_on": tuple(sorted(deps[name])),
+            "level": levels[name],
+        }
         if r is None:
             changes.append(Change(action="create", **common))
         elif d.update_mask:
-            changes.append(Change(action="update", etag=r.etag, before=d.before, fields=tuple(d.fields),
-                                  update_mask=tuple(d.update_mask), **common))
+            changes.append(
+                Change(
+                    action="update",
+                    etag=r.etag,
+                    before=d.before,
+                    fields=tuple(d.fields),
+                    update_mask=tuple(d.update_mask),
+                    **common,
+                )
+            )
     unmanaged: list[str] = []
     deletes: list[Change] = []
     for r in remote:
@@ -188,11 +211,13 @@ def build_plan(
             continue
         d = diff_resource(r.kind, r.id, None, r.body)
         dependents = sorted(
-            n for n, refs in ((f"{parent}/{COLLECTION[x.kind]}/{x.id}", _references(x.body, parent)) for x in remote)
+            n
+            for n, refs in ((f"{parent}/{COLLECTION[x.kind]}/{x.id}", _references(x.body, parent)) for x in remote)
             if name in refs and n != name
         )
-        deletes.append(Change(kind=r.kind, id=r.id, action="delete", name=name, etag=r.etag, before=d.before,
-                              depends_on=tuple(dependents)))
+        deletes.append(
+            Change(kind=r.kind, id=r.id, action="delete", name=name, etag=r.etag, before=d.before, depends_on=tuple(dependents))
+        )
     _mark_renames(changes, deletes)
     kind_rank = {"toolset": 0, "tool": 1}
     changes.sort(key=lambda c: (c.level, kind_rank[c.kind], c.id))
@@ -249,7 +274,8 @@ def check_safety(plan: Plan, max_fraction: float, min_resources: int, allow: boo
     base = max(plan.managed, counts["delete"] + counts["update"])
     if counts["delete"] and plan.managed == 0 and not allow:
         raise UnsafePlanError(
-            f"the repo defines no resources but the plan deletes {counts['delete']}; refusing (pass --allow-mass-change if that is really meant)"
+            f"the repo defines no resources but the plan deletes {counts['delete']}; refusing "
+            "(pass --allow-mass-change if that is really meant)"
         )
     if allow or base < min_resources or base == 0:
         return

@@ -60,11 +60,11 @@ def is_default(value: Any, kind: Kind, enum_table: dict[str, int] | None = None)
         return value is False
     if kind in (Kind.INT32, Kind.INT64, Kind.DOUBLE, Kind.FLOAT):
         try:
-            return float(value) == 0
+            return bool(float(value) == 0)
         except (TypeError, ValueError):
             return False
     if kind in (Kind.STRING, Kind.BYTES):
-        return value == ""
+        return bool(value == "")
     if kind is Kind.DURATION:
         return False  # a message type: presence counts
     return False
@@ -115,8 +115,6 @@ def encode(data: dict[str, Any], model: type[ProtoModel], *, enum_int: bool = Fa
             if value or (spec.kind is Kind.VALUE and value is not None):
                 out[key] = value
             continue
-        if spec.presence and value is not None:
-            out[key] = _scalar(value, spec.kind, spec.enum, enum_int)
-        elif not is_default(value, spec.kind, spec.enum):
+        if (spec.presence and value is not None) or not is_default(value, spec.kind, spec.enum):
             out[key] = _scalar(value, spec.kind, spec.enum, enum_int)
     return out

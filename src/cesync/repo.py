@@ -108,7 +108,13 @@ class Repo:
         project, location = env.project or d.project, env.location or d.location
         missing = [k for k, v in (("project", project), ("location", location)) if not v]
         if missing:
-            raise ConfigError([self._problem(("environments", name), f"environment '{name}' needs {' and '.join(missing)} (or set them in defaults)")])
+            raise ConfigError(
+                [
+                    self._problem(
+                        ("environments", name), f"environment '{name}' needs {' and '.join(missing)} (or set them in defaults)"
+                    )
+                ]
+            )
         assert project and location
         return EnvTarget(
             name=name,
@@ -178,7 +184,9 @@ def load_repo(root: Path) -> Repo:
                 continue
             rid = doc.data.pop("id", path.stem)
             if not isinstance(rid, str) or not ID_RE.match(rid):
-                problems.append(doc.problem(("id",), f"invalid {kind} id {rid!r}: use letters, digits, '-' and '_' (at most 128)"))
+                problems.append(
+                    doc.problem(("id",), f"invalid {kind} id {rid!r}: use letters, digits, '-' and '_' (at most 128)")
+                )
                 continue
             if (kind, rid) in seen:
                 problems.append(doc.problem(("id",), f"duplicate {kind} id '{rid}' (also defined in {seen[(kind, rid)]})"))
@@ -226,7 +234,11 @@ def _pydantic_problem(err: Any, doc: Document, offset: Path_ = ()) -> Problem:
     path = (*offset, *loc)
     dotted = ".".join(str(p) for p in loc)
     if err["type"] == "missing":
-        return doc.problem(path[:-1], f"missing required field '{loc[-1]}'" + (f" in {'.'.join(str(p) for p in loc[:-1])}" if len(loc) > 1 else ""), key=True)
+        return doc.problem(
+            path[:-1],
+            f"missing required field '{loc[-1]}'" + (f" in {'.'.join(str(p) for p in loc[:-1])}" if len(loc) > 1 else ""),
+            key=True,
+        )
     if err["type"] == "extra_forbidden":
         return doc.problem(path, f"unknown field '{loc[-1]}'", key=True)
     msg = err["msg"]
@@ -248,7 +260,9 @@ def _render_file(
     data = expander.expand(data)
     problems = [doc.problem(p, m) for p, m in missing] + expander.problems
     for key in SERVER_SET & set(data):
-        problems.append(doc.problem((key,), f"'{key}' is set by the server; the {src.kind} id comes from the file name or 'id:'", key=True))
+        problems.append(
+            doc.problem((key,), f"'{key}' is set by the server; the {src.kind} id comes from the file name or 'id:'", key=True)
+        )
         data.pop(key)
     includes = expander.includes
     data, findings = lint_keys(data, model)
@@ -305,11 +319,19 @@ def _substitute(data: Any, env: EnvTarget, path: Path_) -> tuple[Any, list[tuple
         if escaped:
             return "${" + name + "}"
         if not match.group(0).endswith("}") or not VAR_NAME.match(name):
-            problems.append((path, f"malformed variable reference '{match.group(0)}': write ${{NAME}}, or $${{ for a literal ${{"))
+            problems.append(
+                (path, f"malformed variable reference '{match.group(0)}': write ${{NAME}}, or $${{ for a literal ${{")
+            )
             return match.group(0)
         value = os.environ.get(name, env.vars.get(name))
         if value is None:
-            problems.append((path, f"variable '{name}' is not set for environment '{env.name}' (set it in environments.{env.name}.vars, defaults.vars or the process environment)"))
+            problems.append(
+                (
+                    path,
+                    f"variable '{name}' is not set for environment '{env.name}' "
+                    f"(set it in environments.{env.name}.vars, defaults.vars or the process environment)",
+                )
+            )
             return match.group(0)
         return value
 
@@ -388,7 +410,7 @@ class _Expander:
 def _dump_yaml(value: Any) -> str:
     yaml = YAML(typ="safe", pure=True)
     yaml.default_flow_style = False
-    yaml.sort_base_mapping_type_on_output = False  # type: ignore[attr-defined]
+    yaml.sort_base_mapping_type_on_output = False  # type: ignore[assignment]  # keep the author's key order
     buf = StringIO()
     yaml.dump(value, buf)
     return buf.getvalue()
@@ -432,7 +454,9 @@ def _cross_checks(resources: list[Desired], files: list[SourceFile]) -> list[Pro
         doc = docs[(r.kind, r.id)]
         if name:
             if name in names:
-                problems.append(doc.problem((type_field, "name"), f"duplicate tool name '{name}' (also used by tool '{names[name]}')"))
+                problems.append(
+                    doc.problem((type_field, "name"), f"duplicate tool name '{name}' (also used by tool '{names[name]}')")
+                )
             else:
                 names[name] = r.id
     return problems

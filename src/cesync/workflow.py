@@ -30,7 +30,7 @@ class Context:
 
     @property
     def digest(self) -> str:
-        return desired_digest(self.env.name, self.env.parent, self.triples)  # type: ignore[arg-type]
+        return desired_digest(self.env.name, self.env.parent, self.triples)
 
     def client(self, *, retry: RetryPolicy | None = None, max_connections: int = 32) -> CesClient:
         return connect(self.env, self.repo.root, override=self.endpoint, retry=retry, max_connections=max_connections)
@@ -47,7 +47,7 @@ async def make_plan(ctx: Context, client: CesClient, *, prune: bool | None = Non
     return build_plan(
         ctx.env.name,
         ctx.env.parent,
-        ctx.triples,  # type: ignore[arg-type]
+        ctx.triples,
         remote,
         prune=ctx.env.prune if prune is None else prune,
         targets=targets,

@@ -35,8 +35,9 @@ async def _create(c: httpx.AsyncClient, tid: str, body: dict[str, Any] | None = 
 def test_server_set_fields_and_proto3_json() -> None:
     async def go() -> None:
         async with client() as c:
-            t = await _create(c, "t1", {**FN, "timeout": "1.5s", "executionType": "SYNCHRONOUS",
-                                         "toolFakeConfig": {"enableFakeMode": False}})
+            t = await _create(
+                c, "t1", {**FN, "timeout": "1.5s", "executionType": "SYNCHRONOUS", "toolFakeConfig": {"enableFakeMode": False}}
+            )
             assert t["name"] == f"{APP}/tools/t1" and t["etag"] and t["createTime"].endswith("Z")
             assert t["pythonFunction"]["name"] == "f" and t["pythonFunction"]["description"] == "Doc line."
             assert t["displayName"] == "f" and t["timeout"] == "1.500s"
@@ -45,6 +46,7 @@ def test_server_set_fields_and_proto3_json() -> None:
             assert r.json()["executionType"] == 1
             s = await _create(c, "s", {"clientFunction": {"name": "c", "parameters": {"type": "ARRAY", "maxItems": 3}}})
             assert s["clientFunction"]["parameters"]["maxItems"] == "3"  # int64 as a string
+
     run(go())
 
 
@@ -70,6 +72,7 @@ def test_list_pagination_filter_order() -> None:
             assert bad.status_code == 400 and bad.json()["error"]["status"] == "INVALID_ARGUMENT"
             assert (await c.get(f"/v1/{APP}/tools", params={"orderBy": "color"})).status_code == 400
             assert (await c.get(f"/v1/{APP}/tools", params={"pageSize": 5000})).status_code == 200
+
     run(go())
 
 
@@ -77,7 +80,13 @@ def test_list_pagination_filter_order() -> None:
     ("method", "path", "params", "body", "status"),
     [
         ("POST", "tools", {"toolId": "m"}, {"mcpTool": {"name": "m", "serverAddress": "https://x"}}, "INVALID_ARGUMENT"),
-        ("POST", "tools", {"toolId": "x"}, {"clientFunction": {"name": "a"}, "googleSearchTool": {"name": "b"}}, "INVALID_ARGUMENT"),
+        (
+            "POST",
+            "tools",
+            {"toolId": "x"},
+            {"clientFunction": {"name": "a"}, "googleSearchTool": {"name": "b"}},
+            "INVALID_ARGUMENT",
+        ),
         ("POST", "tools", {"toolId": "x"}, {"clientFunction": {"name": "a"}, "bogus": 1}, "INVALID_ARGUMENT"),
         ("POST", "tools", {"toolId": "t1"}, FN, "ALREADY_EXISTS"),
         ("GET", "tools/nope", {}, None, "NOT_FOUND"),
@@ -87,7 +96,18 @@ def test_list_pagination_filter_order() -> None:
         ("DELETE", "tools/end_session", {}, None, "FAILED_PRECONDITION"),
         ("POST", ":executeTool", {}, {}, "UNIMPLEMENTED"),
     ],
-    ids=["mcp-direct", "two-types", "unknown-field", "duplicate", "missing", "bad-mask", "etag-patch", "etag-delete", "system-delete", "execute"],
+    ids=[
+        "mcp-direct",
+        "two-types",
+        "unknown-field",
+        "duplicate",
+        "missing",
+        "bad-mask",
+        "etag-patch",
+        "etag-delete",
+        "system-delete",
+        "execute",
+    ],
 )
 def test_errors(method: str, path: str, params: dict[str, str], body: Any, status: str) -> None:
     async def go() -> None:
@@ -98,6 +118,7 @@ def test_errors(method: str, path: str, params: dict[str, str], body: Any, statu
             error = r.json()["error"]
             assert error["status"] == status, r.text
             assert error["code"] == r.status_code
+
     run(go())
 
 
@@ -107,11 +128,15 @@ def test_patch_mask_semantics() -> None:
             t = await _create(c, "t1", {**FN, "timeout": "5s"})
             r = await c.patch(f"/v1/{APP}/tools/t1", params={"updateMask": "timeout"}, json={"timeout": "7s", "etag": t["etag"]})
             assert r.json()["timeout"] == "7s" and r.json()["etag"] != t["etag"]
-            r = await c.patch(f"/v1/{APP}/tools/t1", params={"updateMask": "pythonFunction,clientFunction"},
-                              json={"clientFunction": {"name": "c"}})
+            r = await c.patch(
+                f"/v1/{APP}/tools/t1",
+                params={"updateMask": "pythonFunction,clientFunction"},
+                json={"clientFunction": {"name": "c"}},
+            )
             assert "clientFunction" in r.json() and "pythonFunction" not in r.json()  # type change masks both
             r = await c.patch(f"/v1/{APP}/tools/t1", json={"googleSearchTool": {"name": "g"}})
             assert "timeout" not in r.json()  # no mask: everything replaced
+
     run(go())
 
 
@@ -125,6 +150,7 @@ def test_agents_block_delete_unless_forced() -> None:
             assert (await c.delete(f"/v1/{APP}/tools/t1", params={"force": "true"})).status_code == 200
             state = (await c.get("/admin/state")).json()
             assert state["apps"][APP]["agents"]["root"]["tools"] == []
+
     run(go())
 
 
@@ -132,13 +158,19 @@ def test_toolsets_and_retrieve_tools() -> None:
     async def go() -> None:
         async with client() as c:
             schema = "openapi: 3.0.0\npaths:\n  /a: {get: {operationId: getA}}\n  /b: {post: {operationId: postB}}\n"
-            r = await c.post(f"/v1/{APP}/toolsets", params={"toolsetId": "ts"}, json={"openApiToolset": {"openApiSchema": schema}})
+            r = await c.post(
+                f"/v1/{APP}/toolsets", params={"toolsetId": "ts"}, json={"openApiToolset": {"openApiSchema": schema}}
+            )
             assert r.status_code == 200 and r.json()["displayName"] == "ts"
             r = await c.post(f"/v1/{APP}/toolsets/ts:retrieveTools", json={"toolIds": ["postB"]})
             assert [t["name"] for t in r.json()["tools"]] == [f"{APP}/toolsets/ts/tools/postB"]
-            dup = await c.post(f"/v1/{APP}/toolsets", params={"toolsetId": "ts2"},
-                               json={"displayName": "ts", "openApiToolset": {"openApiSchema": schema}})
+            dup = await c.post(
+                f"/v1/{APP}/toolsets",
+                params={"toolsetId": "ts2"},
+                json={"displayName": "ts", "openApiToolset": {"openApiSchema": schema}},
+            )
             assert dup.json()["error"]["status"] == "ALREADY_EXISTS"
+
     run(go())
 
 
@@ -182,6 +214,7 @@ def test_commit_then_drop() -> None:
             with pytest.raises(httpx.RemoteProtocolError):
                 await c.post(f"/v1/{APP}/tools", params={"toolId": "d"}, json=FN)
             assert (await c.get(f"/v1/{APP}/tools/d")).status_code == 200  # the write landed
+
     run(go())
 
 
@@ -202,8 +235,11 @@ def test_load_16_clients_no_lost_writes(tmp_path: Path) -> None:
                 assert (await c.delete(f"/v1/{APP}/tools/{tid}")).status_code == 200
                 del expected[tid]
             elif i % 3 == 1:
-                r = await c.patch(f"/v1/{APP}/tools/{tid}", params={"updateMask": "clientFunction.description"},
-                                  json={"clientFunction": {"description": f"v{i}"}})
+                r = await c.patch(
+                    f"/v1/{APP}/tools/{tid}",
+                    params={"updateMask": "clientFunction.description"},
+                    json={"clientFunction": {"description": f"v{i}"}},
+                )
                 assert r.status_code == 200, r.text
                 expected[tid] = f"v{i}"
             else:

@@ -37,9 +37,7 @@ def _pairs(ours: type[ProtoModel], theirs: Any, seen: set[str]) -> list[tuple[ty
 
 def _all_pairs() -> list[tuple[type[ProtoModel], Any]]:
     seen: set[str] = set()
-    return _pairs(Tool, ces_v1.Tool.pb().DESCRIPTOR, seen) + _pairs(
-        Toolset, ces_v1.Toolset.pb().DESCRIPTOR, seen
-    )
+    return _pairs(Tool, ces_v1.Tool.pb().DESCRIPTOR, seen) + _pairs(Toolset, ces_v1.Toolset.pb().DESCRIPTOR, seen)
 
 
 PAIRS = _all_pairs()

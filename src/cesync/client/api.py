@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar
 
 import httpx
@@ -54,9 +55,16 @@ def to_error(response: httpx.Response, operation: str, resource: str) -> ApiErro
     message = str(error.get("message") or response.reason_phrase or "error")
     details = error.get("details") or []
     if not status:
-        status = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
-                  409: "ABORTED", 429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}.get(
-            response.status_code, "INTERNAL" if response.status_code >= 500 else "UNKNOWN")
+        status = {
+            400: "INVALID_ARGUMENT",
+            401: "UNAUTHENTICATED",
+            403: "PERMISSION_DENIED",
+            404: "NOT_FOUND",
+            409: "ABORTED",
+            429: "RESOURCE_EXHAUSTED",
+            503: "UNAVAILABLE",
+            504: "DEADLINE_EXCEEDED",
+        }.get(response.status_code, "INTERNAL" if response.status_code >= 500 else "UNKNOWN")
     cls = BY_STATUS.get(status, ApiError)
     if status == "PERMISSION_DENIED":
         verb = operation.split()[0] if operation else "get"
@@ -101,21 +109,38 @@ class CesClient:
 
     # --- plumbing -----------------------------------------------------------------------
 
-    async def _call(self, method: str, path: str, operation: str, resource: str, *, params: dict[str, Any] | None = None,
-                    body: dict[str, Any] | None = None) -> dict[str, Any]:
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        operation: str,
+        resource: str,
+        *,
+        params: dict[str, Any] | None = None,
+        body: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         try:
-            response = await self.http.request(method, f"/v1/{path}", params={**(params or {}), **ALT}, json=body,
-                                               headers={"x-goog-request-params": f"parent={resource}"})
+            response = await self.http.request(
+                method,
+                f"/v1/{path}",
+                params={**(params or {}), **ALT},
+                json=body,
+                headers={"x-goog-request-params": f"parent={resource}"},
+            )
         except httpx.TransportError as exc:
-            raise TransportError(f"cannot reach {self.base_url}: {type(exc).__name__}: {exc}", operation=operation,
-                                 resource=resource) from None
+            raise TransportError(
+                f"cannot reach {self.base_url}: {type(exc).__name__}: {exc}", operation=operation, resource=resource
+            ) from None
         if response.status_code >= 400:
             raise to_error(response, operation, resource)
         try:
             data = response.json() if response.content else {}
         except ValueError:
-            raise TransportError(f"the server answered with something that is not JSON (HTTP {response.status_code})",
-                                 operation=operation, resource=resource) from None
+            raise TransportError(
+                f"the server answered with something that is not JSON (HTTP {response.status_code})",
+                operation=operation,
+                resource=resource,
+            ) from None
         return data if isinstance(data, dict) else {}
 
     async def _retrying(self, fn: Callable[[], Awaitable[T]], on_retry: Callable[[], None] | None = None) -> T:
@@ -143,7 +168,7 @@ class CesClient:
 
     # --- calls -----------------------------------------------------------------------------
 
-    async def list(self, parent: str, collection: str) -> list[dict[str, Any]]:
+    async def list_all(self, parent: str, collection: str) -> list[dict[str, Any]]:
         """Every resource of a collection: one request per page of 1000, never one per resource."""
         items: list[dict[str, Any]] = []
         token = ""
@@ -153,7 +178,9 @@ class CesClient:
                 params["filter"] = "include_system_tools=true"
             if token:
                 params["pageToken"] = token
-            page = await self._retrying(lambda p=params: self._call("GET", f"{parent}/{collection}", f"list {collection}", parent, params=p))  # type: ignore[misc]
+            page = await self._retrying(
+                partial(self._call, "GET", f"{parent}/{collection}", f"list {collection}", parent, params=params)
+            )
             items += page.get(collection, [])
             token = page.get("nextPageToken", "")
             if not token:
@@ -174,7 +201,9 @@ class CesClient:
 
         try:
             return await self._retrying(
-                lambda: self._call("POST", f"{parent}/{collection}", f"create {singular}", name, params={f"{singular}Id": rid}, body=body),
+                lambda: self._call(
+                    "POST", f"{parent}/{collection}", f"create {singular}", name, params={f"{singular}Id": rid}, body=body
+                ),
                 on_retry=mark,
             )
         except AlreadyExists as exc:

@@ -30,7 +30,7 @@ def default_credentials(impersonate: str | None = None, quota_project: str | Non
             "set GOOGLE_APPLICATION_CREDENTIALS, or use the emulator (endpoint: embedded or CES_EMULATOR_HOST)"
         ) from None
     if impersonate:
-        credentials = impersonated_credentials.Credentials(
+        credentials = impersonated_credentials.Credentials(  # type: ignore[no-untyped-call]
             source_credentials=credentials, target_principal=impersonate, target_scopes=SCOPES
         )
     return credentials

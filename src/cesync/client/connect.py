@@ -28,8 +28,9 @@ def endpoint_for(env: EnvTarget, override: str | None = None) -> str:
     return GOOGLE.get(env.location, GLOBAL)
 
 
-def connect(env: EnvTarget, root: Path, *, override: str | None = None, retry: RetryPolicy | None = None,
-            max_connections: int = 32) -> CesClient:
+def connect(
+    env: EnvTarget, root: Path, *, override: str | None = None, retry: RetryPolicy | None = None, max_connections: int = 32
+) -> CesClient:
     endpoint = endpoint_for(env, override)
     if retry is None and os.environ.get("CESYNC_RETRY_ATTEMPTS", "").isdigit():
         retry = RetryPolicy(attempts=max(1, int(os.environ["CESYNC_RETRY_ATTEMPTS"])))
@@ -37,7 +38,9 @@ def connect(env: EnvTarget, root: Path, *, override: str | None = None, retry: R
         from ..emulator import EmbeddedTransport
 
         state = root / ".cesync" / f"{env.name}.json"
-        return CesClient("http://embedded", transport=EmbeddedTransport(state=state), retry=retry, max_connections=max_connections)
+        return CesClient(
+            "http://embedded", transport=EmbeddedTransport(state=state), retry=retry, max_connections=max_connections
+        )
     if endpoint.startswith("http://") or os.environ.get("CES_EMULATOR_HOST"):
         return CesClient(endpoint, retry=retry, max_connections=max_connections)  # an emulator: anonymous
     credentials = default_credentials(env.impersonate_service_account, env.quota_project)

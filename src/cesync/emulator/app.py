@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..models import ProtoModel, Tool, Toolset, specs
+from ..models import ProtoModel, Tool, specs
 from ..protojson import encode
 from .errors import RpcError
 from .faults import FaultConfig, FaultMiddleware
@@ -76,7 +76,7 @@ def _mask_paths(raw: str | None, model: type[ProtoModel]) -> list[str] | None:
 
 
 def _apply_mask(stored: dict[str, Any], body: dict[str, Any], paths: list[str]) -> dict[str, Any]:
-    merged = json.loads(json.dumps(stored))
+    merged: dict[str, Any] = json.loads(json.dumps(stored))
     for path in paths:
         parts = path.split(".")
         src: Any = body
@@ -214,7 +214,8 @@ class Emulator:
             if users and not force:
                 raise RpcError(
                     "FAILED_PRECONDITION",
-                    f"{current['name']} is referenced by agent(s) {', '.join(sorted(users))}; remove the references or delete with force=true",
+                    f"{current['name']} is referenced by agent(s) {', '.join(sorted(users))}; "
+                    "remove the references or delete with force=true",
                 )
             for a in users:
                 app["agents"][a]["tools"].remove(current["name"])
@@ -253,16 +254,29 @@ def _derived_tools(toolset: dict[str, Any]) -> list[dict[str, Any]]:
             for method, op in (item or {}).items():
                 if method in HTTP_METHODS and isinstance(op, dict):
                     tid = op.get("operationId") or f"{method}{path}".replace("/", "_")
-                    out.append({"name": f"{base}/tools/{tid}", "displayName": tid, "openApiTool": {"name": tid, "openApiSchema": ""}})
+                    out.append(
+                        {"name": f"{base}/tools/{tid}", "displayName": tid, "openApiTool": {"name": tid, "openApiSchema": ""}}
+                    )
     elif "mcpToolset" in toolset:
         for o in toolset["mcpToolset"].get("toolOverrides", []):
-            out.append({"name": f"{base}/tools/{o['tool']}", "displayName": o.get("nameOverride") or o["tool"],
-                        "mcpTool": {"name": o["tool"], "serverAddress": toolset["mcpToolset"]["serverAddress"]}})
+            out.append(
+                {
+                    "name": f"{base}/tools/{o['tool']}",
+                    "displayName": o.get("nameOverride") or o["tool"],
+                    "mcpTool": {"name": o["tool"], "serverAddress": toolset["mcpToolset"]["serverAddress"]},
+                }
+            )
     elif "connectorToolset" in toolset:
         conn = toolset["connectorToolset"]
         for i, action in enumerate(conn.get("connectorActions", [])):
             tid = action.get("connectionActionId") or f"{action.get('entityOperation', {}).get('entityId', 'entity')}_{i}"
-            out.append({"name": f"{base}/tools/{tid}", "displayName": tid, "connectorTool": {"connection": conn["connection"], "action": action}})
+            out.append(
+                {
+                    "name": f"{base}/tools/{tid}",
+                    "displayName": tid,
+                    "connectorTool": {"connection": conn["connection"], "action": action},
+                }
+            )
     return out
 
 
@@ -361,6 +375,3 @@ async def _admin(emulator: Emulator, request: Request, registry: list[FaultMiddl
             middleware.config.update(body)
         return registry[0].config.as_dict() if registry else {}
     raise RpcError("NOT_FOUND", f"unknown admin action '{action}'")
-
-
-_ = Toolset

@@ -38,7 +38,7 @@ SYSTEM_TOOLS = {
     "transfer_to_human": "Hands the conversation to a human agent.",
     "get_current_time": "Returns the current date and time.",
 }
-COLLECTIONS = {"tools": Tool, "toolsets": Toolset}
+COLLECTIONS: dict[str, type[ProtoModel]] = {"tools": Tool, "toolsets": Toolset}
 MAX_PAGE = 1000
 DEFAULT_PAGE = 50
 
@@ -182,15 +182,13 @@ def validated(collection: str, body: dict[str, Any]) -> dict[str, Any]:
     try:
         obj = model.model_validate(data)
     except ValidationError as exc:
-        violations = [
-            {"field": ".".join([singular, *(str(p) for p in e["loc"])]), "description": e["msg"]} for e in exc.errors()
-        ]
+        violations = [{"field": ".".join([singular, *(str(p) for p in e["loc"])]), "description": e["msg"]} for e in exc.errors()]
         raise RpcError(
             "INVALID_ARGUMENT",
             f"invalid {singular}: " + "; ".join(f"{v['field']}: {v['description']}" for v in violations),
             details=[{"@type": "type.googleapis.com/google.rpc.BadRequest", "fieldViolations": violations}],
         ) from None
-    stored = obj.model_dump(mode="json", exclude_none=True)
+    stored: dict[str, Any] = obj.model_dump(mode="json", exclude_none=True)
     if collection == "tools" and "mcpTool" in stored:
         raise RpcError("INVALID_ARGUMENT", "mcpTool cannot be created or updated directly; it is managed by an MCP toolset")
     if collection == "tools" and "systemTool" in stored:

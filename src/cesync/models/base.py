@@ -16,10 +16,9 @@ import re
 import types
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, ClassVar, Union, get_args, get_origin
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, GetCoreSchemaHandler
-from pydantic import model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, GetCoreSchemaHandler, model_validator
 from pydantic_core import PydanticCustomError, core_schema
 
 __all__ = [
@@ -33,11 +32,11 @@ __all__ = [
     "Meta",
     "ProtoEnum",
     "ProtoModel",
-    "resource",
     "Struct",
     "Timestamp",
     "Value",
     "field_",
+    "resource",
     "specs",
 ]
 
@@ -90,9 +89,7 @@ class ProtoEnum:
     def __init__(self, numbers: dict[str, int] | None = None) -> None:
         self.numbers = numbers
 
-    def __get_pydantic_core_schema__(
-        self, source: Any, handler: GetCoreSchemaHandler
-    ) -> core_schema.CoreSchema:
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
         names = get_args(source)
         by_number = {number: name for name, number in self.table(names).items()}
 
@@ -127,8 +124,7 @@ def _duration(value: Any) -> Any:
     if isinstance(value, str) and not DURATION_RE.match(value):
         raise PydanticCustomError(
             "duration",
-            "a Duration is seconds with up to 9 fractional digits and an 's' suffix, "
-            "e.g. '30s' or '1.5s'; got '{value}'",
+            "a Duration is seconds with up to 9 fractional digits and an 's' suffix, e.g. '30s' or '1.5s'; got '{value}'",
             {"value": value},
         )
     return value
@@ -139,9 +135,7 @@ def _bytes(value: Any) -> Any:
         try:
             base64.b64decode(value, validate=True)
         except (binascii.Error, ValueError):
-            raise PydanticCustomError(
-                "base64", "bytes must be base64 text (PEM files: base64 of the whole file)"
-            ) from None
+            raise PydanticCustomError("base64", "bytes must be base64 text (PEM files: base64 of the whole file)") from None
     return value
 
 
@@ -156,13 +150,31 @@ Value = Annotated[Any, _KindMarker(Kind.VALUE)]
 
 # Resource-name formats the API documents for reference fields.
 RESOURCE_PATTERNS: dict[str, tuple[str, str]] = {
-    "connection": (r"projects/[^/]+/locations/[^/]+/connections/[^/]+", "projects/{project}/locations/{location}/connections/{connection}"),
-    "dataStore": (r"projects/[^/]+/locations/[^/]+/(?:collections/[^/]+/)?dataStores/[^/]+", "projects/{project}/locations/{location}/collections/{collection}/dataStores/{dataStore}"),
-    "engine": (r"projects/[^/]+/locations/[^/]+/(?:collections/[^/]+/)?engines/[^/]+", "projects/{project}/locations/{location}/collections/{collection}/engines/{engine}"),
-    "agent": (r"projects/[^/]+/locations/[^/]+/(?:apps/[^/]+/)?agents/[^/]+", "projects/{project}/locations/{location}/agents/{agent}"),
+    "connection": (
+        r"projects/[^/]+/locations/[^/]+/connections/[^/]+",
+        "projects/{project}/locations/{location}/connections/{connection}",
+    ),
+    "dataStore": (
+        r"projects/[^/]+/locations/[^/]+/(?:collections/[^/]+/)?dataStores/[^/]+",
+        "projects/{project}/locations/{location}/collections/{collection}/dataStores/{dataStore}",
+    ),
+    "engine": (
+        r"projects/[^/]+/locations/[^/]+/(?:collections/[^/]+/)?engines/[^/]+",
+        "projects/{project}/locations/{location}/collections/{collection}/engines/{engine}",
+    ),
+    "agent": (
+        r"projects/[^/]+/locations/[^/]+/(?:apps/[^/]+/)?agents/[^/]+",
+        "projects/{project}/locations/{location}/agents/{agent}",
+    ),
     "secretVersion": (r"projects/[^/]+/secrets/[^/]+/versions/[^/]+", "projects/{project}/secrets/{secret}/versions/{version}"),
-    "service": (r"projects/[^/]+/locations/[^/]+/namespaces/[^/]+/services/[^/]+", "projects/{project}/locations/{location}/namespaces/{namespace}/services/{service}"),
-    "ragCorpus": (r"projects/[^/]+/locations/[^/]+/ragCorpora/[^/]+", "projects/{project}/locations/{location}/ragCorpora/{rag_corpus}"),
+    "service": (
+        r"projects/[^/]+/locations/[^/]+/namespaces/[^/]+/services/[^/]+",
+        "projects/{project}/locations/{location}/namespaces/{namespace}/services/{service}",
+    ),
+    "ragCorpus": (
+        r"projects/[^/]+/locations/[^/]+/ragCorpora/[^/]+",
+        "projects/{project}/locations/{location}/ragCorpora/{rag_corpus}",
+    ),
     "contextVariable": (r"\$context\.variables\.[A-Za-z_][A-Za-z0-9_]*", "$context.variables.<name>"),
     "serviceAccount": (r"[^@\s]+@[^@\s]+\.[^@\s]+", "an e-mail address such as name@project.iam.gserviceaccount.com"),
 }
@@ -175,9 +187,7 @@ def resource(kind: str) -> BeforeValidator:
 
     def check(value: Any) -> Any:
         if isinstance(value, str) and not compiled.fullmatch(value):
-            raise PydanticCustomError(
-                "resource_name", "must be {shape}; got '{value}'", {"shape": shape, "value": value}
-            )
+            raise PydanticCustomError("resource_name", "must be {shape}; got '{value}'", {"shape": shape, "value": value})
         return value
 
     return BeforeValidator(check)
@@ -323,4 +333,3 @@ def resolve_forward_refs(namespace: dict[str, Any]) -> None:
     for value in list(namespace.values()):
         if isinstance(value, type) and issubclass(value, ProtoModel) and value is not ProtoModel:
             value.model_rebuild(_types_namespace=namespace)
-

@@ -38,27 +38,19 @@ RagCorpusName = Annotated[str, resource("ragCorpus")]
 ContextVariable = Annotated[str, resource("contextVariable")]
 ServiceAccountEmail = Annotated[str, resource("serviceAccount")]
 
-ExecutionType = Annotated[
-    Literal["EXECUTION_TYPE_UNSPECIFIED", "SYNCHRONOUS", "ASYNCHRONOUS"], ProtoEnum()
-]
+ExecutionType = Annotated[Literal["EXECUTION_TYPE_UNSPECIFIED", "SYNCHRONOUS", "ASYNCHRONOUS"], ProtoEnum()]
 SchemaType = Annotated[
     Literal["TYPE_UNSPECIFIED", "STRING", "INTEGER", "NUMBER", "BOOLEAN", "OBJECT", "ARRAY"],
     ProtoEnum(),
 ]
-RequestLocation = Annotated[
-    Literal["REQUEST_LOCATION_UNSPECIFIED", "HEADER", "QUERY_STRING"], ProtoEnum()
-]
+RequestLocation = Annotated[Literal["REQUEST_LOCATION_UNSPECIFIED", "HEADER", "QUERY_STRING"], ProtoEnum()]
 OauthGrantType = Annotated[Literal["OAUTH_GRANT_TYPE_UNSPECIFIED", "CLIENT_CREDENTIAL"], ProtoEnum()]
-OperationType = Annotated[
-    Literal["OPERATION_TYPE_UNSPECIFIED", "LIST", "GET", "CREATE", "UPDATE", "DELETE"], ProtoEnum()
-]
+OperationType = Annotated[Literal["OPERATION_TYPE_UNSPECIFIED", "LIST", "GET", "CREATE", "UPDATE", "DELETE"], ProtoEnum()]
 DataStoreType = Annotated[
     Literal["DATA_STORE_TYPE_UNSPECIFIED", "PUBLIC_WEB", "UNSTRUCTURED", "FAQ", "CONNECTOR"],
     ProtoEnum(),
 ]
-DocumentProcessingMode = Annotated[
-    Literal["DOCUMENT_PROCESSING_MODE_UNSPECIFIED", "DOCUMENTS", "CHUNKS"], ProtoEnum()
-]
+DocumentProcessingMode = Annotated[Literal["DOCUMENT_PROCESSING_MODE_UNSPECIFIED", "DOCUMENTS", "CHUNKS"], ProtoEnum()]
 AttributeType = Annotated[Literal["ATTRIBUTE_TYPE_UNSPECIFIED", "NUMERICAL", "FRESHNESS"], ProtoEnum()]
 InterpolationType = Annotated[Literal["INTERPOLATION_TYPE_UNSPECIFIED", "LINEAR"], ProtoEnum()]
 ModalityType = Annotated[Literal["MODALITY_TYPE_UNSPECIFIED", "TEXT", "AUDIO"], ProtoEnum()]
@@ -70,16 +62,24 @@ McpToolState = Annotated[Literal["STATE_UNSPECIFIED", "ACTIVE", "INACTIVE", "STA
 CorpusType = Annotated[Literal["CORPUS_TYPE_UNSPECIFIED", "USER_OWNED", "FULLY_MANAGED"], ProtoEnum()]
 WidgetType = Annotated[
     Literal[
-        "WIDGET_TYPE_UNSPECIFIED", "CUSTOM", "PRODUCT_CAROUSEL", "PRODUCT_DETAILS", "QUICK_ACTIONS",
-        "PRODUCT_COMPARISON", "ADVANCED_PRODUCT_DETAILS", "SHORT_FORM", "OVERALL_SATISFACTION",
-        "ORDER_SUMMARY", "APPOINTMENT_DETAILS", "APPOINTMENT_SCHEDULER", "CONTACT_FORM",
+        "WIDGET_TYPE_UNSPECIFIED",
+        "CUSTOM",
+        "PRODUCT_CAROUSEL",
+        "PRODUCT_DETAILS",
+        "QUICK_ACTIONS",
+        "PRODUCT_COMPARISON",
+        "ADVANCED_PRODUCT_DETAILS",
+        "SHORT_FORM",
+        "OVERALL_SATISFACTION",
+        "ORDER_SUMMARY",
+        "APPOINTMENT_DETAILS",
+        "APPOINTMENT_SCHEDULER",
+        "CONTACT_FORM",
     ],
     ProtoEnum(),
 ]
 DataMappingMode = Annotated[Literal["MODE_UNSPECIFIED", "FIELD_MAPPING", "PYTHON_SCRIPT"], ProtoEnum()]
-TextResponseType = Annotated[
-    Literal["TYPE_UNSPECIFIED", "NONE", "LLM_GENERATED", "STATIC"], ProtoEnum()
-]
+TextResponseType = Annotated[Literal["TYPE_UNSPECIFIED", "NONE", "LLM_GENERATED", "STATIC"], ProtoEnum()]
 
 
 # --- Schema (a recursive subset of OpenAPI 3.0) -------------------------------------------

@@ -11,8 +11,12 @@ MARKER = "<!-- cesync-plan:{env} -->"
 def render_markdown(plan: Plan) -> str:
     counts = plan.counts()
     out = [MARKER.format(env=plan.environment), f"### cesync plan: `{plan.environment}`", "", f"App `{plan.app}`", ""]
-    out += ["| create | update | delete | unmanaged |", "|---:|---:|---:|---:|",
-            f"| {counts['create']} | {counts['update']} | {counts['delete']} | {len(plan.unmanaged)} |", ""]
+    out += [
+        "| create | update | delete | unmanaged |",
+        "|---:|---:|---:|---:|",
+        f"| {counts['create']} | {counts['update']} | {counts['delete']} | {len(plan.unmanaged)} |",
+        "",
+    ]
     if not plan.changes:
         out += ["**No changes.** The app matches the repo.", ""]
     for c in plan.changes:
@@ -41,9 +45,11 @@ def _section(c: object) -> list[str]:
         body = ["- " + line for line in as_text(c.before).rstrip("\n").splitlines()]
     for f in c.fields:
         if is_multiline(f.before, f.after):
-            body += [f"~ {f.path}:"] + unified(f.before, f.after, f.path)[2:]
+            body += [f"~ {f.path}:", *unified(f.before, f.after, f.path)[2:]]
         else:
-            body += [f"- {f.path}: {as_text(f.before).strip() if f.before is not None else '(unset)'}",
-                     f"+ {f.path}: {as_text(f.after).strip() if f.after is not None else '(unset)'}"]
+            body += [
+                f"- {f.path}: {as_text(f.before).strip() if f.before is not None else '(unset)'}",
+                f"+ {f.path}: {as_text(f.after).strip() if f.after is not None else '(unset)'}",
+            ]
     lines += ["```diff", *body, "```", "", "</details>", ""]
     return lines

@@ -18,7 +18,7 @@ def use_color(stream_is_tty: bool) -> bool:
 
 
 def _short(value: Any) -> str:
-    text = json.dumps(value) if not isinstance(value, str) else json.dumps(value)
+    text = json.dumps(value)
     return text if len(text) <= 120 else text[:117] + "..."
 
 
@@ -60,8 +60,10 @@ def _change(c: Change, paint: Any) -> list[str]:
                 key = "create" if line.startswith("+") else "delete" if line.startswith("-") else "dim"
                 out.append("        " + paint(line, key))
         else:
-            out.append(f"    ~ {f.path}: {_short(f.before) if f.before is not None else '(unset)'} -> "
-                       f"{_short(f.after) if f.after is not None else '(unset)'}")
+            out.append(
+                f"    ~ {f.path}: {_short(f.before) if f.before is not None else '(unset)'} -> "
+                f"{_short(f.after) if f.after is not None else '(unset)'}"
+            )
     if c.update_mask:
         out.append(paint(f"    updateMask: {','.join(c.update_mask)}", "dim"))
     out.append("")
