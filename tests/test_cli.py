@@ -127,3 +127,43 @@ def test_env_required_when_several(repo: Path) -> None:
     assert result.returncode == 1 and "choose an environment with --env: local, dev, staging, prod" in result.stderr
     unknown = cesync("plan", "--dir", str(repo), "--env", "prd")
     assert "unknown environment 'prd'; did you mean 'prod'?" in unknown.stderr
+
+
+def test_ctrl_c_stops_new_actions_and_reports(repo: Path) -> None:
+    import signal
+    import time
+
+    import httpx
+
+    with BackgroundServer() as server:
+        httpx.post(f"{server.url}/admin/faults", json={"latency_ms": 300})
+        env = {**os.environ, "NO_COLOR": "1", "CES_EMULATOR_HOST": server.host}
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "cesync.cli",
+                "apply",
+                "--dir",
+                str(repo),
+                "--env",
+                "prod",
+                "--auto-approve",
+                "--parallelism",
+                "1",
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(2.5)
+        proc.send_signal(signal.SIGINT)
+        out, errout = proc.communicate(timeout=60)
+        assert proc.returncode == 130, errout
+        assert "Interrupted:" in out and "not started" in out
+        httpx.post(f"{server.url}/admin/faults", json={"latency_ms": 0})
+        rest = cesync("plan", "--dir", str(repo), "--env", "prod", "--format", "json", env={"CES_EMULATOR_HOST": server.host})
+        remaining = json.loads(rest.stdout)["changes"]
+        created = out.count("done: create")
+        assert created >= 1 and len(remaining) == 13 - created  # plan shows exactly the rest

@@ -238,3 +238,8 @@ def test_load_text_positions() -> None:
     assert not isinstance(doc, Problem)
     assert doc.positions.at(("a", "b", 1, "c")) == (2, 14)
     assert doc.positions.at(("a", "b", 1, "c"), key=True) == (2, 11)
+
+
+def test_lone_surrogate_escape_is_a_problem(tmp_path: Path) -> None:
+    repo = load_repo(make_repo(tmp_path, {"tools/x.yaml": 'clientFunction: {name: "\\ud800"}\n'}))
+    assert any("tools/x.yaml:1:" in str(p) and "surrogate" in str(p) for p in repo.validate())

@@ -61,6 +61,11 @@ class _Bomb(Exception):
     pass
 
 
+class _BadText(Exception):
+    def __init__(self, path: Path_) -> None:
+        self.path = path
+
+
 def read_text(path: Path, display: str) -> str | Problem:
     """A file's text, or a Problem for what makes it unreadable as text."""
     try:
@@ -102,6 +107,9 @@ def load_text(text: str, display: str) -> Document | Problem:
         data = _plain(node, (), positions, [0])
     except _Bomb:
         return Problem(display, 1, 1, f"document expands to more than {MAX_NODES} nodes (YAML alias bomb?)")
+    except _BadText as exc:
+        line, col = positions.at(exc.path)
+        return Problem(display, line, col, "text with an unpaired surrogate escape (e.g. \\ud800) is not valid Unicode")
     except RecursionError:
         return Problem(display, 1, 1, "document nested too deeply")
     return Document(display, data, positions)
@@ -118,7 +126,7 @@ def _plain(node: Any, path: Path_, pos: Positions, count: list[int]) -> Any:
     if isinstance(node, CommentedMap):
         out: dict[str, Any] = {}
         for k, v in node.items():
-            key = str(k) if not isinstance(k, str) else k
+            key = _text(str(k), (*path, str(k)))
             sub = (*path, key)
             try:
                 kl, kc, vl, vc = node.lc.data[k]
@@ -139,7 +147,16 @@ def _plain(node: Any, path: Path_, pos: Positions, count: list[int]) -> Any:
                 pass
             items.append(_plain(v, sub, pos, count))
         return items
-    return _scalar(node)
+    value = _scalar(node)
+    return _text(value, path) if isinstance(value, str) else value
+
+
+def _text(value: str, path: Path_) -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _BadText(path) from None
+    return value
 
 
 def _scalar(node: Any) -> Any:
