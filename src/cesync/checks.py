@@ -9,7 +9,6 @@ from __future__ import annotations
 import ast
 import difflib
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -173,6 +172,3 @@ def check_body(kind: str, body: dict[str, Any]) -> list[Finding]:
             mapping["pythonCode"], ("widgetTool", "dataMapping", "pythonFunction", "pythonCode"), mapping.get("name")
         )
     return findings
-
-
-TYPE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")

@@ -12,8 +12,7 @@ __all__ = ["read_remote"]
 
 def _managed(body: dict[str, object]) -> bool:
     # System tools come with the app; tools derived from toolsets belong to their toolset.
-    name = str(body.get("name", ""))
-    return "systemTool" not in body and "/toolsets/" not in name.split("/apps/", 1)[-1].split("/tools/", 1)[0] + "/"
+    return "systemTool" not in body and "/toolsets/" not in str(body.get("name", ""))
 
 
 async def read_remote(client: CesClient, parent: str) -> list[Remote]:

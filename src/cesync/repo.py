@@ -23,7 +23,7 @@ from ruamel.yaml import YAML
 from .checks import Finding, check_body, lint_keys, suggest
 from .config import Config, Environment
 from .errors import ConfigError, Problem
-from .models import ProtoModel, Tool, Toolset
+from .models import TOOL_TYPES, ProtoModel, Tool, Toolset
 from .yamlfile import Document, Path_, load_text, read_text
 
 __all__ = ["CONFIG_FILE", "KINDS", "Desired", "EnvTarget", "Repo", "load_repo"]
@@ -447,7 +447,7 @@ def _cross_checks(resources: list[Desired], files: list[SourceFile]) -> list[Pro
     for r in resources:
         if r.kind != "tool":
             continue
-        type_field = next(iter(k for k in r.body if isinstance(r.body[k], dict) and k in _TOOL_TYPE_FIELDS), None)
+        type_field = next(iter(k for k in r.body if isinstance(r.body[k], dict) and k in TOOL_TYPES), None)
         if type_field is None:
             continue
         name = r.body[type_field].get("name")
@@ -460,6 +460,3 @@ def _cross_checks(resources: list[Desired], files: list[SourceFile]) -> list[Pro
             else:
                 names[name] = r.id
     return problems
-
-
-from .models import TOOL_TYPES as _TOOL_TYPE_FIELDS  # noqa: E402

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
-from ..errors import BY_STATUS, AlreadyExists, ApiError, NotFound, PermissionDenied, RetryableError, TransportError
+from ..errors import BY_STATUS, AlreadyExists, ApiError, NotFound, RetryableError, TransportError
 
 __all__ = ["CesClient", "RetryPolicy"]
 
@@ -242,6 +242,3 @@ class CesClient:
 
 def _kind(name: str) -> str:
     return "toolset" if "/toolsets/" in name and "/tools/" not in name.split("/toolsets/", 1)[1] else "tool"
-
-
-_ = PermissionDenied

@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from ..checks import HTTP_METHODS, parse_document
 from ..models import ProtoModel, Tool, specs
 from ..protojson import encode
 from .errors import RpcError
@@ -241,8 +242,6 @@ def _unique_display_name(app: dict[str, Any], stored: dict[str, Any], rid: str) 
 
 def _derived_tools(toolset: dict[str, Any]) -> list[dict[str, Any]]:
     """The tools a toolset exposes, named {toolset}/tools/{id} (output only)."""
-    from ..checks import HTTP_METHODS, parse_document
-
     base = toolset["name"]
     out: list[dict[str, Any]] = []
     if "openApiToolset" in toolset:
