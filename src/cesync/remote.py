@@ -17,10 +17,6 @@ def _managed(body: dict[str, object]) -> bool:
 
 async def read_remote(client: CesClient, parent: str) -> list[Remote]:
     tools, toolsets = await asyncio.gather(client.list_all(parent, "tools"), client.list_all(parent, "toolsets"))
-    out = [
-        Remote("tool", str(t["name"]).rsplit("/", 1)[-1], t)
-        for t in tools
-        if _managed(t) and "/toolsets/" not in str(t.get("name"))
-    ]
+    out = [Remote("tool", str(t["name"]).rsplit("/", 1)[-1], t) for t in tools if _managed(t)]
     out += [Remote("toolset", str(t["name"]).rsplit("/", 1)[-1], t) for t in toolsets]
     return out
