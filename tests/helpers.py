@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -20,3 +23,19 @@ def make_repo(tmp: Path, files: dict[str, str | bytes], base: str = "minimal") -
         else:
             path.write_text(content, encoding="utf-8")
     return root
+
+
+def cesync(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
+    full_env.pop("CES_EMULATOR_HOST", None) if "CES_EMULATOR_HOST" not in (env or {}) else None
+    return subprocess.run(
+        [sys.executable, "-m", "cesync.cli", *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        input=stdin,
+    )

@@ -13,22 +13,7 @@ import pytest
 
 from cesync.emulator.server import BackgroundServer, free_port
 from tests.conftest import EXAMPLES, ROOT
-
-
-def cesync(
-    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, stdin: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
-    full_env.pop("CES_EMULATOR_HOST", None) if "CES_EMULATOR_HOST" not in (env or {}) else None
-    return subprocess.run(
-        [sys.executable, "-m", "cesync.cli", *args],
-        cwd=cwd,
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        input=stdin,
-    )
+from tests.helpers import cesync
 
 
 @pytest.fixture

@@ -5,16 +5,30 @@ This is the only place that joins the pure core to the repo on disk and to the A
 
 from __future__ import annotations
 
+import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from .client import connect
 from .client.api import CesClient, RetryPolicy
-from .plan import Plan, build_plan, desired_digest
+from .diff import Remote
+from .errors import CesyncError
+from .export import ExportedRepo, Resource, export_repo, to_yaml
+from .files import write_tree
+from .plan import COLLECTION, Plan, build_plan, desired_digest
 from .remote import read_remote
 from .repo import Desired, EnvTarget, Repo, load_repo
 
-__all__ = ["Context", "make_plan", "open_context"]
+__all__ = [
+    "Context",
+    "config_for_app",
+    "export_app",
+    "make_plan",
+    "open_context",
+    "plan_files",
+    "target_for_app",
+]
 
 
 @dataclass
@@ -52,3 +66,51 @@ async def make_plan(ctx: Context, client: CesClient, *, prune: bool | None = Non
         prune=ctx.env.prune if prune is None else prune,
         targets=targets,
     )
+
+
+# --- export and promotion ---------------------------------------------------------------------
+
+
+def config_for_app(env_name: str, parent: str, endpoint: str | None, variables: dict[str, str] | None = None) -> str:
+    """A cesync.yaml with one environment, for adopting an app that has no repo yet."""
+    match = re.fullmatch(r"projects/([^/]+)/locations/([^/]+)/apps/([^/]+)", parent)
+    if not match:
+        raise CesyncError(f"--app must be projects/PROJECT/locations/LOCATION/apps/APP, not {parent!r}")
+    project, location, app = match.groups()
+    env: dict[str, object] = {"project": project, "location": location, "app": app}
+    if endpoint:
+        env["endpoint"] = endpoint
+    if variables:
+        env["vars"] = dict(sorted(variables.items()))
+    return to_yaml({"version": 1, "environments": {env_name: env}})
+
+
+def target_for_app(env_name: str, parent: str, endpoint: str | None, variables: dict[str, str] | None = None) -> EnvTarget:
+    project, location, app = parent.split("/")[1::2]
+    return EnvTarget(env_name, project, location, app, endpoint, dict(variables or {}), {}, False)
+
+
+async def export_app(client: CesClient, env: EnvTarget, config_text: str) -> tuple[ExportedRepo, list[Remote]]:
+    """Read the app and turn it into repo files (see export.py)."""
+    remote = await read_remote(client, env.parent)
+    for r in remote:
+        expected = f"{env.parent}/{COLLECTION[r.kind]}/{r.id}"
+        if r.body.get("name") != expected:
+            raise CesyncError(
+                f"the server returned a {r.kind} named {r.body.get('name')!r}, which is not a {r.kind} of {env.parent}; "
+                "nothing was written"
+            )
+    resources = [Resource(r.kind, r.id, r.body) for r in remote]
+    exported = export_repo(resources, parent=env.parent, variables=env.vars, urls=env.urls, config_text=config_text)
+    return exported, remote
+
+
+def plan_files(files: dict[str, str], env_name: str, remote: list[Remote], *, prune: bool = True) -> Plan:
+    """Load repo files (in a temporary folder), render them for one environment, plan against remote."""
+    with tempfile.TemporaryDirectory(prefix="cesync-") as tmp:
+        write_tree(Path(tmp) / "repo", files)
+        repo = load_repo(Path(tmp) / "repo")
+        env = repo.env(env_name)
+        desired = repo.render(env)
+        triples = [(d.kind, d.id, d.body) for d in desired]
+        return build_plan(env.name, env.parent, triples, remote, prune=prune)

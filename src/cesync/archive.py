@@ -1,0 +1,293 @@
+"""A CES app export (console, ``exportApp`` or cxas-scrapi ``pull``) -> a cesync repo.
+
+The layout read (see the README, "Import a CES app export"):
+
+    <app>/app.json | app.yaml                  the app itself (read for nothing but its place)
+    <app>/environment.json                     environment-dependent values, by resource type and name
+    <app>/tools/<name>/<name>.json | .yaml     one tool, proto JSON (camelCase or snake_case keys)
+    <app>/toolsets/<name>/<name>.json | .yaml  one toolset
+    <app>/tools/<name>/python_function/python_code.py   files named by a field's value
+
+Import does what CES's own import does, then what ``cesync export`` does: it puts
+``environment.json``'s values in place of ``$env_var`` (and a schema's server URL in
+the tool's ``url``), then turns each value back into a ``${VAR}`` of the new
+environment. Agents, guardrails and the app's own settings are not tools: they are
+listed as skipped.
+"""
+
+from __future__ import annotations
+
+import re
+import stat
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import CesyncError, ConfigError, Problem
+from .export import Resource
+from .models import ProtoModel, Tool, Toolset, specs
+from .repo import ENV_VAR, ID_RE
+from .yamlfile import load_text, read_text
+
+__all__ = ["ArchiveContents", "extract_zip", "find_app_root", "read_archive"]
+
+MAX_MEMBERS = 20_000
+MAX_TOTAL_BYTES = 200 * 1024 * 1024
+COLLECTIONS: dict[str, tuple[str, type[ProtoModel]]] = {"tools": ("tool", Tool), "toolsets": ("toolset", Toolset)}
+FILE_FIELDS = {"pythonCode", "pythonScript", "openApiSchema"}
+APP_MARKERS = ("app.json", "app.yaml", "environment.json", "tools", "toolsets")
+
+
+@dataclass
+class ArchiveContents:
+    resources: list[Resource] = field(default_factory=list)
+    variables: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    app_name: str | None = None
+
+
+def extract_zip(archive: Path, dest: Path) -> None:
+    """Unpack a zip safely: no paths outside dest, no links, bounded size."""
+    try:
+        zf = zipfile.ZipFile(archive)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise CesyncError(f"{archive} is not a readable zip archive ({exc}); export the app again") from None
+    with zf:
+        members = zf.infolist()
+        if len(members) > MAX_MEMBERS:
+            raise CesyncError(f"{archive} has {len(members)} entries; the limit is {MAX_MEMBERS}")
+        if sum(m.file_size for m in members) > MAX_TOTAL_BYTES:
+            raise CesyncError(f"{archive} unpacks to more than {MAX_TOTAL_BYTES // 2**20} MB; refusing it")
+        root = dest.resolve()
+        for m in members:
+            target = (root / m.filename).resolve()
+            if m.filename.startswith(("/", "\\")) or ".." in Path(m.filename).parts or not target.is_relative_to(root):
+                raise CesyncError(f"{archive} holds an unsafe path {m.filename!r}; refusing to unpack it")
+            if stat.S_ISLNK(m.external_attr >> 16):
+                raise CesyncError(f"{archive} holds a symbolic link {m.filename!r}; refusing to unpack it")
+        try:
+            zf.extractall(root)
+        except (zipfile.BadZipFile, OSError, EOFError, zipfile.LargeZipFile) as exc:
+            raise CesyncError(f"{archive} is corrupt ({exc}); export the app again") from None
+
+
+def find_app_root(top: Path) -> Path:
+    """The folder that holds the app: the top, or the one folder an archive wraps it in."""
+    here = top
+    for _ in range(4):
+        if any((here / m).exists() for m in APP_MARKERS):
+            return here
+        folders = [p for p in here.iterdir() if p.is_dir() and not p.name.startswith((".", "__MACOSX"))]
+        if len(folders) != 1:
+            break
+        here = folders[0]
+    raise CesyncError(f"no CES app export in {top}: expected app.json, environment.json, tools/ or toolsets/")
+
+
+def read_archive(root: Path) -> ArchiveContents:
+    """Every tool and toolset of an unpacked export, with environment.json applied."""
+    out = ArchiveContents(app_name=root.name)
+    problems: list[Problem] = []
+    env_values = _environment(root, problems)
+    for folder, (kind, model) in COLLECTIONS.items():
+        for name, path in _resource_files(root / folder):
+            resource = _resource(root, path, name, kind, model, problems, out)
+            if resource is not None:
+                out.resources.append(resource)
+    for entry in sorted(p.name for p in root.iterdir() if p.is_dir() and p.name not in COLLECTIONS):
+        out.notes.append(f"skipped {entry}/: cesync manages tools and toolsets only")
+    if problems:
+        raise ConfigError(problems)
+    _apply_environment(out, env_values)
+    ids = [(r.kind, r.id) for r in out.resources]
+    dupes = sorted({f"{k} {i}" for k, i in ids if ids.count((k, i)) > 1})
+    if dupes:
+        raise CesyncError(f"two resources of the export map to the same id: {', '.join(dupes)}")
+    return out
+
+
+def _resource_files(folder: Path) -> Iterator[tuple[str, Path]]:
+    if not folder.is_dir():
+        return
+    for entry in sorted(folder.iterdir()):
+        if entry.is_dir():
+            candidates = [entry / f"{entry.name}{ext}" for ext in (".json", ".yaml", ".yml")]
+            found = next((c for c in candidates if c.is_file()), None)
+            if found is not None:
+                yield entry.name, found
+        elif entry.suffix in (".json", ".yaml", ".yml"):
+            yield entry.stem, entry
+
+
+def _resource(
+    root: Path, path: Path, name: str, kind: str, model: type[ProtoModel], problems: list[Problem], out: ArchiveContents
+) -> Resource | None:
+    display = str(path.relative_to(root))
+    text = read_text(path, display)
+    doc = load_text(text, display) if isinstance(text, str) else text
+    if isinstance(doc, Problem):
+        problems.append(doc)
+        return None
+    if not isinstance(doc.data, dict):
+        problems.append(doc.problem((), f"a {kind} must be a mapping of fields"))
+        return None
+    body = _camel(doc.data, model)
+    rid = _id_for(body.get("name"), name)
+    if rid is None:
+        problems.append(doc.problem(("name",), f"cannot make a cesync {kind} id from {name!r}"))
+        return None
+    body["name"] = f"(archive)/{rid}"  # dropped by normalization; the real name comes with the target app
+    body = _inline_files(body, root, display, problems)
+    return Resource(kind, rid, body)
+
+
+def _id_for(name: Any, folder: str) -> str | None:
+    if isinstance(name, str) and name and ID_RE.match(name.rsplit("/", 1)[-1]):
+        return name.rsplit("/", 1)[-1]
+    rid = re.sub(r"[^A-Za-z0-9_-]+", "-", folder).strip("-_")[:128]
+    return rid if rid and ID_RE.match(rid) else None
+
+
+def _snake_to_camel(key: str) -> str:
+    head, *rest = key.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+def _camel(data: dict[str, Any], model: type[ProtoModel]) -> dict[str, Any]:
+    """snake_case keys (YAML exports) to the JSON names; map and Struct keys stay as they are."""
+    table = specs(model)
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = key if key in table else _snake_to_camel(key)
+        spec = table.get(name)
+        if spec is None or spec.message is None or spec.map:
+            out[name if spec else key] = value
+        elif spec.repeated and isinstance(value, list):
+            out[name] = [_camel(v, spec.message) if isinstance(v, dict) else v for v in value]
+        elif isinstance(value, dict):
+            out[name] = _camel(value, spec.message)
+        else:
+            out[name] = value
+    return out
+
+
+def _inline_files(data: Any, root: Path, display: str, problems: list[Problem]) -> Any:
+    """A code or schema field whose value names a file of the export gets the file's text."""
+    if isinstance(data, list):
+        return [_inline_files(v, root, display, problems) for v in data]
+    if not isinstance(data, dict):
+        return data
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in FILE_FIELDS and isinstance(value, str) and "\n" not in value and len(value) < 512:
+            target = (root / value).resolve()
+            if target.is_relative_to(root.resolve()) and target.is_file():
+                text = read_text(target, value)
+                if isinstance(text, Problem):
+                    problems.append(text)
+                    continue
+                value = text
+        out[key] = _inline_files(value, root, display, problems)
+    return out
+
+
+def _environment(root: Path, problems: list[Problem]) -> dict[tuple[str, str], dict[tuple[str, ...], Any]]:
+    """environment.json: {collection: {resource: {field: value}}} -> values by (collection, id) and field path."""
+    path = root / "environment.json"
+    if not path.is_file():
+        return {}
+    text = read_text(path, "environment.json")
+    doc = load_text(text, "environment.json") if isinstance(text, str) else text
+    if isinstance(doc, Problem):
+        problems.append(doc)
+        return {}
+    if not isinstance(doc.data, dict):
+        problems.append(doc.problem((), "environment.json must be an object of resource types"))
+        return {}
+    values: dict[tuple[str, str], dict[tuple[str, ...], Any]] = {}
+    for collection, resources in doc.data.items():
+        if not isinstance(resources, dict):
+            problems.append(doc.problem((collection,), "expected an object of resources by name"))
+            continue
+        for name, fields in resources.items():
+            leaves: dict[tuple[str, ...], Any] = dict(_leaves(fields, ())) if isinstance(fields, dict) else {(): fields}
+            values[(_snake_to_camel(collection), str(name))] = leaves
+    return values
+
+
+def _leaves(data: dict[str, Any], path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Any]]:
+    for key, value in data.items():
+        here = (*path, *(_snake_to_camel(k) for k in str(key).split(".")))
+        if isinstance(value, dict) and value:
+            yield from _leaves(value, here)
+        else:
+            yield here, value
+
+
+def _apply_environment(out: ArchiveContents, env: dict[tuple[str, str], dict[tuple[str, ...], Any]]) -> None:
+    by_key = {(f"{r.kind}s", r.id): r for r in out.resources}
+    by_display = {(f"{r.kind}s", str(r.body.get("displayName"))): r for r in out.resources}
+    used: set[str] = set()
+    for (collection, name), leaves in sorted(env.items()):
+        resource = (
+            by_key.get((collection, name))
+            or by_key.get((collection, _id_for(None, name) or ""))
+            or by_display.get((collection, name))
+        )
+        if resource is None:
+            out.notes.append(f"environment.json: {collection}/{name} is not a tool or toolset of the export; skipped")
+            continue
+        for path, value in leaves.items():
+            if not path or not isinstance(value, str):
+                out.notes.append(f"environment.json: {collection}/{name}: {'.'.join(path) or 'value'} is not a string; skipped")
+                continue
+            var = _var_name(resource.id, path, used)
+            out.variables[var] = value
+            _set(resource.body, path, value)
+    for r in out.resources:
+        for path in _placeholders(r.body, ()):
+            out.notes.append(f"{r.kind} {r.id}: {'.'.join(path)} is $env_var but environment.json gives no value")
+
+
+def _var_name(rid: str, path: tuple[str, ...], used: set[str]) -> str:
+    def clean(s: str) -> str:
+        return re.sub(r"[^A-Za-z0-9]+", "_", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", s)).strip("_").upper()
+
+    for n in range(1, len(path) + 1):
+        name = clean("_".join((rid, *path[-n:])))
+        if name not in used:
+            break
+    if not re.match(r"^[A-Za-z_]", name):
+        name = "_" + name
+    used.add(name)
+    return name
+
+
+def _set(body: dict[str, Any], path: tuple[str, ...], value: str) -> None:
+    """Put an environment value at its field; a schema server URL goes to the tool's url."""
+    node: Any = body
+    for key in path[:-1]:
+        node = node.setdefault(key, {}) if isinstance(node, dict) else node
+    if not isinstance(node, dict):
+        return
+    last = path[-1]
+    current = node.get(last)
+    if isinstance(current, str) and ENV_VAR in current and current != ENV_VAR:
+        node[last] = current.replace(ENV_VAR, value)
+    else:
+        node[last] = value
+    if last == "url" and isinstance(node.get("openApiSchema"), str):
+        node["openApiSchema"] = node["openApiSchema"].replace(ENV_VAR, value)
+
+
+def _placeholders(data: Any, path: tuple[str, ...]) -> Iterator[tuple[str, ...]]:
+    if isinstance(data, dict):
+        for k, v in data.items():
+            yield from _placeholders(v, (*path, k))
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            yield from _placeholders(v, (*path, str(i)))
+    elif isinstance(data, str) and ENV_VAR in data:
+        yield path

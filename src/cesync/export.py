@@ -1,0 +1,267 @@
+"""Remote resources -> the files of a cesync repo (pure): the reverse of ``Repo.render``.
+
+What one environment made concrete is turned back into the portable form the repo
+keeps, wherever cesync can tell how it was made:
+
+- the OpenAPI server URL back into ``$env_var`` plus a ``url`` (or nothing, when
+  ``environments.<env>.urls`` gives it);
+- values of the environment's ``vars`` back into ``${NAME}`` (a whole value, or a
+  part of one bounded by non-alphanumeric characters);
+- full resource names of this app back into ``{ref: tools/<id>}``;
+- Python code and OpenAPI documents into files of their own.
+
+Rendering the result for the same environment gives back exactly what was read,
+which the round-trip tests check (export, then plan: no changes).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from io import StringIO
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap
+from ruamel.yaml.scalarstring import LiteralScalarString
+
+from .errors import CesyncError
+from .models import ProtoModel, specs
+from .normalize import DOCUMENT_FIELDS, MODELS, canonical
+from .repo import ENV_VAR, ID_RE, KINDS
+
+__all__ = ["ExportedRepo", "Resource", "export_repo", "file_names", "to_yaml"]
+
+CODE_FIELDS = {"pythonCode", "pythonScript"}
+# Names Windows refuses as file names, whatever the extension.
+RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
+MIN_PART = 4  # shorter values are replaced only when they are a whole string value
+
+
+@dataclass(frozen=True)
+class Resource:
+    kind: str
+    id: str
+    body: dict[str, Any]
+
+
+@dataclass
+class ExportedRepo:
+    files: dict[str, str] = field(default_factory=dict)  # relative path -> text
+    notes: list[str] = field(default_factory=list)
+
+
+def file_names(kind: str, ids: list[str]) -> dict[str, str]:
+    """A safe, unique file stem per id; an id cesync cannot manage is an error."""
+    bad = [i for i in ids if not ID_RE.match(i)]
+    if bad:
+        shown = ", ".join(repr(i) for i in sorted(bad)[:5])
+        raise CesyncError(
+            f"remote {kind} id{'s' if len(bad) > 1 else ''} {shown} cannot be a cesync {kind} "
+            "(ids are letters, digits, '-' and '_'); nothing was written"
+        )
+    names: dict[str, str] = {}
+    taken: set[str] = set()
+    for rid in sorted(ids):
+        stem, n = rid, 1
+        while stem.lower() in RESERVED or stem.lower() in taken:  # case-insensitive file systems
+            n += 1
+            stem = f"{rid}_{n}"
+        taken.add(stem.lower())
+        names[rid] = stem
+    return names
+
+
+def export_repo(
+    resources: list[Resource],
+    *,
+    parent: str,
+    variables: Mapping[str, str],
+    urls: Mapping[str, str],
+    config_text: str,
+) -> ExportedRepo:
+    out = ExportedRepo()
+    out.files["cesync.yaml"] = config_text
+    out.files[".gitignore"] = ".cesync/\nplan.json\n"
+    known = {(r.kind, r.id) for r in resources}
+    for kind in KINDS:
+        ids = [r.id for r in resources if r.kind == kind]
+        stems = file_names(kind, ids)
+        for r in sorted((r for r in resources if r.kind == kind), key=lambda r: r.id):
+            data = _portable(r, parent, variables, urls, known, out)
+            stem = stems[r.id]
+            folder = KINDS[kind][0]
+            data = _externalize(data, r.kind, stem, out)
+            if stem != r.id:
+                data = {"id": r.id, **data}
+            header = f"# Exported by cesync from {parent}/{folder}/{r.id}\n"
+            out.files[f"{folder}/{stem}.yaml"] = header + to_yaml(data)
+    return out
+
+
+def _portable(
+    r: Resource,
+    parent: str,
+    variables: Mapping[str, str],
+    urls: Mapping[str, str],
+    known: set[tuple[str, str]],
+    out: ExportedRepo,
+) -> dict[str, Any]:
+    canon = canonical(r.kind, r.id, r.body)
+    if canon.unknown:
+        out.notes.append(f"{r.kind} {r.id}: left out fields cesync does not know: {', '.join(canon.unknown)}")
+    data = _restore_documents(canon.body, r.body)
+    for spec_field in ("openApiTool", "openApiToolset"):
+        spec = data.get(spec_field)
+        if isinstance(spec, dict):
+            _env_var(r.id, spec, variables, urls)
+    portable: dict[str, Any] = _with_vars(_refs(data, parent, known), _replacements(variables))
+    return _ordered(portable, MODELS[r.kind])
+
+
+def _ordered(data: dict[str, Any], model: type[ProtoModel]) -> dict[str, Any]:
+    """Keys in the order the API declares them (name and description first), as people write them."""
+    table = specs(model)
+    rank = {name: i for i, name in enumerate(table)}
+    out: dict[str, Any] = {}
+    for key in sorted(data, key=lambda k: rank.get(k, len(rank))):
+        value, spec = data[key], table.get(key)
+        sub = spec.message if spec is not None and not spec.map else None
+        if sub is not None and isinstance(value, dict) and set(value) not in ({"ref"}, {"file"}):
+            value = _ordered(value, sub)
+        elif sub is not None and isinstance(value, list):
+            value = [_ordered(v, sub) if isinstance(v, dict) else v for v in value]
+        out[key] = value
+    return out
+
+
+def _restore_documents(canon: Any, raw: Any) -> Any:
+    """canonical() parses documents to compare them; the repo keeps the text as it was."""
+    if isinstance(canon, dict) and isinstance(raw, dict):
+        return {
+            k: raw[k] if k in DOCUMENT_FIELDS and isinstance(raw.get(k), str) else _restore_documents(v, raw.get(k))
+            for k, v in canon.items()
+        }
+    if isinstance(canon, list) and isinstance(raw, list) and len(canon) == len(raw):
+        return [_restore_documents(c, r) for c, r in zip(canon, raw, strict=True)]
+    return canon
+
+
+def _env_var(rid: str, spec: dict[str, Any], variables: Mapping[str, str], urls: Mapping[str, str]) -> None:
+    url, schema = spec.get("url"), spec.get("openApiSchema")
+    if not isinstance(url, str) or not url or not isinstance(schema, str) or url not in schema:
+        return
+    spec["openApiSchema"] = schema.replace(url, ENV_VAR)
+    if urls.get(rid) == url:
+        del spec["url"]  # the environment's urls give it back
+
+
+def _refs(data: Any, parent: str, known: set[tuple[str, str]]) -> Any:
+    if isinstance(data, dict):
+        return {k: _refs(v, parent, known) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_refs(v, parent, known) for v in data]
+    if isinstance(data, str) and data.startswith(parent + "/"):
+        parts = data[len(parent) + 1 :].split("/")
+        if len(parts) == 2 and ID_RE.match(parts[1]):
+            kind = {"tools": "tool", "toolsets": "toolset"}.get(parts[0])
+            if parts[0] == "agents" or (kind is not None and (kind, parts[1]) in known):
+                return {"ref": f"{parts[0]}/{parts[1]}"}
+    return data
+
+
+def _replacements(variables: Mapping[str, str]) -> list[tuple[str, re.Pattern[str] | None, str]]:
+    """(value, pattern for parts or None, NAME), longest values first so they win."""
+    table = []
+    for name, value in variables.items():
+        if not value:
+            continue
+        pattern = None
+        if len(value) >= MIN_PART:
+            pattern = re.compile(rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])")
+        table.append((value, pattern, name))
+    return sorted(table, key=lambda t: (-len(t[0]), t[2]))
+
+
+def _with_vars(data: Any, table: list[tuple[str, re.Pattern[str] | None, str]], key: str = "") -> Any:
+    if isinstance(data, dict):
+        return {k: _with_vars(v, table, k) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_with_vars(v, table, key) for v in data]
+    if not isinstance(data, str) or key in DOCUMENT_FIELDS or key in CODE_FIELDS:
+        return data  # documents and code go to files, which are not substituted
+    text = data.replace("${", "$${")  # a literal ${ stays literal
+    for value, pattern, name in table:
+        if text == value:
+            return "${" + name + "}"
+        if pattern is not None and value in text:
+            text = pattern.sub("${" + name + "}", text)  # names are [A-Za-z0-9_]: no escapes
+    return text
+
+
+def _externalize(data: dict[str, Any], kind: str, stem: str, out: ExportedRepo) -> dict[str, Any]:
+    """Move code and OpenAPI documents to files referenced by {file: ...}."""
+    used: set[str] = set()
+
+    def walk(node: Any, path: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [walk(v, path) for v in node]
+        if not isinstance(node, dict):
+            return node
+        result: dict[str, Any] = {}
+        for key, value in node.items():
+            here = (*path, key)
+            if isinstance(value, str) and "\r" not in value and (key in CODE_FIELDS or key in DOCUMENT_FIELDS):
+                rel = _file_for(kind, stem, key, value, here, used)
+                out.files[rel] = value
+                result[key] = {"file": f"../{rel}"}
+            else:
+                result[key] = walk(value, here)
+        return result
+
+    walked: dict[str, Any] = walk(data, ())
+    return walked
+
+
+def _file_for(kind: str, stem: str, key: str, text: str, path: tuple[str, ...], used: set[str]) -> str:
+    folder = "code" if key in CODE_FIELDS else "schemas"
+    ext = ".py" if key in CODE_FIELDS else (".json" if text.lstrip().startswith("{") else ".yaml")
+    base = stem if kind == "tool" else f"{stem}.{kind}"
+    name = base if base not in used else f"{base}.{'.'.join(path[:-1])}"
+    used.add(name)
+    return f"{folder}/{name}{ext}"
+
+
+def to_yaml(data: Any) -> str:
+    yaml = YAML()
+    yaml.width = 4096
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    buf = StringIO()
+    yaml.dump(_literal(data), buf)
+    return buf.getvalue()
+
+
+def _literal(data: Any) -> Any:
+    """Multi-line strings as | blocks where YAML can keep them exactly."""
+    if isinstance(data, dict):
+        if set(data) in ({"ref"}, {"file"}):  # {ref: tools/x} and {file: ../code/x.py} read best on one line
+            flow = CommentedMap(data)
+            flow.fa.set_flow_style()
+            return flow
+        return {k: _literal(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_literal(v) for v in data]
+    if isinstance(data, str) and "\n" in data and _block_safe(data):
+        return LiteralScalarString(data)
+    return data
+
+
+def _block_safe(text: str) -> bool:
+    lines = text.split("\n")
+    return (
+        not any(line != line.rstrip() for line in lines)
+        and not text.startswith((" ", "\t"))
+        and "\t" not in text
+        and all(c.isprintable() or c == "\n" for c in text)
+    )

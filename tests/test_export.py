@@ -1,0 +1,177 @@
+"""export (adoption) and diff (promotion): round trips against the emulator, and the pure reverse mapping."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from cesync.emulator.server import BackgroundServer
+from cesync.errors import CesyncError
+from cesync.export import Resource, export_repo, file_names
+from cesync.files import write_tree
+from tests.conftest import EXAMPLES
+from tests.helpers import cesync, make_repo
+
+APP = "projects/p/locations/us/apps/a"
+ENVS = ["local", "dev", "staging", "prod"]
+
+
+@pytest.fixture
+def bot(tmp_path: Path) -> Path:
+    dst = tmp_path / "support-bot"
+    shutil.copytree(EXAMPLES / "support-bot", dst, ignore=shutil.ignore_patterns(".cesync"))
+    return dst
+
+
+def _apply(repo: Path, env: str, url: str) -> None:
+    r = cesync("apply", "--dir", str(repo), "--env", env, "--endpoint", url, "--auto-approve")
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_export_then_plan_shows_no_changes(bot: Path, tmp_path: Path, emulator: BackgroundServer, env: str) -> None:
+    _apply(bot, env, emulator.url)
+    out = tmp_path / "exported"
+    r = cesync("export", "--dir", str(bot), "--env", env, "--endpoint", emulator.url, "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "warning" not in r.stderr and "exported 10 tools and 3 toolsets" in r.stdout
+    plan = cesync("plan", "--dir", str(out), "--env", env, "--endpoint", emulator.url, "--detailed-exitcode")
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    assert "No changes" in plan.stdout
+    # What made the environment concrete went back to its portable form.
+    lookup = (out / "tools" / "lookup-order.yaml").read_text()
+    assert "url: ${ORDERS_URL}" in lookup and "projects/${SECRETS_PROJECT}/secrets" in lookup
+    assert "$env_var" in (out / "schemas" / "lookup-order.yaml").read_text()
+    assert "{ref: tools/lookup-order}" in (out / "tools" / "order-card.yaml").read_text()
+    assert "url:" not in (out / "toolsets" / "catalog.yaml").read_text()  # given by environments.<env>.urls
+    code = (out / "code" / "refund-policy.py").read_text()
+    assert code == (bot / "code" / "refund_policy.py").read_text()
+
+
+def test_adopt_an_app_without_a_repo(tmp_path: Path, emulator: BackgroundServer) -> None:
+    src = make_repo(tmp_path, {})
+    _apply(src, "local", emulator.url)
+    out = tmp_path / "adopted"
+    app = "projects/p/locations/us/apps/a"
+    r = cesync("export", "--app", app, "--env", "prod", "--endpoint", emulator.url, "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    config = (out / "cesync.yaml").read_text()
+    assert "prod:" in config and "app: a" in config and emulator.url in config
+    plan = cesync("plan", "--dir", str(out), "--detailed-exitcode")
+    assert plan.returncode == 0 and "No changes" in plan.stdout, plan.stdout + plan.stderr
+
+
+def test_export_refuses_non_empty_folder_and_force_keeps_other_files(
+    bot: Path, tmp_path: Path, emulator: BackgroundServer
+) -> None:
+    _apply(bot, "dev", emulator.url)
+    out = tmp_path / "existing"
+    (out / "tools").mkdir(parents=True)
+    (out / "tools" / "stale.yaml").write_text("googleSearchTool: {name: stale}\n")
+    (out / "README.md").write_text("keep me\n")
+    args = ["export", "--dir", str(bot), "--env", "dev", "--endpoint", emulator.url, "--out", str(out)]
+    refused = cesync(*args)
+    assert refused.returncode == 1 and "not empty" in refused.stderr and "--force" in refused.stderr
+    assert (out / "tools" / "stale.yaml").exists() and not (out / "cesync.yaml").exists()
+    forced = cesync(*args, "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert (out / "README.md").read_text() == "keep me\n"
+    assert not (out / "tools" / "stale.yaml").exists() and (out / "tools" / "lookup-order.yaml").exists()
+    assert not list(tmp_path.glob(".existing.cesync-*"))  # no staging folder left behind
+
+
+@pytest.mark.parametrize(
+    ("injected", "expected"),
+    [
+        ("projects/p/locations/us/apps/a/tools/..\\..\\evil", "cannot be a cesync tool"),
+        ("projects/other/locations/us/apps/x/tools/greet", "not a tool of"),
+    ],
+)
+def test_export_rejects_hostile_remote_names(tmp_path: Path, emulator: BackgroundServer, injected: str, expected: str) -> None:
+    src = make_repo(tmp_path, {})
+    _apply(src, "local", emulator.url)
+    tool = "projects/p/locations/us/apps/a/tools/greet"
+    httpx.post(f"{emulator.url}/admin/inject", json={"name": tool, "fields": {"name": injected}}).raise_for_status()
+    out = tmp_path / "out"
+    r = cesync("export", "--dir", str(src), "--env", "local", "--endpoint", emulator.url, "--out", str(out))
+    assert r.returncode == 1 and expected in r.stderr and "Traceback" not in r.stderr
+    assert not out.exists()
+
+
+def test_diff_shows_exactly_the_seeded_difference(bot: Path, emulator: BackgroundServer) -> None:
+    for env in ("dev", "prod"):
+        _apply(bot, env, emulator.url)
+    same = cesync("diff", "--dir", str(bot), "--from", "dev", "--to", "prod", "--endpoint", emulator.url, "--detailed-exitcode")
+    assert same.returncode == 0 and "No changes" in same.stdout, same.stdout + same.stderr
+    # Someone changes a description in dev by hand.
+    name = "projects/acme-support/locations/us/apps/support-bot-dev/tools/web-search"
+    tool = httpx.get(f"{emulator.url}/v1/{name}").json()
+    search = {**tool["googleSearchTool"], "description": "Search the new help centre."}
+    httpx.post(f"{emulator.url}/admin/inject", json={"name": name, "fields": {"googleSearchTool": search}}).raise_for_status()
+    args = ["diff", "--dir", str(bot), "--from", "dev", "--to", "prod", "--endpoint", emulator.url, "--detailed-exitcode"]
+    differ = cesync(*args, "--format", "json")
+    assert differ.returncode == 2, differ.stderr
+    plan = json.loads(differ.stdout)
+    assert [(c["action"], c["kind"], c["id"], c["update_mask"]) for c in plan["changes"]] == [
+        ("update", "tool", "web-search", ["googleSearchTool.description"])
+    ]
+    assert plan["app"].endswith("/apps/support-bot")  # the plan is for prod
+    text = cesync(*args)
+    assert "Promoting 'dev'" in text.stdout and "Search the new help centre." in text.stdout
+
+
+# --- the pure reverse mapping -------------------------------------------------------------
+
+
+def _export(resources: list[Resource], variables: dict[str, str] | None = None, urls: dict[str, str] | None = None) -> Any:
+    return export_repo(resources, parent=APP, variables=variables or {}, urls=urls or {}, config_text="")
+
+
+def _tool(rid: str, body: dict[str, Any]) -> Resource:
+    return Resource("tool", rid, {"name": f"{APP}/tools/{rid}", "etag": "e", **body})
+
+
+@pytest.mark.parametrize(
+    ("description", "variables", "expected"),
+    [
+        ("Price in ${currency}", {}, "Price in $${currency}"),  # a literal ${ stays literal
+        ("https://api.dev.example/v1", {"API": "https://api.dev.example"}, "${API}/v1"),
+        ("local", {"ENV": "local"}, "${ENV}"),  # a whole value, however short
+        ("localhost only", {"ENV": "local"}, "localhost only"),  # not a part of a longer word
+        ("in us only", {"REGION": "us"}, "in us only"),  # too short to replace inside text
+        ("a-b-c", {"LONG": "a-b-c", "SHORT": "b-c"}, "${LONG}"),  # the longest value wins
+    ],
+)
+def test_values_back_to_variables(description: str, variables: dict[str, str], expected: str) -> None:
+    body = {"googleSearchTool": {"name": "s", "description": description}}
+    text = _export([_tool("s", body)], variables).files["tools/s.yaml"]
+    assert f"description: {expected}" in text or f"description: '{expected}'" in text, text
+
+
+def test_file_names_are_safe_and_unique() -> None:
+    assert file_names("tool", ["con", "Foo", "foo", "ok"]) == {"con": "con_2", "Foo": "Foo", "foo": "foo_2", "ok": "ok"}
+    with pytest.raises(CesyncError, match="cannot be a cesync tool"):
+        file_names("tool", ["..", "fine"])
+
+
+def test_renamed_file_keeps_the_id_and_code_goes_to_files() -> None:
+    code = "def f():\n    return {}\n"
+    files = _export([_tool("con", {"pythonFunction": {"name": "f", "pythonCode": code}})]).files
+    assert files["tools/con_2.yaml"].splitlines()[1] == "id: con"
+    assert files["code/con_2.py"] == code
+
+
+def test_write_tree_is_all_or_nothing(tmp_path: Path) -> None:
+    target = tmp_path / "t"
+    target.mkdir()
+    (target / "tools").mkdir()
+    (target / "tools" / "old.yaml").write_text("old")
+    with pytest.raises(CesyncError, match="outside"):
+        write_tree(target, {"tools/new.yaml": "new", "../escape.txt": "x"}, force=True)
+    assert (target / "tools" / "old.yaml").read_text() == "old" and not (tmp_path / "escape.txt").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t"]
