@@ -25,7 +25,7 @@ def repo(tmp_path: Path) -> Path:
 
 def test_validate_example_and_broken_copy(repo: Path) -> None:
     ok = cesync("validate", "--dir", str(repo))
-    assert ok.returncode == 0 and "13 files valid" in ok.stdout
+    assert ok.returncode == 0 and "14 files valid" in ok.stdout
     (repo / "tools" / "web-search.yaml").write_text("googleSearchTool:\n  nme: x\n")
     bad = cesync("validate", "--dir", str(repo))
     assert bad.returncode == 1
@@ -53,7 +53,7 @@ def test_saved_plan_apply_and_digest_guard(repo: Path) -> None:
     plan = cesync("plan", "--dir", str(repo), "--env", "local", "--out", str(out), "--format", "json")
     assert plan.returncode == 0 and json.loads(plan.stdout)["environment"] == "local"
     md = cesync("show", str(out), "--format", "markdown")
-    assert "<!-- cesync-plan:local -->" in md.stdout and "| 13 | 0 | 0 | 0 |" in md.stdout
+    assert "<!-- cesync-plan:local -->" in md.stdout and "| 14 | 0 | 0 | 0 |" in md.stdout
     (repo / "tools" / "manuals.yaml").write_text((repo / "tools" / "manuals.yaml").read_text().replace("manuals.", "manuals!"))
     stale = cesync("apply", str(out), "--dir", str(repo), "--auto-approve")
     assert stale.returncode == 1 and "digest differs" in stale.stderr
@@ -61,7 +61,7 @@ def test_saved_plan_apply_and_digest_guard(repo: Path) -> None:
     assert fresh.returncode == 0
     applied = cesync("apply", str(out), "--dir", str(repo), "--auto-approve", "--format", "json")
     result = json.loads(applied.stdout)
-    assert applied.returncode == 0 and result["counts"]["created"] == 13 and all(o["etag"] for o in result["outcomes"])
+    assert applied.returncode == 0 and result["counts"]["created"] == 14 and all(o["etag"] for o in result["outcomes"])
 
 
 def test_apply_without_terminal_needs_auto_approve(repo: Path) -> None:
@@ -151,4 +151,4 @@ def test_ctrl_c_stops_new_actions_and_reports(repo: Path) -> None:
         rest = cesync("plan", "--dir", str(repo), "--env", "prod", "--format", "json", env={"CES_EMULATOR_HOST": server.host})
         remaining = json.loads(rest.stdout)["changes"]
         created = out.count("done: create")
-        assert created >= 1 and len(remaining) == 13 - created  # plan shows exactly the rest
+        assert created >= 1 and len(remaining) == 14 - created  # plan shows exactly the rest

@@ -39,7 +39,7 @@ def test_export_then_plan_shows_no_changes(bot: Path, tmp_path: Path, emulator: 
     out = tmp_path / "exported"
     r = cesync("export", "--dir", str(bot), "--env", env, "--endpoint", emulator.url, "--out", str(out))
     assert r.returncode == 0, r.stderr
-    assert "warning" not in r.stderr and "exported 10 tools and 3 toolsets" in r.stdout
+    assert "warning" not in r.stderr and "exported 11 tools and 3 toolsets" in r.stdout
     plan = cesync("plan", "--dir", str(out), "--env", env, "--endpoint", emulator.url, "--detailed-exitcode")
     assert plan.returncode == 0, plan.stdout + plan.stderr
     assert "No changes" in plan.stdout

@@ -46,7 +46,7 @@ async def plan_apply(root: Path, env: str, transport: httpx.AsyncBaseTransport, 
 @pytest.mark.parametrize("env", ["local", "dev", "staging", "prod"])
 def test_example_idempotent_in_every_environment(tmp_path: Path, env: str) -> None:
     first, result, second = asyncio.run(plan_apply(example(tmp_path), env, EmbeddedTransport()))
-    assert first.counts()["create"] == 13 and result.ok, result.summary()
+    assert first.counts()["create"] == 14 and result.ok, result.summary()
     assert not second.has_changes, [c.key for c in second.changes]
 
 

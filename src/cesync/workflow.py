@@ -5,6 +5,7 @@ This is the only place that joins the pure core to the repo on disk and to the A
 
 from __future__ import annotations
 
+import asyncio
 import re
 import tempfile
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from .diff import Remote
 from .errors import CesyncError
 from .export import ExportedRepo, Resource, export_repo, to_yaml
 from .files import write_tree
+from .models import TOOL_TYPES
 from .plan import COLLECTION, Plan, build_plan, desired_digest
 from .remote import read_remote
 from .repo import Desired, EnvTarget, Repo, load_repo
@@ -28,6 +30,7 @@ __all__ = [
     "open_context",
     "plan_files",
     "target_for_app",
+    "tool_names",
 ]
 
 
@@ -114,3 +117,23 @@ def plan_files(files: dict[str, str], env_name: str, remote: list[Remote], *, pr
         desired = repo.render(env)
         triples = [(d.kind, d.id, d.body) for d in desired]
         return build_plan(env.name, env.parent, triples, remote, prune=prune)
+
+
+# --- running tools ----------------------------------------------------------------------------
+
+
+async def tool_names(client: CesClient, parent: str) -> dict[str, str]:
+    """Display names and type-level names (``refund_policy``) -> local ids, for tests written by name."""
+    tools, toolsets = await asyncio.gather(client.list_all(parent, "tools"), client.list_all(parent, "toolsets"))
+    names: dict[str, str] = {}
+    for t in tools:
+        rid = str(t.get("name", "")).rsplit("/", 1)[-1]
+        kind = next((k for k in TOOL_TYPES if isinstance(t.get(k), dict)), None)
+        for alias in (t.get("displayName"), t[kind].get("name") if kind else None):
+            if isinstance(alias, str) and alias and alias != rid:
+                names.setdefault(alias, rid)
+    for ts in toolsets:
+        rid = str(ts.get("name", "")).rsplit("/", 1)[-1]
+        if isinstance(ts.get("displayName"), str) and ts["displayName"] != rid:
+            names.setdefault(ts["displayName"], rid)
+    return names

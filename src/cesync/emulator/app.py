@@ -8,6 +8,7 @@ and custom methods hold colons.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Awaitable, Callable
@@ -22,6 +23,7 @@ from ..checks import HTTP_METHODS, parse_document
 from ..models import ProtoModel, Tool, specs
 from ..protojson import encode
 from .errors import RpcError
+from .execute import Executor
 from .faults import FaultConfig, FaultMiddleware
 from .store import (
     COLLECTIONS,
@@ -102,6 +104,14 @@ def _apply_mask(stored: dict[str, Any], body: dict[str, Any], paths: list[str]) 
 class Emulator:
     def __init__(self, store: Store) -> None:
         self.store = store
+        self.executor = Executor(self._read_copy, self._tools_copy)
+
+    def _read_copy(self, parent: str, collection: str, rid: str) -> dict[str, Any] | None:
+        found = self.store.read(lambda s: self.store.app(s, parent)[collection].get(rid))
+        return copy.deepcopy(found) if found is not None else None
+
+    def _tools_copy(self, parent: str) -> dict[str, dict[str, Any]]:
+        return self.store.read(lambda s: copy.deepcopy(self.store.app(s, parent)["tools"]))
 
     # --- collection calls ----------------------------------------------------------------
 
@@ -301,8 +311,10 @@ def create_app(store: Store | None = None, faults: FaultConfig | None = None) ->
             if not match:
                 raise RpcError("NOT_FOUND", f"unknown resource '{path}'")
             parent, rest = match.groups()
-            if rest in (":executeTool", ":retrieveToolSchema"):
-                raise RpcError("UNIMPLEMENTED", f"{rest[1:]} is not implemented by this emulator yet")
+            if rest == ":executeTool" and request.method == "POST":
+                return JSONResponse(await emulator.executor.execute(parent, await _json_body(request)))
+            if rest == ":retrieveToolSchema":
+                raise RpcError("UNIMPLEMENTED", "retrieveToolSchema is not implemented by this emulator")
             for method, pattern, handler_name in ROUTES:
                 m = pattern.match(rest)
                 if m and method == request.method:
