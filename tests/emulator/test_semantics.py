@@ -94,7 +94,8 @@ def test_list_pagination_filter_order() -> None:
         ("PATCH", "tools/t1", {"updateMask": "timeout"}, {"timeout": "2s", "etag": "stale"}, "ABORTED"),
         ("DELETE", "tools/t1", {"etag": "stale"}, None, "ABORTED"),
         ("DELETE", "tools/end_session", {}, None, "FAILED_PRECONDITION"),
-        ("POST", ":executeTool", {}, {}, "UNIMPLEMENTED"),
+        ("POST", ":executeTool", {}, {}, "INVALID_ARGUMENT"),
+        ("POST", ":retrieveToolSchema", {}, {}, "UNIMPLEMENTED"),
     ],
     ids=[
         "mcp-direct",
@@ -106,7 +107,8 @@ def test_list_pagination_filter_order() -> None:
         "etag-patch",
         "etag-delete",
         "system-delete",
-        "execute",
+        "execute-no-target",
+        "tool-schema",
     ],
 )
 def test_errors(method: str, path: str, params: dict[str, str], body: Any, status: str) -> None:
