@@ -53,7 +53,10 @@ def test_saved_plan_apply_and_digest_guard(repo: Path) -> None:
     plan = cesync("plan", "--dir", str(repo), "--env", "local", "--out", str(out), "--format", "json")
     assert plan.returncode == 0 and json.loads(plan.stdout)["environment"] == "local"
     md = cesync("show", str(out), "--format", "markdown")
-    assert "<!-- cesync-plan:local -->" in md.stdout and "| 14 | 0 | 0 | 0 |" in md.stdout
+    assert (
+        "<!-- cesync-plan:local:projects/local/locations/us/apps/support-bot -->" in md.stdout
+        and "| 14 | 0 | 0 | 0 |" in md.stdout
+    )
     (repo / "tools" / "manuals.yaml").write_text((repo / "tools" / "manuals.yaml").read_text().replace("manuals.", "manuals!"))
     stale = cesync("apply", str(out), "--dir", str(repo), "--auto-approve")
     assert stale.returncode == 1 and "digest differs" in stale.stderr

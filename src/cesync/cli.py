@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import json
 import os
@@ -27,6 +28,7 @@ from .apply import ApplyResult, Outcome, apply_plan
 from .archive import extract_zip, find_app_root, read_archive
 from .client import connect
 from .client.api import CesClient
+from .comments import find_target, run_link, upsert_comment
 from .config import EMBEDDED
 from .diff import Remote
 from .errors import CesyncError, ConfigError, PlanFileError, Problem
@@ -35,14 +37,25 @@ from .files import write_tree
 from .jsonschema import render_schemas
 from .plan import Plan, check_safety
 from .remote import read_remote
-from .render import FORMATS, render, use_color
+from .render import FORMATS, MARKER, render, render_markdown, use_color
 from .render.common import summary
+from .render.markdown import GITHUB_COMMENT_LIMIT
 from .repo import CONFIG_FILE, load_repo
 from .scaffold import write_scaffold
 from .toolcall import canonical_output, request_for
 from .tooltests import Case, junit_xml, load_tests, report, run_cases
 from .tooltests import Result as TestResult
-from .workflow import Context, config_for_app, export_app, make_plan, open_context, plan_files, target_for_app, tool_names
+from .workflow import (
+    Context,
+    config_for_app,
+    export_app,
+    find_apps,
+    make_plan,
+    open_context,
+    plan_files,
+    target_for_app,
+    tool_names,
+)
 from .yamlfile import load_text, read_text
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -104,18 +117,42 @@ def main() -> None:
 @main.command()
 @dir_option
 @click.option("--env", "envs", multiple=True, help="Validate for these environments only (default: all).")
+@click.option("--recursive", is_flag=True, help="Validate every folder with a cesync.yaml below --dir (one per app).")
 @handled
-def validate(directory: Path, envs: tuple[str, ...]) -> None:
+def validate(directory: Path, envs: tuple[str, ...], recursive: bool) -> None:
     """Check every file offline; report each problem as file:line:col."""
+    folders = sorted({directory / e["dir"] for e in find_apps(directory)}) if recursive else [directory]
+    if not folders:
+        raise CesyncError(f"no cesync.yaml under {directory}")
+    problems: list[Problem] = []
+    for folder in folders:
+        prefix = folder.relative_to(directory) if recursive else None
+        try:
+            problems += _prefixed(_validate_one(folder, envs, prefix), prefix)
+        except ConfigError as exc:
+            problems += _prefixed(exc.problems, prefix)
+    if problems:
+        raise ConfigError(problems)
+
+
+def _prefixed(problems: list[Problem], prefix: Path | None) -> list[Problem]:
+    """Problems of one app folder, named from the folder validate --recursive started in."""
+    if prefix is None or str(prefix) == ".":
+        return problems
+    return [dataclasses.replace(p, file=str(prefix / p.file)) for p in problems]
+
+
+def _validate_one(directory: Path, envs: tuple[str, ...], prefix: Path | None) -> list[Problem]:
     repo = load_repo(directory)
     names = list(envs) or repo.env_names
     for name in names:
         repo.env(name)  # unknown names fail here with the list of known ones
     problems = repo.validate(names)
-    if problems:
-        raise ConfigError(problems)
-    count = len(repo.files)
-    click.echo(f"ok: {count} file{'s' if count != 1 else ''} valid for {', '.join(names)}")
+    if not problems:
+        count = len(repo.files)
+        where = f" in {prefix}" if prefix is not None else ""
+        click.echo(f"ok: {count} file{'s' if count != 1 else ''}{where} valid for {', '.join(names)}")
+    return problems
 
 
 @main.command()
@@ -341,6 +378,34 @@ class _Progress:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.stop()
+
+
+@main.command()
+@click.argument("planfile", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--provider", type=click.Choice(["github", "gitlab"]), help="Default: gitlab under GitLab CI, else github.")
+@click.option("--pr", "number", type=int, help="The pull/merge request (default: the one this CI run is for).")
+@click.option("--max-chars", type=click.IntRange(1000), default=GITHUB_COMMENT_LIMIT, show_default=True)
+@click.option("--full-plan", help="Where the full plan is, for the note on a cut comment (default: the CI run's artifacts).")
+@handled
+def comment(planfile: Path, provider: str | None, number: int | None, max_chars: int, full_plan: str | None) -> None:
+    """Keep one sticky plan comment per environment and app on the pull/merge request."""
+    saved = _load_plan(planfile)
+    target = find_target(os.environ, provider=provider, number=number)
+    body = render_markdown(saved, max_chars=max_chars, full_plan=full_plan or run_link(os.environ) or "the CI job's artifacts")
+    result = upsert_comment(target, MARKER.format(env=saved.environment, app=saved.app), body)
+    click.echo(f"{result} the plan comment for '{saved.environment}' on #{target.number}")
+
+
+@main.command()
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True)
+@click.option("--env", "envs", multiple=True, help="Only these environments.")
+@handled
+def matrix(root: Path, envs: tuple[str, ...]) -> None:
+    """List every (app folder, environment) under ROOT as JSON, for a CI matrix."""
+    entries = find_apps(root, set(envs) or None)
+    if not entries:
+        raise CesyncError(f"no cesync.yaml{' with environment ' + ', '.join(envs) if envs else ''} under {root}")
+    click.echo(json.dumps(entries))
 
 
 # --- adoption and promotion -------------------------------------------------------------------

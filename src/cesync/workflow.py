@@ -26,6 +26,7 @@ __all__ = [
     "Context",
     "config_for_app",
     "export_app",
+    "find_apps",
     "make_plan",
     "open_context",
     "plan_files",
@@ -137,3 +138,23 @@ async def tool_names(client: CesClient, parent: str) -> dict[str, str]:
         if isinstance(ts.get("displayName"), str) and ts["displayName"] != rid:
             names.setdefault(ts["displayName"], rid)
     return names
+
+
+# --- several apps in one repo -----------------------------------------------------------------
+
+SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".cesync"}
+
+
+def find_apps(root: Path, env_names: set[str] | None = None) -> list[dict[str, str]]:
+    """One entry per (folder with a cesync.yaml, environment): the jobs of a CI matrix."""
+    entries: list[dict[str, str]] = []
+    for config in sorted(root.rglob("cesync.yaml")):
+        rel = config.parent.relative_to(root)
+        if any(part in SKIP_DIRS or part.startswith(".") for part in rel.parts):
+            continue
+        repo = load_repo(config.parent)
+        for name in repo.env_names:
+            if env_names and name not in env_names:
+                continue
+            entries.append({"dir": rel.as_posix() or ".", "environment": name, "app": repo.env(name).parent})
+    return entries

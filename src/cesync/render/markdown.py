@@ -5,27 +5,56 @@ from __future__ import annotations
 from ..plan import Plan
 from .common import SYMBOL, VERB, as_text, is_multiline, summary, unified
 
-MARKER = "<!-- cesync-plan:{env} -->"
+MARKER = "<!-- cesync-plan:{env}:{app} -->"
+GITHUB_COMMENT_LIMIT = 65_536
 
 
-def render_markdown(plan: Plan) -> str:
+def render_markdown(plan: Plan, *, max_chars: int | None = None, full_plan: str = "the job's artifacts") -> str:
+    """The comment; with max_chars, whole resource sections are left out from the end to fit.
+
+    full_plan says where the reader finds what was left out (a link or a phrase).
+    """
     counts = plan.counts()
-    out = [MARKER.format(env=plan.environment), f"### cesync plan: `{plan.environment}`", "", f"App `{plan.app}`", ""]
-    out += [
+    head = [
+        MARKER.format(env=plan.environment, app=plan.app),
+        f"### cesync plan: `{plan.environment}`",
+        "",
+        f"App `{plan.app}`",
+        "",
+    ]
+    head += [
         "| create | update | delete | unmanaged |",
         "|---:|---:|---:|---:|",
         f"| {counts['create']} | {counts['update']} | {counts['delete']} | {len(plan.unmanaged)} |",
         "",
     ]
     if not plan.changes:
-        out += ["**No changes.** The app matches the repo.", ""]
-    for c in plan.changes:
-        out += _section(c)
+        head += ["**No changes.** The app matches the repo.", ""]
+    tail: list[str] = []
     if plan.unmanaged:
-        out += ["<details><summary>Remote resources not in the repo (kept)</summary>", ""]
-        out += [f"- `{n}`" for n in plan.unmanaged] + ["", "</details>", ""]
-    out.append(f"**Plan:** {summary(counts)}. Digest `{plan.digest[:19]}`.")
-    return "\n".join(out) + "\n"
+        tail += ["<details><summary>Remote resources not in the repo (kept)</summary>", ""]
+        tail += [f"- `{n}`" for n in plan.unmanaged] + ["", "</details>", ""]
+    tail.append(f"**Plan:** {summary(counts)}. Digest `{plan.digest[:19]}`.")
+    sections = ["\n".join(_section(c)) + "\n" for c in plan.changes]
+    text = _join(head, sections, tail)
+    if max_chars is None or len(text) <= max_chars:
+        return text
+    shown: list[str] = []
+    for i, section in enumerate(sections):
+        note = _cut_note(len(sections) - i - 1, len(sections), full_plan)
+        if len(_join(head, [*shown, section], [note, *tail])) > max_chars:
+            break
+        shown.append(section)
+    cut = _join(head, shown, [_cut_note(len(sections) - len(shown), len(sections), full_plan), *tail])
+    return cut if len(cut) <= max_chars else cut[: max_chars - 1] + "\n"  # only if the header alone is too long
+
+
+def _join(head: list[str], sections: list[str], tail: list[str]) -> str:
+    return "\n".join(head) + "\n" + "".join(sections) + "\n".join(tail) + "\n"
+
+
+def _cut_note(left_out: int, total: int, full_plan: str) -> str:
+    return f"> **Cut to fit a comment:** {left_out} of {total} resources are not shown here. The full plan is in {full_plan}.\n"
 
 
 def _section(c: object) -> list[str]:

@@ -1,0 +1,311 @@
+"""GitOps: the GitHub Action's script against the emulator and a fake GitHub, sticky comments,
+cut plans, GitLab notes, the matrix of apps, workflow lint and the pre-commit hooks."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML
+
+from cesync.comments import CommentTarget, upsert_comment
+from cesync.errors import CesyncError
+from cesync.plan import build_plan
+from cesync.render import render_markdown
+from cesync.render.markdown import GITHUB_COMMENT_LIMIT
+from tests.conftest import EXAMPLES, ROOT
+from tests.fake_forge import TOKEN, Forge, serve
+from tests.helpers import cesync
+
+BIN = Path(sys.executable).parent
+
+
+@pytest.fixture
+def forge() -> Iterator[Forge]:
+    fake, server = serve()
+    yield fake
+    server.shutdown()
+
+
+@pytest.fixture
+def bot(tmp_path: Path) -> Path:
+    dst = tmp_path / "support-bot"
+    shutil.copytree(EXAMPLES / "support-bot", dst, ignore=shutil.ignore_patterns(".cesync"))
+    return dst
+
+
+def action(repo: Path, tmp: Path, forge: Forge, emulator_url: str, **inputs: str) -> tuple[int, dict[str, str], str]:
+    """Run scripts/github-action.sh the way action.yml does; return (exit code, outputs, summary)."""
+    event = tmp / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": 7}}))
+    outputs, summary = tmp / "outputs.txt", tmp / "summary.md"
+    outputs.write_text("")
+    summary.write_text("")
+    env = {
+        **os.environ,
+        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+        "NO_COLOR": "1",
+        "CES_EMULATOR_HOST": emulator_url,
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_API_URL": forge.url,
+        "GITHUB_REPOSITORY": "acme/tools",
+        "GITHUB_TOKEN": TOKEN,
+        "GITHUB_RUN_ID": "42",
+        "GITHUB_SERVER_URL": "https://github.example",
+        "GITHUB_OUTPUT": str(outputs),
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "RUNNER_TEMP": str(tmp / "runner"),
+        **{f"INPUT_{k.upper()}": v for k, v in inputs.items()},
+    }
+    r = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "github-action.sh")], cwd=repo, env=env, capture_output=True, text=True, timeout=180
+    )
+    values = dict(line.split("=", 1) for line in outputs.read_text().splitlines() if "=" in line)
+    return r.returncode, values, summary.read_text() + r.stdout + r.stderr
+
+
+def plan_comments(forge: Forge) -> list[dict[str, Any]]:
+    return [c for c in forge.thread("gh:acme/tools#7") if "cesync-plan:" in c["body"]]
+
+
+def test_action_plan_comment_is_sticky_per_environment(bot: Path, tmp_path: Path, forge: Forge, emulator: Any) -> None:
+    thread = forge.thread("gh:acme/tools#7")
+    thread += [{"id": i, "body": f"review comment {i}"} for i in range(1, 4)]  # pagination: 2 per page
+    code, out, log = action(bot, tmp_path, forge, emulator.url, command="plan", environment="dev")
+    assert code == 0, log
+    assert out["exitcode"] == "2" and out["has-changes"] == "true" and Path(out["plan-json"]).is_file()
+    assert "### cesync plan: `dev`" in log  # the job summary
+    [first] = plan_comments(forge)
+    assert "| 14 | 0 | 0 | 0 |" in first["body"] and "support-bot-dev" in first["body"]
+
+    (bot / "tools" / "web-search.yaml").write_text("googleSearchTool:\n  name: web_search\n  description: Changed in the PR.\n")
+    code, _, log = action(bot, tmp_path, forge, emulator.url, command="plan", environment="dev")
+    assert code == 0, log
+    [edited] = plan_comments(forge)
+    assert edited["id"] == first["id"] and "Changed in the PR." in edited["body"]
+    assert [m for m, _ in forge.requests].count("PATCH") == 1
+
+    code, _, log = action(bot, tmp_path, forge, emulator.url, command="plan", environment="staging")
+    assert code == 0, log
+    comments = plan_comments(forge)
+    assert len(comments) == 2 and "support-bot-staging" in comments[1]["body"]
+    assert len(thread) == 5  # the reviewers' comments are untouched
+
+    off_code, _, _ = action(bot, tmp_path, forge, emulator.url, command="plan", environment="prod", comment="off")
+    assert off_code == 0 and len(plan_comments(forge)) == 2
+
+
+def test_action_apply_saved_plan_then_drift_check(bot: Path, tmp_path: Path, forge: Forge, emulator: Any) -> None:
+    code, out, log = action(bot, tmp_path, forge, emulator.url, command="validate", environment="dev")
+    assert code == 0 and out["exitcode"] == "0", log
+    code, out, log = action(bot, tmp_path, forge, emulator.url, command="plan", environment="dev", comment="off")
+    assert code == 0 and out["has-changes"] == "true", log
+    code, out, log = action(bot, tmp_path, forge, emulator.url, command="apply", **{"plan_file": out["plan-json"]})
+    assert code == 0 and "14 created" in log, log
+    code, out, log = action(bot, tmp_path, forge, emulator.url, command="plan", environment="dev", fail_on_changes="true")
+    assert code == 0 and out["has-changes"] == "false", log
+    (bot / "tools" / "web-search.yaml").write_text("googleSearchTool:\n  name: web_search\n  description: Drifted.\n")
+    code, out, log = action(bot, tmp_path, forge, emulator.url, command="plan", environment="dev", fail_on_changes="true")
+    assert code == 2 and out["has-changes"] == "true" and "Drifted." in log
+    code, _, log = action(bot, tmp_path, forge, emulator.url, command="diff", environment="prod", **{"from": "dev"})
+    assert code == 0 and "Promotion `dev` → `prod`" in log, log
+    code, _, log = action(bot, tmp_path, forge, emulator.url, command="destroy")
+    assert code == 1 and "unknown command 'destroy'" in log
+
+
+def _big_plan(n: int) -> Any:
+    parent = "projects/p/locations/us/apps/a"
+    desired = [("tool", f"t{i:04d}", {"googleSearchTool": {"name": f"s{i}", "description": "x" * 400}}) for i in range(n)]
+    return build_plan("prod", parent, desired, [])
+
+
+@pytest.mark.parametrize("n", [3, 400])
+def test_markdown_is_cut_on_resource_boundaries(n: int) -> None:
+    plan = _big_plan(n)
+    full = render_markdown(plan)
+    text = render_markdown(plan, max_chars=GITHUB_COMMENT_LIMIT, full_plan="[the artifacts](https://x)")
+    if len(full) <= GITHUB_COMMENT_LIMIT:
+        assert text == full and "Cut to fit" not in text
+        return
+    assert len(text) <= GITHUB_COMMENT_LIMIT and text.startswith("<!-- cesync-plan:prod:")
+    shown = text.count("<details>")
+    assert shown == text.count("</details>") > 0  # only whole sections
+    assert f"{n - shown} of {n} resources are not shown here. The full plan is in [the artifacts](https://x)." in text
+    assert text.rstrip().endswith(f"Digest `{plan.digest[:19]}`.")
+    assert full.startswith(text.split("> **Cut")[0])  # what is shown is the plan's own beginning
+
+
+def test_comment_command_cuts_big_plans_and_links_the_run(tmp_path: Path, forge: Forge) -> None:
+    planfile = tmp_path / "plan.json"
+    planfile.write_text(_big_plan(400).to_json())
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": 9}}))
+    env = {
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_API_URL": forge.url,
+        "GITHUB_REPOSITORY": "acme/tools",
+        "GITHUB_TOKEN": TOKEN,
+        "GITHUB_RUN_ID": "42",
+        "GITHUB_SERVER_URL": "https://github.example",
+    }
+    r = cesync("comment", str(planfile), env=env)
+    assert r.returncode == 0 and "created the plan comment for 'prod' on #9" in r.stdout, r.stderr
+    [comment] = forge.thread("gh:acme/tools#9")
+    assert len(comment["body"]) <= GITHUB_COMMENT_LIMIT
+    assert "[this run's artifacts](https://github.example/acme/tools/actions/runs/42)" in comment["body"]
+
+
+def test_gitlab_notes_are_sticky_too(tmp_path: Path, forge: Forge) -> None:
+    target = CommentTarget("gitlab", f"{forge.url}/api/v4", "1234", 5, TOKEN)
+    forge.thread("gl:1234!5").extend({"id": i, "body": "a note"} for i in range(1, 4))
+    marker = "<!-- cesync-plan:dev:projects/p/locations/us/apps/a -->"
+    assert upsert_comment(target, marker, marker + "\nfirst") == "created"
+    assert upsert_comment(target, marker, marker + "\nsecond") == "updated"
+    notes = [n for n in forge.thread("gl:1234!5") if marker in n["body"]]
+    assert [n["body"].splitlines()[1] for n in notes] == ["second"]
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"GITHUB_REPOSITORY": "acme/tools", "GITHUB_TOKEN": "wrong", "GITHUB_EVENT_PATH": "EVENT"}, "401"),
+        ({"GITHUB_REPOSITORY": "acme/tools", "GITHUB_TOKEN": TOKEN}, "not for a pull/merge request"),
+        ({"GITHUB_TOKEN": TOKEN, "GITHUB_EVENT_PATH": "EVENT"}, "GITHUB_REPOSITORY not set"),
+    ],
+    ids=["bad-token", "no-pr", "no-repo"],
+)
+def test_comment_errors_are_clear(tmp_path: Path, forge: Forge, env: dict[str, str], expected: str) -> None:
+    planfile = tmp_path / "plan.json"
+    planfile.write_text(_big_plan(1).to_json())
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": 3}}))
+    env = {k: (str(event) if v == "EVENT" else v) for k, v in env.items()} | {"GITHUB_API_URL": forge.url}
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_") and k != "GITLAB_CI"}
+    r = subprocess.run(
+        [sys.executable, "-m", "cesync.cli", "comment", str(planfile)],
+        env=clean | env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 1 and expected in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_upsert_reports_unreachable_api() -> None:
+    with pytest.raises(CesyncError, match=r"cannot reach http://127\.0\.0\.1:9"):
+        upsert_comment(CommentTarget("github", "http://127.0.0.1:9", "a/b", 1, "t"), "m", "body")
+
+
+def test_matrix_lists_every_app_and_environment(tmp_path: Path) -> None:
+    for app in ("support-bot", "sales-bot"):
+        shutil.copytree(EXAMPLES / "support-bot", tmp_path / "apps" / app, ignore=shutil.ignore_patterns(".cesync"))
+    shutil.copytree(EXAMPLES / "support-bot", tmp_path / ".hidden" / "x")  # skipped
+    r = cesync("matrix", "--root", str(tmp_path), "--env", "dev", "--env", "prod")
+    assert r.returncode == 0, r.stderr
+    jobs = json.loads(r.stdout)
+    assert [(j["dir"], j["environment"]) for j in jobs] == [
+        ("apps/sales-bot", "dev"),
+        ("apps/sales-bot", "prod"),
+        ("apps/support-bot", "dev"),
+        ("apps/support-bot", "prod"),
+    ]
+    (tmp_path / "apps" / "sales-bot" / "tools" / "broken.yaml").write_text("googleSearchTool: {nme: x}\n")
+    bad = cesync("validate", "--recursive", "--dir", str(tmp_path / "apps"))
+    assert bad.returncode == 1 and "sales-bot/tools/broken.yaml:1:" in bad.stderr
+    assert "ok: 14 files in support-bot valid" in bad.stdout
+
+
+# --- lint of what CI runs ---------------------------------------------------------------------
+
+WORKFLOWS = sorted((EXAMPLES / "ci" / "github").glob("*.yml"))
+GITLAB = EXAMPLES / "ci" / "gitlab" / ".gitlab-ci.yml"
+
+
+@pytest.mark.parametrize(
+    ("schema", "files"),
+    [
+        ("vendor.github-workflows", WORKFLOWS),
+        ("vendor.github-actions", [ROOT / "action.yml"]),
+        ("vendor.gitlab-ci", [GITLAB]),
+    ],
+    ids=["workflows", "action", "gitlab"],
+)
+def test_ci_files_match_their_schemas(schema: str, files: list[Path]) -> None:
+    assert files
+    r = subprocess.run(
+        [str(BIN / "check-jsonschema"), "--builtin-schema", schema, *map(str, files)], capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def _run_blocks() -> list[tuple[str, str]]:
+    """Every shell script the CI files run, with ${{ }} expressions replaced as the runner would."""
+    yaml = YAML(typ="safe", pure=True)
+    blocks: list[tuple[str, str]] = [("scripts/github-action.sh", (ROOT / "scripts" / "github-action.sh").read_text())]
+    for path in [*WORKFLOWS, ROOT / "action.yml"]:
+        doc = yaml.load(path.read_text())
+        jobs = doc.get("jobs", {}) if "jobs" in doc else {"action": doc["runs"]}
+        for name, job in jobs.items():
+            for i, step in enumerate(job.get("steps", [])):
+                if "run" in step:
+                    blocks.append((f"{path.name}:{name}:{i}", step["run"]))
+    gitlab = yaml.load(GITLAB.read_text())
+    for name, job in gitlab.items():
+        if isinstance(job, dict):
+            for key in ("before_script", "script"):
+                if key in job:
+                    blocks.append((f".gitlab-ci.yml:{name}:{key}", "\n".join(job[key])))
+    return [(where, re.sub(r"\$\{\{[^}]*\}\}", "expr", text)) for where, text in blocks]
+
+
+@pytest.mark.parametrize(("where", "script"), _run_blocks(), ids=[w for w, _ in _run_blocks()])
+def test_shell_steps_pass_shellcheck(where: str, script: str) -> None:
+    r = subprocess.run(
+        [str(BIN / "shellcheck"), "--shell=bash", "--severity=warning", "-"],
+        input=script,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 0, f"{where}:\n{r.stdout}"
+
+
+def test_pre_commit_hooks_with_try_repo(tmp_path: Path) -> None:
+    """The hooks as a user gets them: pre-commit installs cesync from this repo and runs them."""
+    repo = tmp_path / "tools-repo"
+    shutil.copytree(EXAMPLES / "support-bot", repo, ignore=shutil.ignore_patterns(".cesync"))
+    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"), "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "."], cwd=repo, check=True)
+
+    def try_repo(hook: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(BIN / "pre-commit"), "try-repo", str(ROOT), hook, "--all-files"],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+
+    ok = try_repo("cesync-validate")
+    assert ok.returncode == 0 and "Passed" in ok.stdout, ok.stdout + ok.stderr
+    (repo / "tools" / "web-search.yaml").write_text("googleSearchTool:\n  nme: web_search\n")
+    subprocess.run([*git, "add", "."], cwd=repo, check=True)
+    bad = try_repo("cesync-validate")
+    assert bad.returncode == 1 and "tools/web-search.yaml:2:3: unknown field 'nme'" in bad.stdout, bad.stdout
+    schemas = repo / "schemas"
+    subprocess.run([str(BIN / "cesync"), "schema", "--out", str(schemas)], check=True, capture_output=True)
+    (schemas / "tool.schema.json").write_text("{}")
+    subprocess.run([*git, "add", "."], cwd=repo, check=True)
+    stale = try_repo("cesync-schema-check")
+    assert stale.returncode == 1 and "stale JSON Schemas" in stale.stdout, stale.stdout
