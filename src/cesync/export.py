@@ -19,17 +19,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from io import StringIO
 from typing import Any
-
-from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap
-from ruamel.yaml.scalarstring import LiteralScalarString
 
 from .errors import CesyncError
 from .models import ProtoModel, specs
 from .normalize import DOCUMENT_FIELDS, MODELS, canonical
 from .repo import ENV_VAR, ID_RE, KINDS
+from .yamlout import to_yaml
 
 __all__ = ["ExportedRepo", "Resource", "export_repo", "file_names", "to_yaml"]
 
@@ -231,37 +227,3 @@ def _file_for(kind: str, stem: str, key: str, text: str, path: tuple[str, ...], 
     name = base if base not in used else f"{base}.{'.'.join(path[:-1])}"
     used.add(name)
     return f"{folder}/{name}{ext}"
-
-
-def to_yaml(data: Any) -> str:
-    yaml = YAML()
-    yaml.width = 4096
-    yaml.indent(mapping=2, sequence=4, offset=2)
-    buf = StringIO()
-    yaml.dump(_literal(data), buf)
-    return buf.getvalue()
-
-
-def _literal(data: Any) -> Any:
-    """Multi-line strings as | blocks where YAML can keep them exactly."""
-    if isinstance(data, dict):
-        if set(data) in ({"ref"}, {"file"}):  # {ref: tools/x} and {file: ../code/x.py} read best on one line
-            flow = CommentedMap(data)
-            flow.fa.set_flow_style()
-            return flow
-        return {k: _literal(v) for k, v in data.items()}
-    if isinstance(data, list):
-        return [_literal(v) for v in data]
-    if isinstance(data, str) and "\n" in data and _block_safe(data):
-        return LiteralScalarString(data)
-    return data
-
-
-def _block_safe(text: str) -> bool:
-    lines = text.split("\n")
-    return (
-        not any(line != line.rstrip() for line in lines)
-        and not text.startswith((" ", "\t"))
-        and "\t" not in text
-        and all(c.isprintable() or c == "\n" for c in text)
-    )

@@ -15,12 +15,13 @@ from .client import connect
 from .client.api import CesClient, RetryPolicy
 from .diff import Remote
 from .errors import CesyncError
-from .export import ExportedRepo, Resource, export_repo, to_yaml
+from .export import ExportedRepo, Resource, export_repo
 from .files import write_tree
 from .models import TOOL_TYPES
 from .plan import COLLECTION, Plan, build_plan, desired_digest
 from .remote import read_remote
 from .repo import Desired, EnvTarget, Repo, load_repo
+from .yamlout import to_yaml
 
 __all__ = [
     "Context",

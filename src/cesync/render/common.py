@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import difflib
 import json
-from io import StringIO
 from typing import Any
 
-from ruamel.yaml import YAML
+from ..yamlout import to_yaml
 
 SYMBOL = {"create": "+", "update": "~", "delete": "-"}
 VERB = {"create": "created", "update": "updated in place", "delete": "deleted"}
@@ -18,11 +17,7 @@ def as_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, (dict, list)):
-        yaml = YAML(typ="safe", pure=True)
-        yaml.default_flow_style = False
-        buf = StringIO()
-        yaml.dump(value, buf)
-        return buf.getvalue()
+        return to_yaml(value)
     return json.dumps(value)
 
 
