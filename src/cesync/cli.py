@@ -411,26 +411,34 @@ def matrix(root: Path, envs: tuple[str, ...]) -> None:
 # --- adoption and promotion -------------------------------------------------------------------
 
 ENV_NAME = re.compile(r"^[a-z]([a-z0-9-]*[a-z0-9])?$")
+out_dir_option = click.option(
+    "--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="The folder to write the repo to."
+)
+force_option = click.option("--force", is_flag=True, help="Write into a non-empty folder, replacing the files cesync writes.")
+
+
+def _env_name(name: str) -> str:
+    if not ENV_NAME.match(name):
+        raise CesyncError(f"environment name {name!r}: use lowercase letters, digits and '-'")
+    return name
 
 
 @main.command()
 @dir_option
 @env_option
 @endpoint_option
-@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="The folder to write the repo to.")
+@out_dir_option
 @click.option(
     "--app",
     "app_name",
     help="Adopt this app (projects/P/locations/L/apps/A) without a cesync.yaml; --env names its environment.",
 )
-@click.option("--force", is_flag=True, help="Write into a non-empty folder, replacing the files cesync writes.")
+@force_option
 @handled
 def export(directory: Path, env_name: str | None, endpoint: str | None, out: Path, app_name: str | None, force: bool) -> None:
     """Write the app's tools and toolsets as a cesync repo (adopt an existing app)."""
     if app_name:
-        name = env_name or "default"
-        if not ENV_NAME.match(name):
-            raise CesyncError(f"environment name {name!r}: use lowercase letters, digits and '-'")
+        name = _env_name(env_name or "default")
         config_text = config_for_app(name, app_name, endpoint)
         env, root = target_for_app(name, app_name, endpoint), out
     else:
@@ -459,19 +467,18 @@ def export(directory: Path, env_name: str | None, endpoint: str | None, out: Pat
 
 @main.command("import-archive")
 @click.argument("source", type=click.Path(exists=True, path_type=Path))
-@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="The folder to write the repo to.")
+@out_dir_option
 @click.option("--env", "env_name", default="local", show_default=True, help="The environment environment.json becomes.")
 @click.option(
     "--app",
     "app_name",
     help="The app it is for (projects/P/locations/L/apps/A); default: the embedded emulator, app named after the export.",
 )
-@click.option("--force", is_flag=True, help="Write into a non-empty folder, replacing the files cesync writes.")
+@force_option
 @handled
 def import_archive(source: Path, out: Path, env_name: str, app_name: str | None, force: bool) -> None:
     """Convert a CES app export (zip or folder) into a cesync repo."""
-    if not ENV_NAME.match(env_name):
-        raise CesyncError(f"environment name {env_name!r}: use lowercase letters, digits and '-'")
+    _env_name(env_name)
     with tempfile.TemporaryDirectory(prefix="cesync-archive-") as tmp:
         top = source
         if source.is_file():
