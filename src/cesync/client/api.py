@@ -118,6 +118,7 @@ class CesClient:
         *,
         params: dict[str, Any] | None = None,
         body: dict[str, Any] | None = None,
+        timeout: float | None = None,
     ) -> dict[str, Any]:
         try:
             response = await self.http.request(
@@ -126,6 +127,7 @@ class CesClient:
                 params={**(params or {}), **ALT},
                 json=body,
                 headers={"x-goog-request-params": f"parent={resource}"},
+                timeout=httpx.Timeout(timeout) if timeout else httpx.USE_CLIENT_DEFAULT,
             )
         except httpx.TransportError as exc:
             raise TransportError(
@@ -237,7 +239,12 @@ class CesClient:
 
     async def execute(self, parent: str, request: dict[str, Any]) -> dict[str, Any]:
         """executeTool is never retried automatically (it may have side effects)."""
-        return await self._call("POST", f"{parent}:executeTool", "execute tool", request.get("tool", parent), body=request)
+        resource = request.get("tool") or (request.get("toolsetTool") or {}).get("toolset") or parent
+        # A tool may run for minutes (its own timeout); the call waits longer than any tool.
+        return await self._call("POST", f"{parent}:executeTool", "execute tool", resource, body=request, timeout=EXECUTE_TIMEOUT)
+
+
+EXECUTE_TIMEOUT = 330.0
 
 
 def _kind(name: str) -> str:

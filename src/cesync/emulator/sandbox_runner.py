@@ -22,10 +22,11 @@ NO_NETWORK = "network access is disabled in the emulator's tool sandbox"
 
 
 def _limits(cpu_seconds: int, memory_bytes: int) -> None:
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds))
-    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    # Best effort per limit: some systems refuse one (macOS and RLIMIT_AS); the wall-clock
+    # timeout of the parent holds everywhere.
+    for name, value in (("RLIMIT_CPU", cpu_seconds), ("RLIMIT_AS", memory_bytes), ("RLIMIT_FSIZE", 1 << 20), ("RLIMIT_CORE", 0)):
+        with contextlib.suppress(ValueError, OSError, AttributeError):
+            resource.setrlimit(getattr(resource, name), (value, value))
 
 
 def _no_network() -> None:
