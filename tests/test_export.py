@@ -10,10 +10,12 @@ from typing import Any
 import httpx
 import pytest
 
+from cesync.diff import Remote
 from cesync.emulator.server import BackgroundServer
 from cesync.errors import CesyncError
 from cesync.export import Resource, export_repo, file_names
 from cesync.files import write_tree
+from cesync.workflow import plan_files
 from tests.conftest import EXAMPLES
 from tests.helpers import cesync, make_repo
 
@@ -175,3 +177,20 @@ def test_write_tree_is_all_or_nothing(tmp_path: Path) -> None:
         write_tree(target, {"tools/new.yaml": "new", "../escape.txt": "x"}, force=True)
     assert (target / "tools" / "old.yaml").read_text() == "old" and not (tmp_path / "escape.txt").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t"]
+
+
+def test_references_in_lists_round_trip() -> None:
+    config = "version: 1\nenvironments:\n  local:\n    project: p\n    location: us\n    app: a\n    vars: {REGION: eu-west}\n"
+    body = {
+        "googleSearchTool": {
+            "name": "s",
+            "description": "Search ${literal} in eu-west",
+            "contextUrls": ["https://a.example", f"{APP}/agents/help"],
+        }
+    }
+    remote = [_tool("s", body)]
+    exported = export_repo(remote, parent=APP, variables={"REGION": "eu-west"}, urls={}, config_text=config)
+    text = exported.files["tools/s.yaml"]
+    assert "{ref: agents/help}" in text and "$${literal} in ${REGION}" in text
+    plan = plan_files(exported.files, "local", [Remote("tool", "s", remote[0].body)])
+    assert not plan.has_changes, [c.fields for c in plan.changes]

@@ -243,3 +243,10 @@ def test_load_text_positions() -> None:
 def test_lone_surrogate_escape_is_a_problem(tmp_path: Path) -> None:
     repo = load_repo(make_repo(tmp_path, {"tools/x.yaml": 'clientFunction: {name: "\\ud800"}\n'}))
     assert any("tools/x.yaml:1:" in str(p) and "surrogate" in str(p) for p in repo.validate())
+
+
+def test_references_inside_lists(tmp_path: Path) -> None:
+    files = {"tools/s.yaml": "googleSearchTool: {name: s, contextUrls: [https://a.example, {ref: agents/help}]}\n"}
+    repo = load_repo(make_repo(tmp_path, files))
+    [_, s] = sorted(repo.render(repo.env("local")), key=lambda d: d.id)
+    assert s.body["googleSearchTool"]["contextUrls"] == ["https://a.example", "projects/p/locations/us/apps/a/agents/help"]

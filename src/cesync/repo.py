@@ -355,13 +355,15 @@ class _Expander:
 
     def expand(self, data: Any, path: Path_ = ()) -> Any:
         if isinstance(data, list):
-            return [self.expand(v, (*path, i)) for i, v in enumerate(data)]
+            return [
+                self.ref(v["ref"], (*path, i, "ref")) if _is_ref(v) else self.expand(v, (*path, i)) for i, v in enumerate(data)
+            ]
         if not isinstance(data, dict):
             return data
         out: dict[str, Any] = {}
         for key, value in data.items():
             here = (*path, key)
-            if isinstance(value, dict) and set(value) == {"ref"}:
+            if _is_ref(value):
                 out[key] = self.ref(value["ref"], (*here, "ref"))
             elif key in INCLUDABLE and isinstance(value, dict):
                 out[key] = self.include(key, value, here)
@@ -405,6 +407,10 @@ class _Expander:
             return None
         self.includes[here] = (_display(target, self.root), 0)
         return text
+
+
+def _is_ref(value: Any) -> bool:
+    return isinstance(value, dict) and set(value) == {"ref"}
 
 
 def _dump_yaml(value: Any) -> str:
