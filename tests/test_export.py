@@ -2,22 +2,32 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from cesync.apply import apply_plan
+from cesync.client import CesClient
 from cesync.diff import Remote
+from cesync.emulator import EmbeddedTransport
 from cesync.emulator.server import BackgroundServer
 from cesync.errors import CesyncError
 from cesync.export import Resource, export_repo, file_names
 from cesync.files import write_tree
+from cesync.plan import build_plan
+from cesync.remote import read_remote
 from cesync.workflow import plan_files
 from tests.conftest import EXAMPLES
 from tests.helpers import cesync, make_repo
+from tests.test_plan_apply import tool as generated_tool
 
 APP = "projects/p/locations/us/apps/a"
 ENVS = ["local", "dev", "staging", "prod"]
@@ -194,3 +204,32 @@ def test_references_in_lists_round_trip() -> None:
     assert "{ref: agents/help}" in text and "$${literal} in ${REGION}" in text
     plan = plan_files(exported.files, "local", [Remote("tool", "s", remote[0].body)])
     assert not plan.has_changes, [c.fields for c in plan.changes]
+
+
+tricky_text = st.lists(
+    st.sampled_from(["a", "b", " ", "\n", "$", "{", "}", "é", "\t", ":", "#", "'", '"', "-", "abcd", "eu-west", "${V}"]),
+    max_size=20,
+).map("".join)
+
+
+@settings(max_examples=int(os.environ.get("CESYNC_HYPOTHESIS_EXAMPLES", "60")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(body=generated_tool, description=tricky_text, value=st.sampled_from(["abcd", "$x", "a b", "eu-west"]))
+def test_generated_tools_export_and_plan_without_changes(body: dict[str, Any], description: str, value: str) -> None:
+    """Whatever the remote holds (odd text, ${, block-unfriendly whitespace), export gives it back exactly."""
+    kind = next(iter(k for k in body if isinstance(body[k], dict)))
+    body = {**body, kind: {**body[kind], "description": description}}
+    parent = "projects/p/locations/us/apps/h"
+
+    async def remote() -> list[Remote]:
+        async with CesClient("http://emu", transport=EmbeddedTransport()) as c:
+            assert (await apply_plan(c, build_plan("h", parent, [("tool", "t", body)], []))).ok
+            return await read_remote(c, parent)
+
+    remote_now = asyncio.run(remote())
+    config = (
+        f"version: 1\nenvironments:\n  h:\n    project: p\n    location: us\n    app: h\n    vars: {{V: {json.dumps(value)}}}\n"
+    )
+    resources = [Resource(r.kind, r.id, r.body) for r in remote_now]
+    exported = export_repo(resources, parent=parent, variables={"V": value}, urls={}, config_text=config)
+    plan = plan_files(exported.files, "h", remote_now)
+    assert not plan.has_changes, (exported.files["tools/t.yaml"], plan.changes)

@@ -32,6 +32,7 @@ __all__ = ["ExportedRepo", "Resource", "export_repo", "file_names", "to_yaml"]
 CODE_FIELDS = {"pythonCode", "pythonScript"}
 # Names Windows refuses as file names, whatever the extension.
 RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
+LOADER_VAR = re.compile(r"\$\{[^}]*\}?")  # the span repo.VAR_RE takes after a "$"
 MIN_PART = 4  # shorter values are replaced only when they are a whole string value
 
 
@@ -175,7 +176,8 @@ def _replacements(variables: Mapping[str, str]) -> list[tuple[str, re.Pattern[st
             continue
         pattern = None
         if len(value) >= MIN_PART:
-            pattern = re.compile(rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])")
+            # Not after a "$" either: "$" + "${NAME}" would read as the escape "$${".
+            pattern = re.compile(rf"(?<![A-Za-z0-9$]){re.escape(value)}(?![A-Za-z0-9])")
         table.append((value, pattern, name))
     return sorted(table, key=lambda t: (-len(t[0]), t[2]))
 
@@ -187,10 +189,21 @@ def _with_vars(data: Any, table: list[tuple[str, re.Pattern[str] | None, str]], 
         return [_with_vars(v, table, key) for v in data]
     if not isinstance(data, str) or key in DOCUMENT_FIELDS or key in CODE_FIELDS:
         return data  # documents and code go to files, which are not substituted
-    text = data.replace("${", "$${")  # a literal ${ stays literal
-    for value, pattern, name in table:
-        if text == value:
+    for value, _, name in table:
+        if data == value:
             return "${" + name + "}"
+    # What the loader would read as a variable (from "${" to the next "}") is escaped
+    # and kept whole; values are replaced only in the text between such spans.
+    out, pos = [], 0
+    for m in LOADER_VAR.finditer(data):
+        out += [_replace_parts(data[pos : m.start()], table), "$" + m.group(0)]
+        pos = m.end()
+    out.append(_replace_parts(data[pos:], table))
+    return "".join(out)
+
+
+def _replace_parts(text: str, table: list[tuple[str, re.Pattern[str] | None, str]]) -> str:
+    for value, pattern, name in table:
         if pattern is not None and value in text:
             text = pattern.sub("${" + name + "}", text)  # names are [A-Za-z0-9_]: no escapes
     return text

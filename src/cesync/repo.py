@@ -317,7 +317,7 @@ def _substitute(data: Any, env: EnvTarget, path: Path_) -> tuple[Any, list[tuple
     def replace(match: re.Match[str]) -> str:
         escaped, name = match.group(1), match.group(2)
         if escaped:
-            return "${" + name + "}"
+            return match.group(0)[1:]  # $${ is a literal ${; the rest stays as written
         if not match.group(0).endswith("}") or not VAR_NAME.match(name):
             problems.append(
                 (path, f"malformed variable reference '{match.group(0)}': write ${{NAME}}, or $${{ for a literal ${{")
