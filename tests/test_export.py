@@ -212,7 +212,11 @@ tricky_text = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=int(os.environ.get("CESYNC_HYPOTHESIS_EXAMPLES", "60")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=int(os.environ.get("CESYNC_HYPOTHESIS_EXAMPLES", "60")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(body=generated_tool, description=tricky_text, value=st.sampled_from(["abcd", "$x", "a b", "eu-west"]))
 def test_generated_tools_export_and_plan_without_changes(body: dict[str, Any], description: str, value: str) -> None:
     """Whatever the remote holds (odd text, ${, block-unfriendly whitespace), export gives it back exactly."""
@@ -233,3 +237,12 @@ def test_generated_tools_export_and_plan_without_changes(body: dict[str, Any], d
     exported = export_repo(resources, parent=parent, variables={"V": value}, urls={}, config_text=config)
     plan = plan_files(exported.files, "h", remote_now)
     assert not plan.has_changes, (exported.files["tools/t.yaml"], plan.changes)
+
+
+def test_export_of_an_embedded_environment_takes_its_app_along(bot: Path, tmp_path: Path) -> None:
+    assert cesync("apply", "--dir", str(bot), "--env", "local", "--auto-approve").returncode == 0
+    out = tmp_path / "exported"
+    r = cesync("export", "--dir", str(bot), "--env", "local", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    plan = cesync("plan", "--dir", str(out), "--env", "local", "--detailed-exitcode")
+    assert plan.returncode == 0 and "No changes" in plan.stdout, plan.stdout + plan.stderr

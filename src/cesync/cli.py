@@ -28,6 +28,7 @@ from .apply import ApplyResult, Outcome, apply_plan
 from .archive import extract_zip, find_app_root, read_archive
 from .client import connect
 from .client.api import CesClient
+from .client.connect import endpoint_for
 from .comments import find_target, run_link, upsert_comment
 from .config import EMBEDDED
 from .diff import Remote
@@ -457,6 +458,11 @@ def export(directory: Path, env_name: str | None, endpoint: str | None, out: Pat
         err(f"warning: {change.kind} {change.id} does not round-trip exactly ({fields}); check it by hand")
     if (out / ".gitignore").exists():
         exported.files.pop(".gitignore", None)
+    state = root / ".cesync" / f"{env.name}.json"
+    if not app_name and endpoint_for(env, endpoint) == EMBEDDED and state.is_file():
+        # The embedded emulator's app lives in the repo folder: take it along, so the
+        # exported repo plans against the same app.
+        exported.files[f".cesync/{env.name}.json"] = state.read_text(encoding="utf-8")
     write_tree(out, exported.files, force=force)
     for note in exported.notes:
         err(f"note: {note}")
