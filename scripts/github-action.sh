@@ -25,7 +25,10 @@ if [ -n "${INPUT_ARGS:-}" ]; then
 fi
 
 is_pull_request() {
-  [ -n "${GITHUB_EVENT_PATH:-}" ] && [ -f "$GITHUB_EVENT_PATH" ] && grep -q '"pull_request"' "$GITHUB_EVENT_PATH"
+  case "${GITHUB_EVENT_NAME:-}" in
+    pull_request | pull_request_target) return 0 ;;
+    *) return 1 ;;
+  esac
 }
 
 code=0

@@ -54,6 +54,7 @@ def action(repo: Path, tmp: Path, forge: Forge, emulator_url: str, **inputs: str
         "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
         "NO_COLOR": "1",
         "CES_EMULATOR_HOST": emulator_url,
+        "GITHUB_EVENT_NAME": "pull_request",
         "GITHUB_EVENT_PATH": str(event),
         "GITHUB_API_URL": forge.url,
         "GITHUB_REPOSITORY": "acme/tools",
