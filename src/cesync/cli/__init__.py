@@ -1,0 +1,114 @@
+"""The command line: wiring, output and exit codes only.
+
+Every command turns a CesyncError into one clear message on stderr and exit 1;
+a user never sees a traceback (set CESYNC_DEBUG=1 to get one). The commands live
+in the modules of this package by theme; importing it registers them all.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from .. import __version__
+from ..errors import CesyncError, ConfigError, PlanFileError
+from ..plan import Plan
+from ..render import FORMATS, render, use_color
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_OK, EXIT_ERROR, EXIT_CHANGES, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def err(message: str) -> None:
+    click.echo(message, err=True)
+
+
+def handled(fn: F) -> F:
+    """Run a command body; map cesync errors and interrupts to messages and exit codes."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ConfigError as exc:
+            for problem in exc.problems:
+                err(str(problem))
+            err(f"{len(exc.problems)} problem{'s' if len(exc.problems) != 1 else ''} found")
+            sys.exit(EXIT_ERROR)
+        except CesyncError as exc:
+            err(f"error: {exc}")
+            sys.exit(EXIT_ERROR)
+        except KeyboardInterrupt:
+            err("interrupted")
+            sys.exit(EXIT_INTERRUPTED)
+        except click.exceptions.Exit:
+            raise
+        except click.ClickException:
+            raise
+        except Exception as exc:  # a bug: still no traceback unless asked for
+            if os.environ.get("CESYNC_DEBUG"):
+                traceback.print_exc()
+            err(f"internal error: {type(exc).__name__}: {exc} (set CESYNC_DEBUG=1 for a traceback, and please report it)")
+            sys.exit(EXIT_ERROR)
+
+    return wrapper  # type: ignore[return-value]
+
+
+dir_option = click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    show_default=True,
+    help="The cesync repo.",
+)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="cesync")
+def main() -> None:
+    """Manage Google Cloud CES agent tools as code: validate, plan, apply."""
+
+
+def atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+# --- plan, show, apply ------------------------------------------------------------------------
+
+env_option = click.option("--env", "env_name", help="The environment of cesync.yaml (or CESYNC_ENV).")
+endpoint_option = click.option(
+    "--endpoint", help="Override the environment's endpoint: 'embedded' or an emulator URL (CES_EMULATOR_HOST works too)."
+)
+format_option = click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
+
+
+def print_plan(plan: Plan, fmt: str) -> None:
+    click.echo(render(plan, fmt, color=use_color(sys.stdout.isatty())), nl=False)
+
+
+def save(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, text)
+
+
+def load_plan(path: Path) -> Plan:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PlanFileError(f"cannot read plan file {path}: {exc}") from None
+    return Plan.from_json(text, str(path))
+
+
+# Registers the commands on `main` (they import main, so this comes last).
+from . import adopt, ci, core, serve, tools  # noqa: E402, F401

@@ -1,0 +1,5 @@
+"""python -m cesync.cli"""
+
+from . import main
+
+main()

@@ -1,0 +1,174 @@
+"""Adoption and promotion: export, import-archive, diff."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+
+from ..archive import extract_zip, find_app_root, read_archive
+from ..client import connect
+from ..client.connect import endpoint_for
+from ..config import EMBEDDED
+from ..diff import Remote
+from ..errors import CesyncError
+from ..export import ExportedRepo, export_repo
+from ..files import write_tree
+from ..remote import read_remote
+from ..repo import CONFIG_FILE, load_repo
+from ..workflow import (
+    config_for_app,
+    export_app,
+    plan_files,
+    target_for_app,
+)
+from . import (
+    EXIT_CHANGES,
+    dir_option,
+    endpoint_option,
+    env_option,
+    err,
+    format_option,
+    handled,
+    main,
+    print_plan,
+)
+
+# --- adoption and promotion -------------------------------------------------------------------
+
+ENV_NAME = re.compile(r"^[a-z]([a-z0-9-]*[a-z0-9])?$")
+out_dir_option = click.option(
+    "--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="The folder to write the repo to."
+)
+force_option = click.option("--force", is_flag=True, help="Write into a non-empty folder, replacing the files cesync writes.")
+
+
+def _env_name(name: str) -> str:
+    if not ENV_NAME.match(name):
+        raise CesyncError(f"environment name {name!r}: use lowercase letters, digits and '-'")
+    return name
+
+
+@main.command()
+@dir_option
+@env_option
+@endpoint_option
+@out_dir_option
+@click.option(
+    "--app",
+    "app_name",
+    help="Adopt this app (projects/P/locations/L/apps/A) without a cesync.yaml; --env names its environment.",
+)
+@force_option
+@handled
+def export(directory: Path, env_name: str | None, endpoint: str | None, out: Path, app_name: str | None, force: bool) -> None:
+    """Write the app's tools and toolsets as a cesync repo (adopt an existing app)."""
+    if app_name:
+        name = _env_name(env_name or "default")
+        config_text = config_for_app(name, app_name, endpoint)
+        env, root = target_for_app(name, app_name, endpoint), out
+    else:
+        repo = load_repo(directory)
+        env, root = repo.env(env_name), repo.root
+        config_text = (repo.root / CONFIG_FILE).read_text(encoding="utf-8")
+
+    async def run() -> tuple[ExportedRepo, list[Remote]]:
+        async with connect(env, root, override=endpoint) as client:
+            return await export_app(client, env, config_text)
+
+    exported, remote = asyncio.run(run())
+    check = plan_files(exported.files, env.name, remote)
+    for change in check.changes:  # export must round-trip; say so loudly where it does not
+        fields = ", ".join(f.path for f in change.fields) or change.action
+        err(f"warning: {change.kind} {change.id} does not round-trip exactly ({fields}); check it by hand")
+    if (out / ".gitignore").exists():
+        exported.files.pop(".gitignore", None)
+    state = root / ".cesync" / f"{env.name}.json"
+    if not app_name and endpoint_for(env, endpoint) == EMBEDDED and state.is_file():
+        # The embedded emulator's app lives in the repo folder: take it along, so the
+        # exported repo plans against the same app.
+        exported.files[f".cesync/{env.name}.json"] = state.read_text(encoding="utf-8")
+    write_tree(out, exported.files, force=force)
+    for note in exported.notes:
+        err(f"note: {note}")
+    counts = {k: sum(1 for r in remote if r.kind == k) for k in ("tool", "toolset")}
+    click.echo(f"exported {counts['tool']} tools and {counts['toolset']} toolsets of {env.parent} to {out}")
+    click.echo(f"next: cesync plan --dir {out} --env {env.name}   (shows no changes)")
+
+
+@main.command("import-archive")
+@click.argument("source", type=click.Path(exists=True, path_type=Path))
+@out_dir_option
+@click.option("--env", "env_name", default="local", show_default=True, help="The environment environment.json becomes.")
+@click.option(
+    "--app",
+    "app_name",
+    help="The app it is for (projects/P/locations/L/apps/A); default: the embedded emulator, app named after the export.",
+)
+@force_option
+@handled
+def import_archive(source: Path, out: Path, env_name: str, app_name: str | None, force: bool) -> None:
+    """Convert a CES app export (zip or folder) into a cesync repo."""
+    _env_name(env_name)
+    with tempfile.TemporaryDirectory(prefix="cesync-archive-") as tmp:
+        top = source
+        if source.is_file():
+            top = Path(tmp)
+            extract_zip(source, top)
+        contents = read_archive(find_app_root(top))
+    endpoint = None
+    if app_name is None:
+        slug = re.sub(r"[^a-z0-9-]+", "-", (contents.app_name or "imported").lower()).strip("-") or "imported"
+        app_name, endpoint = f"projects/local/locations/us/apps/{slug}", EMBEDDED
+    config_text = config_for_app(env_name, app_name, endpoint, contents.variables)
+    env = target_for_app(env_name, app_name, endpoint, contents.variables)
+    exported = export_repo(contents.resources, parent=env.parent, variables=env.vars, urls={}, config_text=config_text)
+    repo_check = plan_files(exported.files, env.name, [])  # the result must load and validate
+    write_tree(out, exported.files, force=force)
+    for note in contents.notes + exported.notes:
+        err(f"note: {note}")
+    click.echo(
+        f"imported {sum(1 for r in contents.resources if r.kind == 'tool')} tools and "
+        f"{sum(1 for r in contents.resources if r.kind == 'toolset')} toolsets "
+        f"({len(contents.variables)} environment values as vars) to {out}"
+    )
+    click.echo(f"next: cesync plan --dir {out} --env {env.name}   ({repo_check.counts()['create']} to create)")
+
+
+@main.command("diff")
+@dir_option
+@click.option("--from", "from_env", required=True, help="The environment to promote from (e.g. dev).")
+@click.option("--to", "to_env", required=True, help="The environment to promote to (e.g. prod).")
+@endpoint_option
+@format_option
+@click.option("--detailed-exitcode", is_flag=True, help="Exit 0 when equal, 2 when they differ, 1 on error.")
+@handled
+def diff_cmd(directory: Path, from_env: str, to_env: str, endpoint: str | None, fmt: str, detailed_exitcode: bool) -> None:
+    """What promoting one live environment to another would change.
+
+    Reads both apps, turns FROM back into repo form with its own variables, renders
+    that for TO, and plans it against TO (with prune: resources only in TO show as
+    deletes).
+    """
+    repo = load_repo(directory)
+    a, b = repo.env(from_env), repo.env(to_env)
+    config_text = (repo.root / CONFIG_FILE).read_text(encoding="utf-8")
+
+    async def run() -> tuple[ExportedRepo, list[Remote]]:
+        async with connect(a, repo.root, override=endpoint) as ca, connect(b, repo.root, override=endpoint) as cb:
+            (exported, _), remote_b = await asyncio.gather(export_app(ca, a, config_text), read_remote(cb, b.parent))
+            return exported, remote_b
+
+    exported, remote_b = asyncio.run(run())
+    result = plan_files(exported.files, b.name, remote_b, prune=True)
+    if fmt == "text":
+        click.echo(f"Promoting '{a.name}' ({a.parent}) to '{b.name}' would change:")
+    elif fmt == "markdown":
+        click.echo(f"#### Promotion `{a.name}` → `{b.name}`\n")
+    print_plan(result, fmt)
+    if detailed_exitcode and result.has_changes:
+        sys.exit(EXIT_CHANGES)

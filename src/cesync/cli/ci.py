@@ -1,0 +1,50 @@
+"""CI helpers: the sticky plan comment and the matrix of apps."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import click
+
+from ..comments import find_target, run_link, upsert_comment
+from ..errors import CesyncError
+from ..render import MARKER, render_markdown
+from ..render.markdown import GITHUB_COMMENT_LIMIT
+from ..workflow import (
+    find_apps,
+)
+from . import (
+    handled,
+    load_plan,
+    main,
+)
+
+
+@main.command()
+@click.argument("planfile", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--provider", type=click.Choice(["github", "gitlab"]), help="Default: gitlab under GitLab CI, else github.")
+@click.option("--pr", "number", type=int, help="The pull/merge request (default: the one this CI run is for).")
+@click.option("--max-chars", type=click.IntRange(1000), default=GITHUB_COMMENT_LIMIT, show_default=True)
+@click.option("--full-plan", help="Where the full plan is, for the note on a cut comment (default: the CI run's artifacts).")
+@handled
+def comment(planfile: Path, provider: str | None, number: int | None, max_chars: int, full_plan: str | None) -> None:
+    """Keep one sticky plan comment per environment and app on the pull/merge request."""
+    saved = load_plan(planfile)
+    target = find_target(os.environ, provider=provider, number=number)
+    body = render_markdown(saved, max_chars=max_chars, full_plan=full_plan or run_link(os.environ) or "the CI job's artifacts")
+    result = upsert_comment(target, MARKER.format(env=saved.environment, app=saved.app), body)
+    click.echo(f"{result} the plan comment for '{saved.environment}' on #{target.number}")
+
+
+@main.command()
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True)
+@click.option("--env", "envs", multiple=True, help="Only these environments.")
+@handled
+def matrix(root: Path, envs: tuple[str, ...]) -> None:
+    """List every (app folder, environment) under ROOT as JSON, for a CI matrix."""
+    entries = find_apps(root, set(envs) or None)
+    if not entries:
+        raise CesyncError(f"no cesync.yaml{' with environment ' + ', '.join(envs) if envs else ''} under {root}")
+    click.echo(json.dumps(entries))

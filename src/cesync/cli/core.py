@@ -1,0 +1,279 @@
+"""validate, schema, init, plan, show, apply."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..apply import ApplyResult, Outcome, apply_plan
+from ..client.api import CesClient
+from ..errors import CesyncError, ConfigError, PlanFileError, Problem
+from ..jsonschema import render_schemas
+from ..plan import Plan, check_safety
+from ..render.common import summary
+from ..repo import load_repo
+from ..scaffold import write_scaffold
+from ..workflow import (
+    Context,
+    find_apps,
+    make_plan,
+    open_context,
+)
+from . import (
+    EXIT_CHANGES,
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    atomic_write,
+    dir_option,
+    endpoint_option,
+    env_option,
+    err,
+    format_option,
+    handled,
+    load_plan,
+    main,
+    print_plan,
+    save,
+)
+
+
+@main.command()
+@dir_option
+@click.option("--env", "envs", multiple=True, help="Validate for these environments only (default: all).")
+@click.option("--recursive", is_flag=True, help="Validate every folder with a cesync.yaml below --dir (one per app).")
+@handled
+def validate(directory: Path, envs: tuple[str, ...], recursive: bool) -> None:
+    """Check every file offline; report each problem as file:line:col."""
+    folders = sorted({directory / e["dir"] for e in find_apps(directory)}) if recursive else [directory]
+    if not folders:
+        raise CesyncError(f"no cesync.yaml under {directory}")
+    problems: list[Problem] = []
+    for folder in folders:
+        prefix = folder.relative_to(directory) if recursive else None
+        try:
+            problems += _prefixed(_validate_one(folder, envs, prefix), prefix)
+        except ConfigError as exc:
+            problems += _prefixed(exc.problems, prefix)
+    if problems:
+        raise ConfigError(problems)
+
+
+def _prefixed(problems: list[Problem], prefix: Path | None) -> list[Problem]:
+    """Problems of one app folder, named from the folder validate --recursive started in."""
+    if prefix is None or str(prefix) == ".":
+        return problems
+    return [dataclasses.replace(p, file=str(prefix / p.file)) for p in problems]
+
+
+def _validate_one(directory: Path, envs: tuple[str, ...], prefix: Path | None) -> list[Problem]:
+    repo = load_repo(directory)
+    names = list(envs) or repo.env_names
+    for name in names:
+        repo.env(name)  # unknown names fail here with the list of known ones
+    problems = repo.validate(names)
+    if not problems:
+        count = len(repo.files)
+        where = f" in {prefix}" if prefix is not None else ""
+        click.echo(f"ok: {count} file{'s' if count != 1 else ''}{where} valid for {', '.join(names)}")
+    return problems
+
+
+@main.command()
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("schemas"), show_default=True)
+@click.option("--check", is_flag=True, help="Exit 1 if the files in --out are not current.")
+@handled
+def schema(out: Path, check: bool) -> None:
+    """Write JSON Schemas for tool files, toolset files and cesync.yaml."""
+    stale = []
+    for name, text in render_schemas().items():
+        path = out / name
+        current = path.read_text(encoding="utf-8") if path.is_file() else None
+        if current == text:
+            continue
+        stale.append(str(path))
+        if not check:
+            out.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, text)
+    if check and stale:
+        raise CesyncError(f"stale JSON Schemas: {', '.join(stale)}; run 'cesync schema --out {out}'")
+    click.echo(f"{'stale' if check and stale else 'ok'}: {len(stale)} schema file(s) {'written' if not check else 'out of date'}")
+
+
+@main.command()
+@dir_option
+@click.option("--app", default="my-app", show_default=True, help="The CES app id of the local environment.")
+@handled
+def init(directory: Path, app: str) -> None:
+    """Scaffold a new repo: cesync.yaml, an example tool, .gitignore."""
+    for path in write_scaffold(directory, app):
+        click.echo(f"created {path}")
+    click.echo("next: cesync validate && cesync plan --env local")
+
+
+@main.command()
+@dir_option
+@env_option
+@endpoint_option
+@format_option
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Save the plan as JSON for 'cesync apply PLANFILE'.")
+@click.option("--detailed-exitcode", is_flag=True, help="Exit 0 without changes, 2 with changes, 1 on error.")
+@click.option("--target", "targets", multiple=True, help="Limit the plan to these ids (tool id or kind/id).")
+@click.option("--prune/--no-prune", default=None, help="Delete remote resources the repo does not define (default: cesync.yaml).")
+@handled
+def plan(
+    directory: Path,
+    env_name: str | None,
+    endpoint: str | None,
+    fmt: str,
+    out: Path | None,
+    detailed_exitcode: bool,
+    targets: tuple[str, ...],
+    prune: bool | None,
+) -> None:
+    """Show what apply would change in the app, with the etags seen."""
+    ctx = open_context(directory, env_name, endpoint)
+
+    async def run() -> Plan:
+        async with ctx.client() as client:
+            return await make_plan(ctx, client, prune=prune, targets=set(targets) or None)
+
+    result = asyncio.run(run())
+    if out:
+        save(out, result.to_json())
+    print_plan(result, fmt)
+    if out and fmt == "text":
+        err(f"saved plan to {out}")
+    if detailed_exitcode and result.has_changes:
+        sys.exit(EXIT_CHANGES)
+
+
+@main.command()
+@click.argument("planfile", type=click.Path(dir_okay=False, path_type=Path))
+@format_option
+@handled
+def show(planfile: Path, fmt: str) -> None:
+    """Render a saved plan (text, json or markdown)."""
+    print_plan(load_plan(planfile), fmt)
+
+
+@main.command()
+@click.argument("planfile", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@dir_option
+@env_option
+@endpoint_option
+@click.option("--auto-approve", is_flag=True, help="Do not ask for confirmation (required without a terminal).")
+@click.option("--parallelism", type=click.IntRange(1, 64), default=8, show_default=True)
+@click.option("--prune/--no-prune", default=None, help="Delete remote resources the repo does not define.")
+@click.option("--force-delete", is_flag=True, help="Delete tools even if agents still reference them (removes the references).")
+@click.option("--allow-mass-change", is_flag=True, help="Apply even if the plan touches more than the safety threshold.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@handled
+def apply(
+    planfile: Path | None,
+    directory: Path,
+    env_name: str | None,
+    endpoint: str | None,
+    auto_approve: bool,
+    parallelism: int,
+    prune: bool | None,
+    force_delete: bool,
+    allow_mass_change: bool,
+    fmt: str,
+) -> None:
+    """Make the app match the repo: creates, updates and (with --prune) deletes."""
+    saved = load_plan(planfile) if planfile else None
+    ctx = open_context(directory, env_name or (saved.environment if saved else None), endpoint)
+    if saved is not None:
+        _check_saved(saved, ctx)
+    safety = ctx.repo.config.safety
+
+    async def run() -> ApplyResult | None:
+        async with ctx.client(max_connections=max(parallelism * 2, 8)) as client:
+            current = saved or await make_plan(ctx, client, prune=prune)
+            if fmt == "text" and saved is None:
+                print_plan(current, "text")
+            if not current.has_changes:
+                if fmt == "json":
+                    click.echo(json.dumps(ApplyResult(current.environment, current.app).to_dict(), indent=2))
+                return None
+            check_safety(current, safety.maxChangeFraction, safety.minResources, allow_mass_change)
+            if not auto_approve:
+                if not sys.stdin.isatty():
+                    raise CesyncError("no terminal to confirm on: pass --auto-approve to apply without asking")
+                if not click.confirm(f"Apply {summary(current.counts())} to '{current.environment}'?", default=False):
+                    raise CesyncError("apply cancelled; nothing was changed")
+            return await _run_apply(client, current, parallelism, force_delete, fmt)
+
+    result = asyncio.run(run())
+    if result is None:
+        return
+    if fmt == "json":
+        click.echo(json.dumps(result.to_dict(), indent=2))
+    else:
+        for o in result.outcomes:
+            if o.status in ("skipped", "not started"):
+                click.echo(f"  {o.status}: {o.action} {o.kind} {o.id}" + (f" ({o.message})" if o.message else ""))
+        click.echo(("Interrupted: " if result.interrupted else "Apply: ") + result.summary() + ".")
+    if not result.ok:
+        if not result.interrupted and fmt == "text":
+            err("some actions did not succeed; run 'cesync plan' to see the remaining work")
+        sys.exit(EXIT_INTERRUPTED if result.interrupted else EXIT_ERROR)
+
+
+def _check_saved(saved: Plan, ctx: Context) -> None:
+    if saved.environment != ctx.env.name or saved.app != ctx.env.parent:
+        raise PlanFileError(f"the plan is for {saved.environment} ({saved.app}), not {ctx.env.name} ({ctx.env.parent})")
+    if saved.digest != ctx.digest:
+        raise PlanFileError("the repo changed since the plan was made (digest differs); make a new plan")
+
+
+async def _run_apply(client: CesClient, plan_: Plan, parallelism: int, force_delete: bool, fmt: str) -> ApplyResult:
+    interrupt = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    with contextlib.suppress(NotImplementedError, RuntimeError):
+        loop.add_signal_handler(signal.SIGINT, interrupt.set)
+    progress = _Progress(len(plan_.changes), enabled=fmt == "text")
+    try:
+        return await apply_plan(
+            client, plan_, parallelism=parallelism, force_delete=force_delete, on_event=progress.event, interrupt=interrupt
+        )
+    finally:
+        progress.close()
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.remove_signal_handler(signal.SIGINT)
+
+
+class _Progress:
+    """A progress bar on a terminal; one plain line per action elsewhere (CI logs)."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.enabled = enabled
+        self.bar: Any = None
+        if enabled and sys.stdout.isatty():
+            from rich.progress import Progress
+
+            self.bar = Progress(transient=True)
+            self.task = self.bar.add_task("applying", total=total)
+            self.bar.start()
+
+    def event(self, o: Outcome) -> None:
+        if not self.enabled:
+            return
+        line = f"{o.status}: {o.action} {o.kind} {o.id}" + (f" ({o.message})" if o.message else "")
+        if self.bar is not None:
+            self.bar.console.print(line)
+            self.bar.advance(self.task)
+        else:
+            click.echo(line)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()

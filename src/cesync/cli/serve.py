@@ -1,0 +1,49 @@
+"""The local CES emulator as a command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..errors import CesyncError
+from . import (
+    handled,
+    main,
+)
+
+# --- the emulator -----------------------------------------------------------------------------
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=int, default=8765, show_default=True)
+@click.option("--state", type=click.Path(dir_okay=False, path_type=Path), help="Persist to this JSON file (shared safely).")
+@click.option("--latency-ms", type=float, default=0.0, help="Fixed latency added to every API call.")
+@click.option("--jitter-ms", type=float, default=0.0, help="Random extra latency, up to this much.")
+@click.option("--rate-429", type=click.FloatRange(0, 1), default=0.0, help="Share of calls answered RESOURCE_EXHAUSTED.")
+@click.option("--rate-503", type=click.FloatRange(0, 1), default=0.0, help="Share of calls answered UNAVAILABLE.")
+@click.option("--drop-rate", type=click.FloatRange(0, 1), default=0.0, help="Share of writes committed, then dropped.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the fault dice.")
+@handled
+def emulator(
+    host: str,
+    port: int,
+    state: Path | None,
+    latency_ms: float,
+    jitter_ms: float,
+    rate_429: float,
+    rate_503: float,
+    drop_rate: float,
+    seed: int,
+) -> None:
+    """Run the local CES emulator (point cesync at it with CES_EMULATOR_HOST)."""
+    from ..emulator import FaultConfig
+    from ..emulator.server import serve
+
+    faults = FaultConfig(latency_ms, jitter_ms, rate_429, rate_503, drop_rate, seed=seed)
+    click.echo(f"CES emulator on http://{host}:{port} (export CES_EMULATOR_HOST={host}:{port})", err=True)
+    try:
+        serve(host, port, state, faults)
+    except OSError as exc:
+        raise CesyncError(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None

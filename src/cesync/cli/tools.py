@@ -1,0 +1,156 @@
+"""Running tools: exec and test."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..client import connect
+from ..errors import CesyncError, Problem
+from ..repo import load_repo
+from ..toolcall import canonical_output, request_for
+from ..tooltests import Case, junit_xml, load_tests, report, run_cases
+from ..tooltests import Result as TestResult
+from ..workflow import (
+    tool_names,
+)
+from ..yamlfile import load_text, read_text
+from . import (
+    EXIT_ERROR,
+    dir_option,
+    endpoint_option,
+    env_option,
+    handled,
+    main,
+    save,
+)
+
+# --- running tools ----------------------------------------------------------------------------
+
+
+def _json_option(value: str | None, option: str) -> Any:
+    """--args and friends: inline JSON, or @file holding JSON or YAML."""
+    if value is None:
+        return None
+    if value.startswith("@"):
+        path = Path(value[1:])
+        text = read_text(path, str(path))
+        if isinstance(text, Problem):
+            raise CesyncError(f"{option}: {text}")
+        doc = load_text(text, str(path))
+        if isinstance(doc, Problem):
+            raise CesyncError(f"{option}: {doc}")
+        data = doc.data
+    else:
+        try:
+            data = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise CesyncError(f"{option}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    if not isinstance(data, dict):
+        raise CesyncError(f"{option}: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+@main.command("exec")
+@click.argument("tool")
+@dir_option
+@env_option
+@endpoint_option
+@click.option("--args", "args_", help="Arguments: a JSON object, or @file (JSON or YAML).")
+@click.option("--variables", help="Variables for the call: JSON or @file.")
+@click.option("--context", "context_", help="A ToolCallContext for Python tools: JSON or @file (instead of --variables).")
+@click.option("--mock", type=click.Path(dir_okay=False, path_type=Path), help="A mockConfig file (YAML or JSON).")
+@click.option("--fail-on-error", is_flag=True, help="Exit 1 when the tool reports an error (isError).")
+@click.option("--raw", is_flag=True, help="Print the executeTool response as it is.")
+@handled
+def exec_cmd(
+    tool: str,
+    directory: Path,
+    env_name: str | None,
+    endpoint: str | None,
+    args_: str | None,
+    variables: str | None,
+    context_: str | None,
+    mock: Path | None,
+    fail_on_error: bool,
+    raw: bool,
+) -> None:
+    """Run one tool (id, TOOLSET/TOOL_ID or display name) and print its canonical output."""
+    if variables and context_:
+        raise CesyncError("give --variables or --context, not both")
+    arguments = _json_option(args_, "--args") or {}
+    mocks = _json_option(f"@{mock}", "--mock") if mock else None
+    repo = load_repo(directory)
+    env = repo.env(env_name)
+
+    async def run() -> dict[str, Any]:
+        async with connect(env, repo.root, override=endpoint) as client:
+            names = await tool_names(client, env.parent)
+            request = request_for(
+                tool,
+                env.parent,
+                arguments,
+                variables=_json_option(variables, "--variables"),
+                context=_json_option(context_, "--context"),
+                mocks=mocks,
+                names=names,
+            )
+            return await client.execute(env.parent, request)
+
+    answer = asyncio.run(run())
+    output = canonical_output(answer)
+    click.echo(json.dumps(answer if raw else output, indent=2, ensure_ascii=False))
+    if fail_on_error and output["isError"]:
+        sys.exit(EXIT_ERROR)
+
+
+@main.command("test")
+@click.argument("pattern", required=False)
+@dir_option
+@env_option
+@endpoint_option
+@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Also write the results as JUnit XML here.")
+@click.option("--parallelism", type=click.IntRange(1, 64), default=4, show_default=True)
+@handled
+def test_cmd(
+    pattern: str | None, directory: Path, env_name: str | None, endpoint: str | None, junit: Path | None, parallelism: int
+) -> None:
+    """Run the tool tests in tests/*.yaml against the environment's app."""
+    repo = load_repo(directory)
+    env = repo.env(env_name)
+    cases = load_tests(repo.root, pattern)
+    if not cases:
+        if pattern:
+            raise CesyncError(f"no test matches {pattern!r}")
+        click.echo("no tests: add tests/*.yaml (see the README, 'Tool tests')")
+        return
+
+    async def run() -> list[TestResult]:
+        async with connect(env, repo.root, override=endpoint) as client:
+            names = await tool_names(client, env.parent)
+
+            async def call(case: Case) -> dict[str, Any]:
+                request = request_for(
+                    case.tool,
+                    env.parent,
+                    case.args,
+                    variables=case.variables,
+                    context=case.context,
+                    mocks=case.mocks,
+                    names=names,
+                )
+                return await client.execute(env.parent, request)
+
+            return await run_cases(cases, call, parallelism)
+
+    results = asyncio.run(run())
+    click.echo(report(results), nl=False)
+    if junit:
+        save(junit, junit_xml(results, suite=f"cesync {env.name}"))
+    if any(r.status != "passed" for r in results):
+        sys.exit(EXIT_ERROR)
