@@ -246,3 +246,13 @@ def test_export_of_an_embedded_environment_takes_its_app_along(bot: Path, tmp_pa
     assert r.returncode == 0, r.stderr
     plan = cesync("plan", "--dir", str(out), "--env", "local", "--detailed-exitcode")
     assert plan.returncode == 0 and "No changes" in plan.stdout, plan.stdout + plan.stderr
+
+
+def test_write_tree_verify_failure_leaves_nothing(tmp_path: Path) -> None:
+    def refuse(staged: Path) -> None:
+        assert (staged / "tools" / "a.yaml").read_text() == "a"
+        raise CesyncError("not valid")
+
+    with pytest.raises(CesyncError, match="not valid"):
+        write_tree(tmp_path / "new" / "repo", {"tools/a.yaml": "a"}, verify=refuse)
+    assert not (tmp_path / "new" / "repo").exists() and list((tmp_path / "new").iterdir()) == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from .errors import CesyncError
@@ -12,7 +13,9 @@ from .errors import CesyncError
 __all__ = ["write_tree"]
 
 
-def write_tree(target: Path, files: dict[str, str], *, force: bool = False) -> list[str]:
+def write_tree(
+    target: Path, files: dict[str, str], *, force: bool = False, verify: Callable[[Path], None] | None = None
+) -> list[str]:
     """Write ``files`` (relative path -> text) into ``target``.
 
     Everything is written to a temporary folder next to ``target`` first, then each
@@ -26,7 +29,7 @@ def write_tree(target: Path, files: dict[str, str], *, force: bool = False) -> l
         raise CesyncError(f"{target} exists and is not a folder")
     if target.is_dir() and any(target.iterdir()) and not force:
         raise CesyncError(f"{target} is not empty; choose an empty folder or pass --force to replace what cesync writes")
-    target.mkdir(parents=True, exist_ok=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.cesync-", dir=target.parent))
     trash = staging / ".replaced"
     moved: list[tuple[Path, Path | None]] = []  # (new entry in target, old entry in trash)
@@ -39,6 +42,9 @@ def write_tree(target: Path, files: dict[str, str], *, force: bool = False) -> l
             path.parent.mkdir(parents=True, exist_ok=True)
             with open(path, "w", encoding="utf-8", newline="") as fh:  # keep the text byte for byte
                 fh.write(text)
+        if verify is not None:
+            verify(new)
+        target.mkdir(exist_ok=True)
         trash.mkdir()
         entries = sorted(p.name for p in new.iterdir())
         for name in entries:

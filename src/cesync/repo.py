@@ -158,8 +158,12 @@ class Repo:
         return sorted(problems)
 
 
-def load_repo(root: Path) -> Repo:
-    """Read cesync.yaml and every tool and toolset file; ConfigError on any problem."""
+def load_repo(root: Path, *, resources: bool = True) -> Repo:
+    """Read cesync.yaml and every tool and toolset file; ConfigError on any problem.
+
+    resources=False reads cesync.yaml only (for commands that need the environments,
+    not the definitions: export, diff, exec, test).
+    """
     root = root.resolve()
     cfg_path = root / CONFIG_FILE
     if not cfg_path.is_file():
@@ -172,7 +176,7 @@ def load_repo(root: Path) -> Repo:
         problems += found
     files: list[SourceFile] = []
     seen: dict[tuple[str, str], str] = {}
-    for kind, (folder, _) in KINDS.items():
+    for kind, (folder, _) in KINDS.items() if resources else ():
         for path in sorted((root / folder).glob("*.y*ml")) if (root / folder).is_dir() else []:
             if path.suffix not in (".yaml", ".yml") or path.name.startswith("."):
                 continue

@@ -31,6 +31,7 @@ __all__ = [
     "make_plan",
     "open_context",
     "plan_files",
+    "plan_folder",
     "target_for_app",
     "tool_names",
 ]
@@ -114,11 +115,15 @@ def plan_files(files: dict[str, str], env_name: str, remote: list[Remote], *, pr
     """Load repo files (in a temporary folder), render them for one environment, plan against remote."""
     with tempfile.TemporaryDirectory(prefix="cesync-") as tmp:
         write_tree(Path(tmp) / "repo", files)
-        repo = load_repo(Path(tmp) / "repo")
-        env = repo.env(env_name)
-        desired = repo.render(env)
-        triples = [(d.kind, d.id, d.body) for d in desired]
-        return build_plan(env.name, env.parent, triples, remote, prune=prune)
+        return plan_folder(Path(tmp) / "repo", env_name, remote, prune=prune)
+
+
+def plan_folder(folder: Path, env_name: str, remote: list[Remote], *, prune: bool = True) -> Plan:
+    """Render the repo in folder for one environment and plan it against remote (no API calls)."""
+    repo = load_repo(folder)
+    env = repo.env(env_name)
+    triples = [(d.kind, d.id, d.body) for d in repo.render(env)]
+    return build_plan(env.name, env.parent, triples, remote, prune=prune)
 
 
 # --- running tools ----------------------------------------------------------------------------
@@ -153,7 +158,7 @@ def find_apps(root: Path, env_names: set[str] | None = None) -> list[dict[str, s
         rel = config.parent.relative_to(root)
         if any(part in SKIP_DIRS or part.startswith(".") for part in rel.parts):
             continue
-        repo = load_repo(config.parent)
+        repo = load_repo(config.parent, resources=False)
         for name in repo.env_names:
             if env_names and name not in env_names:
                 continue

@@ -18,12 +18,14 @@ from ..diff import Remote
 from ..errors import CesyncError
 from ..export import ExportedRepo, export_repo
 from ..files import write_tree
+from ..plan import Plan
 from ..remote import read_remote
 from ..repo import CONFIG_FILE, load_repo
 from ..workflow import (
     config_for_app,
     export_app,
     plan_files,
+    plan_folder,
     target_for_app,
 )
 from . import (
@@ -72,7 +74,7 @@ def export(directory: Path, env_name: str | None, endpoint: str | None, out: Pat
         config_text = config_for_app(name, app_name, endpoint)
         env, root = target_for_app(name, app_name, endpoint), out
     else:
-        repo = load_repo(directory)
+        repo = load_repo(directory, resources=False)
         env, root = repo.env(env_name), repo.root
         config_text = (repo.root / CONFIG_FILE).read_text(encoding="utf-8")
 
@@ -81,10 +83,6 @@ def export(directory: Path, env_name: str | None, endpoint: str | None, out: Pat
             return await export_app(client, env, config_text)
 
     exported, remote = asyncio.run(run())
-    check = plan_files(exported.files, env.name, remote)
-    for change in check.changes:  # export must round-trip; say so loudly where it does not
-        fields = ", ".join(f.path for f in change.fields) or change.action
-        err(f"warning: {change.kind} {change.id} does not round-trip exactly ({fields}); check it by hand")
     if (out / ".gitignore").exists():
         exported.files.pop(".gitignore", None)
     state = root / ".cesync" / f"{env.name}.json"
@@ -92,7 +90,13 @@ def export(directory: Path, env_name: str | None, endpoint: str | None, out: Pat
         # The embedded emulator's app lives in the repo folder: take it along, so the
         # exported repo plans against the same app.
         exported.files[f".cesync/{env.name}.json"] = state.read_text(encoding="utf-8")
-    write_tree(out, exported.files, force=force)
+
+    def round_trip(staged: Path) -> None:  # export must round-trip; say so loudly where it does not
+        for change in plan_folder(staged, env.name, remote).changes:
+            fields = ", ".join(f.path for f in change.fields) or change.action
+            err(f"warning: {change.kind} {change.id} does not round-trip exactly ({fields}); check it by hand")
+
+    write_tree(out, exported.files, force=force, verify=round_trip)
     for note in exported.notes:
         err(f"note: {note}")
     counts = {k: sum(1 for r in remote if r.kind == k) for k in ("tool", "toolset")}
@@ -127,8 +131,9 @@ def import_archive(source: Path, out: Path, env_name: str, app_name: str | None,
     config_text = config_for_app(env_name, app_name, endpoint, contents.variables)
     env = target_for_app(env_name, app_name, endpoint, contents.variables)
     exported = export_repo(contents.resources, parent=env.parent, variables=env.vars, urls={}, config_text=config_text)
-    repo_check = plan_files(exported.files, env.name, [])  # the result must load and validate
-    write_tree(out, exported.files, force=force)
+    checked: list[Plan] = []
+    # The result must load and validate before it is moved into place.
+    write_tree(out, exported.files, force=force, verify=lambda staged: checked.append(plan_folder(staged, env.name, [])))
     for note in contents.notes + exported.notes:
         err(f"note: {note}")
     click.echo(
@@ -136,7 +141,7 @@ def import_archive(source: Path, out: Path, env_name: str, app_name: str | None,
         f"{sum(1 for r in contents.resources if r.kind == 'toolset')} toolsets "
         f"({len(contents.variables)} environment values as vars) to {out}"
     )
-    click.echo(f"next: cesync plan --dir {out} --env {env.name}   ({repo_check.counts()['create']} to create)")
+    click.echo(f"next: cesync plan --dir {out} --env {env.name}   ({checked[0].counts()['create']} to create)")
 
 
 @main.command("diff")
@@ -154,7 +159,7 @@ def diff_cmd(directory: Path, from_env: str, to_env: str, endpoint: str | None, 
     that for TO, and plans it against TO (with prune: resources only in TO show as
     deletes).
     """
-    repo = load_repo(directory)
+    repo = load_repo(directory, resources=False)
     a, b = repo.env(from_env), repo.env(to_env)
     config_text = (repo.root / CONFIG_FILE).read_text(encoding="utf-8")
 

@@ -85,7 +85,7 @@ def exec_cmd(
         raise CesyncError("give --variables or --context, not both")
     arguments = _json_option(args_, "--args") or {}
     mocks = _json_option(f"@{mock}", "--mock") if mock else None
-    repo = load_repo(directory)
+    repo = load_repo(directory, resources=False)
     env = repo.env(env_name)
 
     async def run() -> dict[str, Any]:
@@ -121,7 +121,7 @@ def test_cmd(
     pattern: str | None, directory: Path, env_name: str | None, endpoint: str | None, junit: Path | None, parallelism: int
 ) -> None:
     """Run the tool tests in tests/*.yaml against the environment's app."""
-    repo = load_repo(directory)
+    repo = load_repo(directory, resources=False)
     env = repo.env(env_name)
     cases = load_tests(repo.root, pattern)
     if not cases:
