@@ -78,6 +78,10 @@ def test_failures_are_reported_exit_1_and_in_junit(bot: Path, tmp_path: Path) ->
     assert "response $.result.refund greater_than 100: got 80.0" in r.stdout
     failures = ET.parse(junit).getroot().findall(".//failure")
     assert len(failures) == 2 and "expected 81" in (failures[0].get("message") or "")
+    as_json = cesync("test", "wrong.yaml", "--dir", str(bot), "--env", "local", "--format", "json")
+    data = json.loads(as_json.stdout)
+    assert as_json.returncode == 1 and data["counts"] == {"passed": 0, "failed": 2, "error": 0}
+    assert [t["format"] for t in data["tests"]] == ["cesync", "cxas-scrapi"] and data["tests"][0]["answer"]["response"]
     unmatched = cesync("test", "no-such-test", "--dir", str(bot), "--env", "local")
     assert unmatched.returncode == 1 and "no test matches" in unmatched.stderr
 
@@ -130,7 +134,7 @@ def test_exec_prints_the_canonical_output(bot: Path, tmp_path: Path) -> None:
         "mockedToolCalls: [{toolId: lookup-order, expectedArgsPattern: {}, mockResponse: {status: late}}]\n"
         "unmatchedToolCallBehavior: FAIL\n"
     )
-    mocked = cesync(*base, "order_status", "--args", f"@{args_file}", "--mock", str(mock_file), "--variables", "{}")
+    mocked = cesync(*base, "order_status", "--args", "@-", "--mock", str(mock_file), "--variables", "{}", stdin="order_id: Z1\n")
     assert mocked.returncode == 0, mocked.stderr
     assert json.loads(mocked.stdout)["metadata"]["ces.variables"] == {"last_order_status": "late"}
     raw = cesync(*base, "catalog/getProduct", "--args", '{"id": "p1"}', "--raw")

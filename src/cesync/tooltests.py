@@ -31,7 +31,7 @@ from .checks import suggest
 from .errors import ApiError, ConfigError, Problem
 from .yamlfile import Document, load_text, read_text
 
-__all__ = ["Case", "Expectation", "Result", "check", "junit_xml", "load_tests", "report", "run_cases"]
+__all__ = ["Case", "Expectation", "Result", "check", "junit_xml", "load_tests", "report", "results_json", "run_cases"]
 
 OPERATORS = (
     "equals",
@@ -393,6 +393,28 @@ def report(results: list[Result]) -> str:
     lines.append("")
     lines.append(f"{len(results)} tests: {counts['passed']} passed, {counts['failed']} failed, {counts['error']} errors")
     return "\n".join(lines) + "\n"
+
+
+def results_json(results: list[Result]) -> dict[str, Any]:
+    """--format json: counts and one entry per test, with the answer the tool gave."""
+    counts = {s: sum(1 for r in results if r.status == s) for s in ("passed", "failed", "error")}
+    return {
+        "counts": counts,
+        "tests": [
+            {
+                "file": r.case.file,
+                "line": r.case.line,
+                "name": r.case.name,
+                "tool": r.case.tool,
+                "format": r.case.style,
+                "status": r.status,
+                "messages": list(r.messages),
+                "seconds": round(r.seconds, 4),
+                "answer": r.answer,
+            }
+            for r in results
+        ],
+    }
 
 
 def junit_xml(results: list[Result], suite: str = "cesync") -> str:

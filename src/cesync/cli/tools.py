@@ -14,7 +14,7 @@ from ..client import connect
 from ..errors import CesyncError, Problem
 from ..repo import load_repo
 from ..toolcall import canonical_output, request_for
-from ..tooltests import Case, junit_xml, load_tests, report, run_cases
+from ..tooltests import Case, junit_xml, load_tests, report, results_json, run_cases
 from ..tooltests import Result as TestResult
 from ..workflow import (
     tool_names,
@@ -34,15 +34,15 @@ from . import (
 
 
 def _json_option(value: str | None, option: str) -> Any:
-    """--args and friends: inline JSON, or @file holding JSON or YAML."""
+    """--args and friends: inline JSON, or @file holding JSON or YAML (@- reads standard input)."""
     if value is None:
         return None
     if value.startswith("@"):
-        path = Path(value[1:])
-        text = read_text(path, str(path))
+        where = "standard input" if value == "@-" else value[1:]
+        text = sys.stdin.read() if value == "@-" else read_text(Path(where), where)
         if isinstance(text, Problem):
             raise CesyncError(f"{option}: {text}")
-        doc = load_text(text, str(path))
+        doc = load_text(text, where)
         if isinstance(doc, Problem):
             raise CesyncError(f"{option}: {doc}")
         data = doc.data
@@ -116,9 +116,16 @@ def exec_cmd(
 @endpoint_option
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Also write the results as JUnit XML here.")
 @click.option("--parallelism", type=click.IntRange(1, 64), default=4, show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @handled
 def test_cmd(
-    pattern: str | None, directory: Path, env_name: str | None, endpoint: str | None, junit: Path | None, parallelism: int
+    pattern: str | None,
+    directory: Path,
+    env_name: str | None,
+    endpoint: str | None,
+    junit: Path | None,
+    parallelism: int,
+    fmt: str,
 ) -> None:
     """Run the tool tests in tests/*.yaml against the environment's app."""
     repo = load_repo(directory, resources=False)
@@ -149,7 +156,7 @@ def test_cmd(
             return await run_cases(cases, call, parallelism)
 
     results = asyncio.run(run())
-    click.echo(report(results), nl=False)
+    click.echo(report(results) if fmt == "text" else json.dumps(results_json(results), indent=2), nl=fmt == "json")
     if junit:
         save(junit, junit_xml(results, suite=f"cesync {env.name}"))
     if any(r.status != "passed" for r in results):
