@@ -310,3 +310,22 @@ def test_pre_commit_hooks_with_try_repo(tmp_path: Path) -> None:
     subprocess.run([*git, "add", "."], cwd=repo, check=True)
     stale = try_repo("cesync-schema-check")
     assert stale.returncode == 1 and "stale JSON Schemas" in stale.stdout, stale.stdout
+
+
+def test_comment_command_on_gitlab(tmp_path: Path, forge: Forge) -> None:
+    """What the GitLab example's plan job runs: cesync comment plan.json --provider gitlab."""
+    planfile = tmp_path / "plan.json"
+    planfile.write_text(_big_plan(2).to_json())
+    env = {
+        "GITLAB_CI": "true",
+        "CI_API_V4_URL": f"{forge.url}/api/v4",
+        "CI_PROJECT_ID": "77",
+        "CI_MERGE_REQUEST_IID": "12",
+        "GITLAB_TOKEN": TOKEN,
+        "CI_JOB_URL": "https://gitlab.example/acme/tools/-/jobs/5",
+    }
+    for expected in ("created", "updated"):
+        r = cesync("comment", str(planfile), "--provider", "gitlab", env=env)
+        assert r.returncode == 0 and f"{expected} the plan comment for 'prod' on #12" in r.stdout, r.stderr
+    [note] = forge.thread("gl:77!12")
+    assert note["body"].startswith("<!-- cesync-plan:prod:projects/p/locations/us/apps/a -->")
