@@ -42,10 +42,23 @@ def bot(tmp_path: Path) -> Path:
     return dst
 
 
+def github_env(forge: Forge, event: Path, number: int) -> dict[str, str]:
+    """What GitHub Actions sets for a pull-request run, pointed at the fake API."""
+    event.write_text(json.dumps({"pull_request": {"number": number}}))
+    return {
+        "GITHUB_EVENT_NAME": "pull_request",
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_API_URL": forge.url,
+        "GITHUB_REPOSITORY": "acme/tools",
+        "GITHUB_TOKEN": TOKEN,
+        "GITHUB_RUN_ID": "42",
+        "GITHUB_SERVER_URL": "https://github.example",
+    }
+
+
 def action(repo: Path, tmp: Path, forge: Forge, emulator_url: str, **inputs: str) -> tuple[int, dict[str, str], str]:
     """Run scripts/github-action.sh the way action.yml does; return (exit code, outputs, summary)."""
     event = tmp / "event.json"
-    event.write_text(json.dumps({"pull_request": {"number": 7}}))
     outputs, summary = tmp / "outputs.txt", tmp / "summary.md"
     outputs.write_text("")
     summary.write_text("")
@@ -54,13 +67,7 @@ def action(repo: Path, tmp: Path, forge: Forge, emulator_url: str, **inputs: str
         "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
         "NO_COLOR": "1",
         "CES_EMULATOR_HOST": emulator_url,
-        "GITHUB_EVENT_NAME": "pull_request",
-        "GITHUB_EVENT_PATH": str(event),
-        "GITHUB_API_URL": forge.url,
-        "GITHUB_REPOSITORY": "acme/tools",
-        "GITHUB_TOKEN": TOKEN,
-        "GITHUB_RUN_ID": "42",
-        "GITHUB_SERVER_URL": "https://github.example",
+        **github_env(forge, event, 7),
         "GITHUB_OUTPUT": str(outputs),
         "GITHUB_STEP_SUMMARY": str(summary),
         "RUNNER_TEMP": str(tmp / "runner"),
@@ -147,17 +154,7 @@ def test_markdown_is_cut_on_resource_boundaries(n: int) -> None:
 def test_comment_command_cuts_big_plans_and_links_the_run(tmp_path: Path, forge: Forge) -> None:
     planfile = tmp_path / "plan.json"
     planfile.write_text(_big_plan(400).to_json())
-    event = tmp_path / "event.json"
-    event.write_text(json.dumps({"pull_request": {"number": 9}}))
-    env = {
-        "GITHUB_EVENT_PATH": str(event),
-        "GITHUB_API_URL": forge.url,
-        "GITHUB_REPOSITORY": "acme/tools",
-        "GITHUB_TOKEN": TOKEN,
-        "GITHUB_RUN_ID": "42",
-        "GITHUB_SERVER_URL": "https://github.example",
-    }
-    r = cesync("comment", str(planfile), env=env)
+    r = cesync("comment", str(planfile), env=github_env(forge, tmp_path / "event.json", 9))
     assert r.returncode == 0 and "created the plan comment for 'prod' on #9" in r.stdout, r.stderr
     [comment] = forge.thread("gh:acme/tools#9")
     assert len(comment["body"]) <= GITHUB_COMMENT_LIMIT

@@ -7,10 +7,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-__all__ = ["EMBEDDED", "Config", "Defaults", "Environment", "Safety"]
+__all__ = ["EMBEDDED", "ENV_NAME", "Config", "Defaults", "Environment", "Safety"]
 
 EMBEDDED = "embedded"
-_NAME = re.compile(r"^[a-z]([a-z0-9-]*[a-z0-9])?$")
+ENV_NAME = re.compile(r"^[a-z]([a-z0-9-]*[a-z0-9])?$")
 
 
 class _Strict(BaseModel):
@@ -71,6 +71,6 @@ class Config(_Strict):
     @classmethod
     def _names(cls, value: dict[str, Environment]) -> dict[str, Environment]:
         for name in value:
-            if not _NAME.match(name):
+            if not ENV_NAME.match(name):
                 raise ValueError(f"environment name {name!r}: use lowercase letters, digits and '-'")
         return value

@@ -24,7 +24,7 @@ from typing import Any
 from .errors import CesyncError
 from .models import ProtoModel, specs
 from .normalize import DOCUMENT_FIELDS, MODELS, canonical
-from .repo import ENV_VAR, ID_RE, KINDS
+from .repo import ENV_VAR, ID_RE, KINDS, VAR_SPAN
 from .yamlout import to_yaml
 
 __all__ = ["ExportedRepo", "Resource", "export_repo", "file_names", "to_yaml"]
@@ -32,7 +32,7 @@ __all__ = ["ExportedRepo", "Resource", "export_repo", "file_names", "to_yaml"]
 CODE_FIELDS = {"pythonCode", "pythonScript"}
 # Names Windows refuses as file names, whatever the extension.
 RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
-LOADER_VAR = re.compile(r"\$\{[^}]*\}?")  # the span repo.VAR_RE takes after a "$"
+LOADER_VAR = re.compile(r"\$" + VAR_SPAN)  # the span repo.VAR_RE takes after a "$"
 MIN_PART = 4  # shorter values are replaced only when they are a whole string value
 
 

@@ -25,7 +25,7 @@ from .yamlout import to_yaml
 
 __all__ = [
     "Context",
-    "config_for_app",
+    "config_for",
     "export_app",
     "find_apps",
     "make_plan",
@@ -77,23 +77,23 @@ async def make_plan(ctx: Context, client: CesClient, *, prune: bool | None = Non
 # --- export and promotion ---------------------------------------------------------------------
 
 
-def config_for_app(env_name: str, parent: str, endpoint: str | None, variables: dict[str, str] | None = None) -> str:
-    """A cesync.yaml with one environment, for adopting an app that has no repo yet."""
+def target_for_app(env_name: str, parent: str, endpoint: str | None, variables: dict[str, str] | None = None) -> EnvTarget:
+    """An environment for an app that has no repo yet (export --app, import-archive)."""
     match = re.fullmatch(r"projects/([^/]+)/locations/([^/]+)/apps/([^/]+)", parent)
     if not match:
         raise CesyncError(f"--app must be projects/PROJECT/locations/LOCATION/apps/APP, not {parent!r}")
     project, location, app = match.groups()
-    env: dict[str, object] = {"project": project, "location": location, "app": app}
-    if endpoint:
-        env["endpoint"] = endpoint
-    if variables:
-        env["vars"] = dict(sorted(variables.items()))
-    return to_yaml({"version": 1, "environments": {env_name: env}})
-
-
-def target_for_app(env_name: str, parent: str, endpoint: str | None, variables: dict[str, str] | None = None) -> EnvTarget:
-    project, location, app = parent.split("/")[1::2]
     return EnvTarget(env_name, project, location, app, endpoint, dict(variables or {}), {}, False)
+
+
+def config_for(env: EnvTarget) -> str:
+    """The cesync.yaml that holds just this environment."""
+    fields: dict[str, object] = {"project": env.project, "location": env.location, "app": env.app}
+    if env.endpoint:
+        fields["endpoint"] = env.endpoint
+    if env.vars:
+        fields["vars"] = dict(sorted(env.vars.items()))
+    return to_yaml({"version": 1, "environments": {env.name: fields}})
 
 
 async def export_app(client: CesClient, env: EnvTarget, config_text: str) -> tuple[ExportedRepo, list[Remote]]:

@@ -13,7 +13,7 @@ import click
 from ..archive import extract_zip, find_app_root, read_archive
 from ..client import connect
 from ..client.connect import endpoint_for
-from ..config import EMBEDDED
+from ..config import EMBEDDED, ENV_NAME
 from ..diff import Remote
 from ..errors import CesyncError
 from ..export import ExportedRepo, export_repo
@@ -22,7 +22,7 @@ from ..plan import Plan
 from ..remote import read_remote
 from ..repo import CONFIG_FILE, load_repo
 from ..workflow import (
-    config_for_app,
+    config_for,
     export_app,
     plan_files,
     plan_folder,
@@ -42,7 +42,6 @@ from . import (
 
 # --- adoption and promotion -------------------------------------------------------------------
 
-ENV_NAME = re.compile(r"^[a-z]([a-z0-9-]*[a-z0-9])?$")
 out_dir_option = click.option(
     "--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="The folder to write the repo to."
 )
@@ -71,8 +70,8 @@ def export(directory: Path, env_name: str | None, endpoint: str | None, out: Pat
     """Write the app's tools and toolsets as a cesync repo (adopt an existing app)."""
     if app_name:
         name = _env_name(env_name or "default")
-        config_text = config_for_app(name, app_name, endpoint)
         env, root = target_for_app(name, app_name, endpoint), out
+        config_text = config_for(env)
     else:
         repo = load_repo(directory, resources=False)
         env, root = repo.env(env_name), repo.root
@@ -128,8 +127,8 @@ def import_archive(source: Path, out: Path, env_name: str, app_name: str | None,
     if app_name is None:
         slug = re.sub(r"[^a-z0-9-]+", "-", (contents.app_name or "imported").lower()).strip("-") or "imported"
         app_name, endpoint = f"projects/local/locations/us/apps/{slug}", EMBEDDED
-    config_text = config_for_app(env_name, app_name, endpoint, contents.variables)
     env = target_for_app(env_name, app_name, endpoint, contents.variables)
+    config_text = config_for(env)
     exported = export_repo(contents.resources, parent=env.parent, variables=env.vars, urls={}, config_text=config_text)
     checked: list[Plan] = []
     # The result must load and validate before it is moved into place.

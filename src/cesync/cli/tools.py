@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from ..client import connect
+from ..client.api import CesClient
 from ..errors import CesyncError, Problem
 from ..repo import load_repo
 from ..toolcall import canonical_output, request_for
@@ -56,6 +57,21 @@ def _json_option(value: str | None, option: str) -> Any:
     return data
 
 
+async def _execute(
+    client: CesClient,
+    parent: str,
+    names: dict[str, str],
+    tool: str,
+    args: dict[str, Any],
+    variables: dict[str, Any] | None,
+    context: dict[str, Any] | None,
+    mocks: Any,
+) -> dict[str, Any]:
+    """One executeTool call, the tool and mocked tools named as a user names them."""
+    request = request_for(tool, parent, args, variables=variables, context=context, mocks=mocks, names=names)
+    return await client.execute(parent, request)
+
+
 @main.command("exec")
 @click.argument("tool")
 @dir_option
@@ -84,6 +100,7 @@ def exec_cmd(
     if variables and context_:
         raise CesyncError("give --variables or --context, not both")
     arguments = _json_option(args_, "--args") or {}
+    given_variables, given_context = _json_option(variables, "--variables"), _json_option(context_, "--context")
     mocks = _json_option(f"@{mock}", "--mock") if mock else None
     repo = load_repo(directory, resources=False)
     env = repo.env(env_name)
@@ -91,16 +108,7 @@ def exec_cmd(
     async def run() -> dict[str, Any]:
         async with connect(env, repo.root, override=endpoint) as client:
             names = await tool_names(client, env.parent)
-            request = request_for(
-                tool,
-                env.parent,
-                arguments,
-                variables=_json_option(variables, "--variables"),
-                context=_json_option(context_, "--context"),
-                mocks=mocks,
-                names=names,
-            )
-            return await client.execute(env.parent, request)
+            return await _execute(client, env.parent, names, tool, arguments, given_variables, given_context, mocks)
 
     answer = asyncio.run(run())
     output = canonical_output(answer)
@@ -142,16 +150,7 @@ def test_cmd(
             names = await tool_names(client, env.parent)
 
             async def call(case: Case) -> dict[str, Any]:
-                request = request_for(
-                    case.tool,
-                    env.parent,
-                    case.args,
-                    variables=case.variables,
-                    context=case.context,
-                    mocks=case.mocks,
-                    names=names,
-                )
-                return await client.execute(env.parent, request)
+                return await _execute(client, env.parent, names, case.tool, case.args, case.variables, case.context, case.mocks)
 
             return await run_cases(cases, call, parallelism)
 

@@ -21,11 +21,12 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
-from ..checks import HTTP_METHODS, parse_document, python_functions
+from ..checks import HTTP_METHODS, parse_document
 from ..models import TOOL_TYPES, TOOLSET_TYPES
 from ..protojson import duration_nanos
 from .errors import RpcError
 from .sandbox import run_python
+from .store import first_function
 
 __all__ = ["Executor"]
 
@@ -152,11 +153,11 @@ class _Run:
         fake = stored.get("toolFakeConfig") or {}
         if fake.get("enableFakeMode") and (fake.get("codeBlock") or {}).get("pythonCode"):
             code = fake["codeBlock"]["pythonCode"]
-            return await self._python(code, _first_function(code), args, _timeout(stored), depth)
+            return await self._python(code, first_function(code)[0], args, _timeout(stored), depth)
         if kind == "pythonFunction":
             fn = stored["pythonFunction"]
             code = fn.get("pythonCode") or ""
-            return await self._python(code, fn.get("name") or _first_function(code), args, _timeout(stored), depth)
+            return await self._python(code, fn.get("name") or first_function(code)[0], args, _timeout(stored), depth)
         if kind == "openApiTool":
             spec = stored["openApiTool"]
             return await call_openapi(spec.get("openApiSchema", ""), None, args, _timeout(stored))
@@ -223,14 +224,6 @@ def _names(rid: str, stored: dict[str, Any]) -> set[str]:
     if kind and isinstance(stored.get(kind), dict) and stored[kind].get("name"):
         names.add(str(stored[kind]["name"]))
     return names - {""}
-
-
-def _first_function(code: str) -> str | None:
-    try:
-        names = python_functions(code)
-    except (SyntaxError, ValueError):
-        return None
-    return names[0] if names else None
 
 
 def _timeout(stored: dict[str, Any]) -> float:

@@ -51,7 +51,7 @@ def _etag() -> str:
     return uuid.uuid4().hex[:16]
 
 
-def _first_function(code: str) -> tuple[str | None, str | None]:
+def first_function(code: str) -> tuple[str | None, str | None]:
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
@@ -206,7 +206,7 @@ def server_fields(collection: str, parent: str, rid: str, stored: dict[str, Any]
         kind = next((t for t in TOOL_TYPES if t in stored), None)
         member = stored.get(kind, {}) if kind else {}
         if kind == "pythonFunction":
-            fname, doc = _first_function(member.get("pythonCode", ""))
+            fname, doc = first_function(member.get("pythonCode", ""))
             if not member.get("name") and fname:
                 member["name"] = fname
             if doc:
