@@ -1,0 +1,372 @@
+"""A realistic generated cesync repo of N tools, for the benchmarks.
+
+The mix the issue asks for: 40% Python functions of about 30 lines, 35% OpenAPI
+tools with schemas of about 120 lines, the rest spread over every other tool
+type; half of the code and schemas live in ``{file: ...}`` includes. Four
+environments with per-environment variables, as a team with dev, staging and
+prod (and a local emulator) would have.
+
+    python benchmarks/generate.py OUT_DIR --n 1000
+"""
+
+from __future__ import annotations
+
+import argparse
+import textwrap
+from pathlib import Path
+
+ENVIRONMENTS = ("local", "dev", "staging", "prod")
+
+CONFIG = """version: 1
+defaults:
+  project: bench
+  location: us
+  vars:
+    SUPPORT_EMAIL: support@acme.example
+environments:
+""" + "".join(
+    f"""  {env}:
+    app: bench-{env}
+    vars:
+      API_BASE: https://api.{env}.acme.example
+      SECRETS_PROJECT: acme-{env}-secrets
+      TOOL_SA: ces-tools@acme-{env}.iam.gserviceaccount.com
+"""
+    for env in ENVIRONMENTS
+)
+
+
+def python_code(i: int) -> str:
+    """About 30 lines: a docstring, a helper, branches, a dict result."""
+    return textwrap.dedent(
+        f'''\
+        def quote_{i}(order_total: float, days_since_delivery: int, tier: str = "standard") -> dict:
+            """Decide whether order class {i} can be refunded, and how much.
+
+            Args:
+                order_total: the amount paid, in the order's currency.
+                days_since_delivery: whole days since the parcel arrived.
+                tier: the customer's loyalty tier (standard, silver, gold).
+            """
+            window = _window(tier)
+            if days_since_delivery > window:
+                return {{"eligible": False, "reason": f"outside the {{window}}-day window"}}
+            fee = 0.0 if order_total >= {50 + i % 50} else 4.99
+            if tier == "gold":
+                fee = 0.0
+            refund = round(max(order_total - fee, 0.0), 2)
+            return {{
+                "eligible": True,
+                "refund": refund,
+                "fee": fee,
+                "window": window,
+                "policy": "v{i % 7}",
+            }}
+
+
+        def _window(tier: str) -> int:
+            if tier == "gold":
+                return 60
+            if tier == "silver":
+                return 45
+            return 30
+        '''
+    )
+
+
+def openapi_schema(i: int) -> str:
+    """About 120 lines: two resources with parameters, bodies, components."""
+    return textwrap.dedent(
+        f"""\
+        openapi: 3.0.3
+        info:
+          title: Orders service {i}
+          version: "1.{i % 10}"
+          description: Orders, shipments and returns of store {i}.
+        servers:
+          - url: $env_var
+        paths:
+          /stores/{i}/orders/{{orderId}}:
+            get:
+              operationId: getOrder{i}
+              summary: Get an order
+              parameters:
+                - name: orderId
+                  in: path
+                  required: true
+                  schema: {{type: string, pattern: "^[A-Z0-9-]+$"}}
+                - name: expand
+                  in: query
+                  required: false
+                  schema:
+                    type: array
+                    items: {{type: string, enum: [lines, shipments, returns]}}
+              responses:
+                "200":
+                  description: The order
+                  content:
+                    application/json:
+                      schema: {{$ref: "#/components/schemas/Order"}}
+                "404":
+                  description: No such order
+                  content:
+                    application/json:
+                      schema: {{$ref: "#/components/schemas/Error"}}
+          /stores/{i}/orders/{{orderId}}/returns:
+            post:
+              operationId: createReturn{i}
+              summary: Open a return for some lines of an order
+              parameters:
+                - name: orderId
+                  in: path
+                  required: true
+                  schema: {{type: string}}
+              requestBody:
+                required: true
+                content:
+                  application/json:
+                    schema: {{$ref: "#/components/schemas/ReturnRequest"}}
+              responses:
+                "201":
+                  description: The return
+                  content:
+                    application/json:
+                      schema: {{$ref: "#/components/schemas/Return"}}
+                "409":
+                  description: A return is already open
+                  content:
+                    application/json:
+                      schema: {{$ref: "#/components/schemas/Error"}}
+        components:
+          schemas:
+            Money:
+              type: object
+              required: [amount, currency]
+              properties:
+                amount: {{type: number, minimum: 0}}
+                currency: {{type: string, minLength: 3, maxLength: 3}}
+            Line:
+              type: object
+              required: [sku, quantity]
+              properties:
+                sku: {{type: string}}
+                quantity: {{type: integer, minimum: 1}}
+                price: {{$ref: "#/components/schemas/Money"}}
+            Shipment:
+              type: object
+              properties:
+                carrier: {{type: string}}
+                tracking: {{type: string}}
+                shippedAt: {{type: string, format: date-time}}
+                deliveredAt: {{type: string, format: date-time}}
+            Order:
+              type: object
+              required: [orderId, status, lines]
+              properties:
+                orderId: {{type: string}}
+                status:
+                  type: string
+                  enum: [PLACED, PAID, SHIPPED, DELIVERED, CANCELLED]
+                placedAt: {{type: string, format: date-time}}
+                total: {{$ref: "#/components/schemas/Money"}}
+                lines:
+                  type: array
+                  items: {{$ref: "#/components/schemas/Line"}}
+                shipments:
+                  type: array
+                  items: {{$ref: "#/components/schemas/Shipment"}}
+                customer:
+                  type: object
+                  properties:
+                    id: {{type: string}}
+                    email: {{type: string, format: email}}
+                    tier: {{type: string, enum: [standard, silver, gold]}}
+            ReturnRequest:
+              type: object
+              required: [lines, reason]
+              properties:
+                lines:
+                  type: array
+                  minItems: 1
+                  items:
+                    type: object
+                    required: [sku, quantity]
+                    properties:
+                      sku: {{type: string}}
+                      quantity: {{type: integer, minimum: 1}}
+                reason:
+                  type: string
+                  enum: [DAMAGED, WRONG_ITEM, NOT_AS_DESCRIBED, OTHER]
+                comment: {{type: string, maxLength: 500}}
+            Return:
+              type: object
+              properties:
+                returnId: {{type: string}}
+                status: {{type: string, enum: [OPEN, RECEIVED, REFUNDED, REJECTED]}}
+                refund: {{$ref: "#/components/schemas/Money"}}
+                label: {{type: string, format: uri}}
+            Error:
+              type: object
+              properties:
+                code: {{type: integer}}
+                message: {{type: string}}
+                details:
+                  type: array
+                  items: {{type: object, additionalProperties: true}}
+        """
+    )
+
+
+def indent(text: str, by: int) -> str:
+    return textwrap.indent(text, " " * by)
+
+
+def python_tool(i: int, include: bool) -> tuple[str, dict[str, str]]:
+    code = python_code(i)
+    if include:
+        return (
+            f"pythonFunction:\n  name: quote_{i}\n  pythonCode: {{file: ../code/quote_{i}.py}}\ntimeout: 5s\n",
+            {f"code/quote_{i}.py": code},
+        )
+    return f"pythonFunction:\n  name: quote_{i}\n  pythonCode: |\n{indent(code, 4)}timeout: 5s\n", {}
+
+
+def openapi_tool(i: int, include: bool) -> tuple[str, dict[str, str]]:
+    head = (
+        f"openApiTool:\n  name: orders_{i}\n  description: Orders API of store {i}.\n"
+        f"  url: ${{API_BASE}}/stores/{i}\n"
+        "  apiAuthentication:\n    apiKeyConfig:\n      keyName: X-Api-Key\n"
+        f"      apiKeySecretVersion: projects/${{SECRETS_PROJECT}}/secrets/orders-{i}/versions/latest\n"
+        "      requestLocation: HEADER\n"
+    )
+    schema = openapi_schema(i)
+    if include:
+        return head + f"  openApiSchema: {{file: ../schemas/orders_{i}.yaml}}\ntimeout: 10s\n", {
+            f"schemas/orders_{i}.yaml": schema
+        }
+    return head + f"  openApiSchema: |\n{indent(schema, 4)}timeout: 10s\n", {}
+
+
+OTHERS = [
+    """clientFunction:
+  name: open_ticket_{i}
+  description: Ask the client app to open support form {i}.
+  parameters:
+    type: OBJECT
+    properties:
+      subject: {{type: STRING, description: Short summary}}
+      priority: {{type: STRING, enum: [low, normal, high]}}
+      attachments: {{type: ARRAY, items: {{type: STRING}}, maxItems: 5}}
+    required: [subject]
+""",
+    """googleSearchTool:
+  name: web_search_{i}
+  description: Search help centre {i}.
+  contextUrls:
+    - https://help{i}.acme.example/
+  preferredDomains: [help{i}.acme.example]
+  excludeDomains: [spam{i}.example]
+""",
+    """dataStoreTool:
+  name: faq_{i}
+  description: Answer from FAQ data store {i}.
+  dataStoreSource:
+    dataStore:
+      name: projects/bench/locations/global/collections/default_collection/dataStores/faq{i}
+  boostSpecs:
+    - dataStores: [projects/bench/locations/global/collections/default_collection/dataStores/faq{i}]
+      spec:
+        - conditionBoostSpecs:
+            - condition: 'lang: ANY("en")'
+              boost: 0.5
+  modalityConfigs:
+    - modalityType: TEXT
+      groundingConfig: {{groundingLevel: 3}}
+  filterParameterBehavior: NEVER_INCLUDE
+""",
+    """fileSearchTool:
+  name: manuals_{i}
+  description: Search product manuals {i}.
+  corpusType: USER_OWNED
+  fileCorpus: projects/bench/locations/us-central1/ragCorpora/manuals{i}
+""",
+    """connectorTool:
+  name: crm_{i}
+  description: Read a contact from CRM {i}.
+  connection: projects/bench/locations/us-central1/connections/crm{i}
+  action:
+    entityOperation:
+      entityId: Contact
+      operation: GET
+    outputFields: [Name, Email]
+  authConfig:
+    oauth2AuthCodeConfig:
+      oauthToken: $context.variables.crm_token
+""",
+    """widgetTool:
+  name: order_card_{i}
+  description: Show order {i} as a card.
+  widgetType: ORDER_SUMMARY
+  parameters:
+    type: OBJECT
+    properties:
+      orderId: {{type: STRING}}
+      status: {{type: STRING}}
+      total: {{type: NUMBER, minimum: 0}}
+    required: [orderId]
+  textResponseConfig:
+    type: STATIC
+    staticText: Here is order {i}.
+""",
+    """remoteAgentTool:
+  name: warranty_{i}
+  description: Partner agent {i} for warranty claims.
+  agentCard:
+    name: Warranty {i}
+    description: Files and tracks warranty claims.
+    version: 1.2.0
+    supportedInterfaces:
+      - url: https://warranty{i}.partner.example/a2a
+        protocolBinding: JSONRPC
+        protocolVersion: "0.3"
+    skills:
+      - id: file-claim
+        name: File a claim
+        description: Opens a warranty claim for a product.
+        tags: [warranty]
+""",
+]
+
+
+def tool(i: int) -> tuple[str, dict[str, str]]:
+    """The text of tool number i and any files it includes. Out of every 20: 8 Python, 7 OpenAPI, 5 others."""
+    slot = i % 20
+    if slot < 8:
+        return python_tool(i, include=slot % 2 == 0)
+    if slot < 15:
+        return openapi_tool(i, include=slot % 2 == 0)
+    return OTHERS[(i // 20 * 5 + slot - 15) % len(OTHERS)].format(i=i), {}
+
+
+def generate(root: Path, n: int) -> Path:
+    for folder in ("tools", "code", "schemas"):
+        (root / folder).mkdir(parents=True, exist_ok=True)
+    (root / "cesync.yaml").write_text(CONFIG)
+    for i in range(n):
+        text, extra = tool(i)
+        (root / "tools" / f"t{i:05d}.yaml").write_text(text)
+        for rel, content in extra.items():
+            (root / rel).write_text(content)
+    return root
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--n", type=int, default=1000)
+    args = parser.parse_args()
+    print(generate(args.out, args.n))
+
+
+if __name__ == "__main__":
+    main()
