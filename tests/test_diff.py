@@ -1,0 +1,147 @@
+"""diff_resource: every difference of the canonical forms reaches the update mask."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cesync.diff import MODELS, deepdiff_paths, diff_resource, minimal_mask
+from cesync.normalize import canonical
+from tests.helpers import cesync, make_repo
+
+CODE = 'def f(x):\n    """Echo."""\n    return x\n'
+PY = {"pythonFunction": {"pythonCode": CODE}}
+SCHEMA = {"name": "c", "parameters": {"type": "OBJECT", "properties": {"a": {"type": "STRING"}}}}
+
+# (case, remote body, desired body, expected update mask)
+CASES: list[tuple[str, dict[str, Any], dict[str, Any], list[str]]] = [
+    (
+        "several top-level fields at once",
+        PY,
+        {**PY, "timeout": "5s", "executionType": "ASYNCHRONOUS", "toolFakeConfig": {"enableFakeMode": True}},
+        ["executionType", "timeout", "toolFakeConfig"],
+    ),
+    ("tool type change", PY, {"clientFunction": {"name": "f"}}, ["clientFunction", "pythonFunction"]),
+    (
+        "every field of a nested message replaced",
+        {"clientFunction": {"name": "a", "description": "x"}},
+        {"clientFunction": {"name": "b", "description": "y"}},
+        ["clientFunction.description", "clientFunction.name"],
+    ),
+    (
+        "top-level fields removed",
+        {**PY, "timeout": "5s", "toolFakeConfig": {"enableFakeMode": True}},
+        PY,
+        ["timeout", "toolFakeConfig"],
+    ),
+    (
+        "map key that looks private",
+        {"widgetTool": {"name": "w", "uiConfig": {"a": 1}}},
+        {"widgetTool": {"name": "w", "uiConfig": {"a": 1, "__b": 2}}},
+        ["widgetTool.uiConfig"],
+    ),
+    (
+        "bool against number in a free-form value",
+        {"clientFunction": {"name": "c", "parameters": {"type": "BOOLEAN", "default": 1}}},
+        {"clientFunction": {"name": "c", "parameters": {"type": "BOOLEAN", "default": True}}},
+        ["clientFunction.parameters.default"],
+    ),
+    (
+        "list order",
+        {"googleSearchTool": {"name": "g", "contextUrls": ["a", "b"]}},
+        {"googleSearchTool": {"name": "g", "contextUrls": ["b", "a"]}},
+        ["googleSearchTool.contextUrls"],
+    ),
+    (
+        "repeated value",
+        {"googleSearchTool": {"name": "g", "contextUrls": ["a", "b"]}},
+        {"googleSearchTool": {"name": "g", "contextUrls": ["a", "b", "b"]}},
+        ["googleSearchTool.contextUrls"],
+    ),
+    (
+        "string case",
+        {"clientFunction": {"name": "c", "description": "abc"}},
+        {"clientFunction": {"name": "c", "description": "ABC"}},
+        ["clientFunction.description"],
+    ),
+    (
+        "tiny double difference",
+        {"clientFunction": {"name": "c", "parameters": {"type": "NUMBER", "minimum": 0.1}}},
+        {"clientFunction": {"name": "c", "parameters": {"type": "NUMBER", "minimum": 0.1000000001}}},
+        ["clientFunction.parameters.minimum"],
+    ),
+    (
+        "double difference in the 13th digit",
+        {"clientFunction": {"name": "c", "parameters": {"type": "NUMBER", "maximum": 0.1}}},
+        {"clientFunction": {"name": "c", "parameters": {"type": "NUMBER", "maximum": 0.1000000000001}}},
+        ["clientFunction.parameters.maximum"],
+    ),
+    (
+        "false against zero in a free-form value",
+        {"widgetTool": {"name": "w", "uiConfig": {"a": [0]}}},
+        {"widgetTool": {"name": "w", "uiConfig": {"a": [False]}}},
+        ["widgetTool.uiConfig"],
+    ),
+    (
+        "deep under a schema",
+        {"clientFunction": SCHEMA},
+        {"clientFunction": {**SCHEMA, "parameters": {"type": "OBJECT", "properties": {"a": {"type": "NUMBER"}}}}},
+        ["clientFunction.parameters.properties"],
+    ),
+    (
+        "integral number as int or float in a free-form value",
+        {"widgetTool": {"name": "w", "uiConfig": {"a": 1}}},
+        {"widgetTool": {"name": "w", "uiConfig": {"a": 1.0}}},
+        [],
+    ),
+    ("equal", PY, dict(PY), []),
+]
+
+
+@pytest.mark.parametrize(("remote", "desired", "mask"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_update_mask(remote: dict[str, Any], desired: dict[str, Any], mask: list[str]) -> None:
+    d = diff_resource("tool", "t", desired, remote)
+    assert d.update_mask == mask
+    assert [f.path for f in d.fields] == mask
+
+
+@pytest.mark.parametrize(("remote", "desired", "mask"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_deepdiff_alone_reports_every_case(remote: dict[str, Any], desired: dict[str, Any], mask: list[str]) -> None:
+    """The options, not the guard behind them, find each change (run at both ends of the deepdiff range)."""
+    before, after = canonical("tool", "t", remote).body, canonical("tool", "t", desired).body
+    assert minimal_mask(deepdiff_paths(before, after, MODELS["tool"])) == mask
+
+
+def test_toolset_type_change() -> None:
+    mcp = {"mcpToolset": {"serverAddress": "https://mcp.example/x"}}
+    api = {"openApiToolset": {"openApiSchema": "openapi: 3.0.0\ninfo: {title: t, version: '1'}\npaths: {}\n"}}
+    assert diff_resource("toolset", "ts", api, mcp).update_mask == ["mcpToolset", "openApiToolset"]
+
+
+GREET = """pythonFunction:
+  name: greet
+  pythonCode: |
+    def greet(name: str) -> dict:
+        return {"greeting": "Hello " + name}
+"""
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        GREET + "timeout: 5s\nexecutionType: ASYNCHRONOUS\ntoolFakeConfig:\n  enableFakeMode: true\n",
+        "clientFunction:\n  name: greet\n",
+    ],
+    ids=["fields added", "type change"],
+)
+def test_plan_detailed_exitcode_sees_the_change(tmp_path: Path, changed: str) -> None:
+    repo = make_repo(tmp_path, {"tools/greet.yaml": GREET})
+    assert cesync("apply", "--dir", str(repo), "--auto-approve").returncode == 0
+    (repo / "tools" / "greet.yaml").write_text(changed)
+    plan = cesync("plan", "--dir", str(repo), "--detailed-exitcode")
+    assert plan.returncode == 2, plan.stdout + plan.stderr
+    assert "tool greet will be updated" in plan.stdout
+    assert cesync("apply", "--dir", str(repo), "--auto-approve").returncode == 0
+    assert cesync("plan", "--dir", str(repo), "--detailed-exitcode").returncode == 0
