@@ -2,15 +2,101 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-__all__ = ["EMBEDDED", "ENV_NAME", "Config", "Defaults", "Environment", "Safety"]
+__all__ = [
+    "EMBEDDED",
+    "ENV_NAME",
+    "Config",
+    "Defaults",
+    "Environment",
+    "Safety",
+    "check_segment",
+    "normalize_endpoint",
+]
 
 EMBEDDED = "embedded"
 ENV_NAME = re.compile(r"^[a-z]([a-z0-9-]*[a-z0-9])?$")
+# One resource-name segment: nothing that could add a path segment, a query, a custom
+# method (':'), an escape ('%') or a '..' to the URL it is put in.
+SEGMENT = re.compile(r"^[A-Za-z0-9_-]{1,128}(?:\.[A-Za-z0-9_-]{1,128}){0,8}$")
+# Domain-scoped project ids (example.com:my-project) are the one place a ':' is allowed.
+PROJECT = re.compile(r"^(?:[a-z0-9-]{1,63}(?:\.[a-z0-9-]{1,63}){1,8}:)?[A-Za-z0-9_-]{1,128}$")
+HOSTNAME = re.compile(r"^(?:[A-Za-z0-9-]{1,63}\.)*[A-Za-z0-9-]{1,63}\.?$")
+
+
+def check_segment(value: str, what: str) -> str:
+    """``value`` if it is a plain resource-name segment for ``what`` (project, location, app, ...)."""
+    pattern = PROJECT if what == "project" else SEGMENT
+    if not isinstance(value, str) or not pattern.match(value):
+        raise ValueError(
+            f"invalid {what} id {value!r}: use letters, digits, '-', '_' and single dots"
+            + (" (or domain:project)" if what == "project" else "")
+            + "; '/', '?', '#', '%', ':', '..' and spaces would change the API URL"
+        )
+    return value
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def normalize_endpoint(value: str) -> str:
+    """The one check of an endpoint, for ``endpoint:`` in cesync.yaml and ``--endpoint`` alike.
+
+    Returns 'embedded' or ``scheme://host[:port]``. The emulator's printed ``host:port``
+    is read as ``http://host:port`` when the host is loopback, and refused with a hint
+    otherwise (a bare host must never be mistaken for a Google endpoint that gets a token).
+    """
+    if value == EMBEDDED:
+        return value
+    if not isinstance(value, str) or not value or any(c.isspace() for c in value):
+        raise ValueError(f"endpoint {value!r}: must be 'embedded' or a URL such as http://127.0.0.1:8765, without spaces")
+    if "://" not in value:
+        bare = urlsplit(f"//{value}")
+        try:
+            port = bare.port
+        except ValueError:
+            port = None
+        if bare.hostname and port and bare.path == "" and _is_loopback(bare.hostname) and "@" not in value:
+            return f"http://{value}"
+        raise ValueError(
+            f"endpoint {value!r} has no scheme: write http://{value} for an emulator (loopback host:port is read that way), "
+            "or https://HOST for a CES API endpoint"
+        )
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https"):
+        raise ValueError(f"endpoint {value!r}: the scheme must be http (emulator) or https (CES API)")
+    if "@" in parts.netloc:
+        raise ValueError(f"endpoint {value!r}: user info ('user@') is not allowed in an endpoint")
+    try:
+        parts.port  # noqa: B018  # raises on a malformed port
+    except ValueError:
+        raise ValueError(f"endpoint {value!r}: the port is not a number from 0 to 65535") from None
+    host = parts.hostname or ""
+    if not host or not (HOSTNAME.match(host) or _is_ip(host)):
+        raise ValueError(f"endpoint {value!r}: no valid host name")
+    if parts.path not in ("", "/") or parts.query or parts.fragment or value.endswith(("?", "#")):
+        raise ValueError(f"endpoint {value!r}: give scheme://host[:port] only, without a path, query or fragment")
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 class _Strict(BaseModel):
@@ -34,6 +120,16 @@ class Defaults(_Strict):
     endpoint: str | None = None
     vars: dict[str, str] = Field(default_factory=dict)
 
+    @field_validator("endpoint")
+    @classmethod
+    def _endpoint(cls, value: str | None) -> str | None:
+        return None if value is None else normalize_endpoint(value)
+
+    @field_validator("project", "location")
+    @classmethod
+    def _segment(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return None if value is None else check_segment(value, str(info.field_name))
+
 
 class Environment(_Strict):
     project: str | None = Field(None, description="Google Cloud project id.")
@@ -55,9 +151,12 @@ class Environment(_Strict):
     @field_validator("endpoint")
     @classmethod
     def _endpoint(cls, value: str | None) -> str | None:
-        if value is not None and value != EMBEDDED and not re.match(r"^https?://[^/\s]+", value):
-            raise ValueError("endpoint must be 'embedded' or an http(s) URL such as http://127.0.0.1:8765")
-        return value
+        return None if value is None else normalize_endpoint(value)
+
+    @field_validator("project", "location", "app")
+    @classmethod
+    def _segment(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return None if value is None else check_segment(value, str(info.field_name))
 
 
 class Config(_Strict):

@@ -21,8 +21,8 @@ from pydantic import BaseModel, ValidationError
 from ruamel.yaml import YAML
 
 from .checks import Finding, check_body, lint_keys, suggest
-from .config import Config, Environment
-from .errors import ConfigError, Problem
+from .config import Config, Environment, check_segment
+from .errors import CesyncError, ConfigError, Problem
 from .models import TOOL_TYPES, ProtoModel, Tool, Toolset
 from .yamlfile import Document, Path_, load_text, read_text
 
@@ -53,6 +53,14 @@ class EnvTarget:
     prune: bool
     impersonate_service_account: str | None = None
     quota_project: str | None = None
+
+    def __post_init__(self) -> None:
+        # Every URL is built from these: refuse anything that could change it (--app included).
+        for what in ("project", "location", "app"):
+            try:
+                check_segment(getattr(self, what), what)
+            except ValueError as exc:
+                raise CesyncError(f"environment '{self.name}': {exc}") from None
 
     @property
     def parent(self) -> str:

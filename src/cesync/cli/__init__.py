@@ -87,8 +87,25 @@ def atomic_write(path: Path, text: str) -> None:
 # --- plan, show, apply ------------------------------------------------------------------------
 
 env_option = click.option("--env", "env_name", help="The environment of cesync.yaml (or CESYNC_ENV).")
+
+
+def _endpoint(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--endpoint gets the same check as endpoint: in cesync.yaml (one function for both)."""
+    if value is None:
+        return None
+    from ..config import normalize_endpoint
+
+    try:
+        return normalize_endpoint(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 endpoint_option = click.option(
-    "--endpoint", help="Override the environment's endpoint: 'embedded' or an emulator URL (CES_EMULATOR_HOST works too)."
+    "--endpoint",
+    callback=_endpoint,
+    help="Override the environment's endpoint: 'embedded' or an emulator URL (CES_EMULATOR_HOST works too); "
+    "a loopback host:port means http://host:port.",
 )
 format_option = click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
 

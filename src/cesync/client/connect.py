@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..config import EMBEDDED
+from ..config import EMBEDDED, normalize_endpoint
+from ..errors import CesyncError
 from ..repo import EnvTarget
 from .api import CesClient, RetryPolicy
-from .auth import GoogleAuth, default_credentials
+from .auth import GoogleAuth, check_trusted, default_credentials
 
 __all__ = ["connect", "endpoint_for"]
 
@@ -17,14 +18,23 @@ GLOBAL = "https://ces.googleapis.com"
 
 
 def endpoint_for(env: EnvTarget, override: str | None = None) -> str:
-    """--endpoint, then CES_EMULATOR_HOST, then the environment's endpoint, then Google's."""
+    """--endpoint, then CES_EMULATOR_HOST, then the environment's endpoint, then Google's.
+
+    --endpoint and ``endpoint:`` go through the same check (config.normalize_endpoint).
+    """
     if override:
-        return override
+        try:
+            return normalize_endpoint(override)
+        except ValueError as exc:
+            raise CesyncError(f"--endpoint: {exc}") from None
     host = os.environ.get("CES_EMULATOR_HOST")
     if host:
         return host if host.startswith(("http://", "https://")) or host == EMBEDDED else f"http://{host}"
     if env.endpoint:
-        return env.endpoint
+        try:
+            return normalize_endpoint(env.endpoint)
+        except ValueError as exc:
+            raise CesyncError(f"environment '{env.name}': {exc}") from None
     return GOOGLE.get(env.location, GLOBAL)
 
 
@@ -43,5 +53,6 @@ def connect(
         )
     if endpoint.startswith("http://") or os.environ.get("CES_EMULATOR_HOST"):
         return CesClient(endpoint, retry=retry, max_connections=max_connections)  # an emulator: anonymous
+    check_trusted(endpoint)  # before credentials are looked up and before any connection is opened
     credentials = default_credentials(env.impersonate_service_account, env.quota_project)
     return CesClient(endpoint, auth=GoogleAuth(credentials, env.quota_project), retry=retry, max_connections=max_connections)
