@@ -1,9 +1,25 @@
 """Runs one Python tool in a child process; started by sandbox.py as ``python -I this_file``.
 
-Protocol, one JSON object per line: the parent writes the request on stdin; the
-child answers on stdout with ``{"call": ...}`` (a tool the code calls, answered by
-the parent on stdin) and finally ``{"result": ...}`` or ``{"error": ...}``. The
-tool's own prints go to stderr so they cannot break the protocol.
+Protocol, one JSON object per line: the child first says how it is isolated
+(``{"sandbox": {"mode": ..., ...}}``), then the parent writes the request on stdin; the
+child answers on stdout with ``{"call": ...}`` (a tool the code calls, answered by the
+parent on stdin) and finally ``{"result": ...}`` or ``{"error": ...}``. The tool's own
+prints go to stderr so they cannot break the protocol.
+
+Isolation on Linux (``mode: namespaces``). The process the emulator starts (the outer
+runner) forks a child that unshares user, PID, network, mount, IPC and UTS namespaces;
+the outer runner maps the child's ids (root becomes ``nobody``, anyone else stays
+themselves); the child forks the tool's process, PID 1 of the new PID namespace. That
+process builds a root of its own (a tmpfs holding read-only binds of the system's and
+the interpreter's folders, a few devices, its own /proc and an empty /tmp), pivots into
+it, drops every capability and runs the code. When PID 1 ends, however it ends, the
+kernel kills every process left in its namespace; the emulator kills PID 1 at timeout.
+Everything happens here, in a fresh single-threaded process, never in a preexec hook
+of the (multi-threaded) emulator.
+
+Where namespaces cannot be had (macOS, containers that forbid them) or the emulator asks
+for it (``--fallback``), the code runs in this process with resource limits only, and
+the first message says what is left open (``mode: fallback``).
 
 Kept free of cesync imports: it runs with ``-I`` (no site packages, no PYTHON* env).
 """
@@ -11,29 +27,260 @@ Kept free of cesync imports: it runs with ``-I`` (no site packages, no PYTHON* e
 import contextlib
 import ctypes
 import json
+import os
+import platform
 import resource
+import signal
 import sys
 import traceback
-from typing import Any
+from typing import Any, NoReturn
 
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
+NAMESPACES = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
+MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE, MS_RELATIME = 1024, 2048, 4096, 8192, 16384, 1 << 18, 1 << 21
+MNT_DETACH = 2
+PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 24, 38
+# statvfs f_flag bit -> mount flag: a bind mount in a user namespace must keep these when remounted.
+LOCKED_FLAGS = {1: MS_RDONLY, 2: MS_NOSUID, 4: MS_NODEV, 8: MS_NOEXEC, 1024: MS_NOATIME, 2048: MS_NODIRATIME, 4096: MS_RELATIME}
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
+NOBODY = 65534
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
+DEVICES = ("null", "zero", "full", "random", "urandom")
+MAX_PROCESSES = 64  # on top of what the tool's user already runs (the kernel counts per user)
+MAX_FILE_BYTES = 1 << 20
+TMP_SIZE = "64m"
 PROTOCOL = sys.stdout
 NO_NETWORK = "network access is disabled in the emulator's tool sandbox"
 
 
-def _limits(cpu_seconds: int, memory_bytes: int) -> None:
+class NotIsolated(Exception):
+    """Namespaces are not available here; the message says why."""
+
+
+def _libc() -> Any:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        raise OSError(ctypes.get_errno(), f"{what}: {os.strerror(ctypes.get_errno())}")
+
+
+def _exit_like(status: int) -> NoReturn:
+    """End this process the way the waited-for one ended (a signal stays a signal)."""
+    code = os.waitstatus_to_exitcode(status)
+    if code < 0:
+        signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+    os._exit(code if code >= 0 else 1)
+
+
+def _processes_of(uid: int) -> int:
+    count = 0
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            with contextlib.suppress(OSError):
+                if entry.name.isdigit() and entry.stat().st_uid == uid:
+                    count += 1
+    return count
+
+
+# --- Linux namespaces ------------------------------------------------------------------------
+
+
+def _isolate() -> int:
+    """Returns in PID 1 of the new namespaces only, with the process limit to set; raises NotIsolated in this process."""
+    if not sys.platform.startswith("linux"):
+        raise NotIsolated(f"{sys.platform} has no Linux namespaces")
+    uid, gid = os.geteuid(), os.getegid()
+    inner_uid, inner_gid = (NOBODY, NOBODY) if uid == 0 else (uid, gid)
+    if uid == 0:
+        os.setgroups([])  # root's groups would follow the tool into the namespace
+    nproc = _processes_of(inner_uid) + MAX_PROCESSES
+    status_r, status_w = os.pipe()
+    go_r, go_w = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(status_r)
+        os.close(go_w)
+        _middle(status_w, go_r)
+        return nproc
+    os.close(status_w)
+    os.close(go_r)
+    with os.fdopen(status_r) as status:
+        first = status.readline().strip()
+        if first == "unshared":
+            try:
+                for name, text in (("setgroups", "deny"), ("uid_map", f"0 {inner_uid} 1\n"), ("gid_map", f"0 {inner_gid} 1\n")):
+                    with open(f"/proc/{child}/{name}", "w") as f:
+                        f.write(text)
+            except OSError as exc:
+                first = f"cannot map user ids ({exc.strerror})"
+            else:
+                os.write(go_w, b"1")
+        os.close(go_w)
+        lines = [first, *status.read().splitlines()]
+    pid = next((int(line[4:]) for line in lines if line.startswith("pid ")), None)
+    if pid is None or "ready" not in lines:
+        with contextlib.suppress(OSError):
+            os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)
+        reasons = [line for line in lines if line and line not in ("unshared", "ready") and not line.startswith("pid ")]
+        raise NotIsolated(reasons[0] if reasons else "the namespace setup died")
+    _send({"sandbox": {"mode": "namespaces", "pid": pid}})
+    _exit_like(os.waitpid(child, 0)[1])
+
+
+def _middle(status_w: int, go_r: int) -> None:
+    """Unshares, waits for its id maps, forks PID 1 and waits for it. Returns in PID 1 only."""
+    try:
+        libc = _libc()
+        if libc.unshare(NAMESPACES) != 0:
+            os.write(status_w, f"unshare: {os.strerror(ctypes.get_errno())}\n".encode())
+            os._exit(0)
+        os.write(status_w, b"unshared\n")
+        if os.read(go_r, 1) != b"1":
+            os._exit(0)
+        os.close(go_r)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                _enter(libc)
+            except OSError as exc:
+                os.write(status_w, f"{exc.strerror or exc}\n".encode())
+                os._exit(1)
+            os.write(status_w, b"ready\n")
+            os.close(status_w)
+            return
+        os.write(status_w, f"pid {pid}\n".encode())
+        os.close(status_w)
+        status = os.waitpid(pid, 0)[1]
+    except BaseException:
+        os._exit(1)
+    _exit_like(status)
+
+
+def _mount(libc: Any, source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    def enc(text: str | None) -> bytes | None:
+        return text.encode() if text is not None else None
+
+    _check(libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)), f"mount {target}")
+
+
+def _enter(libc: Any) -> None:
+    """PID 1: become the namespace's root, build and enter a root of our own, drop capabilities."""
+    links, dirs = _exposures()
+    os.setresgid(0, 0, 0)
+    os.setresuid(0, 0, 0)
+    _mount(libc, None, "/", None, MS_REC | MS_PRIVATE)  # nothing we mount leaks out, nothing leaks in
+    root = os.getcwd()  # the emulator's empty scratch folder, now covered by a tmpfs
+    _mount(libc, "tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
+    for path, target in links:
+        os.makedirs(root + os.path.dirname(path), exist_ok=True)
+        os.symlink(target, root + path)
+    for path, fd in dirs.items():
+        _bind_read_only(libc, fd, root + path)
+        os.close(fd)  # a handle on a host folder would lead out of the new root
+    os.mkdir(root + "/dev")
+    for name in DEVICES:
+        with open(f"{root}/dev/{name}", "w"):
+            pass
+        _mount(libc, f"/dev/{name}", f"{root}/dev/{name}", None, MS_BIND)
+    os.mkdir(root + "/tmp")
+    _mount(libc, "tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={TMP_SIZE},mode=1777")
+    os.mkdir(root + "/proc")
+    with contextlib.suppress(OSError):  # refused where the host's /proc is partly masked: then there is none
+        _mount(libc, "proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    os.chdir(root)
+    number = SYS_PIVOT_ROOT.get(platform.machine())
+    if number is not None:
+        _check(libc.syscall(number, b".", b"."), "pivot_root")
+        _check(libc.umount2(b".", MNT_DETACH), "umount old root")  # the old root sat on top of the new one
+    else:
+        _mount(libc, root, "/", None, MS_MOVE)
+        os.chroot(".")
+    os.chdir("/")
+    _mount(libc, None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    os.chdir("/tmp")
+    _drop_capabilities(libc)
+
+
+def _exposures() -> tuple[list[tuple[str, str]], dict[str, int]]:
+    """The system's and the interpreter's folders: symlinks to copy, and folders opened now, while
+    we are still the host's user (``nobody`` cannot pass through root's 0700 home, where pyenv lives)."""
+    interpreter = (sys.base_prefix, sys.base_exec_prefix, os.path.dirname(os.path.realpath(sys.executable)))
+    links: list[tuple[str, str]] = []
+    dirs: dict[str, int] = {}
+    for path in (*SYSTEM_DIRS, *interpreter):
+        if os.path.islink(path):
+            links.append((path, os.readlink(path)))
+            path = os.path.realpath(path)
+        covered = any(path == d or path.startswith(d.rstrip("/") + "/") for d in dirs)
+        if os.path.isdir(path) and not covered:
+            dirs[path] = os.open(path, os.O_PATH | os.O_DIRECTORY)
+    return links, dirs
+
+
+def _bind_read_only(libc: Any, fd: int, target: str) -> None:
+    os.makedirs(target, exist_ok=True)
+    _mount(libc, f"/proc/self/fd/{fd}", target, None, MS_BIND)
+    flags = os.fstatvfs(fd).f_flag
+    locked = 0
+    for bit, flag in LOCKED_FLAGS.items():
+        if flags & bit:
+            locked |= flag
+    _mount(libc, None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | locked)
+
+
+def _drop_capabilities(libc: Any) -> None:
+    for cap in range(64):
+        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)  # past the last capability this fails: fine
+    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    _check(libc.capset(header, (ctypes.c_uint32 * 6)()), "capset")
+
+
+# --- the fallback ----------------------------------------------------------------------------
+
+
+def _fallback(reason: str) -> int:
+    network = False
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            network = _libc().unshare(CLONE_NEWNET) == 0  # root can have this much even here
+    open_ = ["other processes (their environment, signals)", "your files (read and write, as your user)"]
+    if not network:
+        open_.append("the network, loopback included, for code that goes around Python's socket module")
+    _send({"sandbox": {"mode": "fallback", "reason": reason, "open": open_}})
+    return _processes_of(os.geteuid()) + MAX_PROCESSES
+
+
+# --- running the tool ------------------------------------------------------------------------
+
+
+def _limits(cpu_seconds: int, memory_bytes: int, processes: int) -> None:
     # Best effort per limit: some systems refuse one (macOS and RLIMIT_AS); the wall-clock
     # timeout of the parent holds everywhere.
-    for name, value in (("RLIMIT_CPU", cpu_seconds), ("RLIMIT_AS", memory_bytes), ("RLIMIT_FSIZE", 1 << 20), ("RLIMIT_CORE", 0)):
+    for name, value in (
+        ("RLIMIT_CPU", cpu_seconds),
+        ("RLIMIT_AS", memory_bytes),
+        ("RLIMIT_FSIZE", MAX_FILE_BYTES),
+        ("RLIMIT_CORE", 0),
+        ("RLIMIT_NPROC", processes),
+    ):
         with contextlib.suppress(ValueError, OSError, AttributeError):
             resource.setrlimit(getattr(resource, name), (value, value))
 
 
-def _no_network() -> None:
-    # A network namespace of our own has no interfaces but a downed loopback: nothing
-    # can be reached. Where the OS refuses (no privilege), sockets are blocked in-process.
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).unshare(CLONE_NEWNET)
+def _block_sockets() -> None:
+    # A clear error for the common case; the network namespace is what holds against code
+    # that goes around the socket module.
     import _socket
     import socket
 
@@ -83,10 +330,17 @@ class _Context:
 
 
 def main() -> None:
+    if "--fallback" in sys.argv[1:]:
+        processes = _fallback("the emulator was asked for it with CESYNC_SANDBOX=fallback")
+    else:
+        try:
+            processes = _isolate()
+        except NotIsolated as exc:
+            processes = _fallback(str(exc))
     request = json.loads(sys.stdin.readline())
     sys.stdout = sys.stderr  # the tool's prints
-    _limits(request["cpu_seconds"], request["memory_bytes"])
-    _no_network()
+    _limits(request["cpu_seconds"], request["memory_bytes"], processes)
+    _block_sockets()
     variables = dict(request.get("variables") or {})
     context = _Context(variables, dict(request.get("context") or {}))
     namespace = {"__name__": "tool", "context": context, "tools": _Tools()}

@@ -1,0 +1,308 @@
+"""The tool sandbox against an attacker's Python: one test per escape, in both modes.
+
+``namespaces`` is the Linux sandbox (user, PID, network, mount, IPC namespaces);
+``fallback`` is what runs where namespaces are not available (forced here with
+CESYNC_SANDBOX=fallback). Each test asserts what its mode guarantees; where the fallback
+guarantees nothing, it asserts that the emulator said so, plainly, once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import socket
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cesync.emulator import sandbox
+from tests.conftest import ROOT
+from tests.emulator.test_execute import APP, _call, python_tool
+from tests.helpers import cesync
+
+MODES = ["namespaces", "fallback"]
+
+
+async def _no_calls(name: str, args: dict[str, Any]) -> dict[str, Any]:
+    raise LookupError(name)
+
+
+@pytest.fixture(scope="module")
+def namespaces_here() -> bool:
+    """Whether this machine gives the sandbox its namespaces (PID 1 of its own PID namespace)."""
+    code = "import os\ndef f():\n    return os.getpid()\n"
+    run = asyncio.run(sandbox.run_python(code, "f", {}, variables={}, context={}, call_tool=_no_calls, timeout=10))
+    return bool(run.response.get("result") == 1)
+
+
+@pytest.fixture(params=MODES)
+def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, namespaces_here: bool) -> str:
+    if request.param == "fallback":
+        monkeypatch.setenv(sandbox.SANDBOX_ENV, "fallback")
+    elif not namespaces_here:
+        pytest.skip("this system gives no user namespaces; the fallback tests still run")
+    monkeypatch.setattr(sandbox, "_warned", False)
+    return str(request.param)
+
+
+def tool(code: str, args: dict[str, Any] | None = None, timeout: str = "3s") -> dict[str, Any]:
+    r = asyncio.run(_call({"t": python_tool(code, timeout)}, {"tool": f"{APP}/tools/t", "args": args or {}}))
+    assert r.status_code == 200, r.text
+    return dict(r.json()["response"])
+
+
+def warning(capsys: pytest.CaptureFixture[str]) -> str:
+    return capsys.readouterr().err
+
+
+def processes_named(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker.encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            pass
+    return found
+
+
+@pytest.fixture
+def marker() -> Iterator[str]:
+    """A name for the processes a test's tool starts; whatever is left of them is killed after."""
+    name = f"cesync-test-{uuid.uuid4().hex[:12]}"
+    yield name
+    for pid in processes_named(name):
+        with contextlib.suppress(OSError):
+            os.kill(pid, 9)
+
+
+def test_namespaces_are_used_where_linux_allows(namespaces_here: bool) -> None:
+    # CI and this project's development machines run Linux as root: the sandbox must be real there.
+    if os.uname().sysname == "Linux" and os.geteuid() == 0:
+        assert namespaces_here
+
+
+READ_ENVIRON = """
+import os
+def f(pids):
+    seen = {}
+    for pid in pids + [os.getppid()]:
+        try:
+            with open(f'/proc/{pid}/environ', 'rb') as fh:
+                seen[str(pid)] = fh.read().decode('latin-1')
+        except OSError as exc:
+            seen[str(pid)] = type(exc).__name__
+    return seen
+"""
+
+
+def test_other_processes_environment(mode: str, capsys: pytest.CaptureFixture[str]) -> None:
+    seen = tool(READ_ENVIRON, {"pids": [os.getpid(), os.getppid()]})["result"]
+    leaked = [text for text in seen.values() if "PATH=" in text]
+    if mode == "namespaces":
+        assert not leaked, seen
+        assert not warning(capsys)
+    else:
+        assert "other processes (their environment, signals)" in warning(capsys)
+
+
+SIGNAL = """
+import os
+def f(pids):
+    reached = []
+    for pid in pids:
+        try:
+            os.kill(pid, 0)  # signal 0 asks whether a kill would be allowed, and kills nothing
+            reached.append(pid)
+        except OSError:
+            pass
+    return reached
+"""
+
+
+def test_killing_the_emulator(mode: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # The emulator here runs in this process, as it does in `cesync exec`.
+    reached = tool(SIGNAL, {"pids": [os.getpid(), os.getppid()]})["result"]
+    if mode == "namespaces":
+        assert reached == []
+    else:
+        assert "signals" in warning(capsys)
+
+
+CONNECT = """
+import ctypes, struct
+def f(port):
+    # Around Python's socket module, straight to libc: only the kernel can say no.
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.socket(2, 1, 0)
+    if fd < 0:
+        return {'connected': False, 'errno': ctypes.get_errno()}
+    addr = struct.pack('=H', 2) + struct.pack('!H', port) + bytes([127, 0, 0, 1]) + bytes(8)
+    return {'connected': libc.connect(fd, addr, 16) == 0, 'errno': ctypes.get_errno()}
+"""
+
+
+def test_loopback_of_the_host(mode: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        listener.setblocking(False)
+        answer = tool(CONNECT, {"port": listener.getsockname()[1]})["result"]
+        try:
+            listener.accept()
+            accepted = True
+        except BlockingIOError:
+            accepted = False
+    if mode == "namespaces" or os.geteuid() == 0:  # root gets a network namespace even in the fallback
+        assert not answer["connected"] and not accepted, answer
+    else:
+        assert "the network" in warning(capsys)
+
+
+FILES = """
+import os
+def f(read, write):
+    out = {'read': [], 'wrote': []}
+    for path in read:
+        try:
+            with open(path, 'rb') as fh:
+                fh.read(1)
+            out['read'].append(path)
+        except OSError:
+            pass
+    for path in write:
+        try:
+            with open(path, 'w') as fh:
+                fh.write('pwned')
+            out['wrote'].append(path)
+        except OSError:
+            pass
+    out['root'] = sorted(os.listdir('/'))
+    return out
+"""
+
+
+def test_files_of_the_host(mode: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    if mode == "fallback":  # nothing stops these writes there: only check that the user is told
+        tool(FILES, {"read": [], "write": []})
+        assert "your files (read and write, as your user)" in warning(capsys)
+        return
+    secret = tmp_path / "secret.txt"  # the host's /tmp, where a user's temporary secrets live
+    secret.write_text("s3cr3t")
+    name = f"cesync-pwned-{uuid.uuid4().hex[:8]}"
+    reads = [str(ROOT / "pyproject.toml"), str(Path.home() / ".bashrc"), str(secret), os.__file__]
+    writes = [str(ROOT / name), str(Path.home() / name), str(Path(os.__file__).parent / name), f"/tmp/{name}"]
+    try:
+        result = tool(FILES, {"read": reads, "write": writes})["result"]
+        escaped = [p for p in writes if Path(p).exists()]
+    finally:
+        for path in writes:
+            Path(path).unlink(missing_ok=True)
+    # The interpreter's files can be read (the tool imports them); nothing of the repo or home can.
+    assert result["read"] == [os.__file__], result
+    assert result["wrote"] == [f"/tmp/{name}"], result  # its own /tmp only ...
+    assert escaped == [], "a write reached the host"  # ... which is not the host's
+    assert ROOT.parts[1] not in result["root"] and "home" not in result["root"], result
+
+
+DAEMON = """
+import subprocess, time
+def f(marker, then_sleep):
+    # A daemon in a session of its own, holding the tool's pipes, that outlives the function.
+    subprocess.Popen([marker, '300'], executable='/bin/sleep', start_new_session=True)
+    time.sleep(then_sleep)
+    return {'started': True}
+"""
+
+
+@pytest.mark.parametrize("then_sleep", [0, 30], ids=["call-ends", "timeout"])
+def test_a_daemon_outliving_the_call(mode: str, then_sleep: int, marker: str) -> None:
+    start = time.monotonic()
+    response = tool(DAEMON, {"marker": marker, "then_sleep": then_sleep}, timeout="1s")
+    elapsed = time.monotonic() - start
+    assert elapsed < 1 + 1, f"took {elapsed:.2f}s"  # the tool's timeout plus a second, at most
+    if then_sleep:
+        assert "did not finish within 1s" in response["error"]
+    else:
+        assert response == {"result": {"started": True}}
+    if mode == "namespaces":
+        deadline = time.monotonic() + 1
+        while processes_named(marker) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert processes_named(marker) == [], "the daemon outlived the call"
+
+
+def test_exec_returns_within_the_timeout_with_a_daemon_left(tmp_path: Path, marker: str) -> None:
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "cesync.yaml").write_text(
+        "version: 1\nenvironments:\n  local:\n    endpoint: embedded\n    project: local\n    location: us\n    app: a\n"
+    )
+    code = "\n".join("      " + line for line in DAEMON.strip().splitlines())
+    (tmp_path / "tools" / "daemon.yaml").write_text(f"pythonFunction:\n  pythonCode: |\n{code}\ntimeout: 1s\n")
+    assert cesync("apply", "--dir", str(tmp_path), "--env", "local", "--auto-approve").returncode == 0
+    took = {}
+    for then_sleep in (0, 30):  # the first run measures cesync's own start-up, to subtract
+        args = json.dumps({"marker": marker, "then_sleep": then_sleep})
+        start = time.monotonic()
+        r = cesync("exec", "daemon", "--dir", str(tmp_path), "--env", "local", "--args", args)
+        took[then_sleep] = time.monotonic() - start
+        assert r.returncode in (0, 1) and "Traceback" not in r.stderr, r.stderr
+    assert "did not finish within 1s" in r.stdout, r.stdout + r.stderr
+    # Not the 300 s the daemon sleeps: the tight bound (timeout plus a second) is asserted in
+    # process above; here cesync's start-up on a busy machine varies by seconds between runs.
+    assert took[30] - took[0] < 1 + 1 + 3, took
+    assert processes_named(marker) == []
+
+
+FORK_BOMB = """
+import os
+def f(marker):
+    forks = 0
+    for _ in range(1000):
+        try:
+            pid = os.fork()
+        except OSError:
+            break
+        if pid == 0:
+            os.execv('/bin/sleep', [marker, '300'])
+        forks += 1
+    return {'forks': forks}
+"""
+
+
+def test_a_fork_bomb_is_bounded(mode: str, marker: str) -> None:
+    if mode == "fallback" and os.geteuid() == 0:
+        pytest.skip("the kernel does not count root's processes: only namespaces bound them (tested there)")
+    response = tool(FORK_BOMB, {"marker": marker}, timeout="5s")
+    assert 0 < response["result"]["forks"] <= 64, response
+    if mode == "namespaces":
+        time.sleep(0.2)
+        assert processes_named(marker) == []
+
+
+MEMORY_BOMB = """
+def f():
+    hoard = []
+    while True:
+        hoard.append(bytearray(64 * 1024 * 1024))
+"""
+
+
+def test_a_memory_bomb_is_bounded(mode: str) -> None:
+    assert "MemoryError" in tool(MEMORY_BOMB)["error"]
+
+
+def test_the_fallback_says_so_once(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(sandbox.SANDBOX_ENV, "fallback")
+    monkeypatch.setattr(sandbox, "_warned", False)
+    tool("def f():\n    return 1\n")
+    tool("def f():\n    return 2\n")
+    err = warning(capsys)
+    assert err.count("cesync: warning: the emulator runs Python tools without isolation here") == 1, err
+    assert "CESYNC_SANDBOX=fallback" in err
