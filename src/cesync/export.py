@@ -27,7 +27,7 @@ from .normalize import DOCUMENT_FIELDS, MODELS, canonical
 from .repo import ENV_VAR, ID_RE, KINDS, VAR_SPAN
 from .yamlout import to_yaml
 
-__all__ = ["ExportedRepo", "Resource", "export_repo", "file_names", "to_yaml"]
+__all__ = ["LOADER_VAR", "ExportedRepo", "Resource", "export_repo", "file_names", "to_yaml"]
 
 CODE_FIELDS = {"pythonCode", "pythonScript"}
 # Names Windows refuses as file names, whatever the extension.
@@ -77,11 +77,13 @@ def export_repo(
     variables: Mapping[str, str],
     urls: Mapping[str, str],
     config_text: str,
+    known: set[tuple[str, str]] | None = None,
 ) -> ExportedRepo:
+    """known: the resources refs may name (default: those exported)."""
     out = ExportedRepo()
     out.files["cesync.yaml"] = config_text
     out.files[".gitignore"] = ".cesync/\nplan.json\n"
-    known = {(r.kind, r.id) for r in resources}
+    known = known if known is not None else {(r.kind, r.id) for r in resources}
     for kind in KINDS:
         ids = [r.id for r in resources if r.kind == kind]
         stems = file_names(kind, ids)

@@ -128,4 +128,4 @@ def load_plan(path: Path) -> Plan:
 
 
 # Registers the commands on `main` (they import main, so this comes last).
-from . import adopt, ci, core, serve, tools  # noqa: E402, F401
+from . import adopt, ci, core, serve, sync, tools  # noqa: E402, F401

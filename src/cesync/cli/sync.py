@@ -1,0 +1,76 @@
+"""Bringing the app back into the repo, and the repo's layout: pull, fmt."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from ..errors import CesyncError, ConfigError
+from . import dir_option, endpoint_option, env_option, err, handled, main
+
+if TYPE_CHECKING:
+    from ..diff import Remote
+
+
+@main.command()
+@dir_option
+@env_option
+@endpoint_option
+@click.option("--target", "targets", multiple=True, help="Pull only these resources (ID, tools/ID or toolsets/ID).")
+@click.option("--prune", is_flag=True, help="Delete the files of resources that are gone from the app.")
+@click.option("--dry-run", is_flag=True, help="Print the unified diff of the files pull would change; write nothing.")
+@click.option("--inline", is_flag=True, help="Write a remote value as a literal where the file renders it from a ${VAR}.")
+@handled
+def pull(
+    directory: Path,
+    env_name: str | None,
+    endpoint: str | None,
+    targets: tuple[str, ...],
+    prune: bool,
+    dry_run: bool,
+    inline: bool,
+) -> None:
+    """Write the app's state of managed resources back into the files that define them.
+
+    Minimal edits: comments, key order, quoting and includes stay; only changed values
+    move. Exit 1, writing nothing, when a remote value differs from a ${VAR} rendering
+    (unless --inline) or when the result would not plan empty.
+    """
+    from ..pull import pull_changes, unified_diffs, verify, write_files
+    from ..remote import read_remote
+    from ..targets import resolve_targets, target_keys
+    from ..workflow import open_context
+
+    ctx = open_context(directory, env_name, endpoint)
+
+    async def run() -> list[Remote]:
+        async with ctx.client() as client:
+            return await read_remote(client, ctx.env.parent)
+
+    remote = asyncio.run(run())
+    selected = resolve_targets(targets, {(d.kind, d.id) for d in ctx.desired} | {(r.kind, r.id) for r in remote})
+    result = pull_changes(ctx.repo, ctx.env, ctx.desired, remote, wanted=selected, prune=prune, inline=inline)
+    if result.conflicts:
+        raise ConfigError(result.conflicts)
+    left = verify(ctx.repo.root, result.files, ctx.env.name, remote, target_keys(selected))
+    if left:
+        raise CesyncError(
+            "pull cannot reproduce the app exactly; nothing was written. Still different after the edit: " + "; ".join(left)
+        )
+    for note in result.notes:
+        err(f"note: {note}")
+    for gone in result.gone:
+        err(f"{'deleting' if prune else 'gone from the app (pass --prune to delete its file)'}: {gone}")
+    if dry_run:
+        click.echo(unified_diffs(ctx.repo.root, result.files), nl=False)
+    else:
+        write_files(ctx.repo.root, result.files)
+    verb = "would change" if dry_run else "changed"
+    click.echo(
+        f"pull: {len(result.updated)} updated, {len(result.created)} new, {len(result.gone)} gone; "
+        f"{verb} {len(result.files)} file(s)",
+        err=dry_run,
+    )
