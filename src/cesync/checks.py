@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +17,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from .models import ProtoModel, specs
-from .yamlfile import Path_
+from .yamlfile import SLOW, Path_, fast_load
 
 __all__ = ["Finding", "check_body", "lint_keys", "parse_document", "python_functions"]
 
@@ -89,14 +90,22 @@ def _lint_nested(value: Any, model: type[ProtoModel], path: Path_, repeated: boo
     return lint_keys(value, model, path)
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_document(text: str) -> Any:
-    """Parse OpenAPI text (JSON or YAML) into data; raises ValueError on failure."""
+    """Parse OpenAPI text (JSON or YAML) into data; raises ValueError on failure.
+
+    Cached by content: one plan meets the same schema in the render check and on both
+    sides of the diff. The result is shared, so callers must not modify it.
+    """
     stripped = text.lstrip()
     if stripped.startswith("{"):
         try:
             return json.loads(text)
         except json.JSONDecodeError:
             pass
+    data = fast_load(text)
+    if data is not SLOW:
+        return data
     try:
         return YAML(typ="safe", pure=True).load(text)
     except YAMLError as exc:
@@ -128,8 +137,14 @@ def check_openapi(text: str, path: Path_) -> list[Finding]:
 
 
 def python_functions(code: str) -> list[str]:
+    return list(_top_functions(code))
+
+
+@functools.lru_cache(maxsize=4096)
+def _top_functions(code: str) -> tuple[str, ...]:
+    """Cached by content: every environment (and both sides of a diff) checks the same code."""
     tree = ast.parse(code)
-    return [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return tuple(n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
 
 
 def check_python(code: str, path: Path_, name: str | None) -> list[Finding]:

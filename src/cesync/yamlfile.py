@@ -8,17 +8,32 @@ column, so any problem found later can be reported as ``file:line:col``.
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass, field
+import functools
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.nodes import ScalarNode as RuamelScalarNode
+from ruamel.yaml.resolver import VersionedResolver
+from yaml import YAMLError as PyYAMLError
+from yaml.nodes import MappingNode, ScalarNode, SequenceNode
+from yaml.resolver import BaseResolver
+
+try:
+    from yaml._yaml import CParser
+
+    LIBYAML = True
+except ImportError:  # PyYAML built without libyaml: every document takes ruamel's path
+    CParser, LIBYAML = object, False  # type: ignore[misc, assignment]
 
 from .errors import Problem
 
-__all__ = ["MAX_FILE_BYTES", "MAX_NODES", "Document", "Path_", "Positions", "load_text", "read_text"]
+__all__ = ["MAX_FILE_BYTES", "MAX_NODES", "SLOW", "Document", "Path_", "Positions", "fast_load", "load_text", "read_text"]
 
 MAX_FILE_BYTES = 5 * 1024 * 1024
 MAX_NODES = 200_000  # beyond this a document is an alias bomb or a mistake
@@ -26,18 +41,44 @@ MAX_NODES = 200_000  # beyond this a document is an alias bomb or a mistake
 Path_ = tuple[str | int, ...]
 
 
-@dataclass
 class Positions:
-    """Line and column (1-based) of keys and values, by data path."""
+    """Line and column (1-based) of keys and values, by data path.
 
-    keys: dict[Path_, tuple[int, int]] = field(default_factory=dict)
-    values: dict[Path_, tuple[int, int]] = field(default_factory=dict)
+    Built on first use from a callable (the round-trip parse of the text): a file that
+    has no problem never pays for its positions.
+    """
+
+    def __init__(
+        self,
+        keys: dict[Path_, tuple[int, int]] | None = None,
+        values: dict[Path_, tuple[int, int]] | None = None,
+        *,
+        later: Callable[[], Positions] | None = None,
+    ) -> None:
+        self._keys, self._values, self._later = keys or {}, values or {}, later
+
+    def _built(self) -> None:
+        if self._later is not None:
+            later, self._later = self._later, None
+            built = later()
+            self._keys, self._values = built._keys, built._values
+
+    @property
+    def keys(self) -> dict[Path_, tuple[int, int]]:
+        self._built()
+        return self._keys
+
+    @property
+    def values(self) -> dict[Path_, tuple[int, int]]:
+        self._built()
+        return self._values
 
     def at(self, path: Path_, *, key: bool = False) -> tuple[int, int]:
         """The closest known position: the path itself, else its nearest parent."""
         p = tuple(path)
+        keys, values = self.keys, self.values
         while True:
-            table = (self.keys, self.values) if key else (self.values, self.keys)
+            table = (keys, values) if key else (values, keys)
             for t in table:
                 if p in t:
                     return t[p]
@@ -86,7 +127,24 @@ def read_text(path: Path, display: str) -> str | Problem:
 
 
 def load_text(text: str, display: str) -> Document | Problem:
-    """Parse one YAML document; a Problem (positioned) instead of any exception."""
+    """Parse one YAML document; a Problem (positioned) instead of any exception.
+
+    The common document goes through libyaml (:func:`fast_load`) and gets its
+    positions only if something asks for them; anything the fast path does not
+    handle exactly like ruamel (and every error) takes the round-trip parse.
+    """
+    data = fast_load(text)
+    if data is not SLOW:
+        return Document(display, data, Positions(later=lambda: _positions(text, display)))
+    return _load_rt(text, display)
+
+
+def _positions(text: str, display: str) -> Positions:
+    doc = _load_rt(text, display)
+    return doc.positions if isinstance(doc, Document) else Positions()
+
+
+def _load_rt(text: str, display: str) -> Document | Problem:
     yaml = YAML(typ="rt", pure=True)
     yaml.allow_duplicate_keys = False
     try:
@@ -173,3 +231,97 @@ def _scalar(node: Any) -> Any:
     if isinstance(node, (bytes, bytearray)):
         return node.decode("latin-1")
     return str(node)
+
+
+# --- the fast path: libyaml parses, this module resolves (YAML 1.2) ------------------------
+#
+# libyaml (PyYAML's C parser) builds the node graph; plain scalars come back unresolved
+# and are resolved here with the YAML 1.2 core rules ruamel applies: only true/false are
+# booleans (yes/no/on/off stay strings), no sexagesimal numbers. Everything outside the
+# common subset (explicit tags, merge keys, timestamps, octal/hex/underscored numbers,
+# non-string keys, duplicate keys, %YAML directives, any parse error) returns SLOW so
+# the caller uses ruamel and gets exactly its data or its error message.
+
+SLOW: Any = object()
+_PLAIN = "?"  # the tag our resolver gives plain scalars without an explicit tag
+_STR, _MAP, _SEQ = "tag:yaml.org,2002:str", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
+_NULL, _BOOL, _INT, _FLOAT = (f"tag:yaml.org,2002:{t}" for t in ("null", "bool", "int", "float"))
+_DECIMAL = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
+_POINT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)\.[0-9]+(?:[eE][-+]?[0-9]+)?")
+_RESOLVER = VersionedResolver()  # ruamel's own rules decide what a plain scalar is
+
+
+class _Slow(Exception):
+    pass
+
+
+class _NodeLoader(CParser, BaseResolver):
+    def __init__(self, text: str) -> None:
+        CParser.__init__(self, text)
+        BaseResolver.__init__(self)
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
+        if kind is ScalarNode and implicit[0]:
+            return _PLAIN
+        return str(BaseResolver.resolve(self, kind, value, implicit))  # type: ignore[no-untyped-call]
+
+
+def fast_load(text: str) -> Any:
+    """The plain data of one YAML document as ruamel (YAML 1.2) reads it, or SLOW."""
+    if not LIBYAML or ("%" in text and re.search(r"^%", text, re.M)):
+        return SLOW  # a directive (%YAML 1.1 changes the rules)
+    loader = _NodeLoader(text)
+    try:
+        node = loader.get_single_node()
+        return None if node is None else _value(node, [0])
+    except (_Slow, PyYAMLError, RecursionError, UnicodeError, ValueError):
+        return SLOW
+    finally:
+        loader.dispose()
+
+
+def _value(node: Any, count: list[int]) -> Any:
+    count[0] += 1
+    if count[0] > MAX_NODES:
+        raise _Slow
+    if isinstance(node, ScalarNode):
+        if node.tag == _PLAIN:
+            return _plain_scalar(node.value)
+        if node.tag != _STR:
+            raise _Slow
+        value = node.value
+        value.encode("utf-8")  # an unpaired surrogate: ruamel reports it
+        return str(value)
+    if isinstance(node, MappingNode):
+        if node.tag != _MAP:
+            raise _Slow
+        out: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, ScalarNode) or key_node.tag not in (_PLAIN, _STR):
+                raise _Slow
+            key = key_node.value
+            if key in out or (key_node.tag == _PLAIN and not isinstance(_plain_scalar(key), str)):
+                raise _Slow  # duplicate keys are ruamel's error; non-string keys its spelling
+            key.encode("utf-8")
+            out[key] = _value(value_node, count)
+        return out
+    if isinstance(node, SequenceNode) and node.tag == _SEQ:
+        return [_value(v, count) for v in node.value]
+    raise _Slow
+
+
+@functools.lru_cache(maxsize=8192)
+def _plain_scalar(value: str) -> Any:
+    tag = str(_RESOLVER.resolve(RuamelScalarNode, value, (True, False)))
+    if tag == _STR:
+        value.encode("utf-8")  # an unpaired surrogate: ruamel reports it
+        return value
+    if tag == _NULL:
+        return None
+    if tag == _BOOL:
+        return value in ("true", "True", "TRUE")
+    if tag == _INT and _DECIMAL.fullmatch(value):
+        return int(value)
+    if tag == _FLOAT and _POINT.fullmatch(value):
+        return float(value)
+    raise _Slow  # numbers in other spellings, .inf/.nan, timestamps, merge keys, '='
