@@ -13,6 +13,9 @@ import contextlib
 import json
 import os
 import socket
+import subprocess
+import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -35,10 +38,10 @@ async def _no_calls(name: str, args: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def namespaces_here() -> bool:
-    """Whether this machine gives the sandbox its namespaces (PID 1 of its own PID namespace)."""
+    """Whether this machine gives the sandbox its namespaces (a PID namespace of its own: tiny pids)."""
     code = "import os\ndef f():\n    return os.getpid()\n"
     run = asyncio.run(sandbox.run_python(code, "f", {}, variables={}, context={}, call_tool=_no_calls, timeout=10))
-    return bool(run.response.get("result") == 1)
+    return bool(run.response.get("result", 1000) < 10)
 
 
 @pytest.fixture(params=MODES)
@@ -65,7 +68,7 @@ def processes_named(marker: str) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
         try:
-            if entry.name.isdigit() and marker.encode() in (entry / "cmdline").read_bytes():
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes().split(b"\0")[0] == marker.encode():
                 found.append(int(entry.name))
         except OSError:
             pass
@@ -238,7 +241,9 @@ def test_a_daemon_outliving_the_call(mode: str, then_sleep: int, marker: str) ->
         assert processes_named(marker) == [], "the daemon outlived the call"
 
 
-def test_exec_returns_within_the_timeout_with_a_daemon_left(tmp_path: Path, marker: str) -> None:
+@pytest.fixture
+def daemon_repo(tmp_path: Path) -> Path:
+    """A repo with the daemon tool, applied to its embedded environment (the emulator inside `cesync exec`)."""
     (tmp_path / "tools").mkdir()
     (tmp_path / "cesync.yaml").write_text(
         "version: 1\nenvironments:\n  local:\n    endpoint: embedded\n    project: local\n    location: us\n    app: a\n"
@@ -246,6 +251,11 @@ def test_exec_returns_within_the_timeout_with_a_daemon_left(tmp_path: Path, mark
     code = "\n".join("      " + line for line in DAEMON.strip().splitlines())
     (tmp_path / "tools" / "daemon.yaml").write_text(f"pythonFunction:\n  pythonCode: |\n{code}\ntimeout: 1s\n")
     assert cesync("apply", "--dir", str(tmp_path), "--env", "local", "--auto-approve").returncode == 0
+    return tmp_path
+
+
+def test_exec_returns_within_the_timeout_with_a_daemon_left(daemon_repo: Path, marker: str) -> None:
+    tmp_path = daemon_repo
     took = {}
     for then_sleep in (0, 30):  # the first run measures cesync's own start-up, to subtract
         args = json.dumps({"marker": marker, "then_sleep": then_sleep})
@@ -306,3 +316,57 @@ def test_the_fallback_says_so_once(capsys: pytest.CaptureFixture[str], monkeypat
     err = warning(capsys)
     assert err.count("cesync: warning: the emulator runs Python tools without isolation here") == 1, err
     assert "CESYNC_SANDBOX=fallback" in err
+
+
+def test_a_killed_exec_takes_its_tool_along(namespaces_here: bool, daemon_repo: Path, marker: str) -> None:
+    if not namespaces_here:  # the fallback promises nothing once cesync itself is killed (the README says so)
+        pytest.skip("this system gives no user namespaces")
+    env = {**os.environ, "NO_COLOR": "1"}
+    args = json.dumps({"marker": marker, "then_sleep": 30})
+    command = [sys.executable, "-m", "cesync.cli", "exec", "daemon", "--dir", str(daemon_repo), "--env", "local"]
+    (daemon_repo / "tools" / "daemon.yaml").write_text(
+        (daemon_repo / "tools" / "daemon.yaml").read_text().replace("timeout: 1s", "timeout: 30s")
+    )
+    assert cesync("apply", "--dir", str(daemon_repo), "--env", "local", "--auto-approve").returncode == 0
+    proc = subprocess.Popen([*command, "--args", args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not processes_named(marker) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert processes_named(marker), "the tool never started its daemon"
+    proc.kill()  # SIGKILL: cesync cleans nothing up itself
+    proc.wait()
+    deadline = time.monotonic() + 2
+    while processes_named(marker) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert processes_named(marker) == [], "the tool's daemon outlived a killed cesync exec"
+
+
+def test_unprivileged_users_get_the_same_sandbox() -> None:
+    """Without root the runner maps the user to root of its own user namespace, and isolates the same way."""
+    python = "/usr/bin/python3"  # root's interpreter may live where another user cannot go (pyenv in /root)
+    version = subprocess.run([python, "-c", "import sys; print(sys.version_info >= (3, 10))"], capture_output=True, text=True)
+    if os.geteuid() != 0 or version.stdout.strip() != "True":
+        pytest.skip("needs root (to become another user) and a system python3 >= 3.10")
+    code = "import os\ndef f(pid):\n    return {'pid': os.getpid(), 'root': sorted(os.listdir('/')), 'uid': os.getuid()}\n"
+    request = {"code": code, "function": "f", "args": {"pid": os.getpid()}, "cpu_seconds": 5, "memory_bytes": 1 << 29}
+    with tempfile.TemporaryDirectory() as scratch:
+        os.chmod(scratch, 0o755)
+        runner = Path(scratch) / "runner.py"
+        runner.write_text(Path(sandbox.RUNNER).read_text())
+        r = subprocess.run(
+            [python, "-I", str(runner)],
+            input=json.dumps(request) + "\n",
+            cwd=scratch,
+            env={"PATH": os.defpath},
+            user=1000,
+            group=1000,
+            extra_groups=[],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    lines = r.stdout.splitlines()
+    assert json.loads(lines[0]) == {"sandbox": {"mode": "namespaces", "pid": json.loads(lines[0])["sandbox"]["pid"]}}, r
+    result = json.loads(lines[1])["result"]
+    assert result["pid"] < 10 and result["uid"] == 0, result
+    assert "tmp" in result["root"] and ROOT.parts[1] not in result["root"] and "home" not in result["root"], result

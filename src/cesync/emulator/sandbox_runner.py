@@ -9,11 +9,13 @@ prints go to stderr so they cannot break the protocol.
 Isolation on Linux (``mode: namespaces``). The process the emulator starts (the outer
 runner) forks a child that unshares user, PID, network, mount, IPC and UTS namespaces;
 the outer runner maps the child's ids (root becomes ``nobody``, anyone else stays
-themselves); the child forks the tool's process, PID 1 of the new PID namespace. That
-process builds a root of its own (a tmpfs holding read-only binds of the system's and
-the interpreter's folders, a few devices, its own /proc and an empty /tmp), pivots into
-it, drops every capability and runs the code. When PID 1 ends, however it ends, the
-kernel kills every process left in its namespace; the emulator kills PID 1 at timeout.
+themselves); the child forks PID 1 of the new PID namespace. PID 1 builds a root of its
+own (a tmpfs holding read-only binds of the system's and the interpreter's folders, a few
+devices, its own /proc and an empty /tmp), pivots into it, drops every capability and
+forks the worker that runs the code; PID 1 itself only reaps, and ends with the worker.
+When PID 1 ends, however it ends, the kernel kills every process left in its namespace;
+the emulator kills PID 1 at timeout, and each process of the chain dies with its parent
+(``PR_SET_PDEATHSIG``), so a killed cesync takes its tool along.
 Everything happens here, in a fresh single-threaded process, never in a preexec hook
 of the (multi-threaded) emulator.
 
@@ -45,7 +47,7 @@ NAMESPACES = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWNS | CLONE_N
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
 MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE, MS_RELATIME = 1024, 2048, 4096, 8192, 16384, 1 << 18, 1 << 21
 MNT_DETACH = 2
-PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 24, 38
+PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
 # statvfs f_flag bit -> mount flag: a bind mount in a user namespace must keep these when remounted.
 LOCKED_FLAGS = {1: MS_RDONLY, 2: MS_NOSUID, 4: MS_NODEV, 8: MS_NOEXEC, 1024: MS_NOATIME, 2048: MS_NODIRATIME, 4096: MS_RELATIME}
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
@@ -72,9 +74,11 @@ def _check(result: int, what: str) -> None:
         raise OSError(ctypes.get_errno(), f"{what}: {os.strerror(ctypes.get_errno())}")
 
 
-def _exit_like(status: int) -> NoReturn:
+def _exit_like(status: int, from_init: bool = False) -> NoReturn:
     """End this process the way the waited-for one ended (a signal stays a signal)."""
     code = os.waitstatus_to_exitcode(status)
+    if from_init and 128 < code <= 128 + 64:
+        code = 128 - code  # see _init
     if code < 0:
         signal.signal(-code, signal.SIG_DFL)
         os.kill(os.getpid(), -code)
@@ -105,10 +109,15 @@ def _isolate() -> int:
     nproc = _processes_of(inner_uid) + MAX_PROCESSES
     status_r, status_w = os.pipe()
     go_r, go_w = os.pipe()
+    libc = _libc()
+    outer = os.getpid()
     child = os.fork()
     if child == 0:
         os.close(status_r)
         os.close(go_w)
+        _die_with_parent(libc)
+        if os.getppid() != outer:
+            os._exit(1)
         _middle(status_w, go_r)
         return nproc
     os.close(status_w)
@@ -152,18 +161,48 @@ def _middle(status_w: int, go_r: int) -> None:
         if pid == 0:
             try:
                 _enter(libc)
+                _die_with_parent(libc)  # after _enter: a change of user clears it
+                worker = os.fork()
             except OSError as exc:
                 os.write(status_w, f"{exc.strerror or exc}\n".encode())
                 os._exit(1)
+            if worker == 0:
+                os.close(status_w)
+                return
             os.write(status_w, b"ready\n")
             os.close(status_w)
-            return
+            _init(worker)
         os.write(status_w, f"pid {pid}\n".encode())
         os.close(status_w)
         status = os.waitpid(pid, 0)[1]
     except BaseException:
         os._exit(1)
-    _exit_like(status)
+    _exit_like(status, from_init=True)
+
+
+def _die_with_parent(libc: Any) -> None:
+    _check(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "pdeathsig")
+
+
+def _init(worker: int) -> NoReturn:
+    """PID 1 runs no tool code: it reaps, and ends with the worker (the kernel then kills the rest).
+
+    Nothing in the namespace can signal it (init ignores signals it has no handler for) and
+    nobody can trace it, so the tool cannot keep its namespace alive. Init cannot die of a
+    signal either: a worker killed by signal N is reported as exit status 128 + N.
+    """
+    os.close(0)
+    os.close(1)
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            os._exit(1)
+        if pid == worker:
+            code = os.waitstatus_to_exitcode(status)
+            os._exit(code if code >= 0 else 128 - code)
 
 
 def _mount(libc: Any, source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
@@ -330,6 +369,10 @@ class _Context:
 
 
 def main() -> None:
+    if sys.platform.startswith("linux"):
+        # A killed cesync takes its tool along: each process of the chain dies with its parent.
+        with contextlib.suppress(OSError):
+            _die_with_parent(_libc())
     if "--fallback" in sys.argv[1:]:
         processes = _fallback("the emulator was asked for it with CESYNC_SANDBOX=fallback")
     else:
