@@ -105,7 +105,8 @@ def _isolate() -> int:
     uid, gid = os.geteuid(), os.getegid()
     inner_uid, inner_gid = (NOBODY, NOBODY) if uid == 0 else (uid, gid)
     if uid == 0:
-        os.setgroups([])  # root's groups would follow the tool into the namespace
+        with contextlib.suppress(OSError):  # refused to root of a user namespace that lacks CAP_SETGID
+            os.setgroups([])  # root's groups would follow the tool into the namespace
     nproc = _processes_of(inner_uid) + MAX_PROCESSES
     status_r, status_w = os.pipe()
     go_r, go_w = os.pipe()
@@ -126,9 +127,7 @@ def _isolate() -> int:
         first = status.readline().strip()
         if first == "unshared":
             try:
-                for name, text in (("setgroups", "deny"), ("uid_map", f"0 {inner_uid} 1\n"), ("gid_map", f"0 {inner_gid} 1\n")):
-                    with open(f"/proc/{child}/{name}", "w") as f:
-                        f.write(text)
+                _write_maps(child, (inner_uid, uid), (inner_gid, gid))
             except OSError as exc:
                 first = f"cannot map user ids ({exc.strerror})"
             else:
@@ -144,6 +143,22 @@ def _isolate() -> int:
         raise NotIsolated(reasons[0] if reasons else "the namespace setup died")
     _send({"sandbox": {"mode": "namespaces", "pid": pid}})
     _exit_like(os.waitpid(child, 0)[1])
+
+
+def _write_maps(child: int, uids: tuple[int, int], gids: tuple[int, int]) -> None:
+    """Map root of the child's namespace to the first host id the kernel accepts (``nobody`` needs
+    a root that owns it: root of a container may not, and then keeps its own id)."""
+    with open(f"/proc/{child}/setgroups", "w") as f:
+        f.write("deny")
+    for name, ids in (("uid_map", uids), ("gid_map", gids)):
+        for i, host_id in enumerate(ids):
+            try:
+                with open(f"/proc/{child}/{name}", "w") as f:
+                    f.write(f"0 {host_id} 1\n")
+                break
+            except OSError:
+                if i == len(ids) - 1:
+                    raise
 
 
 def _middle(status_w: int, go_r: int) -> None:
