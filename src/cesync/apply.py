@@ -2,10 +2,17 @@
 
 Creates and updates start once everything they depend on is done, at most
 ``parallelism`` at once. Deletes run only when every create and update
-succeeded, each after the resources that reference it. ABORTED (someone changed
-a resource since the plan) or an interrupt stops new actions from starting;
-running ones finish and everything is reported, so a new plan shows exactly the
-work that remains.
+succeeded, each after the resources that reference it. A conflict (someone
+changed a resource since the plan) or an interrupt stops new actions from
+starting; running ones finish and everything is reported, so a new plan shows
+exactly the work that remains.
+
+A write whose reply was lost is resent by the client; if the resend is answered
+ABORTED or NOT_FOUND (update, delete) or ALREADY_EXISTS (create), that may be our
+own first attempt, so the resource is read back and compared with what was sent
+(the masked fields of an update, the whole resource of a create, absence for a
+delete): equal is done, anything else is a real conflict. A delete of something
+already gone is done too.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .client import CesClient
+from .client.api import Written
 from .diff import diff_resource
 from .errors import Aborted, AlreadyExists, ApiError, FailedPrecondition, NotFound
 from .plan import COLLECTION, Change, Plan
@@ -111,44 +119,72 @@ class _Run:
             self.finished[c.name].set()
 
     async def _call(self, c: Change, outcome: Outcome) -> None:
-        parent, collection = self.plan.app, COLLECTION[c.kind]
         try:
-            if c.action == "create":
-                result = await self._create(c, parent, collection)
-                outcome.etag = str(result.get("etag", ""))
-            elif c.action == "update":
-                body = {**(c.body or {}), "etag": c.etag}
-                result = await self.client.patch(c.name, body, list(c.update_mask))
-                outcome.etag = str(result.get("etag", ""))
-            else:
-                await self.client.delete(c.name, c.etag or None, force=self.force_delete)
-            outcome.status = DONE
-        except Aborted:
+            written = await self._send(c)
+            lost_reply = written.retried and isinstance(written.error, RESENT[c.action])
+            if lost_reply:
+                written = await self._settle(c, written)
+        except ApiError as exc:  # reading the resource back failed
+            written, lost_reply = Written(error=exc), False
+        if written.error is None:
+            outcome.status, outcome.etag = DONE, str(written.body.get("etag", ""))
+            if lost_reply:
+                outcome.message = "the reply was lost; read back: " + ("gone" if c.action == "delete" else "as sent")
+            return
+        outcome.status, outcome.message = _failure(c, written.error, lost_reply)
+        if outcome.status == CONFLICT:
             self.stop.set()
-            outcome.status = CONFLICT
-            outcome.message = "changed by someone else since the plan (etag mismatch); nothing was overwritten: plan again"
-        except AlreadyExists as exc:
-            outcome.status, outcome.message = CONFLICT, str(exc.message)
-        except FailedPrecondition as exc:
-            hint = " (pass --force-delete to also remove the agents' references)" if c.action == "delete" else ""
-            outcome.status, outcome.message = FAILED, exc.message + hint
-        except NotFound as exc:
-            self.stop.set()
-            outcome.status, outcome.message = CONFLICT, f"{exc.message}: it was deleted since the plan; plan again"
-        except ApiError as exc:
-            outcome.status, outcome.message = FAILED, str(exc)
 
-    async def _create(self, c: Change, parent: str, collection: str) -> dict[str, Any]:
+    async def _send(self, c: Change) -> Written:
+        if c.action == "create":
+            return await self.client.create(self.plan.app, COLLECTION[c.kind], c.id, c.body or {})
+        if c.action == "update":
+            return await self.client.patch(c.name, {**(c.body or {}), "etag": c.etag}, list(c.update_mask))
+        return await self.client.delete(c.name, c.etag or None, force=self.force_delete)
+
+    async def _settle(self, c: Change, written: Written) -> Written:
+        """After a resend met a conflict: is the resource what we sent (our lost write), or not?"""
         try:
-            return await self.client.create(parent, collection, c.id, c.body or {})
-        except AlreadyExists as exc:
-            if not getattr(exc, "after_retry", False):
-                raise AlreadyExists(f"{c.name} was created by someone else since the plan; plan again", code=409) from None
-            # Our own earlier attempt probably landed before its answer was lost: check it.
-            current = await self.client.get(c.name)
-            if diff_resource(c.kind, c.id, c.body, current).update_mask:
-                raise AlreadyExists(f"{c.name} exists and differs from the desired state; plan again", code=409) from None
-            return current
+            current: dict[str, Any] | None = await self.client.get(c.name)
+        except NotFound:
+            current = None
+        if _as_sent(c, current):
+            return Written(current or {}, None, True)
+        return written
+
+
+RESENT: dict[str, tuple[type[ApiError], ...]] = {
+    "create": (AlreadyExists,),
+    "update": (Aborted, NotFound),
+    "delete": (Aborted, NotFound),
+}
+
+
+def _as_sent(c: Change, current: dict[str, Any] | None) -> bool:
+    """Canonical comparison of what was sent with what is there (only the masked fields of an update)."""
+    if c.action == "delete" or current is None:
+        return c.action == "delete" and current is None
+    differs = diff_resource(c.kind, c.id, c.body, current).update_mask
+    if c.action == "create":
+        return not differs
+    return not any(d == m or d.startswith(m + ".") or m.startswith(d + ".") for d in differs for m in c.update_mask)
+
+
+def _failure(c: Change, exc: ApiError, lost_reply: bool) -> tuple[str, str]:
+    """(status, message) for an error answer to a change."""
+    if lost_reply:
+        return CONFLICT, "reply lost, and reading it back shows other than what was sent: changed by someone else; plan again"
+    if isinstance(exc, Aborted):
+        return CONFLICT, "changed by someone else since the plan (etag mismatch); nothing was overwritten: plan again"
+    if isinstance(exc, AlreadyExists):
+        return CONFLICT, f"{exc.message}: created by someone else since the plan; plan again"
+    if isinstance(exc, NotFound):
+        if c.action == "delete":
+            return DONE, "already gone (deleted by someone else); nothing to do"
+        return CONFLICT, f"{exc.message}: it was deleted since the plan; plan again"
+    if isinstance(exc, FailedPrecondition) and c.action == "delete":
+        return FAILED, f"{exc.message} (pass --force-delete to delete it anyway and remove those references)"
+    return FAILED, str(exc)
 
 
 async def apply_plan(

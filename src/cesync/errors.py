@@ -13,7 +13,8 @@ CesyncError                  every error cesync reports to a user (one clear lin
     ├── Conflict             409
     │   ├── Aborted          etag mismatch: someone changed the resource
     │   └── AlreadyExists    create with a taken id
-    ├── RetryableError       429, 500, 503, 504 (retried where safe)
+    ├── RetryableError       429, 503, 504 (retried where safe, see client/api.py)
+    ├── Internal             500 INTERNAL (never retried)
     └── TransportError       the endpoint could not be reached at all
 """
 
@@ -30,6 +31,7 @@ __all__ = [
     "ConfigError",
     "Conflict",
     "FailedPrecondition",
+    "Internal",
     "InvalidArgument",
     "NotFound",
     "PermissionDenied",
@@ -142,8 +144,18 @@ class RetryableError(ApiError):
     status = "UNAVAILABLE"
 
 
+class Internal(ApiError):
+    status = "INTERNAL"
+
+
 class TransportError(ApiError):
+    """No answer: the endpoint was not reached (``sent`` False) or the reply was lost."""
+
     status = "UNREACHABLE"
+
+    def __init__(self, message: str, *, sent: bool = False, **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.sent = sent
 
 
 BY_STATUS: dict[str, type[ApiError]] = {
@@ -158,5 +170,5 @@ BY_STATUS: dict[str, type[ApiError]] = {
     "RESOURCE_EXHAUSTED": RetryableError,
     "UNAVAILABLE": RetryableError,
     "DEADLINE_EXCEEDED": RetryableError,
-    "INTERNAL": RetryableError,
+    "INTERNAL": Internal,
 }

@@ -1,26 +1,31 @@
 """The CES REST client (async httpx): tools and toolsets, retries, one error tree.
 
-Retries follow AIP-194: 429 (after its RetryInfo delay), 500, 503, 504 and
-connection failures are retried with exponential backoff and full jitter, for
-reads and for writes that are safe to repeat. A create that may have reached the
-server is retried too; the ALREADY_EXISTS that may follow is marked
-``after_retry`` so that the caller can resolve it by reading the resource.
+Retries follow SPEC section 5 (AIP-194): only UNAVAILABLE, DEADLINE_EXCEEDED,
+RESOURCE_EXHAUSTED (waiting at least its ``RetryInfo`` delay) and connection
+failures, with exponential backoff and full jitter; never INVALID_ARGUMENT,
+FAILED_PRECONDITION, NOT_FOUND, PERMISSION_DENIED, UNAUTHENTICATED, INTERNAL, and
+never executeTool. A write whose request may have reached the server is resent,
+but its answer is returned as a ``Written`` with ``retried`` set: an ABORTED,
+NOT_FOUND or ALREADY_EXISTS may then be the server meeting our own earlier
+attempt, which only the caller can settle (by reading the resource). Every retry
+is announced in one line (what, why, how long) through ``notify``.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
 
 import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
-from ..errors import BY_STATUS, AlreadyExists, ApiError, NotFound, RetryableError, TransportError
+from ..errors import BY_STATUS, ApiError, RetryableError, TransportError
 
-__all__ = ["CesClient", "RetryPolicy"]
+__all__ = ["CesClient", "RetryPolicy", "Written"]
 
 T = TypeVar("T")
 ALT = {"$alt": "json;enum-encoding=int"}
@@ -31,6 +36,29 @@ class RetryPolicy:
     attempts: int = 6
     initial: float = 0.2
     maximum: float = 10.0
+
+
+@dataclass(frozen=True)
+class Written:
+    """What a create, patch or delete came to.
+
+    ``retried``: the request went out more than once, so an error may answer our
+    own earlier attempt whose reply was lost (see the module docstring).
+    """
+
+    body: dict[str, Any] = field(default_factory=dict)
+    error: ApiError | None = None
+    retried: bool = False
+
+    def unwrap(self) -> dict[str, Any]:
+        """The answer, or the error raised: for callers that do not settle lost replies."""
+        if self.error is not None:
+            raise self.error
+        return self.body
+
+
+def stderr_line(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)  # looked up per call: a progress bar may redirect stderr
 
 
 def _retry_delay(details: list[dict[str, Any]]) -> float | None:
@@ -86,9 +114,11 @@ class CesClient:
         retry: RetryPolicy | None = None,
         timeout: float = 60.0,
         max_connections: int = 32,
+        notify: Callable[[str], None] = stderr_line,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.retry = retry or RetryPolicy()
+        self.notify = notify
         self.http = httpx.AsyncClient(
             base_url=self.base_url,
             transport=transport,
@@ -129,9 +159,16 @@ class CesClient:
                 headers={"x-goog-request-params": f"parent={resource}"},
                 timeout=httpx.Timeout(timeout) if timeout else httpx.USE_CLIENT_DEFAULT,
             )
-        except httpx.TransportError as exc:
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
             raise TransportError(
                 f"cannot reach {self.base_url}: {type(exc).__name__}: {exc}", operation=operation, resource=resource
+            ) from None
+        except httpx.TransportError as exc:
+            raise TransportError(
+                f"the connection to {self.base_url} broke before the answer came: {type(exc).__name__}: {exc}",
+                sent=True,
+                operation=operation,
+                resource=resource,
             ) from None
         if response.status_code >= 400:
             raise to_error(response, operation, resource)
@@ -145,28 +182,42 @@ class CesClient:
             ) from None
         return data if isinstance(data, dict) else {}
 
-    async def _retrying(self, fn: Callable[[], Awaitable[T]], on_retry: Callable[[], None] | None = None) -> T:
+    async def _retrying(self, fn: Callable[[], Awaitable[T]]) -> T:
         exponential = wait_random_exponential(multiplier=self.retry.initial, max=self.retry.maximum)
 
         def wait(state: RetryCallState) -> float:
             exc = state.outcome.exception() if state.outcome else None
             hinted = _retry_delay(exc.details) if isinstance(exc, ApiError) else None
-            return max(hinted or 0.0, float(exponential(state)))
+            return max(hinted or 0.0, float(exponential(state)))  # full jitter, never below RetryInfo
 
-        def before_sleep(_: RetryCallState) -> None:
-            if on_retry:
-                on_retry()
+        def announce(state: RetryCallState) -> None:
+            exc = state.outcome.exception() if state.outcome else None
+            if isinstance(exc, ApiError):
+                self.notify(retry_line(exc, state.upcoming_sleep, state.attempt_number, self.retry.attempts))
 
         async for attempt in AsyncRetrying(
             retry=retry_if_exception_type((RetryableError, TransportError)),
             wait=wait,
             stop=stop_after_attempt(self.retry.attempts),
-            before_sleep=before_sleep,
+            before_sleep=announce,
             reraise=True,
         ):
             with attempt:
                 return await fn()
         raise AssertionError("unreachable")
+
+    async def _write(self, fn: Callable[[], Awaitable[dict[str, Any]]]) -> Written:
+        sent = 0
+
+        async def counted() -> dict[str, Any]:
+            nonlocal sent
+            sent += 1
+            return await fn()
+
+        try:
+            return Written(await self._retrying(counted), None, sent > 1)
+        except ApiError as exc:
+            return Written({}, exc, sent > 1)
 
     # --- calls -----------------------------------------------------------------------------
 
@@ -192,50 +243,27 @@ class CesClient:
         kind = _kind(name)
         return await self._retrying(lambda: self._call("GET", name, f"get {kind}", name))
 
-    async def create(self, parent: str, collection: str, rid: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def create(self, parent: str, collection: str, rid: str, body: dict[str, Any]) -> Written:
         singular = collection[:-1]
         name = f"{parent}/{collection}/{rid}"
-        retried = False
-
-        def mark() -> None:
-            nonlocal retried
-            retried = True
-
-        try:
-            return await self._retrying(
-                lambda: self._call(
-                    "POST", f"{parent}/{collection}", f"create {singular}", name, params={f"{singular}Id": rid}, body=body
-                ),
-                on_retry=mark,
-            )
-        except AlreadyExists as exc:
-            exc.after_retry = retried  # type: ignore[attr-defined]
-            raise
-
-    async def patch(self, name: str, body: dict[str, Any], mask: list[str]) -> dict[str, Any]:
-        kind = _kind(name)
-        return await self._retrying(
-            lambda: self._call("PATCH", name, f"update {kind}", name, params={"updateMask": ",".join(mask)}, body=body)
+        params = {f"{singular}Id": rid}
+        return await self._write(
+            lambda: self._call("POST", f"{parent}/{collection}", f"create {singular}", name, params=params, body=body)
         )
 
-    async def delete(self, name: str, etag: str | None, force: bool = False) -> None:
+    async def patch(self, name: str, body: dict[str, Any], mask: list[str]) -> Written:
+        kind = _kind(name)
+        params = {"updateMask": ",".join(mask)}
+        return await self._write(lambda: self._call("PATCH", name, f"update {kind}", name, params=params, body=body))
+
+    async def delete(self, name: str, etag: str | None, force: bool = False) -> Written:
         kind = _kind(name)
         params: dict[str, Any] = {}
         if etag:
             params["etag"] = etag
         if force:
             params["force"] = "true"
-        retried = False
-
-        def mark() -> None:
-            nonlocal retried
-            retried = True
-
-        try:
-            await self._retrying(lambda: self._call("DELETE", name, f"delete {kind}", name, params=params), on_retry=mark)
-        except NotFound:
-            if not retried:
-                raise  # gone before we came: a real conflict for the caller to report
+        return await self._write(lambda: self._call("DELETE", name, f"delete {kind}", name, params=params))
 
     async def execute(self, parent: str, request: dict[str, Any]) -> dict[str, Any]:
         """executeTool is never retried automatically (it may have side effects)."""
@@ -245,6 +273,19 @@ class CesClient:
 
 
 EXECUTE_TIMEOUT = 330.0
+
+
+def retry_line(exc: ApiError, wait: float, attempt: int, attempts: int) -> str:
+    """One line per retry: what is retried, why, and how long until the next attempt."""
+    what = " ".join(x for x in (exc.operation, exc.resource) if x) or "request"
+    if isinstance(exc, TransportError):
+        why = "reply lost (the request may have been carried out)" if exc.sent else "could not connect"
+    else:
+        why = f"{exc.status} ({exc.code})" if exc.code else exc.status
+        hinted = _retry_delay(exc.details)
+        if hinted is not None:
+            why += f", server asks to wait {hinted:g}s"
+    return f"retry {attempt}/{attempts - 1}: {what}: {why}; next attempt in {wait:.2f}s"
 
 
 def _kind(name: str) -> str:

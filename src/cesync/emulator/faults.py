@@ -2,7 +2,8 @@
 
 Latency (fixed + jitter), a share of 429 RESOURCE_EXHAUSTED answers (with
 ``RetryInfo``), a share of 503 UNAVAILABLE, and a share of writes that are
-committed and then answered with a dropped connection.
+committed and then answered with a dropped connection (``drop_next`` drops the
+next N writes for certain, so a test can lose exactly one reply).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class FaultConfig:
     rate_429: float = 0.0
     rate_503: float = 0.0
     drop_rate: float = 0.0  # writes: commit, then drop the connection
+    drop_next: int = 0  # the next N writes: commit, then drop the connection
     retry_delay_s: float = 0.01
     seed: int = 0
     fail_status: str = ""  # answer every call with this status, e.g. PERMISSION_DENIED
@@ -60,6 +62,12 @@ class FaultMiddleware:
             self._rng, self._seed = random.Random(self.config.seed), self.config.seed
         return self._rng.random()
 
+    def _drop(self) -> bool:
+        if self.config.drop_next > 0:
+            self.config.drop_next -= 1
+            return True
+        return bool(self.config.drop_rate) and self._roll() < self.config.drop_rate
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not scope["path"].startswith("/v1/"):
             await self.app(scope, receive, send)
@@ -82,7 +90,7 @@ class FaultMiddleware:
         if c.rate_503 and self._roll() < c.rate_503:
             await _send_error(send, RpcError("UNAVAILABLE", "The service is currently unavailable (emulated)"))
             return
-        if scope["method"] in WRITE_METHODS and c.drop_rate and self._roll() < c.drop_rate:
+        if scope["method"] in WRITE_METHODS and self._drop():
             await self._commit_then_drop(scope, receive, send)
             return
         await self.app(scope, receive, send)

@@ -1,0 +1,214 @@
+"""apply against the emulator: lost replies, retries, deletes (prune, force, races)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from cesync.apply import ApplyResult, apply_plan
+from cesync.client import CesClient, RetryPolicy
+from cesync.emulator import EmbeddedTransport, FaultConfig
+from cesync.errors import ApiError
+from cesync.plan import Plan, build_plan
+from cesync.remote import read_remote
+
+FAST = RetryPolicy(attempts=5, initial=0.001, maximum=0.01)
+APP = "projects/p/locations/us/apps/a"
+
+
+def search(description: str) -> dict[str, Any]:
+    return {"googleSearchTool": {"name": "s", "description": description}}
+
+
+def widget(source: str) -> dict[str, Any]:
+    return {"widgetTool": {"name": "w", "dataMapping": {"sourceToolName": f"{APP}/tools/{source}"}}}
+
+
+class Recorder(httpx.AsyncBaseTransport):
+    """The emulator, with every request and its status written down (in order of answer)."""
+
+    def __init__(self, faults: FaultConfig | None = None) -> None:
+        self.inner = EmbeddedTransport(faults=faults)
+        self.calls: list[tuple[str, str, int]] = []
+        self.on_drop: Callable[[httpx.AsyncBaseTransport], Awaitable[None]] | None = None
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        try:
+            response = await self.inner.handle_async_request(request)
+        except httpx.TransportError:
+            self.calls.append((request.method, request.url.path.rsplit("/", 1)[-1], 0))
+            if self.on_drop is not None:  # someone else writes between the lost reply and the resend
+                await self.on_drop(self.inner)
+            raise
+        self.calls.append((request.method, request.url.path.rsplit("/", 1)[-1], response.status_code))
+        return response
+
+    def writes(self) -> list[tuple[str, str, int]]:
+        return [c for c in self.calls if c[0] != "GET"]
+
+
+async def _plan(c: CesClient, desired: dict[str, dict[str, Any]], prune: bool = False) -> Plan:
+    return build_plan("e", APP, [("tool", k, v) for k, v in desired.items()], await read_remote(c, APP), prune=prune)
+
+
+def run(
+    transport: httpx.AsyncBaseTransport,
+    steps: Callable[[CesClient], Awaitable[ApplyResult]],
+    lines: list[str] | None = None,
+) -> ApplyResult:
+    async def go() -> ApplyResult:
+        notify = lines.append if lines is not None else (lambda line: None)
+        async with CesClient("http://emu", transport=transport, retry=FAST, notify=notify) as c:
+            return await steps(c)
+
+    return asyncio.run(go())
+
+
+async def converge(c: CesClient, desired: dict[str, dict[str, Any]], **kw: Any) -> ApplyResult:
+    result = await apply_plan(c, await _plan(c, desired, kw.pop("prune", False)), **kw)
+    return result
+
+
+# --- writes whose reply was lost --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("action", ["create", "update", "delete"])
+def test_lost_reply_of_own_write_counts_as_done(action: str) -> None:
+    """The write commits, its reply is dropped; the resend meets our own write and must not be a conflict."""
+    faults = FaultConfig()
+    transport = Recorder(faults)
+    before = {} if action == "create" else {"t": search("old")}
+    after = {} if action == "delete" else {"t": search("new")}
+    lines: list[str] = []
+
+    async def steps(c: CesClient) -> ApplyResult:
+        await converge(c, before)
+        plan = await _plan(c, after, prune=True)
+        faults.update({"drop_next": 1})
+        return await apply_plan(c, plan)
+
+    result = run(transport, steps, lines)
+    assert result.ok, result.outcomes
+    assert [o.status for o in result.outcomes] == ["done"]
+    method = {"create": "POST", "update": "PATCH", "delete": "DELETE"}[action]
+    sent = [w for w in transport.writes() if w[0] == method]
+    assert len(sent) == 2 and sent[0][2] == 0  # the lost reply, then the resend meeting our own write
+    assert sent[1][2] == (404 if action == "delete" else 409)
+    assert len(lines) == 1 and lines[0].startswith(f"retry 1/4: {action} tool {APP}/tools/t: reply lost"), lines
+    assert "next attempt in" in lines[0]
+    final = run(transport, lambda c: converge(c, after, prune=True))
+    assert final.outcomes == []  # nothing left to do
+
+
+async def edit(transport: httpx.AsyncBaseTransport, tid: str, description: str) -> None:
+    """Another client (a person, another pipeline) changes a tool's description."""
+    async with CesClient("http://emu", transport=transport) as other:
+        current = await other.get(f"{APP}/tools/{tid}")
+        body = {"googleSearchTool": {**current["googleSearchTool"], "description": description}, "etag": current["etag"]}
+        (await other.patch(f"{APP}/tools/{tid}", body, ["googleSearchTool.description"])).unwrap()
+
+
+@pytest.mark.parametrize(("theirs", "expected"), [("theirs", "conflict"), ("new", "done")])
+def test_lost_reply_then_someone_else_writes(theirs: str, expected: str) -> None:
+    """Between our lost reply and the resend another client writes: a real conflict unless it wrote what we did."""
+    faults = FaultConfig()
+    transport = Recorder(faults)
+
+    async def steps(c: CesClient) -> ApplyResult:
+        await converge(c, {"t": search("old")})
+        plan = await _plan(c, {"t": search("new")})
+        faults.update({"drop_next": 1})
+        transport.on_drop = lambda inner: edit(inner, "t", theirs)
+        result = await apply_plan(c, plan)
+        assert (await c.get(f"{APP}/tools/t"))["googleSearchTool"]["description"] == theirs  # never overwritten
+        return result
+
+    result = run(transport, steps)
+    assert [o.status for o in result.outcomes] == [expected], result.outcomes
+    if expected == "conflict":
+        assert "reply lost" in result.outcomes[0].message and "plan again" in result.outcomes[0].message
+
+
+def test_lost_reply_then_someone_else_edits_another_field_counts_as_done() -> None:
+    """Only the masked fields are compared: a change elsewhere is not ours to judge."""
+    faults = FaultConfig()
+    transport = Recorder(faults)
+
+    async def other_field(inner: httpx.AsyncBaseTransport) -> None:
+        async with CesClient("http://emu", transport=inner) as other:
+            current = await other.get(f"{APP}/tools/t")
+            (await other.patch(f"{APP}/tools/t", {"timeout": "7s", "etag": current["etag"]}, ["timeout"])).unwrap()
+
+    async def steps(c: CesClient) -> ApplyResult:
+        await converge(c, {"t": search("old")})
+        plan = await _plan(c, {"t": search("new")})
+        faults.update({"drop_next": 1})
+        transport.on_drop = other_field
+        return await apply_plan(c, plan)
+
+    result = run(transport, steps)
+    assert [o.status for o in result.outcomes] == ["done"]
+
+
+# --- retry policy (SPEC section 5) -------------------------------------------------------------------
+
+RETRIED = {"UNAVAILABLE", "RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED"}
+NEVER = {"INVALID_ARGUMENT", "FAILED_PRECONDITION", "NOT_FOUND", "PERMISSION_DENIED", "UNAUTHENTICATED", "INTERNAL", "ABORTED"}
+
+
+@pytest.mark.parametrize("status", sorted(RETRIED | NEVER))
+@pytest.mark.parametrize("call", ["list", "get", "create", "patch", "delete", "execute"])
+def test_what_is_retried(status: str, call: str) -> None:
+    faults = FaultConfig(fail_status=status)
+    transport = Recorder(faults)
+    lines: list[str] = []
+    requests: dict[str, Callable[[CesClient], Awaitable[Any]]] = {
+        "list": lambda c: c.list_all(APP, "tools"),
+        "get": lambda c: c.get(f"{APP}/tools/t"),
+        "create": lambda c: c.create(APP, "tools", "t", search("x")),
+        "patch": lambda c: c.patch(f"{APP}/tools/t", {**search("x"), "etag": "e"}, ["googleSearchTool"]),
+        "delete": lambda c: c.delete(f"{APP}/tools/t", "e"),
+        "execute": lambda c: c.execute(APP, {"tool": f"{APP}/tools/t", "args": {}}),
+    }
+
+    async def go() -> None:
+        async with CesClient("http://emu", transport=transport, retry=FAST, notify=lines.append) as c:
+            with contextlib.suppress(ApiError):
+                await requests[call](c)
+
+    asyncio.run(go())
+    retried = status in RETRIED and call != "execute"  # executeTool may have side effects: never resent
+    assert len(transport.calls) == (FAST.attempts if retried else 1), transport.calls
+    assert len(lines) == (FAST.attempts - 1 if retried else 0), lines
+    for n, line in enumerate(lines, 1):
+        assert line.startswith(f"retry {n}/{FAST.attempts - 1}: ") and status in line and "next attempt in" in line
+
+
+def test_retry_waits_at_least_the_retry_info_delay() -> None:
+    faults = FaultConfig(fail_status="", rate_429=1.0, retry_delay_s=0.05)
+    lines: list[str] = []
+
+    async def go() -> None:
+        async with CesClient("http://emu", transport=EmbeddedTransport(faults=faults), retry=FAST, notify=lines.append) as c:
+            with pytest.raises(ApiError, match="RESOURCE_EXHAUSTED"):
+                await c.get(f"{APP}/tools/t")
+
+    asyncio.run(go())
+    assert lines and all("server asks to wait 0.05s; next attempt in 0.05s" in line for line in lines), lines
+
+
+def test_connection_failure_is_retried_and_said() -> None:
+    lines: list[str] = []
+
+    async def go() -> None:
+        async with CesClient("http://127.0.0.1:9", retry=FAST, notify=lines.append) as c:
+            with pytest.raises(ApiError, match="cannot reach"):
+                await c.get(f"{APP}/tools/t")
+
+    asyncio.run(go())
+    assert len(lines) == FAST.attempts - 1 and "could not connect" in lines[0]
