@@ -212,3 +212,68 @@ def test_connection_failure_is_retried_and_said() -> None:
 
     asyncio.run(go())
     assert len(lines) == FAST.attempts - 1 and "could not connect" in lines[0]
+
+
+# --- deletes ------------------------------------------------------------------------------------------
+
+TOOLSET = {"mcpToolset": {"serverAddress": "https://mcp.example/sse"}}
+
+
+def test_prune_deletes_referrers_first() -> None:
+    """A chain w2 -> w1 -> src and a widget on a toolset's tool: each is deleted only after its referrer is gone."""
+    transport = Recorder()
+    tools = {"src": search("s"), "w1": widget("src"), "w2": widget("w1")}
+    tools["w3"] = {"widgetTool": {"name": "w", "dataMapping": {"sourceToolName": f"{APP}/toolsets/ts/tools/op"}}}
+
+    async def steps(c: CesClient) -> ApplyResult:
+        desired = [("toolset", "ts", TOOLSET), *(("tool", k, v) for k, v in tools.items())]
+        created = await apply_plan(c, build_plan("e", APP, desired, await read_remote(c, APP)))
+        assert created.ok, created.outcomes
+        transport.calls.clear()
+        plan = build_plan("e", APP, [], await read_remote(c, APP), prune=True)
+        result = await apply_plan(c, plan, parallelism=8)
+        assert await read_remote(c, APP) == []
+        return result
+
+    result = run(transport, steps)
+    assert result.ok and result.counts()["deleted"] == 5, result.outcomes
+    order = [rid for method, rid, status in transport.writes() if method == "DELETE" and status == 200]
+    assert sorted(order) == ["src", "ts", "w1", "w2", "w3"]
+    assert order.index("w2") < order.index("w1") < order.index("src") and order.index("w3") < order.index("ts")
+
+
+def test_failed_delete_keeps_what_it_references() -> None:
+    """When a referrer's delete fails (an agent uses it), what it references is not deleted either."""
+    transport = Recorder()
+
+    async def steps(c: CesClient) -> ApplyResult:
+        await converge(c, {"src": search("s"), "w1": widget("src")})
+        await agent(transport.inner, "support", [f"{APP}/tools/w1"])
+        return await converge(c, {}, prune=True)
+
+    result = run(transport, steps)
+    by_id = {o.id: o for o in result.outcomes}
+    assert by_id["w1"].status == "failed" and "referenced by agent(s) support" in by_id["w1"].message
+    assert "--force-delete" in by_id["w1"].message
+    assert by_id["src"].status == "skipped" and "w1" in by_id["src"].message
+
+
+async def agent(transport: httpx.AsyncBaseTransport, agent_id: str, tools: list[str]) -> None:
+    async with httpx.AsyncClient(transport=transport, base_url="http://emu") as h:
+        (await h.post("/admin/agents", json={"app": APP, "agentId": agent_id, "tools": tools})).raise_for_status()
+
+
+def test_delete_already_gone_is_done_and_said() -> None:
+    """The NotFound race: someone deletes the resource between plan and apply."""
+    transport = Recorder()
+
+    async def steps(c: CesClient) -> ApplyResult:
+        await converge(c, {"a": search("a"), "b": search("b")})
+        plan = await _plan(c, {}, prune=True)
+        (await c.delete(f"{APP}/tools/a", None)).unwrap()  # someone else, first
+        return await apply_plan(c, plan)
+
+    result = run(transport, steps)
+    by_id = {o.id: o for o in result.outcomes}
+    assert result.ok and by_id["a"].status == by_id["b"].status == "done"
+    assert "already gone" in by_id["a"].message and not by_id["b"].message

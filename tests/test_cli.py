@@ -7,13 +7,15 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cesync.emulator.server import BackgroundServer, free_port
 from tests.conftest import EXAMPLES, ROOT
-from tests.helpers import cesync
+from tests.helpers import cesync, make_repo
 
 
 @pytest.fixture
@@ -117,41 +119,160 @@ def test_env_required_when_several(repo: Path) -> None:
     assert "unknown environment 'prd'; did you mean 'prod'?" in unknown.stderr
 
 
-def test_ctrl_c_stops_new_actions_and_reports(repo: Path) -> None:
-    import signal
-    import time
+class Running:
+    """cesync in a child process, its output read line by line as it comes (to time a Ctrl-C)."""
 
-    import httpx
+    def __init__(self, args: list[str], env: dict[str, str], python_flags: tuple[str, ...] = ()) -> None:
+        import threading
 
-    with BackgroundServer() as server:
-        httpx.post(f"{server.url}/admin/faults", json={"latency_ms": 300})
-        env = {**os.environ, "NO_COLOR": "1", "CES_EMULATOR_HOST": server.host}
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "cesync.cli",
-                "apply",
-                "--dir",
-                str(repo),
-                "--env",
-                "prod",
-                "--auto-approve",
-                "--parallelism",
-                "1",
-            ],
-            env=env,
+        full_env = {**os.environ, "NO_COLOR": "1", **env}
+        self.proc = subprocess.Popen(
+            [sys.executable, *python_flags, "-m", "cesync.cli", *args],
+            env=full_env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
-        time.sleep(2.5)
-        proc.send_signal(signal.SIGINT)
-        out, errout = proc.communicate(timeout=60)
-        assert proc.returncode == 130, errout
-        assert "Interrupted:" in out and "not started" in out
+        self.out: list[str] = []
+        self.err: list[str] = []
+        self.changed = threading.Condition()
+        self.readers = [
+            threading.Thread(target=self._read, args=(stream, lines), daemon=True)
+            for stream, lines in ((self.proc.stdout, self.out), (self.proc.stderr, self.err))
+        ]
+        for t in self.readers:
+            t.start()
+
+    def _read(self, stream: Any, lines: list[str]) -> None:
+        for line in stream:
+            with self.changed:
+                lines.append(line.rstrip("\n"))
+                self.changed.notify_all()
+
+    def wait_for(self, lines: list[str], predicate: Callable[[str], bool], timeout: float = 60) -> None:
+        with self.changed:
+            assert self.changed.wait_for(lambda: any(predicate(x) for x in lines) or self.proc.poll() is not None, timeout)
+        assert any(predicate(x) for x in lines), (self.out, self.err)
+
+    def interrupt(self) -> int:
+        import signal
+
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+        code = self.proc.wait(timeout=60)
+        for t in self.readers:
+            t.join(timeout=10)
+        return code
+
+
+def _remaining(root: Path, host: str, env_name: str) -> list[dict[str, Any]]:
+    rest = cesync("plan", "--dir", str(root), "--env", env_name, "--format", "json", env={"CES_EMULATOR_HOST": host})
+    assert rest.returncode == 0, rest.stderr
+    return list(json.loads(rest.stdout)["changes"])
+
+
+def test_ctrl_c_stops_new_actions_and_reports(repo: Path) -> None:
+    import httpx
+
+    with BackgroundServer() as server:
+        httpx.post(f"{server.url}/admin/faults", json={"latency_ms": 300})
+        run = Running(
+            ["apply", "--dir", str(repo), "--env", "prod", "--auto-approve", "--parallelism", "1"],
+            {"CES_EMULATOR_HOST": server.host},
+        )
+        run.wait_for(run.out, lambda line: line.startswith("done: create"))  # not a fixed sleep: fails under load
+        assert run.interrupt() == 130, run.err
+        out = "\n".join(run.out)
+        assert "Interrupted:" in out and "not started" in out and "Traceback" not in "\n".join(run.err)
         httpx.post(f"{server.url}/admin/faults", json={"latency_ms": 0})
-        rest = cesync("plan", "--dir", str(repo), "--env", "prod", "--format", "json", env={"CES_EMULATOR_HOST": server.host})
-        remaining = json.loads(rest.stdout)["changes"]
         created = out.count("done: create")
-        assert created >= 1 and len(remaining) == 14 - created  # plan shows exactly the rest
+        assert created >= 1 and len(_remaining(repo, server.host, "prod")) == 14 - created  # plan shows exactly the rest
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_ctrl_c_at_a_random_moment(repo: Path, seed: int) -> None:
+    """SIGINT after a seeded random delay covering start-up (imports), plan and apply.
+
+    The clock starts when the interpreter has loaded the cesync package (seen through
+    -X importtime): before that, Python itself is still starting and no cesync code runs.
+    """
+    import random
+
+    import httpx
+
+    delay = random.Random(seed).uniform(0.0, 3.0)
+    with BackgroundServer() as server:
+        httpx.post(f"{server.url}/admin/faults", json={"latency_ms": 100})
+        run = Running(
+            ["apply", "--dir", str(repo), "--env", "prod", "--auto-approve", "--parallelism", "1"],
+            {"CES_EMULATOR_HOST": server.host},
+            python_flags=("-X", "importtime"),
+        )
+        run.wait_for(run.err, lambda line: line.endswith("| cesync"))
+        import time
+
+        time.sleep(delay)
+        code = run.interrupt()
+        errors = [x for x in run.err if not x.startswith("import time:")]
+        out = "\n".join(run.out)
+        httpx.post(f"{server.url}/admin/faults", json={"latency_ms": 0})
+        remaining = _remaining(repo, server.host, "prod")
+    assert "Traceback" not in "\n".join(errors), errors
+    created = out.count("done: create")
+    if code == 0:  # it finished before the signal came
+        assert "Apply: 14 created" in out and remaining == []
+        return
+    assert code == 130, (delay, errors)
+    if "Interrupted:" in out:  # during apply: running calls finish, the rest is reported
+        assert errors == [], errors
+    else:
+        assert errors == ["interrupted"] and created == 0, (delay, errors, out)
+    assert len(remaining) == 14 - created, (delay, out)  # nothing half-applied or unaccounted for
+
+
+SOURCE = "googleSearchTool:\n  name: src\n  description: Search.\n"
+CARD = "widgetTool:\n  name: card\n  dataMapping:\n    sourceToolName: {ref: tools/src}\n"
+MINIMAL_APP = "projects/p/locations/us/apps/a"
+
+
+def test_prune_force_delete_and_agent_references(tmp_path: Path) -> None:
+    """Deletes end to end: refused while an agent references the tool (naming it and the flag), then forced."""
+    import httpx
+
+    root = make_repo(tmp_path, {"tools/src.yaml": SOURCE, "tools/card.yaml": CARD})
+    with BackgroundServer() as server:
+        env = {"CES_EMULATOR_HOST": server.host}
+        assert cesync("apply", "--dir", str(root), "--auto-approve", env=env).returncode == 0
+        card = f"{MINIMAL_APP}/tools/card"
+        httpx.post(f"{server.url}/admin/agents", json={"app": MINIMAL_APP, "agentId": "support", "tools": [card]})
+        for name in ("src", "card"):
+            (root / "tools" / f"{name}.yaml").unlink()
+        refused = cesync("apply", "--dir", str(root), "--prune", "--auto-approve", env=env)
+        assert refused.returncode == 1 and "Traceback" not in refused.stderr
+        assert f"failed: delete tool card ({card} is referenced by agent(s) support" in refused.stdout
+        assert "pass --force-delete" in refused.stdout
+        assert "skipped: delete tool src (tool card was not deleted)" in refused.stdout  # the referenced one waits
+        forced = cesync("apply", "--dir", str(root), "--prune", "--force-delete", "--auto-approve", env=env)
+        assert forced.returncode == 0, forced.stdout + forced.stderr
+        assert forced.stdout.index("done: delete tool card") < forced.stdout.index("done: delete tool src")
+        state = httpx.get(f"{server.url}/admin/state").json()
+        assert state["apps"][MINIMAL_APP]["agents"]["support"]["tools"] == []  # force removed the reference
+        again = cesync("plan", "--dir", str(root), "--prune", "--detailed-exitcode", env=env)
+        assert again.returncode == 0, again.stdout
+
+
+def test_delete_of_a_resource_already_gone_is_done(tmp_path: Path) -> None:
+    """A saved plan deletes a tool that someone removed meanwhile: done, and the output says so."""
+    import httpx
+
+    root = make_repo(tmp_path, {"tools/src.yaml": SOURCE})
+    with BackgroundServer() as server:
+        env = {"CES_EMULATOR_HOST": server.host}
+        assert cesync("apply", "--dir", str(root), "--auto-approve", env=env).returncode == 0
+        (root / "tools" / "src.yaml").unlink()
+        saved = tmp_path / "plan.json"
+        assert cesync("plan", "--dir", str(root), "--prune", "--out", str(saved), env=env).returncode == 0
+        httpx.delete(f"{server.url}/v1/{MINIMAL_APP}/tools/src").raise_for_status()
+        result = cesync("apply", str(saved), "--dir", str(root), "--prune", "--auto-approve", env=env)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "done: delete tool src (already gone (deleted by someone else); nothing to do)" in result.stdout

@@ -1,26 +1,46 @@
 """The command line: wiring, output and exit codes only.
 
 Every command turns a CesyncError into one clear message on stderr and exit 1;
-a user never sees a traceback (set CESYNC_DEBUG=1 to get one). The commands live
-in the modules of this package by theme; importing it registers them all.
+a user never sees a traceback (set CESYNC_DEBUG=1 to get one). Ctrl-C at any
+moment exits 130 with one line: during start-up (imports) nothing has been read
+or written yet, so the process leaves at once. The commands live in the modules
+of this package by theme; importing it registers them all.
 """
 
 from __future__ import annotations
 
-import functools
 import os
+import signal
 import sys
-import traceback
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any, TypeVar
 
-import click
 
-from .. import __version__
-from ..errors import CesyncError, ConfigError, PlanFileError
-from ..plan import Plan
-from ..render import FORMATS, render, use_color
+def _interrupted_at_startup(signum: int, frame: object) -> None:
+    os.write(2, b"interrupted\n")
+    os._exit(130)
+
+
+def _guard_startup() -> object:
+    try:
+        return signal.signal(signal.SIGINT, _interrupted_at_startup)
+    except ValueError:  # imported outside the main thread: nothing to guard
+        return None
+
+
+_handler_before_startup = _guard_startup()
+
+import contextlib  # noqa: E402
+import functools  # noqa: E402
+import traceback  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any, TypeVar  # noqa: E402
+
+import click  # noqa: E402
+
+from .. import __version__  # noqa: E402
+from ..errors import CesyncError, ConfigError, PlanFileError  # noqa: E402
+from ..plan import Plan  # noqa: E402
+from ..render import FORMATS, render, use_color  # noqa: E402
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -46,7 +66,7 @@ def handled(fn: F) -> F:
         except CesyncError as exc:
             err(f"error: {exc}")
             sys.exit(EXIT_ERROR)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, click.exceptions.Abort):
             err("interrupted")
             sys.exit(EXIT_INTERRUPTED)
         except click.exceptions.Exit:
@@ -72,7 +92,28 @@ dir_option = click.option(
 )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@contextlib.contextmanager
+def _exit_130_on_interrupt() -> Iterator[None]:
+    try:
+        yield
+    except (KeyboardInterrupt, click.exceptions.Abort):
+        err("interrupted")
+        sys.exit(EXIT_INTERRUPTED)
+
+
+class _Main(click.Group):
+    """Ctrl-C in click's own work (parsing, prompts) exits 130 too, not with click's "Aborted!" and 1."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        with _exit_130_on_interrupt():
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with _exit_130_on_interrupt():
+            return super().invoke(ctx)
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="cesync")
 def main() -> None:
     """Manage Google Cloud CES agent tools as code: validate, plan, apply."""
@@ -129,3 +170,7 @@ def load_plan(path: Path) -> Plan:
 
 # Registers the commands on `main` (they import main, so this comes last).
 from . import adopt, ci, core, serve, sync, tools  # noqa: E402, F401
+
+# Start-up is over: from here a Ctrl-C is a KeyboardInterrupt that the commands handle.
+if _handler_before_startup is not None and signal.getsignal(signal.SIGINT) is _interrupted_at_startup:
+    signal.signal(signal.SIGINT, _handler_before_startup)  # type: ignore[arg-type]
