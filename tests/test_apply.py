@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -277,3 +278,43 @@ def test_delete_already_gone_is_done_and_said() -> None:
     by_id = {o.id: o for o in result.outcomes}
     assert result.ok and by_id["a"].status == by_id["b"].status == "done"
     assert "already gone" in by_id["a"].message and not by_id["b"].message
+
+
+def test_readme_shows_the_retry_lines_as_printed() -> None:
+    from cesync.client.api import retry_line
+    from cesync.errors import RetryableError, TransportError
+    from tests.conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    lost = TransportError("x", sent=True, operation="update tool", resource=f"{APP}/tools/t")
+    quota = RetryableError(
+        "x",
+        code=429,
+        status="RESOURCE_EXHAUSTED",
+        operation="list tools",
+        resource=APP,
+        details=[{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "2s"}],
+    )
+    assert retry_line(lost, 0.13, 1, 6) in readme
+    assert retry_line(quota, 2.0, 1, 6) in readme
+
+
+# --- the fault benchmark, reduced ------------------------------------------------------------------
+
+
+def test_fault_benchmark_reduced() -> None:
+    """20 seeded runs of benchmarks/bench_faults.py: no overwrite, no false conflict, every run converges."""
+    import importlib.util
+
+    from tests.conftest import ROOT
+
+    spec = importlib.util.spec_from_file_location("bench_faults", ROOT / "benchmarks" / "bench_faults.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules["bench_faults"] = bench  # dataclasses look their module up there
+    spec.loader.exec_module(bench)
+    totals = bench.run_many(20, seed=3)
+    assert totals.unintended_writes == 0 and totals.false_conflicts == 0, totals.failures
+    assert totals.converged == totals.runs == 20, totals.failures
+    # The faults did happen, so the zeros above mean something.
+    assert totals.retries > 0 and totals.lost_replies_settled > 0 and totals.editor_writes > 0 and totals.real_conflicts > 0
