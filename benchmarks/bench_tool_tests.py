@@ -44,7 +44,7 @@ def main() -> None:
 
         async def setup() -> None:
             async with CesClient(server.url) as client:
-                await client.create(APP, "tools", "score", {"pythonFunction": {"pythonCode": CODE}})
+                (await client.create(APP, "tools", "score", {"pythonFunction": {"pythonCode": CODE}})).unwrap()
 
         asyncio.run(setup())
         one = asyncio.run(run(server.url, cases, 1))
