@@ -179,13 +179,12 @@ def test_empty_repo_never_deletes_everything_silently() -> None:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_faults_converge(tmp_path: Path, seed: int) -> None:
-    """10-20% 429/503 plus commit-then-drop on writes: apply ends complete or reports, then converges."""
+    """10-20% 429/503 plus commit-then-drop on writes: apply completes (no false conflict), then nothing is left."""
     root = example(tmp_path)
     faults = FaultConfig(rate_429=0.1, rate_503=0.1, drop_rate=0.15, seed=seed)
     transport = EmbeddedTransport(faults=faults)
     first, result, _ = asyncio.run(plan_apply(root, "local", transport, parallelism=4))
-    for o in result.outcomes:
-        assert o.status in ("done", "conflict", "failed", "skipped"), o
+    assert result.ok, [o for o in result.outcomes if o.status != "done"]  # nobody else writes: lost replies are ours
     faults.update({"rate_429": 0, "rate_503": 0, "drop_rate": 0})
     _, second_result, final = asyncio.run(plan_apply(root, "local", transport))
     assert second_result.ok and not final.has_changes
