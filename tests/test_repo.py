@@ -250,3 +250,39 @@ def test_references_inside_lists(tmp_path: Path) -> None:
     repo = load_repo(make_repo(tmp_path, files))
     [_, s] = sorted(repo.render(repo.env("local")), key=lambda d: d.id)
     assert s.body["googleSearchTool"]["contextUrls"] == ["https://a.example", "projects/p/locations/us/apps/a/agents/help"]
+
+
+SYMLINKS = [
+    # (link inside the repo, target relative to the folder outside it, what to load, expected problem file)
+    ("tools/evil.yaml", "secret.yaml", "repo", "tools/evil.yaml"),
+    ("toolsets", ".", "repo", "toolsets/secret.yaml"),  # a whole folder linked out
+    ("cesync.yaml", "secret.yaml", "repo", "cesync.yaml"),
+    ("tests/evil.yaml", "secret.yaml", "tests", "tests/evil.yaml"),
+]
+
+
+@pytest.mark.parametrize(("link", "target", "what", "expected"), SYMLINKS, ids=[s[0] for s in SYMLINKS])
+def test_files_resolving_outside_the_repo_are_refused(tmp_path: Path, link: str, target: str, what: str, expected: str) -> None:
+    from cesync.tooltests import load_tests
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.yaml").write_text("clientFunction: {name: secret}\n")
+    root = make_repo(tmp_path, {})
+    (root / link).unlink(missing_ok=True)
+    (root / link).parent.mkdir(parents=True, exist_ok=True)
+    (root / link).symlink_to(outside / target)
+    with pytest.raises(ConfigError) as info:
+        repo = load_repo(root) if what == "repo" else None
+        if repo is not None:
+            repo.render(repo.env("local"))
+        else:
+            load_tests(root)
+    assert any(p.file == expected and "resolves outside the repo" in p.message for p in info.value.problems), info.value
+
+
+def test_symlink_inside_the_repo_is_fine(tmp_path: Path) -> None:
+    root = make_repo(tmp_path, {"shared/other.yaml": "clientFunction: {name: other}\n"})
+    (root / "tools" / "other.yaml").symlink_to(root / "shared" / "other.yaml")
+    repo = load_repo(root)
+    assert {d.id for d in repo.render(repo.env("local"))} == {"greet", "other"}

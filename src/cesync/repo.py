@@ -24,6 +24,7 @@ from .checks import Finding, check_body, lint_keys, suggest
 from .config import Config, Environment, check_segment
 from .errors import CesyncError, ConfigError, Problem
 from .models import TOOL_TYPES, ProtoModel, Tool, Toolset
+from .references import Edge, cycles, names_in
 from .yamlfile import Document, Path_, load_text, read_text
 
 __all__ = ["CONFIG_FILE", "KINDS", "Desired", "EnvTarget", "Repo", "load_repo"]
@@ -146,12 +147,14 @@ class Repo:
         problems: list[Problem] = list(self.load_problems)
         out: list[Desired] = []
         known = {(f.kind, f.id) for f in self.files}
+        edges: list[Edge] = []
         for src in self.files:
-            body, found = _render_file(self.root, src, env, known)
+            body, found = _render_file(self.root, src, env, known, edges)
             problems += found
             if body is not None:
                 out.append(Desired(src.kind, src.id, body, src.doc.file))
         problems += _cross_checks(out, self.files)
+        problems += cycles(edges)
         if problems:
             raise ConfigError(problems)
         return sorted(out, key=lambda d: (d.kind, d.id))
@@ -213,7 +216,7 @@ def load_repo(root: Path, *, resources: bool = True) -> Repo:
 
 def _parse(path: Path, root: Path, problems: list[Problem]) -> Document | None:
     display = _display(path, root)
-    text = read_text(path, display)
+    text = read_text(path, display, root=root)
     if isinstance(text, Problem):
         problems.append(text)
         return None
@@ -264,13 +267,17 @@ def _pydantic_problem(err: Any, doc: Document, offset: Path_ = ()) -> Problem:
 
 
 def _render_file(
-    root: Path, src: SourceFile, env: EnvTarget, known: set[tuple[str, str]]
+    root: Path, src: SourceFile, env: EnvTarget, known: set[tuple[str, str]], edges: list[Edge]
 ) -> tuple[dict[str, Any] | None, list[Problem]]:
     doc = src.doc
     _, model = KINDS[src.kind]
     data, missing = _substitute(doc.data, env, ())
     expander = _Expander(root, src.path.parent, doc, env.parent, known)
     data = expander.expand(data)
+    for path, target in names_in(data, env.parent):
+        if target in known:  # positioned at the {ref:} itself when the name came from one
+            at = doc.problem((*path, "ref") if path in expander.ref_paths else path, "")
+            edges.append(Edge((src.kind, src.id), target, at.file, at.line, at.col))
     problems = [doc.problem(p, m) for p, m in missing] + expander.problems
     for key in SERVER_SET & set(data):
         problems.append(
@@ -365,6 +372,7 @@ class _Expander:
     known: set[tuple[str, str]]
     problems: list[Problem] = field(default_factory=list)
     includes: dict[Path_, tuple[str, int]] = field(default_factory=dict)
+    ref_paths: set[Path_] = field(default_factory=set)  # where a {ref:} was replaced by a name
 
     def expand(self, data: Any, path: Path_ = ()) -> Any:
         if isinstance(data, list):
@@ -390,6 +398,7 @@ class _Expander:
             self.problems.append(self.doc.problem(at, f"ref must be tools/<id>, toolsets/<id> or agents/<id>; got {target!r}"))
             return None
         kind = REF_KINDS[parts[0]]
+        self.ref_paths.add(at[:-1])
         if kind is not None and (kind, parts[1]) not in self.known:
             ids = sorted(i for k, i in self.known if k == kind)
             self.problems.append(self.doc.problem(at, f"ref {target!r} names no {kind} of this repo{suggest(parts[1], ids)}"))

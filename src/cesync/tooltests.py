@@ -100,7 +100,7 @@ def load_tests(root: Path, pattern: str | None = None) -> list[Case]:
         if path.suffix not in (".yaml", ".yml"):
             continue
         display = str(path.relative_to(root))
-        text = read_text(path, display)
+        text = read_text(path, display, root=root.resolve())
         doc = load_text(text, display) if isinstance(text, str) else text
         if isinstance(doc, Problem):
             problems.append(doc)

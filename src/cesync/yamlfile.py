@@ -107,8 +107,16 @@ class _BadText(Exception):
         self.path = path
 
 
-def read_text(path: Path, display: str) -> str | Problem:
-    """A file's text, or a Problem for what makes it unreadable as text."""
+def read_text(path: Path, display: str, *, root: Path | None = None) -> str | Problem:
+    """A file's text, or a Problem for what makes it unreadable as text.
+
+    With ``root`` (a resolved repo folder), a file that resolves outside it (a symlink
+    out of the repo, or through a symlinked folder) is refused instead of read.
+    """
+    if root is not None and not path.resolve().is_relative_to(root):
+        return Problem(
+            display, 1, 1, "resolves outside the repo (a symlink?); cesync reads only files inside the repo: copy the file in"
+        )
     try:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:

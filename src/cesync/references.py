@@ -1,0 +1,83 @@
+"""References between the repo's tools and toolsets: the graph, and its cycles with positions.
+
+A reference is any full name of one of this app's tools or toolsets in a rendered file
+(a ``{ref: tools/x}`` or a name written out), the same rule the plan orders creates by.
+A cycle can never be created in any order, so ``validate`` reports it at the reference
+that closes it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import Problem
+from .yamlfile import Path_
+
+__all__ = ["Edge", "Key", "cycles", "names_in"]
+
+Key = tuple[str, str]  # (kind, id)
+KIND_OF = {"tools": "tool", "toolsets": "toolset"}
+
+
+@dataclass(frozen=True, order=True)
+class Edge:
+    source: Key
+    target: Key
+    file: str
+    line: int
+    col: int
+
+
+def names_in(data: Any, parent: str) -> Iterator[tuple[Path_, Key]]:
+    """Each (path, (kind, id)) where a string of ``data`` names a tool or toolset of ``parent``."""
+    pattern = re.compile(re.escape(parent) + r"/(tools|toolsets)/([A-Za-z0-9_-]+)")
+    stack: list[tuple[Path_, Any]] = [((), data)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(((*path, k), v) for k, v in item.items())
+        elif isinstance(item, list):
+            stack.extend(((*path, i), v) for i, v in enumerate(item))
+        elif isinstance(item, str) and parent in item:
+            for collection, rid in pattern.findall(item):
+                yield path, (KIND_OF[collection], rid)
+
+
+def cycles(edges: list[Edge]) -> list[Problem]:
+    """One problem per reference that closes a cycle, at that reference's position."""
+    graph: dict[Key, list[Edge]] = {}
+    for e in sorted(set(edges)):
+        if e.source != e.target:  # a resource naming itself is no ordering problem
+            graph.setdefault(e.source, []).append(e)
+    done: set[Key] = set()
+    problems: list[Problem] = []
+    for start in sorted(graph):
+        if start in done:
+            continue
+        trail: list[Key] = [start]  # depth-first, without recursion: chains may be long
+        pending: list[Iterator[Edge]] = [iter(graph.get(start, []))]
+        while pending:
+            edge = next(pending[-1], None)
+            if edge is None:
+                done.add(trail.pop())
+                pending.pop()
+                continue
+            if edge.target in trail:
+                loop = [*trail[trail.index(edge.target) :], edge.target]
+                text = " -> ".join(f"{k}/{i}" for k, i in loop)
+                problems.append(
+                    Problem(
+                        edge.file,
+                        edge.line,
+                        edge.col,
+                        f"reference cycle: {text}; this reference closes it. A resource must exist before the ones "
+                        "that reference it, so CES cannot create these in any order: remove one reference",
+                    )
+                )
+            elif edge.target not in done:
+                trail.append(edge.target)
+                pending.append(iter(graph.get(edge.target, [])))
+    return problems
