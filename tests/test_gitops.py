@@ -326,3 +326,36 @@ def test_comment_command_on_gitlab(tmp_path: Path, forge: Forge) -> None:
         assert r.returncode == 0 and f"{expected} the plan comment for 'prod' on #12" in r.stdout, r.stderr
     [note] = forge.thread("gl:77!12")
     assert note["body"].startswith("<!-- cesync-plan:prod:projects/p/locations/us/apps/a -->")
+
+
+def _identity(job: dict[str, Any]) -> str:
+    """The service-account variable a GitHub job authenticates as."""
+    accounts = [s["with"]["service_account"] for s in job.get("steps", []) if "google-github-actions/auth" in s.get("uses", "")]
+    assert len(accounts) == 1, job
+    return accounts[0]
+
+
+def test_examples_plan_read_only_and_apply_only_in_a_protected_environment() -> None:
+    """Least privilege (#13 item 4): only jobs that apply hold the deploy identity, and only in an environment."""
+    yaml = YAML(typ="safe", pure=True)
+    seen = {"plan": 0, "apply": 0}
+    for path in WORKFLOWS:
+        for name, job in yaml.load(path.read_text())["jobs"].items():
+            commands = [s.get("with", {}).get("command") for s in job.get("steps", []) if s.get("uses") == "cesync/cesync@v1"]
+            if not commands:
+                continue
+            kind = "apply" if "apply" in commands else "plan"
+            seen[kind] += 1
+            expected = "GCP_DEPLOY_SERVICE_ACCOUNT" if kind == "apply" else "GCP_PLAN_SERVICE_ACCOUNT"
+            assert expected in _identity(job), f"{path.name}:{name}"
+            assert ("environment" in job) == (kind == "apply"), f"{path.name}:{name}"
+    gitlab = yaml.load(GITLAB.read_text())
+    for name, job in gitlab.items():
+        if not isinstance(job, dict) or "script" not in job:
+            continue
+        kind = "apply" if any("cesync apply" in line for line in job["script"]) else "plan"
+        seen[kind] += 1
+        expected = "$GCP_DEPLOY_SERVICE_ACCOUNT" if kind == "apply" else "$GCP_PLAN_SERVICE_ACCOUNT"
+        assert job.get("variables", {}).get("GCP_SERVICE_ACCOUNT") == expected, name
+        assert ("environment" in job) == (kind == "apply"), name
+    assert seen["plan"] >= 5 and seen["apply"] >= 4
