@@ -89,7 +89,7 @@ bad_ids = st.one_of(
         st.sampled_from(DANGEROUS),
         st.from_regex(r"[a-z0-9]{0,6}", fullmatch=True),
     ),
-    st.sampled_from(["", ".", "..", "a.", ".a", "x" * 129]),
+    st.sampled_from(["", ".", "..", "a.", ".a", "x" * 129, "a\n", "a\r\n"]),  # "$" in a regex lets a trailing newline in
 )
 good_ids = st.from_regex(r"[A-Za-z0-9_-]{1,20}(\.[A-Za-z0-9_-]{1,8}){0,2}", fullmatch=True)
 FIELDS = ["project", "location", "app"]
@@ -149,3 +149,22 @@ def test_app_option_with_a_query_is_refused(tmp_path: Path) -> None:
         "export", "--app", "projects/p/locations/us/apps/a?x=1", "--env", "prod", "--endpoint", "embedded", "--out", str(out)
     )
     assert result.returncode == 1 and "invalid app id" in result.stderr and not out.exists(), result.stderr
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=bad_ids, kind=st.sampled_from(["tools", "toolsets"]), how=st.sampled_from(["id", "ref"]))
+def test_bad_resource_ids_are_positioned(tmp_path_factory: pytest.TempPathFactory, value: str, kind: str, how: str) -> None:
+    """Tool and toolset ids (id: or a {ref:} target) are the last URL segment: the same rule, with a position."""
+    quoted = json.dumps(value)
+    if how == "id":
+        files = {f"{kind}/x.yaml": f"id: {quoted}\nclientFunction: {{name: x}}\n"}
+        expected = ("id", f"invalid {kind[:-1]} id")
+    else:
+        files = {
+            "tools/x.yaml": f"widgetTool:\n  name: w\n  dataMapping:\n    sourceToolName: {{ref: {json.dumps(kind + '/' + value)}}}\n"
+        }
+        expected = ("ref", "ref must be tools/<id>")
+    repo = load_repo(make_repo(tmp_path_factory.mktemp("rid"), files))
+    problems = [p for p in [*repo.load_problems, *repo.validate()] if expected[1] in p.message]
+    line = 1 if how == "id" else 4  # the id: value, or the {ref:} value
+    assert problems and all(p.line == line and p.col > 1 for p in problems), [str(p) for p in problems]

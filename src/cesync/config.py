@@ -24,16 +24,16 @@ EMBEDDED = "embedded"
 ENV_NAME = re.compile(r"^[a-z]([a-z0-9-]*[a-z0-9])?$")
 # One resource-name segment: nothing that could add a path segment, a query, a custom
 # method (':'), an escape ('%') or a '..' to the URL it is put in.
-SEGMENT = re.compile(r"^[A-Za-z0-9_-]{1,128}(?:\.[A-Za-z0-9_-]{1,128}){0,8}$")
+SEGMENT = re.compile(r"[A-Za-z0-9_-]{1,128}(?:\.[A-Za-z0-9_-]{1,128}){0,8}")
 # Domain-scoped project ids (example.com:my-project) are the one place a ':' is allowed.
-PROJECT = re.compile(r"^(?:[a-z0-9-]{1,63}(?:\.[a-z0-9-]{1,63}){1,8}:)?[A-Za-z0-9_-]{1,128}$")
-HOSTNAME = re.compile(r"^(?:[A-Za-z0-9-]{1,63}\.)*[A-Za-z0-9-]{1,63}\.?$")
+PROJECT = re.compile(r"(?:[a-z0-9-]{1,63}(?:\.[a-z0-9-]{1,63}){1,8}:)?[A-Za-z0-9_-]{1,128}")
+HOSTNAME = re.compile(r"(?:[A-Za-z0-9-]{1,63}\.)*[A-Za-z0-9-]{1,63}\.?")  # used with fullmatch
 
 
 def check_segment(value: str, what: str) -> str:
     """``value`` if it is a plain resource-name segment for ``what`` (project, location, app, ...)."""
     pattern = PROJECT if what == "project" else SEGMENT
-    if not isinstance(value, str) or not pattern.match(value):
+    if not isinstance(value, str) or not pattern.fullmatch(value):  # not match + '$': that lets a trailing newline in
         raise ValueError(
             f"invalid {what} id {value!r}: use letters, digits, '-', '_' and single dots"
             + (" (or domain:project)" if what == "project" else "")
@@ -84,7 +84,7 @@ def normalize_endpoint(value: str) -> str:
     except ValueError:
         raise ValueError(f"endpoint {value!r}: the port is not a number from 0 to 65535") from None
     host = parts.hostname or ""
-    if not host or not (HOSTNAME.match(host) or _is_ip(host)):
+    if not host or not (HOSTNAME.fullmatch(host) or _is_ip(host)):
         raise ValueError(f"endpoint {value!r}: no valid host name")
     if parts.path not in ("", "/") or parts.query or parts.fragment or value.endswith(("?", "#")):
         raise ValueError(f"endpoint {value!r}: give scheme://host[:port] only, without a path, query or fragment")

@@ -31,7 +31,7 @@ __all__ = ["CONFIG_FILE", "KINDS", "Desired", "EnvTarget", "Repo", "load_repo"]
 
 CONFIG_FILE = "cesync.yaml"
 KINDS: dict[str, tuple[str, type[ProtoModel]]] = {"tool": ("tools", Tool), "toolset": ("toolsets", Toolset)}
-ID_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_-]{0,127}$")
+ID_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_-]{0,127}\Z")  # \Z: "$" would let a trailing newline in
 VAR_SPAN = r"\{([^}]*)\}?"  # what follows "$" (or the escape "$$") in a ${NAME} reference
 VAR_RE = re.compile(r"\$(\$?)" + VAR_SPAN)
 VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
