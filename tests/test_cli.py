@@ -276,3 +276,26 @@ def test_delete_of_a_resource_already_gone_is_done(tmp_path: Path) -> None:
         result = cesync("apply", str(saved), "--dir", str(root), "--prune", "--auto-approve", env=env)
         assert result.returncode == 0, result.stdout + result.stderr
         assert "done: delete tool src (already gone (deleted by someone else); nothing to do)" in result.stdout
+
+
+def test_lost_reply_and_retries_are_said_on_stderr(tmp_path: Path) -> None:
+    """Over a real socket: a create whose reply is dropped is resent, settled by reading back, and each retry is one line."""
+    import httpx
+
+    root = make_repo(tmp_path, {"tools/src.yaml": SOURCE})
+    with BackgroundServer() as server:
+        env = {"CES_EMULATOR_HOST": server.host}
+        httpx.post(f"{server.url}/admin/faults", json={"drop_next": 1})
+        applied = cesync("apply", "--dir", str(root), "--auto-approve", "--parallelism", "1", env=env)
+        assert applied.returncode == 0, applied.stdout + applied.stderr
+        assert "(the reply was lost; read back: as sent)" in applied.stdout
+        retries = [line for line in applied.stderr.splitlines() if line.startswith("retry ")]
+        assert len(retries) == 1 and ": reply lost (the request may have been carried out); next attempt in " in retries[0]
+        httpx.post(f"{server.url}/admin/faults", json={"fail_status": "UNAVAILABLE"})
+        failed = cesync("plan", "--dir", str(root), env={**env, "CESYNC_RETRY_ATTEMPTS": "3"})
+        httpx.post(f"{server.url}/admin/faults", json={"fail_status": ""})
+    lines = failed.stderr.splitlines()
+    assert failed.returncode == 1 and "Traceback" not in failed.stderr
+    assert sum(line.startswith("retry 1/2: list tool") for line in lines) >= 1, lines
+    assert all("UNAVAILABLE (503); next attempt in " in line for line in lines if line.startswith("retry ")), lines
+    assert lines[-1].startswith("error: ") and "UNAVAILABLE" in lines[-1]
