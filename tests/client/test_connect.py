@@ -1,0 +1,73 @@
+"""client/connect.py: which endpoint, and who gets credentials (in process; the CLI tests run it end to end)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from cesync.client.auth import TRUSTED_HOSTS_VAR, GoogleAuth
+from cesync.client.connect import connect, endpoint_for
+from cesync.errors import CesyncError
+from cesync.repo import EnvTarget
+from tests.google_fake import service_account_file
+
+
+def target(endpoint: str | None = None, location: str = "us", quota: str | None = None) -> EnvTarget:
+    return EnvTarget("prod", "p", location, "a", endpoint, {}, {}, False, None, quota)
+
+
+@pytest.fixture(autouse=True)
+def clean_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("CES_EMULATOR_HOST", TRUSTED_HOSTS_VAR, "GOOGLE_CLOUD_QUOTA_PROJECT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(service_account_file(tmp_path, "http://127.0.0.1:9/token")))
+
+
+@pytest.mark.parametrize(
+    ("env", "override", "emulator_host", "expected"),
+    [
+        (target(), None, None, "https://ces.us.rep.googleapis.com"),
+        (target(location="global"), None, None, "https://ces.googleapis.com"),
+        (target("http://127.0.0.1:1"), None, None, "http://127.0.0.1:1"),
+        (target("http://127.0.0.1:1"), "127.0.0.1:2", None, "http://127.0.0.1:2"),  # the emulator's printed form
+        (target("http://127.0.0.1:1"), None, "emulator:8765", "http://emulator:8765"),  # CES_EMULATOR_HOST: any host
+        (target(), "embedded", "emulator:8765", "embedded"),
+    ],
+)
+def test_endpoint_order(
+    monkeypatch: pytest.MonkeyPatch, env: EnvTarget, override: str | None, emulator_host: str | None, expected: str
+) -> None:
+    if emulator_host:
+        monkeypatch.setenv("CES_EMULATOR_HOST", emulator_host)
+    assert endpoint_for(env, override) == expected
+
+
+def test_bad_override_names_the_option() -> None:
+    with pytest.raises(CesyncError, match=r"--endpoint: endpoint 'emulator:8765' has no scheme"):
+        endpoint_for(target(), "emulator:8765")
+
+
+def _auth(env: EnvTarget, tmp_path: Path) -> object:
+    client = connect(env, tmp_path)
+    try:
+        return client.http.auth
+    finally:
+        asyncio.run(client.aclose())
+
+
+def test_google_gets_credentials_with_the_quota_project(tmp_path: Path) -> None:
+    auth = _auth(target(quota="billing"), tmp_path)
+    assert isinstance(auth, GoogleAuth) and auth.quota_project == "billing"
+
+
+def test_emulators_get_none(tmp_path: Path) -> None:
+    assert not isinstance(_auth(target("http://127.0.0.1:1"), tmp_path), GoogleAuth)
+
+
+def test_untrusted_https_is_refused_unless_the_process_trusts_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(CesyncError, match=r"ces\.corp\.example.*CESYNC_TRUSTED_HOSTS"):
+        connect(target("https://ces.corp.example"), tmp_path)
+    monkeypatch.setenv(TRUSTED_HOSTS_VAR, "ces.corp.example")
+    assert isinstance(_auth(target("https://ces.corp.example"), tmp_path), GoogleAuth)
