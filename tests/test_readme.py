@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import click
 import pytest
 from ruamel.yaml import YAML
 
@@ -16,7 +17,7 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 YAML_BLOCKS = re.findall(r"```yaml\n(.*?)```", README, re.DOTALL)
 
 
-@pytest.mark.parametrize("command", sorted(main.commands))
+@pytest.mark.parametrize("command", main.list_commands(click.Context(main)))
 def test_every_command_is_in_the_commands_table(command: str) -> None:
     assert f"| `cesync {command}" in README
 

@@ -18,8 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from deepdiff import DeepDiff
-
 from .models import FieldSpec, Kind, ProtoModel, Tool, Toolset, specs
 from .normalize import DOCUMENT_FIELDS, canonical
 
@@ -166,6 +164,8 @@ def changed_paths(before: dict[str, Any], after: dict[str, Any], model: type[Pro
 
 def deepdiff_paths(before: dict[str, Any], after: dict[str, Any], model: type[ProtoModel]) -> list[str]:
     """The mask paths of deepdiff's reports; an empty or unmappable path is left to the guard."""
+    from deepdiff import DeepDiff  # imported when something differs: an unchanged plan never needs it
+
     paths: list[str] = []
     for report in DeepDiff(before, after, **DEEPDIFF_OPTIONS).values():
         for level in report:

@@ -4,7 +4,7 @@ Every command turns a CesyncError into one clear message on stderr and exit 1;
 a user never sees a traceback (set CESYNC_DEBUG=1 to get one). Ctrl-C at any
 moment exits 130 with one line: during start-up (imports) nothing has been read
 or written yet, so the process leaves at once. The commands live in the modules
-of this package by theme; importing it registers them all.
+of this package by theme, each imported when one of its commands runs.
 """
 
 from __future__ import annotations
@@ -30,17 +30,19 @@ _handler_before_startup = _guard_startup()
 
 import contextlib  # noqa: E402
 import functools  # noqa: E402
-import traceback  # noqa: E402
+import importlib  # noqa: E402
 from collections.abc import Callable, Iterator  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import Any, TypeVar  # noqa: E402
+from typing import TYPE_CHECKING, Any, TypeVar  # noqa: E402
 
 import click  # noqa: E402
 
 from .. import __version__  # noqa: E402
 from ..errors import CesyncError, ConfigError, PlanFileError  # noqa: E402
-from ..plan import Plan  # noqa: E402
-from ..render import FORMATS, render, use_color  # noqa: E402
+from ..render import FORMATS  # noqa: E402
+
+if TYPE_CHECKING:
+    from ..plan import Plan
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -75,6 +77,8 @@ def handled(fn: F) -> F:
             raise
         except Exception as exc:  # a bug: still no traceback unless asked for
             if os.environ.get("CESYNC_DEBUG"):
+                import traceback
+
                 traceback.print_exc()
             err(f"internal error: {type(exc).__name__}: {exc} (set CESYNC_DEBUG=1 for a traceback, and please report it)")
             sys.exit(EXIT_ERROR)
@@ -101,8 +105,54 @@ def _exit_130_on_interrupt() -> Iterator[None]:
         sys.exit(EXIT_INTERRUPTED)
 
 
+# Each command's module and the first line of its help, so that `cesync --help` and a
+# command run import only what they use (tests/test_cli_lazy.py keeps this table true).
+MODULES = ("adopt", "ci", "core", "serve", "sync", "tools")
+COMMANDS: dict[str, tuple[str, str]] = {
+    "apply": ("core", "Make the app match the repo: creates, updates and (with --prune) deletes."),
+    "comment": ("ci", "Keep one sticky plan comment per environment and app on the pull/merge request."),
+    "diff": ("adopt", "What promoting one live environment to another would change."),
+    "emulator": ("serve", "Run the local CES emulator (point cesync at it with CES_EMULATOR_HOST)."),
+    "exec": ("tools", "Run one tool (id, TOOLSET/TOOL_ID or display name) and print its canonical output."),
+    "export": ("adopt", "Write the app's tools and toolsets as a cesync repo (adopt an existing app)."),
+    "import-archive": ("adopt", "Convert a CES app export (zip or folder) into a cesync repo."),
+    "init": ("core", "Scaffold a new repo: cesync.yaml, an example tool, .gitignore."),
+    "matrix": ("ci", "List every (app folder, environment) under ROOT as JSON, for a CI matrix."),
+    "plan": ("core", "Show what apply would change in the app, with the etags seen."),
+    "pull": ("sync", "Write the app's state of managed resources back into the files that define them."),
+    "schema": ("core", "Write JSON Schemas for tool files, toolset files and cesync.yaml."),
+    "show": ("core", "Render a saved plan (text, json or markdown)."),
+    "test": ("tools", "Run the tool tests in tests/*.yaml against the environment's app."),
+    "validate": ("core", "Check every file offline; report each problem as file:line:col."),
+}
+
+
 class _Main(click.Group):
-    """Ctrl-C in click's own work (parsing, prompts) exits 130 too, not with click's "Aborted!" and 1."""
+    """Ctrl-C in click's own work (parsing, prompts) exits 130 too, not with click's "Aborted!" and 1.
+
+    A command's module is imported when the command is used, not on every start; the
+    command list of --help comes from COMMANDS.
+    """
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(COMMANDS) | set(self.commands))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands:
+            known = COMMANDS.get(cmd_name)
+            for module in [known[0]] if known else MODULES:  # not in the table: look everywhere
+                importlib.import_module(f"{__name__}.{module}")
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """click's listing, from the table: no command module is imported to show it."""
+        names = self.list_commands(ctx)
+        commands = [(n, self.commands.get(n) or click.Command(n, help=COMMANDS[n][1])) for n in names]
+        commands = [(n, c) for n, c in commands if not c.hidden]
+        if commands:
+            limit = formatter.width - 6 - max(len(n) for n, _ in commands)
+            with formatter.section("Commands"):
+                formatter.write_dl([(n, c.get_short_help_str(limit)) for n, c in commands])
 
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
         with _exit_130_on_interrupt():
@@ -152,6 +202,8 @@ format_option = click.option("--format", "fmt", type=click.Choice(FORMATS), defa
 
 
 def print_plan(plan: Plan, fmt: str) -> None:
+    from ..render import render, use_color
+
     click.echo(render(plan, fmt, color=use_color(sys.stdout.isatty())), nl=False)
 
 
@@ -165,12 +217,12 @@ def load_plan(path: Path) -> Plan:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise PlanFileError(f"cannot read plan file {path}: {exc}") from None
+    from ..plan import Plan
+
     return Plan.from_json(text, str(path))
 
 
-# Registers the commands on `main` (they import main, so this comes last).
-from . import adopt, ci, core, serve, sync, tools  # noqa: E402, F401
-
-# Start-up is over: from here a Ctrl-C is a KeyboardInterrupt that the commands handle.
+# Start-up is over: from here a Ctrl-C is a KeyboardInterrupt that the commands handle (command
+# modules load later, inside _Main's own interrupt handling).
 if _handler_before_startup is not None and signal.getsignal(signal.SIGINT) is _interrupted_at_startup:
     signal.signal(signal.SIGINT, _handler_before_startup)  # type: ignore[arg-type]

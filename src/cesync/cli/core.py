@@ -9,24 +9,11 @@ import json
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..apply import ApplyResult, Outcome, apply_plan
-from ..client.api import CesClient
 from ..errors import CesyncError, ConfigError, PlanFileError, Problem
-from ..jsonschema import render_schemas
-from ..plan import Plan, check_safety
-from ..render.common import summary
-from ..repo import load_repo
-from ..scaffold import write_scaffold
-from ..workflow import (
-    Context,
-    find_apps,
-    make_plan,
-    open_context,
-)
 from . import (
     EXIT_CHANGES,
     EXIT_ERROR,
@@ -44,6 +31,12 @@ from . import (
     save,
 )
 
+if TYPE_CHECKING:  # the commands import what they use: validate and schema start light
+    from ..apply import ApplyResult, Outcome
+    from ..client.api import CesClient
+    from ..plan import Plan
+    from ..workflow import Context
+
 
 @main.command()
 @dir_option
@@ -52,7 +45,11 @@ from . import (
 @handled
 def validate(directory: Path, envs: tuple[str, ...], recursive: bool) -> None:
     """Check every file offline; report each problem as file:line:col."""
-    folders = sorted({directory / e["dir"] for e in find_apps(directory)}) if recursive else [directory]
+    folders = [directory]
+    if recursive:
+        from ..workflow import find_apps
+
+        folders = sorted({directory / e["dir"] for e in find_apps(directory)})
     if not folders:
         raise CesyncError(f"no cesync.yaml under {directory}")
     problems: list[Problem] = []
@@ -74,6 +71,8 @@ def _prefixed(problems: list[Problem], prefix: Path | None) -> list[Problem]:
 
 
 def _validate_one(directory: Path, envs: tuple[str, ...], prefix: Path | None) -> list[Problem]:
+    from ..repo import load_repo
+
     repo = load_repo(directory)
     names = list(envs) or repo.env_names
     for name in names:
@@ -92,6 +91,8 @@ def _validate_one(directory: Path, envs: tuple[str, ...], prefix: Path | None) -
 @handled
 def schema(out: Path, check: bool) -> None:
     """Write JSON Schemas for tool files, toolset files and cesync.yaml."""
+    from ..jsonschema import render_schemas
+
     stale = []
     for name, text in render_schemas().items():
         path = out / name
@@ -113,6 +114,8 @@ def schema(out: Path, check: bool) -> None:
 @handled
 def init(directory: Path, app: str) -> None:
     """Scaffold a new repo: cesync.yaml, an example tool, .gitignore."""
+    from ..scaffold import write_scaffold
+
     for path in write_scaffold(directory, app):
         click.echo(f"created {path}")
     click.echo("next: cesync validate && cesync plan --env local")
@@ -139,6 +142,8 @@ def plan(
     prune: bool | None,
 ) -> None:
     """Show what apply would change in the app, with the etags seen."""
+    from ..workflow import make_plan, open_context
+
     ctx = open_context(directory, env_name, endpoint)
 
     async def run() -> Plan:
@@ -189,6 +194,11 @@ def apply(
     fmt: str,
 ) -> None:
     """Make the app match the repo: creates, updates and (with --prune) deletes."""
+    from ..apply import ApplyResult
+    from ..plan import check_safety
+    from ..render.common import summary
+    from ..workflow import make_plan, open_context
+
     saved = load_plan(planfile) if planfile else None
     ctx = open_context(directory, env_name or (saved.environment if saved else None), endpoint)
     if saved is not None:
@@ -236,6 +246,8 @@ def _check_saved(saved: Plan, ctx: Context) -> None:
 
 
 async def _run_apply(client: CesClient, plan_: Plan, parallelism: int, force_delete: bool, fmt: str) -> ApplyResult:
+    from ..apply import apply_plan
+
     interrupt = asyncio.Event()
     loop = asyncio.get_running_loop()
     with contextlib.suppress(NotImplementedError, RuntimeError):
