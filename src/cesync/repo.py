@@ -9,6 +9,7 @@ semantic checks and ``$env_var`` substitution. Every problem is collected with i
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Mapping
@@ -142,14 +143,17 @@ class Repo:
     def _problem(self, path: Path_, message: str) -> Problem:
         return self.config_doc.problem(path, message, key=True)
 
-    def render(self, env: EnvTarget) -> list[Desired]:
-        """The desired resources for one environment; ConfigError lists every problem."""
+    def render(self, env: EnvTarget, *, memo: _Memo | None = None) -> list[Desired]:
+        """The desired resources for one environment; ConfigError lists every problem.
+
+        memo shares the work of files that render the same in several environments.
+        """
         problems: list[Problem] = list(self.load_problems)
         out: list[Desired] = []
         known = {(f.kind, f.id) for f in self.files}
         edges: list[Edge] = []
         for src in self.files:
-            body, found = _render_file(self.root, src, env, known, edges)
+            body, found = _render_file(self.root, src, env, known, edges, memo)
             problems += found
             if body is not None:
                 out.append(Desired(src.kind, src.id, body, src.doc.file))
@@ -162,9 +166,10 @@ class Repo:
     def validate(self, env_names: list[str] | None = None) -> list[Problem]:
         """Every problem of the repo, for each named environment (default: all)."""
         problems: set[Problem] = set()
+        memo: _Memo = {}
         for name in env_names or self.env_names:
             try:
-                self.render(self.env(name))
+                self.render(self.env(name), memo=memo)
             except ConfigError as exc:
                 problems.update(exc.problems)
         return sorted(problems)
@@ -266,19 +271,46 @@ def _pydantic_problem(err: Any, doc: Document, offset: Path_ = ()) -> Problem:
 # --- rendering one file for one environment ----------------------------------------------
 
 
+# One file's render, kept for the next environment of the same validate: the substituted
+# data as JSON, the app parent if refs used it, and the result (see _Rendered).
+_Rendered = tuple[dict[str, Any] | None, list[Problem], list[Problem], Any, set[Path_]]
+_Memo = dict[tuple[str, str], tuple[str, str | None, _Rendered]]
+
+
 def _render_file(
-    root: Path, src: SourceFile, env: EnvTarget, known: set[tuple[str, str]], edges: list[Edge]
+    root: Path, src: SourceFile, env: EnvTarget, known: set[tuple[str, str]], edges: list[Edge], memo: _Memo | None = None
 ) -> tuple[dict[str, Any] | None, list[Problem]]:
+    """${VAR} substitution is per environment; what follows runs again only if it changed the data."""
+    doc = src.doc
+    data, missing = _substitute(doc.data, env, ())
+    key = json.dumps(data, default=str) if memo is not None else ""
+    hit = memo.get((src.kind, src.id)) if memo is not None else None
+    if hit is not None and hit[0] == key and hit[1] in (None, env.parent):
+        rendered = hit[2]
+    else:
+        used_parent, rendered = _checked(root, src, data, env.parent, known)
+        if memo is not None:
+            memo[(src.kind, src.id)] = (key, env.parent if used_parent else None, rendered)
+    body, problems, checked, expanded, ref_paths = rendered
+    for path, target in names_in(expanded, env.parent):
+        if target in known:  # positioned at the {ref:} itself when the name came from one
+            at = doc.problem((*path, "ref") if path in ref_paths else path, "")
+            edges.append(Edge((src.kind, src.id), target, at.file, at.line, at.col))
+    problems = [doc.problem(p, m) for p, m in missing] + problems
+    if body is None or problems:
+        return None, problems
+    body = dict(body)  # _env_var replaces the type's dict, never the shared one
+    return body, checked + _env_var(src, body, env)
+
+
+def _checked(root: Path, src: SourceFile, data: Any, parent: str, known: set[tuple[str, str]]) -> tuple[bool, _Rendered]:
+    """Includes, refs, key linting, the model and the checks: (whether refs used parent, result)."""
     doc = src.doc
     _, model = KINDS[src.kind]
-    data, missing = _substitute(doc.data, env, ())
-    expander = _Expander(root, src.path.parent, doc, env.parent, known)
+    expander = _Expander(root, src.path.parent, doc, parent, known)
     data = expander.expand(data)
-    for path, target in names_in(data, env.parent):
-        if target in known:  # positioned at the {ref:} itself when the name came from one
-            at = doc.problem((*path, "ref") if path in expander.ref_paths else path, "")
-            edges.append(Edge((src.kind, src.id), target, at.file, at.line, at.col))
-    problems = [doc.problem(p, m) for p, m in missing] + expander.problems
+    expanded = dict(data) if isinstance(data, dict) else data  # as it was before the pops below
+    problems = list(expander.problems)
     for key in SERVER_SET & set(data):
         problems.append(
             doc.problem((key,), f"'{key}' is set by the server; the {src.kind} id comes from the file name or 'id:'", key=True)
@@ -287,19 +319,18 @@ def _render_file(
     includes = expander.includes
     data, findings = lint_keys(data, model)
     problems += [_finding(f, doc, includes) for f in findings]
+    done = (expander.used_parent, expanded, expander.ref_paths)
     try:
         obj = model.model_validate(data)
     except ValidationError as exc:
         errors = exc.errors()
         if any(len(f.path) == 1 for f in findings):  # a misspelt type key already explains it
             errors = [e for e in errors if e["type"] != "oneof_missing"]
-        return None, problems + [_pydantic_problem(e, doc) for e in errors]
+        return done[0], (None, problems + [_pydantic_problem(e, doc) for e in errors], [], done[1], done[2])
     if problems:
-        return None, problems
+        return done[0], (None, problems, [], done[1], done[2])
     body = obj.model_dump(mode="json", exclude_none=True)
-    problems += [_finding(f, doc, includes) for f in check_body(src.kind, body)]
-    problems += _env_var(src, body, env)
-    return body, problems
+    return done[0], (body, [], [_finding(f, doc, includes) for f in check_body(src.kind, body)], done[1], done[2])
 
 
 def _finding(f: Finding, doc: Document, includes: dict[Path_, tuple[str, int]]) -> Problem:
@@ -373,6 +404,7 @@ class _Expander:
     problems: list[Problem] = field(default_factory=list)
     includes: dict[Path_, tuple[str, int]] = field(default_factory=dict)
     ref_paths: set[Path_] = field(default_factory=set)  # where a {ref:} was replaced by a name
+    used_parent: bool = False  # a ref named the app: the result differs per environment
 
     def expand(self, data: Any, path: Path_ = ()) -> Any:
         if isinstance(data, list):
@@ -403,6 +435,7 @@ class _Expander:
             ids = sorted(i for k, i in self.known if k == kind)
             self.problems.append(self.doc.problem(at, f"ref {target!r} names no {kind} of this repo{suggest(parts[1], ids)}"))
             return None
+        self.used_parent = True
         return f"{self.parent}/{target}"
 
     def include(self, key: str, value: dict[str, Any], here: Path_) -> str | None:
@@ -462,8 +495,7 @@ def _env_var(src: SourceFile, body: dict[str, Any], env: EnvTarget) -> list[Prob
                 )
             )
             continue
-        spec["openApiSchema"] = spec["openApiSchema"].replace(ENV_VAR, url)
-        spec["url"] = url
+        spec = body[field_name] = {**spec, "openApiSchema": spec["openApiSchema"].replace(ENV_VAR, url), "url": url}
     return problems
 
 
