@@ -21,7 +21,7 @@ __all__ = [
 ]
 
 EMBEDDED = "embedded"
-ENV_NAME = re.compile(r"^[a-z]([a-z0-9-]*[a-z0-9])?$")
+ENV_NAME = re.compile(r"^[a-z]([a-z0-9-]*[a-z0-9])?\Z")  # \Z, not $: no trailing newline (names become file names)
 # One resource-name segment: nothing that could add a path segment, a query, a custom
 # method (':'), an escape ('%') or a '..' to the URL it is put in.
 SEGMENT = re.compile(r"[A-Za-z0-9_-]{1,128}(?:\.[A-Za-z0-9_-]{1,128}){0,8}")
