@@ -1,88 +1,171 @@
-"""Our model against the published API: every field, every enum value, same JSON names."""
+"""The models against the published API: snapshot current, module current, every field conforming."""
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import create_model
 
-from cesync.models import Kind, ProtoModel, Tool, Toolset, specs
+from cesync import api
+from cesync.models import Behavior, ProtoModel, Tool, Toolset, specs
+from cesync.models import messages as generated
+from cesync.models.base import Bytes, Double, Duration, Meta
+from tests.models.conformance import check, pairs
 
 ces_v1 = pytest.importorskip("google.cloud.ces_v1")
-
-# Fields that only the API reference pages (the seeds) name, not the package.
-SEED_ONLY = {("AgentTool", "agent")}
+ROOT = Path(__file__).resolve().parents[2]
 
 
-def _pairs(ours: type[ProtoModel], theirs: Any, seen: set[str]) -> list[tuple[type[ProtoModel], Any]]:
-    if theirs.full_name in seen:
-        return []
-    seen.add(theirs.full_name)
-    out = [(ours, theirs)]
-    table = specs(ours)
-    for f in theirs.fields:
-        if f.message_type is None or f.message_type.full_name.startswith("google.protobuf"):
-            continue
-        spec = table.get(f.json_name)
-        if spec is None or spec.message is None:
-            continue  # reported by the field test below
-        target = f.message_type
-        if target.GetOptions().map_entry:
-            target = target.fields_by_name["value"].message_type
-            if target is None:
-                continue
-        out += _pairs(spec.message, target, seen)
+def _generator() -> Any:
+    spec = importlib.util.spec_from_file_location("gen_api", ROOT / "scripts/gen_api.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("gen_api", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+GEN = _generator()
+
+
+def test_snapshot_matches_installed_package() -> None:
+    fds, facts = GEN.extract()
+    assert api.DESCRIPTOR_FILE.read_bytes() == fds, "descriptor snapshot is stale: run python scripts/gen_api.py"
+    assert api.BEHAVIORS_FILE.read_text(encoding="utf-8") == facts, "behaviour snapshot is stale: run python scripts/gen_api.py"
+
+
+def test_generated_module_is_current() -> None:
+    rendered = GEN.render_models(api.DESCRIPTOR_FILE.read_bytes(), api.BEHAVIORS_FILE.read_text(encoding="utf-8"))
+    assert Path(generated.__file__).read_text(encoding="utf-8") == rendered, "run python scripts/gen_api.py"
+
+
+def _roots() -> list[tuple[type[ProtoModel], Any]]:
+    """Every top-level proto-plus message of the package, paired with our class of the same name."""
+    import proto  # type: ignore[import-untyped]
+
+    out = []
+    for name in sorted(dir(ces_v1.types)):
+        value = getattr(ces_v1.types, name)
+        if isinstance(value, type) and issubclass(value, proto.Message) and value.__module__.startswith("google.cloud.ces_v1"):
+            out.append((getattr(generated, name), value.pb().DESCRIPTOR))
     return out
 
 
-def _all_pairs() -> list[tuple[type[ProtoModel], Any]]:
-    seen: set[str] = set()
-    return _pairs(Tool, ces_v1.Tool.pb().DESCRIPTOR, seen) + _pairs(Toolset, ces_v1.Toolset.pb().DESCRIPTOR, seen)
+PAIRS = pairs(_roots())
 
 
-PAIRS = _all_pairs()
+def test_every_message_has_a_model() -> None:
+    modelled = {desc.full_name for _, desc in PAIRS}
+    published = {m for m in api.facts()["messages"] if not m.endswith("Entry")}
+    assert modelled == published
+    classes = {v for v in vars(generated).values() if isinstance(v, type) and issubclass(v, ProtoModel) and v is not ProtoModel}
+    assert len(classes) == len(published)
 
 
-def _reachable(desc: Any, acc: set[str]) -> set[str]:
-    if desc.full_name in acc or desc.full_name.startswith("google.protobuf"):
-        return acc
-    if not desc.GetOptions().map_entry:
-        acc.add(desc.full_name)
-    for f in desc.fields:
-        if f.message_type is not None:
-            _reachable(f.message_type, acc)
-    return acc
+@pytest.mark.parametrize(("ours", "theirs"), PAIRS, ids=[t.full_name.removeprefix("google.cloud.ces.v1.") for _, t in PAIRS])
+def test_every_field_conforms(ours: type[ProtoModel], theirs: Any) -> None:
+    assert check(ours, theirs) == []
 
 
-def test_walk_reaches_every_message() -> None:
-    expected = _reachable(ces_v1.Toolset.pb().DESCRIPTOR, _reachable(ces_v1.Tool.pb().DESCRIPTOR, set()))
-    assert {theirs.full_name for _, theirs in PAIRS} == expected
+def test_tool_and_toolset_are_published_messages() -> None:
+    assert (Tool, ces_v1.Tool.pb().DESCRIPTOR) in PAIRS
+    assert (Toolset, ces_v1.Toolset.pb().DESCRIPTOR) in PAIRS
 
 
-@pytest.mark.parametrize(("ours", "theirs"), PAIRS, ids=[t.full_name for _, t in PAIRS])
-def test_every_field_and_enum_value(ours: type[ProtoModel], theirs: Any) -> None:
-    table = specs(ours)
-    theirs_names = {f.json_name for f in theirs.fields}
-    extra = set(table) - theirs_names - {n for cls, n in SEED_ONLY if cls == ours.__name__}
-    assert not extra, f"{ours.__name__} has fields the API lacks: {extra}"
-    for f in theirs.fields:
-        assert f.json_name in table, f"{ours.__name__} lacks {f.json_name}"
-        spec = table[f.json_name]
-        assert spec.repeated == (f.is_repeated and not _is_map(f)), f.json_name
-        assert spec.map == _is_map(f), f.json_name
-        if f.enum_type is not None:
-            assert spec.kind is Kind.ENUM, f.json_name
-            assert spec.enum == {v.name: v.number for v in f.enum_type.values}, f.json_name
-        if f.containing_oneof is not None and not f.containing_oneof.name.startswith("_"):
-            assert spec.oneof == f.containing_oneof.name, f.json_name
+# --- the check can fail: each mutation of a copy of a model is reported -------------------
 
 
-def _is_map(f: Any) -> bool:
-    return bool(f.message_type is not None and f.message_type.GetOptions().map_entry)
+def _mutated(model: type[ProtoModel], field: str, annotation: Any = None, behavior: Behavior | None = None) -> type[ProtoModel]:
+    fields: dict[str, Any] = {}
+    for name, info in model.model_fields.items():
+        tp = info.annotation
+        info = info._copy()
+        if name == field:
+            if annotation is not None:  # pydantic lifted the old type's markers into the metadata
+                tp, info.metadata = annotation, [m for m in info.metadata if isinstance(m, Meta)]
+            if behavior is not None:
+                info.metadata = [Meta(behavior) if isinstance(m, Meta) else m for m in info.metadata]
+        fields[name] = (tp, info)
+    copy = create_model(model.__name__, __base__=ProtoModel, **fields)  # type: ignore[call-overload]
+    copy.oneofs = model.oneofs
+    return copy  # type: ignore[no-any-return]
+
+
+def _desc(model: type[ProtoModel]) -> Any:
+    return next(d for m, d in PAIRS if m is model)
+
+
+MUTATIONS = {
+    "Schema.minItems int64 -> int32": (generated.Schema, "minItems", int | None, None, "minItems: type int32, API has int64"),
+    "ControlPoint.boostAmount float -> double": (
+        generated.ControlPoint,
+        "boostAmount",
+        Double | None,
+        None,
+        "boostAmount: type double, API has float",
+    ),
+    "CaCert.cert bytes -> string": (generated.CaCert, "cert", str, None, "cert: type string, API has bytes"),
+    "Tool.timeout Duration -> string": (Tool, "timeout", str | None, None, "timeout: type string, API has duration"),
+    "Tool.displayName output only -> optional": (
+        Tool,
+        "displayName",
+        None,
+        Behavior.OPTIONAL,
+        "displayName: behaviour OPTIONAL, API has OUTPUT_ONLY",
+    ),
+    "Tool.name identifier -> required": (Tool, "name", None, Behavior.REQUIRED, "name: behaviour REQUIRED, API has IDENTIFIER"),
+    "Schema.minimum loses presence": (generated.Schema, "minimum", Double | None, Behavior.OPTIONAL, None),
+    "CaCert.cert string -> bytes stays": (generated.CaCert, "cert", Bytes, None, None),
+    "Tool.timeout stays a Duration": (Tool, "timeout", Duration | None, None, None),
+}
+
+
+@pytest.mark.parametrize("case", list(MUTATIONS), ids=list(MUTATIONS))
+def test_mutation_is_caught(case: str) -> None:
+    model, field, annotation, behavior, expected = MUTATIONS[case]
+    original = check(model, _desc(model))
+    assert original == []
+    errors = check(_mutated(model, field, annotation, behavior), _desc(model))
+    if expected is None:
+        # control cases: a copy that changes nothing relevant (or presence, see below) is judged as such
+        if "presence" in case:
+            assert any("minimum: presence False, API has True" in e for e in errors), errors
+        else:
+            assert errors == [], errors
+    else:
+        assert any(e.endswith(expected) for e in errors), errors
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda s: s.update(repeated=not s["repeated"]),
+        lambda s: s.update(oneof="other"),
+        lambda s: s.update(enum={**s["enum"], "EXTRA": 99}),
+        lambda s: s.update(name="renamed"),
+    ],
+    ids=["repeated", "oneof", "enum", "json-name"],
+)
+def test_spec_level_mutations_are_caught(mutate: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mutations of the field table itself (what every code path reads) fail the check too."""
+    import dataclasses
+
+    table = dict(specs(Tool))
+    spec = table["executionType"]
+    values = dataclasses.asdict(spec)
+    values["message"] = spec.message
+    mutate(values)
+    name = values["name"]
+    table.pop("executionType")
+    table[name] = dataclasses.replace(spec, **{k: v for k, v in values.items() if k != "message"})
+    monkeypatch.setattr("tests.models.conformance.specs", lambda model: table if model is Tool else specs(model))
+    assert check(Tool, _desc(Tool)) != []
 
 
 def test_seed_only_fields_are_modelled() -> None:
-    from cesync.models.messages import AgentTool
-
-    for cls, name in SEED_ONLY:
-        assert cls == "AgentTool" and name in specs(AgentTool)
+    assert "agent" in specs(generated.AgentTool)
+    assert "agent" not in {f.json_name for f in ces_v1.AgentTool.pb().DESCRIPTOR.fields}

@@ -22,9 +22,11 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, GetCoreSchem
 from pydantic_core import PydanticCustomError, core_schema
 
 __all__ = [
+    "AnyMessage",
     "Behavior",
     "Bytes",
     "Duration",
+    "FieldMask",
     "FieldSpec",
     "Float32",
     "Int64",
@@ -147,6 +149,8 @@ Timestamp = Annotated[str, _KindMarker(Kind.TIMESTAMP)]
 Bytes = Annotated[str, _KindMarker(Kind.BYTES), BeforeValidator(_bytes)]
 Struct = Annotated[dict[str, Any], _KindMarker(Kind.STRUCT)]
 Value = Annotated[Any, _KindMarker(Kind.VALUE)]
+FieldMask = Annotated[str, _KindMarker(Kind.STRING)]  # JSON: comma-separated camelCase paths
+AnyMessage = Annotated[dict[str, Any], _KindMarker(Kind.STRUCT)]  # google.protobuf.Any: an object with "@type"
 
 # Resource-name formats the API documents for reference fields.
 RESOURCE_PATTERNS: dict[str, tuple[str, str]] = {
@@ -201,6 +205,7 @@ def field_(
     max_items: int | None = None,
     ge: float | None = None,
     le: float | None = None,
+    alias: str | None = None,
 ) -> Any:
     """A model field with its API behaviour; required fields have no default."""
     extra: dict[str, Any] = {"x-behavior": behavior.value}
@@ -215,6 +220,8 @@ def field_(
         kwargs["ge"] = ge
     if le is not None:
         kwargs["le"] = le
+    if alias is not None:  # a JSON name that pydantic reserves (e.g. "schema")
+        kwargs["alias"] = alias
     info = Field(**kwargs)
     info.metadata.append(Meta(behavior, presence, max_items, doc))
     return info
@@ -313,8 +320,8 @@ def specs(model: type[ProtoModel]) -> dict[str, FieldSpec]:
             is_map, (_, tp) = True, get_args(tp)
         tp, more = _split(tp)
         kind, enum_table, message = _scalar(tp, markers + more)
-        table[name] = FieldSpec(
-            name=name,
+        table[info.alias or name] = FieldSpec(
+            name=info.alias or name,
             kind=kind,
             behavior=meta.behavior,
             repeated=repeated,
@@ -322,7 +329,7 @@ def specs(model: type[ProtoModel]) -> dict[str, FieldSpec]:
             message=message,
             enum=enum_table,
             presence=meta.presence or kind is Kind.MESSAGE,
-            oneof=oneof_of.get(name),
+            oneof=oneof_of.get(info.alias or name),
             max_items=meta.max_items,
         )
     return table

@@ -1,0 +1,420 @@
+#!/usr/bin/env python3
+"""Regenerate the CES API snapshot and the pydantic models generated from it.
+
+    python scripts/gen_api.py           # write src/cesync/api/ces_v1.{binpb,json} and src/cesync/models/messages.py
+    python scripts/gen_api.py --check   # exit 1 if any of them differs from what the installed package gives
+
+Step 1 reads the installed ``google-cloud-ces`` package: the file descriptors of
+``google.cloud.ces.v1`` and their dependencies, and each field's behaviour and
+documentation from the proto-plus docstrings. Step 2 reads only that snapshot
+(plus the hand-written overlay in ``cesync.models.overlay``) and prints one
+module with a pydantic model per message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import json
+import keyword
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from google.protobuf import descriptor_pb2, descriptor_pool
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from cesync.models import overlay  # noqa: E402
+
+PACKAGE = "google.cloud.ces.v1"
+DESCRIPTOR_FILE = ROOT / "src/cesync/api/ces_v1.binpb"
+FACTS_FILE = ROOT / "src/cesync/api/ces_v1.json"
+MODELS_FILE = ROOT / "src/cesync/models/messages.py"
+BEHAVIOR_WORDS = {
+    "Required": "REQUIRED",
+    "Optional": "OPTIONAL",
+    "Output only": "OUTPUT_ONLY",
+    "Identifier": "IDENTIFIER",
+    "Input only": "INPUT_ONLY",
+    "Immutable": "IMMUTABLE",
+}
+BEHAVIOR_RE = re.compile(r"^({})\.\s*".format("|".join(BEHAVIOR_WORDS)))
+ONEOF_NOTE = re.compile(r"This field is a member of `oneof`_ ``\w+``\.")
+
+# --- step 1: the snapshot -------------------------------------------------------------------
+
+
+def _proto_classes() -> list[Any]:
+    import proto  # type: ignore[import-untyped]
+    from google.cloud.ces_v1 import types
+
+    out: list[Any] = []
+
+    def visit(cls: Any) -> None:
+        out.append(cls)
+        for value in vars(cls).values():
+            if isinstance(value, type) and issubclass(value, proto.Message):
+                visit(value)
+
+    for name in sorted(dir(types)):
+        value = getattr(types, name)
+        if isinstance(value, type) and issubclass(value, proto.Message) and value.__module__.startswith("google.cloud.ces_v1"):
+            visit(value)
+    return out
+
+
+def _files() -> list[descriptor_pb2.FileDescriptorProto]:
+    """Every file of the package and its dependencies, dependencies first."""
+    default = descriptor_pool.Default()
+    roots = sorted({cls.pb().DESCRIPTOR.file.name for cls in _proto_classes()})
+    ordered: list[descriptor_pb2.FileDescriptorProto] = []
+    done: set[str] = set()
+
+    def visit(name: str) -> None:
+        if name in done:
+            return
+        done.add(name)
+        file = default.FindFileByName(name)
+        for dep in sorted(d.name for d in file.dependencies):
+            visit(dep)
+        proto = descriptor_pb2.FileDescriptorProto()
+        file.CopyToProto(proto)
+        assert not proto.public_dependency and not proto.weak_dependency
+        proto.dependency[:] = sorted(proto.dependency)  # proto-plus lists them in set order
+        _fill_json_names(proto.message_type, [file.message_types_by_name[m.name] for m in proto.message_type])
+        ordered.append(proto)
+
+    for name in roots:
+        visit(name)
+    return ordered
+
+
+def _fill_json_names(protos: Any, descs: list[Any]) -> None:
+    """CopyToProto leaves json_name out; the snapshot records it as the runtime computes it.
+
+    proto-plus renames fields that clash with Python words (``type`` -> ``type_``);
+    the snapshot keeps the wire names, which the API accepts in snake_case JSON.
+    """
+    for proto, desc in zip(protos, descs, strict=True):
+        for field in proto.field:
+            field.json_name = desc.fields_by_name[field.name].json_name
+            field.name = _wire_name(field.name)
+        _fill_json_names(proto.nested_type, [desc.nested_types_by_name[m.name] for m in proto.nested_type])
+
+
+def _wire_name(name: str) -> str:
+    return name[:-1] if name.endswith("_") else name
+
+
+def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """A proto-plus docstring: the message text and each attribute's text (by proto name)."""
+    lines = textwrap.dedent("\n".join(doc.splitlines()[1:])).splitlines() if doc else []
+    first = doc.splitlines()[0].strip() if doc else ""
+    head: list[str] = [first]
+    fields: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    in_attrs = False
+    for line in lines:
+        if line.strip() == "Attributes:":
+            in_attrs = True
+            continue
+        if not in_attrs:
+            head.append(line)
+            continue
+        match = re.match(r"^    (\w+) \(.*\):\s*$", line)
+        if match:
+            current = fields.setdefault(_wire_name(match.group(1)), [])
+        elif current is not None and (line.startswith("        ") or not line.strip()):
+            current.append(line.strip())
+        elif line.strip():
+            current = None
+    message = _paragraphs(head)
+    message = message.split("This message has `oneof`_ fields")[0].split(".. _oneof:")[0].strip()
+    return message, {k: ONEOF_NOTE.sub("", _paragraphs(v)).strip() for k, v in fields.items()}
+
+
+def _paragraphs(lines: list[str]) -> str:
+    paras = [" ".join(p.split()) for p in "\n".join(x.strip() for x in lines).split("\n\n")]
+    return "\n\n".join(p for p in paras if p)
+
+
+def behaviors_of(text: str) -> list[str]:
+    found: list[str] = []
+    while match := BEHAVIOR_RE.match(text):
+        found.append(BEHAVIOR_WORDS[match.group(1)])
+        text = text[match.end() :]
+    return found
+
+
+def extract() -> tuple[bytes, str]:
+    """The snapshot from the installed package: (FileDescriptorSet bytes, facts JSON)."""
+    fds = descriptor_pb2.FileDescriptorSet()
+    fds.file.extend(_files())
+    messages: dict[str, Any] = {}
+    for cls in _proto_classes():
+        desc = cls.pb().DESCRIPTOR
+        doc, field_docs = parse_docstring(cls.__doc__ or "")
+        fields = {}
+        for f in desc.fields:
+            text = field_docs.get(_wire_name(f.name), "")
+            fields[_wire_name(f.name)] = {"behaviors": behaviors_of(text), "doc": text}
+        messages[desc.full_name] = {"doc": doc, "fields": fields}
+    facts = {
+        "package": PACKAGE,
+        "source": "google-cloud-ces",
+        "version": importlib.metadata.version("google-cloud-ces"),
+        "messages": dict(sorted(messages.items())),
+    }
+    return fds.SerializeToString(deterministic=True), json.dumps(facts, indent=1, sort_keys=False) + "\n"
+
+
+# --- step 2: the models -----------------------------------------------------------------------
+
+WELL_KNOWN = {
+    "google.protobuf.Duration": "Duration",
+    "google.protobuf.Timestamp": "Timestamp",
+    "google.protobuf.Struct": "Struct",
+    "google.protobuf.Value": "Value",
+    "google.protobuf.FieldMask": "FieldMask",
+    "google.protobuf.Any": "AnyMessage",
+}
+FD = descriptor_pb2.FieldDescriptorProto
+SCALARS = {
+    FD.TYPE_STRING: "str",
+    FD.TYPE_BOOL: "bool",
+    FD.TYPE_INT32: "int",
+    FD.TYPE_SINT32: "int",
+    FD.TYPE_SFIXED32: "int",
+    FD.TYPE_UINT32: "int",
+    FD.TYPE_FIXED32: "int",
+    FD.TYPE_INT64: "Int64",
+    FD.TYPE_SINT64: "Int64",
+    FD.TYPE_SFIXED64: "Int64",
+    FD.TYPE_UINT64: "Int64",
+    FD.TYPE_FIXED64: "Int64",
+    FD.TYPE_DOUBLE: "Double",
+    FD.TYPE_FLOAT: "Float32",
+    FD.TYPE_BYTES: "Bytes",
+}
+BASE_NAMES = [
+    *("AnyMessage", "Behavior", "Bytes", "Double", "Duration", "FieldMask", "Float32", "Int64", "ProtoEnum"),
+    *("ProtoModel", "Struct", "Timestamp", "Value", "field_", "resolve_forward_refs", "resource"),
+]
+RESERVED = set(dir(__import__("pydantic").BaseModel)) | set(keyword.kwlist) | {"oneofs"}
+
+
+class Walk:
+    """Every message and enum of the package, with a Python name each."""
+
+    def __init__(self, fds: descriptor_pb2.FileDescriptorSet) -> None:
+        self.messages: dict[str, descriptor_pb2.DescriptorProto] = {}
+        self.enums: dict[str, descriptor_pb2.EnumDescriptorProto] = {}
+        self.order: list[str] = []
+        self.parents: dict[str, list[str]] = {}
+        for file in fds.file:
+            if file.package != PACKAGE:
+                continue
+            for enum in file.enum_type:
+                self.enums[f"{PACKAGE}.{enum.name}"] = enum
+                self.parents[f"{PACKAGE}.{enum.name}"] = [enum.name]
+            for msg in file.message_type:
+                self._visit(msg, [msg.name])
+        self.names = self._name_messages()
+        self.enum_names = {fn: "".join(self.parents[fn]) for fn in self.enums}
+        clash = set(self.names.values()) & set(self.enum_names.values())
+        assert not clash, f"enum and message names clash: {clash}"
+
+    def _visit(self, msg: descriptor_pb2.DescriptorProto, path: list[str]) -> None:
+        full = f"{PACKAGE}.{'.'.join(path)}"
+        self.messages[full] = msg
+        self.parents[full] = path
+        if not msg.options.map_entry:
+            self.order.append(full)
+        for enum in msg.enum_type:
+            self.enums[f"{full}.{enum.name}"] = enum
+            self.parents[f"{full}.{enum.name}"] = [*path, enum.name]
+        for nested in msg.nested_type:
+            self._visit(nested, [*path, nested.name])
+
+    def _name_messages(self) -> dict[str, str]:
+        """Short names where unique (top-level messages win), else the chain of parents."""
+        short: dict[str, list[str]] = {}
+        for full in self.order:
+            short.setdefault(self.parents[full][-1], []).append(full)
+        names = {}
+        for full in self.order:
+            path = self.parents[full]
+            holders = short[path[-1]]
+            top_level = [h for h in holders if len(self.parents[h]) == 1]
+            unique = len(holders) == 1 or (len(path) == 1 and top_level == [full])
+            names[full] = path[-1] if unique else "".join(path)
+        assert len(set(names.values())) == len(names), "message names clash"
+        return names
+
+
+def _enum_alias(walk: Walk, full: str) -> str:
+    enum = walk.enums[full]
+    values = [v.name for v in enum.value]
+    numbers = {v.name: v.number for v in enum.value}
+    literal = "Literal[" + ", ".join(json.dumps(v) for v in values) + "]"
+    table = "" if list(numbers.values()) == list(range(len(values))) else repr(numbers)
+    return f"{walk.enum_names[full]} = Annotated[{literal}, ProtoEnum({table})]"
+
+
+def _type_of(walk: Walk, full_field: str, f: descriptor_pb2.FieldDescriptorProto) -> tuple[str, bool, bool]:
+    """(python type of one value, repeated, map)."""
+    if f.type == FD.TYPE_MESSAGE:
+        target = f.type_name.lstrip(".")
+        entry = walk.messages.get(target)
+        if entry is not None and entry.options.map_entry:
+            key, value = entry.field
+            inner, _, _ = _type_of(walk, full_field, value)
+            return f"dict[{SCALARS.get(key.type, 'str')}, {inner}]", False, True
+        py = WELL_KNOWN.get(target) or walk.names[target]
+    elif f.type == FD.TYPE_ENUM:
+        py = walk.enum_names[f.type_name.lstrip(".")]
+    else:
+        py = SCALARS[f.type]
+        if full_field in overlay.RESOURCE_FIELDS:
+            py = overlay.RESOURCE_ALIASES[overlay.RESOURCE_FIELDS[full_field]]
+    repeated = f.label == FD.LABEL_REPEATED
+    return (f"list[{py}]" if repeated else py), repeated, False
+
+
+def _field_line(walk: Walk, message: str, f: descriptor_pb2.FieldDescriptorProto, info: dict[str, Any]) -> str:
+    full_field = f"{message}.{f.name}"
+    py, _, _ = _type_of(walk, full_field, f)
+    found = info.get("behaviors", [])
+    behavior = next((b for b in ("IDENTIFIER", "OUTPUT_ONLY", "REQUIRED") if b in found), None)
+    args = {"IDENTIFIER": ["ID"], "OUTPUT_ONLY": ["OUT"], "REQUIRED": ["R"]}.get(behavior or "", [])
+    doc = info.get("doc", "")
+    if doc:
+        args.append(_string(doc) if args else "doc=" + _string(doc))
+    if f.proto3_optional:
+        args.append("presence=True")
+    if full_field in overlay.MAX_ITEMS:
+        args.append(f"max_items={overlay.MAX_ITEMS[full_field]}")
+    if full_field in overlay.RANGES:
+        ge, le = overlay.RANGES[full_field]
+        args += [f"ge={ge}", f"le={le}"]
+    attr = f.json_name
+    if attr in RESERVED:
+        args.append(f"alias={json.dumps(attr)}")
+        attr += "_"
+    annotation = py if behavior == "REQUIRED" or py == "Value" else f"{py} | None"
+    return f"    {attr}: {annotation} = field_({', '.join(args)})"
+
+
+def _string(text: str) -> str:
+    """A string literal, split into implicitly concatenated pieces that fit the line length."""
+    pieces = textwrap.wrap(text, 96, drop_whitespace=False, replace_whitespace=False, break_long_words=True)
+    return "\n".join(json.dumps(p, ensure_ascii=False) for p in pieces) if len(pieces) > 1 else json.dumps(text)
+
+
+def _docstring(text: str, indent: str = "    ") -> str:
+    text = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"') or "(undocumented)"
+    paras = [textwrap.fill(p, 120 - len(indent), break_long_words=False, break_on_hyphens=False) for p in text.split("\n\n")]
+    body = "\n\n".join(paras).replace("\n", "\n" + indent).replace("\n" + indent + "\n", "\n\n")
+    return f'{indent}"""{body}\n{indent}"""' if "\n" in body else f'{indent}"""{body}"""'
+
+
+def render_models(fds_bytes: bytes, facts_text: str) -> str:
+    fds = descriptor_pb2.FileDescriptorSet()
+    fds.ParseFromString(fds_bytes)
+    facts = json.loads(facts_text)
+    walk = Walk(fds)
+    out: list[str] = [
+        '"""Every message of ``google.cloud.ces.v1`` as a pydantic model, named like the REST JSON.',
+        "",
+        f"GENERATED by scripts/gen_api.py from the snapshot in cesync/api ({facts['source']} {facts['version']})",
+        "and the overlay in cesync/models/overlay.py. Do not edit: change the overlay and regenerate.",
+        '"""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "from typing import Annotated, Literal",
+        "",
+        "from .base import (",
+        *[f"    {n}," for n in BASE_NAMES],
+        ")",
+        "",
+        "R, OUT, ID = Behavior.REQUIRED, Behavior.OUTPUT_ONLY, Behavior.IDENTIFIER",
+        "",
+    ]
+    for kind, alias in overlay.RESOURCE_ALIASES.items():
+        out.append(f'{alias} = Annotated[str, resource("{kind}")]')
+    out.append("")
+    out += [_enum_alias(walk, full) for full in walk.enums]
+    for full in walk.order:
+        msg = walk.messages[full]
+        info = facts["messages"].get(full, {"doc": "", "fields": {}})
+        out += ["", "", f"class {walk.names[full]}(ProtoModel):", _docstring(info["doc"])]
+        oneofs: dict[str, list[str]] = {}
+        for f in msg.field:
+            if f.HasField("oneof_index") and not f.proto3_optional:
+                oneofs.setdefault(msg.oneof_decl[f.oneof_index].name, []).append(f.json_name)
+        if oneofs:
+            items = []
+            for name, members in oneofs.items():
+                required = f"{full}.{name}" in overlay.REQUIRED_ONEOFS
+                items.append(f'"{name}": (({", ".join(json.dumps(m) for m in members)},), {required})')
+            out.append(f"    oneofs = {{{', '.join(items)}}}")
+        for f in msg.field:
+            out.append(_field_line(walk, full, f, info["fields"].get(f.name, {})))
+        for extra in overlay.EXTRA_FIELDS.get(full, []):
+            alias = overlay.RESOURCE_ALIASES.get(overlay.RESOURCE_FIELDS.get(extra["field"], ""), "str")
+            out.append(f"    {extra['name']}: {alias} | None = field_(doc={json.dumps(extra['doc'])})")
+    out.append("")
+    out.append("")
+    for name, oneof in overlay.ONEOF_TUPLES.items():
+        message, _, member = oneof.rpartition(".")
+        out.append(f'{name}: tuple[str, ...] = {walk.names[message]}.oneofs["{member}"][0]')
+    out += ["", "resolve_forward_refs(globals())", ""]
+    return _format("\n".join(out))
+
+
+def _format(source: str) -> str:
+    ruff = Path(sys.executable).with_name("ruff")
+    cmd = [str(ruff) if ruff.exists() else "ruff", "format", "--stdin-filename", str(MODELS_FILE), "-"]
+    done = subprocess.run(cmd, input=source, capture_output=True, text=True, cwd=ROOT, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"ruff format failed: {done.stderr}")
+    return done.stdout
+
+
+def outputs() -> dict[Path, bytes]:
+    fds_bytes, facts_text = extract()
+    return {
+        DESCRIPTOR_FILE: fds_bytes,
+        FACTS_FILE: facts_text.encode(),
+        MODELS_FILE: render_models(fds_bytes, facts_text).encode(),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help="exit 1 if a generated file is not current")
+    args = parser.parse_args(argv)
+    stale = []
+    for path, data in outputs().items():
+        if path.exists() and path.read_bytes() == data:
+            continue
+        stale.append(path.relative_to(ROOT))
+        if not args.check:
+            path.write_bytes(data)
+    verb = "stale" if args.check else "written"
+    for path in stale:
+        print(f"{verb}: {path}")
+    if args.check and stale:
+        print("run: python scripts/gen_api.py", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

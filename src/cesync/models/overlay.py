@@ -1,0 +1,74 @@
+"""What the generated models know that the protos do not: limits and formats from the API pages.
+
+The generator (``scripts/gen_api.py``) reads these tables; keys are proto field
+full names (``package.Message.field``). Everything else comes from the
+descriptor snapshot in :mod:`cesync.api`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+P = "google.cloud.ces.v1."
+
+# Resource-name fields: field -> (type alias emitted in the module, kind in base.RESOURCE_PATTERNS).
+RESOURCE_FIELDS: dict[str, str] = {
+    P + "ApiKeyConfig.api_key_secret_version": "secretVersion",
+    P + "OAuthConfig.client_secret_version": "secretVersion",
+    P + "ServiceAccountAuthConfig.service_account": "serviceAccount",
+    P + "BearerTokenConfig.token": "contextVariable",
+    P + "EndUserAuthConfig.Oauth2AuthCodeConfig.oauth_token": "contextVariable",
+    P + "EndUserAuthConfig.Oauth2JwtBearerConfig.issuer": "contextVariable",
+    P + "EndUserAuthConfig.Oauth2JwtBearerConfig.subject": "contextVariable",
+    P + "EndUserAuthConfig.Oauth2JwtBearerConfig.client_key": "contextVariable",
+    P + "ServiceDirectoryConfig.service": "service",
+    P + "ConnectorTool.connection": "connection",
+    P + "ConnectorToolset.connection": "connection",
+    P + "DataStore.name": "dataStore",
+    P + "DataStoreTool.EngineSource.engine": "engine",
+    P + "FileSearchTool.file_corpus": "ragCorpus",
+    P + "AgentTool.root_agent": "agent",
+    P + "AgentTool.agent": "agent",
+}
+RESOURCE_ALIASES: dict[str, str] = {
+    "connection": "ConnectionName",
+    "dataStore": "DataStoreName",
+    "engine": "EngineName",
+    "agent": "AgentName",
+    "secretVersion": "SecretVersion",
+    "service": "ServiceName",
+    "ragCorpus": "RagCorpusName",
+    "contextVariable": "ContextVariable",
+    "serviceAccount": "ServiceAccountEmail",
+}
+
+# Documented list limits.
+MAX_ITEMS: dict[str, int] = {
+    P + "GoogleSearchTool.context_urls": 20,
+    P + "GoogleSearchTool.preferred_domains": 20,
+    P + "GoogleSearchTool.exclude_domains": 2000,
+}
+
+# Documented numeric ranges: field -> (ge, le).
+RANGES: dict[str, tuple[float, float]] = {
+    P + "DataStoreTool.BoostSpec.ConditionBoostSpec.boost": (-1, 1),
+    P + "DataStoreTool.GroundingConfig.grounding_level": (1, 5),
+}
+
+# Oneofs of which exactly one member must be set (the protos cannot say so).
+REQUIRED_ONEOFS: set[str] = {P + "Tool.tool_type", P + "Toolset.toolset_type"}
+
+# Fields the API reference pages (the seeds) document but the package lacks:
+# message -> (json name, proto field name, fields of field_() call as source text).
+EXTRA_FIELDS: dict[str, list[dict[str, Any]]] = {
+    P + "AgentTool": [
+        {
+            "name": "agent",
+            "field": P + "AgentTool.agent",
+            "doc": "Optional. The resource name of the agent to call (replaces root_agent).",
+        }
+    ],
+}
+
+# Module-level tuples the rest of cesync imports: name -> oneof full name.
+ONEOF_TUPLES: dict[str, str] = {"TOOL_TYPES": P + "Tool.tool_type", "TOOLSET_TYPES": P + "Toolset.toolset_type"}
