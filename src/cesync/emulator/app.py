@@ -8,7 +8,6 @@ and custom methods hold colons.
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from collections.abc import Awaitable, Callable
@@ -19,22 +18,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..checks import HTTP_METHODS, parse_document
-from ..models import ProtoModel, Tool, specs
-from ..protojson import encode
 from .errors import RpcError
 from .execute import Executor
 from .faults import FaultConfig, FaultMiddleware
-from .store import (
-    COLLECTIONS,
-    DEFAULT_PAGE,
-    MAX_PAGE,
-    Store,
-    page_token,
-    parse_page_token,
-    server_fields,
-    validated,
-)
+from .openapi import HTTP_METHODS, parse_document
+from .store import COLLECTIONS, DEFAULT_PAGE, MAX_PAGE, Store, first_function, new_etag, now, page_token, parse_page_token
+from .wire import TOOL_TYPES, Printed, mask_paths, parse, printed, split_known, to_data
 
 __all__ = ["create_app"]
 
@@ -47,8 +36,8 @@ def _enum_int(request: Request) -> bool:
     return "enum-encoding=int" in request.query_params.get("$alt", "")
 
 
-def _out(request: Request, collection: str, stored: dict[str, Any]) -> dict[str, Any]:
-    return encode(stored, COLLECTIONS[collection], enum_int=_enum_int(request))
+def _answer(request: Request, res: Printed) -> Response:
+    return Response(res.text(_enum_int(request)), media_type="application/json")
 
 
 async def _json_body(request: Request) -> dict[str, Any]:
@@ -62,20 +51,6 @@ async def _json_body(request: Request) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise RpcError("INVALID_ARGUMENT", "Invalid JSON payload received: expected an object.")
     return body
-
-
-def _mask_paths(raw: str | None, model: type[ProtoModel]) -> list[str] | None:
-    if raw is None or raw.strip() in ("", "*"):
-        return None
-    paths = [p.strip() for p in raw.split(",") if p.strip()]
-    for path in paths:
-        current: type[ProtoModel] | None = model
-        for part in path.split("."):
-            spec = specs(current).get(part) if current is not None else None
-            if spec is None:
-                raise RpcError("INVALID_ARGUMENT", f"invalid update_mask path '{path}': no field '{part}' in {model.__name__}")
-            current = spec.message if not (spec.repeated or spec.map) else None
-    return paths
 
 
 def _apply_mask(stored: dict[str, Any], body: dict[str, Any], paths: list[str]) -> dict[str, Any]:
@@ -101,17 +76,61 @@ def _apply_mask(stored: dict[str, Any], body: dict[str, Any], paths: list[str]) 
     return merged
 
 
+def _server_fields(collection: str, parent: str, rid: str, data: dict[str, Any], created: str | None) -> dict[str, Any]:
+    """What the server sets on every write: name, times, etag, display name, docstring description."""
+    data["name"] = f"{parent}/{collection}/{rid}"
+    stamp = now()
+    data["createTime"] = created or stamp
+    data["updateTime"] = stamp
+    data["etag"] = new_etag()
+    if collection == "tools":
+        kind = next((t for t in TOOL_TYPES if t in data), None)
+        member = data.get(kind, {}) if kind else {}
+        if kind == "pythonFunction":
+            fname, doc = first_function(member.get("pythonCode", ""))
+            if not member.get("name") and fname:
+                member["name"] = fname
+            if doc:
+                member["description"] = doc.strip()
+            else:
+                member.pop("description", None)
+        data["displayName"] = member.get("name") or rid
+    else:
+        data.setdefault("displayName", rid)
+    return data
+
+
+def _checked(collection: str, body: dict[str, Any]) -> dict[str, Any]:
+    """A request body as the server stores it (proto3 JSON of the parsed message), or INVALID_ARGUMENT."""
+    data = to_data(parse(collection, body))
+    if collection == "tools" and "mcpTool" in data:
+        raise RpcError("INVALID_ARGUMENT", "mcpTool cannot be created or updated directly; it is managed by an MCP toolset")
+    if collection == "tools" and "systemTool" in data:
+        raise RpcError("INVALID_ARGUMENT", "systemTool cannot be created or updated; system tools come with the app")
+    return data
+
+
 class Emulator:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.executor = Executor(self._read_copy, self._tools_copy)
 
     def _read_copy(self, parent: str, collection: str, rid: str) -> dict[str, Any] | None:
-        found = self.store.read(lambda s: self.store.app(s, parent)[collection].get(rid))
-        return copy.deepcopy(found) if found is not None else None
+        self.store.app(parent)
+        with self.store.transaction() as db:
+            found = self.store.get(db, parent, collection, rid)
+        return found.data if found is not None else None
 
     def _tools_copy(self, parent: str) -> dict[str, dict[str, Any]]:
-        return self.store.read(lambda s: copy.deepcopy(self.store.app(s, parent)["tools"]))
+        self.store.app(parent)
+        with self.store.transaction() as db:
+            return self.store.all_data(db, parent, "tools")
+
+    def _existing(self, db: Any, parent: str, collection: str, rid: str) -> Printed:
+        found = self.store.get(db, parent, collection, rid)
+        if found is None:
+            raise RpcError("NOT_FOUND", f"{collection[:-1]} {parent}/{collection}/{rid} not found")
+        return found
 
     # --- collection calls ----------------------------------------------------------------
 
@@ -133,95 +152,87 @@ class Emulator:
             raise RpcError("INVALID_ARGUMENT", f"unsupported orderBy '{order}': use name or create_time")
         key = f"{parent}|{collection}|{flt}|{order}"
         offset = parse_page_token(q["pageToken"], key) if q.get("pageToken") else 0
-
-        def read(state: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
-            items = list(self.store.app(state, parent)[collection].values())
-            if collection == "tools" and flt != "include_system_tools=true":
-                items = [t for t in items if "systemTool" not in t]
-            sort_key = "createTime" if field == "create_time" else "name"
-            items.sort(key=lambda t: (t.get(sort_key, ""), t["name"]), reverse=direction == "desc")
-            return items[offset : offset + size], len(items)
-
-        page, total = self.store.read(read)
-        out: dict[str, Any] = {collection: [_out(request, collection, t) for t in page]}
+        self.store.app(parent)
+        with self.store.transaction() as db:
+            rows, total = self.store.page(
+                db,
+                parent,
+                collection,
+                system=collection != "tools" or flt == "include_system_tools=true",
+                by_time=field == "create_time",
+                desc=direction == "desc",
+                offset=offset,
+                size=size,
+            )
+        enum_int = _enum_int(request)
+        text = f'{{"{collection}":[' + ",".join(r[1] if enum_int else r[0] for r in rows) + "]"
         if offset + size < total:
-            out["nextPageToken"] = page_token(offset + size, key)
-        return out
+            text += f',"nextPageToken":{json.dumps(page_token(offset + size, key))}'
+        return Response(text + "}", media_type="application/json")
 
     async def create(self, request: Request, parent: str, collection: str, _: str | None) -> Any:
         singular = collection[:-1]
-        body = await _json_body(request)
-        stored = validated(collection, body)
+        data = _checked(collection, await _json_body(request))
         rid = request.query_params.get(f"{singular}Id")
         if rid is not None and not ID_RE.match(rid):
             raise RpcError("INVALID_ARGUMENT", f"invalid {singular}Id '{rid}'")
-
-        def write(state: dict[str, Any]) -> dict[str, Any]:
-            app = self.store.app(state, parent)
-            nonlocal rid
+        self.store.app(parent)
+        with self.store.transaction(write=True) as db:
             if rid is None:
-                app["seq"] += 1
-                rid = f"{singular}-{app['seq']:06d}"
-            if rid in app[collection]:
+                rid = self.store.next_id(db, parent, singular)
+            if self.store.get(db, parent, collection, rid) is not None:
                 raise RpcError("ALREADY_EXISTS", f"{singular} {parent}/{collection}/{rid} already exists")
+            data = _server_fields(collection, parent, rid, data, None)
             if collection == "toolsets":
-                _unique_display_name(app, stored, rid)
-            app[collection][rid] = server_fields(collection, parent, rid, stored, None)
-            return app[collection][rid]  # type: ignore[no-any-return]
-
-        return _out(request, collection, self.store.write(write))
+                self._unique_display_name(db, parent, data, rid)
+            res = printed(collection, data)
+            self.store.put(db, parent, collection, rid, res)
+        return _answer(request, res)
 
     # --- resource calls ------------------------------------------------------------------
 
-    def _existing(self, state: dict[str, Any], parent: str, collection: str, rid: str) -> dict[str, Any]:
-        found = self.store.app(state, parent)[collection].get(rid)
-        if found is None:
-            raise RpcError("NOT_FOUND", f"{collection[:-1]} {parent}/{collection}/{rid} not found")
-        return found  # type: ignore[no-any-return]
-
     async def get(self, request: Request, parent: str, collection: str, rid: str | None) -> Any:
         assert rid is not None
-        return _out(request, collection, self.store.read(lambda s: self._existing(s, parent, collection, rid)))
+        self.store.app(parent)
+        with self.store.transaction() as db:
+            return _answer(request, self._existing(db, parent, collection, rid))
 
     async def patch(self, request: Request, parent: str, collection: str, rid: str | None) -> Any:
         assert rid is not None
-        model = COLLECTIONS[collection]
         body = await _json_body(request)
-        paths = _mask_paths(request.query_params.get("updateMask"), model)
+        paths = mask_paths(request.query_params.get("updateMask"), collection)
+        incoming = _checked(collection, body) if paths is None else to_data(parse(collection, body, complete=False))
         etag = body.get("etag") or ""
-
-        def write(state: dict[str, Any]) -> dict[str, Any]:
-            app = self.store.app(state, parent)
-            current = self._existing(state, parent, collection, rid)
+        self.store.app(parent)
+        with self.store.transaction(write=True) as db:
+            current = self._existing(db, parent, collection, rid).data
             if "systemTool" in current:
                 raise RpcError("INVALID_ARGUMENT", "system tools cannot be updated")
             if etag and etag != current.get("etag"):
                 raise RpcError("ABORTED", f"etag mismatch for {current['name']}: it was changed since it was read")
-            unknown = {k: v for k, v in current.items() if k not in specs(model)}
-            base = {k: v for k, v in current.items() if k in specs(model)}
-            merged = _apply_mask(base, body, paths) if paths is not None else dict(body)
-            stored = validated(collection, merged)
+            known, unknown = split_known(collection, current)
+            data = incoming if paths is None else _checked(collection, _apply_mask(known, incoming, paths))
+            data = _server_fields(collection, parent, rid, data, current.get("createTime"))
             if collection == "toolsets":
-                _unique_display_name(app, stored, rid)
-            stored.update(unknown)  # fields this emulator was taught out of band survive
-            app[collection][rid] = server_fields(collection, parent, rid, stored, current.get("createTime"))
-            return app[collection][rid]  # type: ignore[no-any-return]
-
-        return _out(request, collection, self.store.write(write))
+                self._unique_display_name(db, parent, data, rid)
+            data.update(unknown)  # fields this emulator was taught out of band survive
+            res = printed(collection, data)
+            self.store.put(db, parent, collection, rid, res)
+        return _answer(request, res)
 
     async def delete(self, request: Request, parent: str, collection: str, rid: str | None) -> Any:
         assert rid is not None
         q = request.query_params
         etag, force = q.get("etag") or "", q.get("force", "").lower() == "true"
-
-        def write(state: dict[str, Any]) -> None:
-            app = self.store.app(state, parent)
-            current = self._existing(state, parent, collection, rid)
+        self.store.app(parent)
+        with self.store.transaction(write=True) as db:
+            current = self._existing(db, parent, collection, rid).data
             if "systemTool" in current:
                 raise RpcError("FAILED_PRECONDITION", f"{current['name']} is a system tool and cannot be deleted")
             if etag and etag != current.get("etag"):
                 raise RpcError("ABORTED", f"etag mismatch for {current['name']}: it was changed since it was read")
-            users = [a for a, agent in app["agents"].items() if current["name"] in agent.get("tools", [])]
+            agents = self.store.agents(db, parent)
+            users = [a for a, tools in agents.items() if current["name"] in tools]
             if users and not force:
                 raise RpcError(
                     "FAILED_PRECONDITION",
@@ -229,25 +240,26 @@ class Emulator:
                     "remove the references or delete with force=true",
                 )
             for a in users:
-                app["agents"][a]["tools"].remove(current["name"])
-            del app[collection][rid]
-
-        self.store.write(write)
+                self.store.set_agent(db, parent, a, [t for t in agents[a] if t != current["name"]])
+            self.store.delete(db, parent, collection, rid)
         return {}
 
     async def retrieve_tools(self, request: Request, parent: str, collection: str, rid: str | None) -> Any:
         assert rid is not None
         body = await _json_body(request)
         wanted = body.get("toolIds") or []
-        toolset = self.store.read(lambda s: self._existing(s, parent, "toolsets", rid))
+        self.store.app(parent)
+        with self.store.transaction() as db:
+            toolset = self._existing(db, parent, "toolsets", rid).data
         tools = [t for t in _derived_tools(toolset) if not wanted or t["name"].rsplit("/", 1)[-1] in wanted]
-        return {"tools": [encode(t, Tool, enum_int=_enum_int(request)) for t in tools]}
+        enum_int = _enum_int(request)
+        text = '{"tools":[' + ",".join(printed("tools", t).text(enum_int) for t in tools) + "]}"
+        return Response(text, media_type="application/json")
 
-
-def _unique_display_name(app: dict[str, Any], stored: dict[str, Any], rid: str) -> None:
-    name = stored.get("displayName")
-    if name and any(t.get("displayName") == name for k, t in app["toolsets"].items() if k != rid):
-        raise RpcError("ALREADY_EXISTS", f"a toolset with displayName '{name}' already exists in the app")
+    def _unique_display_name(self, db: Any, parent: str, data: dict[str, Any], rid: str) -> None:
+        name = data.get("displayName")
+        if name and self.store.display_name_taken(db, parent, name, rid):
+            raise RpcError("ALREADY_EXISTS", f"a toolset with displayName '{name}' already exists in the app")
 
 
 def _derived_tools(toolset: dict[str, Any]) -> list[dict[str, Any]]:
@@ -320,7 +332,7 @@ def create_app(store: Store | None = None, faults: FaultConfig | None = None) ->
                 if m and method == request.method:
                     handler: Handler = getattr(emulator, handler_name)
                     result = await handler(request, parent, m.group(1), m.group(2) if m.lastindex and m.lastindex > 1 else None)
-                    return JSONResponse(result)
+                    return result if isinstance(result, Response) else JSONResponse(result)
             raise RpcError("NOT_FOUND", f"no method {request.method} {rest or '/'} on {parent}")
         except RpcError as exc:
             return JSONResponse(exc.body(), status_code=exc.http)
@@ -355,7 +367,7 @@ async def _admin(emulator: Emulator, request: Request, registry: list[FaultMiddl
         parent = body.get("name", "")
         if not APP_RE.match(parent):
             raise RpcError("INVALID_ARGUMENT", "name must be projects/*/locations/*/apps/*")
-        store.write(lambda s: store.app(s, parent, create=True))
+        store.app(parent, create=True)
         return {"name": parent}
     if action == "config":
         if "autoCreateApps" in body:
@@ -363,11 +375,9 @@ async def _admin(emulator: Emulator, request: Request, registry: list[FaultMiddl
         return {"autoCreateApps": store.auto_create_apps}
     if action == "agents":
         parent, agent_id, tools = body.get("app", ""), body.get("agentId", ""), body.get("tools", [])
-
-        def add(state: dict[str, Any]) -> None:
-            store.app(state, parent)["agents"][agent_id] = {"tools": list(tools)}
-
-        store.write(add)
+        store.app(parent)
+        with store.transaction(write=True) as db:
+            store.set_agent(db, parent, agent_id, list(tools))
         return {"name": f"{parent}/agents/{agent_id}"}
     if action == "inject":
         name, fields = body.get("name", ""), body.get("fields", {})
@@ -375,11 +385,11 @@ async def _admin(emulator: Emulator, request: Request, registry: list[FaultMiddl
         parts = match.group(2).strip("/").split("/") if match else []
         if not match or len(parts) != 2 or parts[0] not in COLLECTIONS:
             raise RpcError("INVALID_ARGUMENT", "name must be a tool or toolset resource name")
-
-        def inject(state: dict[str, Any]) -> None:
-            emulator._existing(state, match.group(1), parts[0], parts[1]).update(fields)
-
-        store.write(inject)
+        parent, (collection, rid) = match.group(1), parts
+        store.app(parent)
+        with store.transaction(write=True) as db:
+            data = {**emulator._existing(db, parent, collection, rid).data, **fields}
+            store.put(db, parent, collection, rid, printed(collection, data))
         return {"name": name}
     if action == "faults":
         for middleware in registry:

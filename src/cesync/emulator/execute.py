@@ -21,12 +21,11 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
-from ..checks import HTTP_METHODS, parse_document
-from ..models import TOOL_TYPES, TOOLSET_TYPES
-from ..protojson import duration_nanos
 from .errors import RpcError
+from .openapi import HTTP_METHODS, parse_document
 from .sandbox import run_python
 from .store import first_function
+from .wire import TOOL_TYPES, TOOLSET_TYPES, duration_nanos
 
 __all__ = ["Executor"]
 

@@ -1,53 +1,56 @@
-"""The emulator's state and the CES semantics applied to it.
+"""The emulator's state: one SQLite row per resource, shared safely by several processes.
 
-State is plain JSON: ``{"apps": {parent: {"tools": {id: tool}, "toolsets": {...},
-"agents": {id: {"tools": [names]}}, "seq": n}}}``. Stored messages use enum names
-and the request's spellings; :mod:`cesync.protojson` prints them like the server.
-
-Every operation runs under a lock. With a state file, each operation re-reads the
-file if another process changed it, and writes it back atomically (temp file +
-rename) under an inter-process file lock, so several emulators can share it.
+Each row keeps the resource's proto3 JSON data and its answer text in both enum
+encodings (printed once, at write time), so reads and lists only concatenate text.
+Without a path the database lives in memory. With ``--state`` it is a file in WAL
+mode: writes are ``BEGIN IMMEDIATE`` transactions (SQLite's own inter-process
+lock, waited on for up to a minute), so several emulators can share one file and
+no write rewrites more than its own row.
 """
 
 from __future__ import annotations
 
 import ast
 import base64
-import copy
 import datetime
 import hashlib
 import json
-import os
+import sqlite3
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from filelock import FileLock
-from pydantic import ValidationError
-
-from ..models import TOOL_TYPES, TOOLSET_TYPES, ProtoModel, Tool, Toolset, specs
 from .errors import RpcError
-
-T = TypeVar("T")
+from .wire import Printed, printed
 
 SYSTEM_TOOLS = {
     "end_session": "Ends the conversation with the user.",
     "transfer_to_human": "Hands the conversation to a human agent.",
     "get_current_time": "Returns the current date and time.",
 }
-COLLECTIONS: dict[str, type[ProtoModel]] = {"tools": Tool, "toolsets": Toolset}
+COLLECTIONS = ("tools", "toolsets")
 MAX_PAGE = 1000
 DEFAULT_PAGE = 50
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS apps (name TEXT PRIMARY KEY, seq INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS resources (
+    app TEXT NOT NULL, collection TEXT NOT NULL, id TEXT NOT NULL,
+    name TEXT NOT NULL, create_time TEXT NOT NULL, system INTEGER NOT NULL DEFAULT 0,
+    display_name TEXT, names TEXT NOT NULL, ints TEXT NOT NULL,
+    PRIMARY KEY (app, collection, id)
+);
+CREATE TABLE IF NOT EXISTS agents (app TEXT NOT NULL, id TEXT NOT NULL, tools TEXT NOT NULL, PRIMARY KEY (app, id));
+"""
 
 
-def _now() -> str:
+def now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _etag() -> str:
+def new_etag() -> str:
     return uuid.uuid4().hex[:16]
 
 
@@ -67,157 +70,150 @@ class Store:
         self.path = path
         self.auto_create_apps = auto_create_apps
         self._lock = threading.RLock()
-        self._state: dict[str, Any] = {"apps": {}}
-        self._stamp: tuple[int, int] | None = None
-        self._file_lock = FileLock(str(path) + ".lock") if path else None
+        self._known: set[str] = set()
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            with self._file_lock:  # type: ignore[union-attr]
-                self._reload()
-
-    # --- persistence -------------------------------------------------------------------
-
-    def _reload(self) -> None:
-        assert self.path is not None
-        try:
-            st = self.path.stat()
-        except FileNotFoundError:
-            return
-        stamp = (st.st_mtime_ns, st.st_size)
-        if stamp == self._stamp:
-            return
-        try:
-            self._state = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise RpcError("INTERNAL", f"emulator state file {self.path} is unreadable: {exc}") from None
-        self._stamp = stamp
-
-    def _save(self) -> None:
-        assert self.path is not None
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps(self._state, separators=(",", ":")), encoding="utf-8")
-        os.replace(tmp, self.path)
-        st = self.path.stat()
-        self._stamp = (st.st_mtime_ns, st.st_size)
+        self._db = sqlite3.connect(str(path) if path else ":memory:", timeout=60, isolation_level=None, check_same_thread=False)
+        with self._lock:
+            if path is not None:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(SCHEMA)
 
     @contextmanager
-    def _txn(self, write: bool) -> Iterator[dict[str, Any]]:
+    def transaction(self, write: bool = False) -> Iterator[sqlite3.Connection]:
+        """One atomic step; a write holds the database's write lock from its first read."""
         with self._lock:
-            if self._file_lock is None:
-                yield self._state
-                return
-            with self._file_lock:
-                self._reload()
-                yield self._state
-                if write:
-                    self._save()
-
-    def read(self, fn: Callable[[dict[str, Any]], T]) -> T:
-        with self._txn(False) as state:
-            return fn(state)
-
-    def write(self, fn: Callable[[dict[str, Any]], T]) -> T:
-        with self._txn(True) as state:
-            return fn(state)
-
-    def snapshot(self) -> dict[str, Any]:
-        return self.read(copy.deepcopy)
+            try:
+                self._db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            except sqlite3.Error as exc:
+                raise RpcError("INTERNAL", f"emulator state {self.path} is unusable: {exc}") from None
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            else:
+                self._db.execute("COMMIT")
 
     # --- apps ------------------------------------------------------------------------------
 
-    def app(self, state: dict[str, Any], parent: str, *, create: bool = False) -> dict[str, Any]:
-        """An app, created on first use (unless auto_create_apps is off) with its system tools."""
-        apps = state.setdefault("apps", {})
-        if parent not in apps and not (create or self.auto_create_apps):
-            raise RpcError("NOT_FOUND", f"app {parent} not found")
-        if parent not in apps:
-            now = _now()
-            tools = {
-                tid: {
-                    "name": f"{parent}/tools/{tid}",
-                    "displayName": tid,
-                    "systemTool": {"name": tid, "description": desc},
-                    "createTime": now,
-                    "updateTime": now,
-                    "etag": _etag(),
-                }
-                for tid, desc in SYSTEM_TOOLS.items()
-            }
-            apps[parent] = {"tools": tools, "toolsets": {}, "agents": {}, "seq": 0}
-        app: dict[str, Any] = apps[parent]
-        return app
+    def app(self, parent: str, *, create: bool = False) -> None:
+        """Make sure an app exists: created on first use (unless auto_create_apps is off) with its system tools."""
+        if parent in self._known:
+            return
+        with self.transaction(write=True) as db:
+            if not db.execute("SELECT 1 FROM apps WHERE name = ?", (parent,)).fetchone():
+                if not (create or self.auto_create_apps):
+                    raise RpcError("NOT_FOUND", f"app {parent} not found")
+                db.execute("INSERT INTO apps (name) VALUES (?)", (parent,))
+                stamp = now()
+                for tid, desc in SYSTEM_TOOLS.items():
+                    data = {
+                        "name": f"{parent}/tools/{tid}",
+                        "displayName": tid,
+                        "systemTool": {"name": tid, "description": desc},
+                        "createTime": stamp,
+                        "updateTime": stamp,
+                        "etag": new_etag(),
+                    }
+                    self.put(db, parent, "tools", tid, printed("tools", data))
+        self._known.add(parent)  # apps are never deleted
 
+    def next_id(self, db: sqlite3.Connection, parent: str, singular: str) -> str:
+        db.execute("UPDATE apps SET seq = seq + 1 WHERE name = ?", (parent,))
+        (seq,) = db.execute("SELECT seq FROM apps WHERE name = ?", (parent,)).fetchone()
+        return f"{singular}-{seq:06d}"
 
-# --- validation and server-set fields -------------------------------------------------------
+    # --- resources ---------------------------------------------------------------------------
 
+    def get(self, db: sqlite3.Connection, parent: str, collection: str, rid: str) -> Printed | None:
+        row = db.execute(
+            "SELECT names, ints FROM resources WHERE app = ? AND collection = ? AND id = ?", (parent, collection, rid)
+        ).fetchone()
+        return Printed(json.loads(row[0]), row[0], row[1]) if row else None
 
-def strip_output_only(data: Any, model: type[ProtoModel]) -> Any:
-    """Requests may echo output-only fields; the server ignores them."""
-    if not isinstance(data, dict):
-        return data
-    table = specs(model)
-    out = {}
-    for key, value in data.items():
-        spec = table.get(key)
-        if spec is not None and spec.output_only:
-            continue
-        if spec is not None and spec.message is not None:
-            if spec.repeated and isinstance(value, list):
-                value = [strip_output_only(v, spec.message) for v in value]
-            elif spec.map and isinstance(value, dict):
-                value = {k: strip_output_only(v, spec.message) for k, v in value.items()}
-            else:
-                value = strip_output_only(value, spec.message)
-        out[key] = value
-    return out
+    def put(self, db: sqlite3.Connection, parent: str, collection: str, rid: str, res: Printed) -> None:
+        db.execute(
+            "INSERT OR REPLACE INTO resources (app, collection, id, name, create_time, system, display_name, names, ints)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                parent,
+                collection,
+                rid,
+                res.data["name"],
+                res.data.get("createTime", ""),
+                int("systemTool" in res.data),
+                res.data.get("displayName"),
+                res.names,  # the data itself: names is its JSON text
+                res.ints,
+            ),
+        )
 
+    def delete(self, db: sqlite3.Connection, parent: str, collection: str, rid: str) -> None:
+        db.execute("DELETE FROM resources WHERE app = ? AND collection = ? AND id = ?", (parent, collection, rid))
 
-def validated(collection: str, body: dict[str, Any]) -> dict[str, Any]:
-    """The stored form of a request body, or INVALID_ARGUMENT with fieldViolations."""
-    model = COLLECTIONS[collection]
-    singular = collection[:-1]
-    data = strip_output_only(body, model)
-    for key in ("name", "etag"):
-        data.pop(key, None)
-    try:
-        obj = model.model_validate(data)
-    except ValidationError as exc:
-        violations = [{"field": ".".join([singular, *(str(p) for p in e["loc"])]), "description": e["msg"]} for e in exc.errors()]
-        raise RpcError(
-            "INVALID_ARGUMENT",
-            f"invalid {singular}: " + "; ".join(f"{v['field']}: {v['description']}" for v in violations),
-            details=[{"@type": "type.googleapis.com/google.rpc.BadRequest", "fieldViolations": violations}],
-        ) from None
-    stored: dict[str, Any] = obj.model_dump(mode="json", exclude_none=True)
-    if collection == "tools" and "mcpTool" in stored:
-        raise RpcError("INVALID_ARGUMENT", "mcpTool cannot be created or updated directly; it is managed by an MCP toolset")
-    if collection == "tools" and "systemTool" in stored:
-        raise RpcError("INVALID_ARGUMENT", "systemTool cannot be created or updated; system tools come with the app")
-    return stored
+    def page(
+        self,
+        db: sqlite3.Connection,
+        parent: str,
+        collection: str,
+        *,
+        system: bool,
+        by_time: bool,
+        desc: bool,
+        offset: int,
+        size: int,
+    ) -> tuple[list[tuple[str, str]], int]:
+        """(names text, ints text) of one page of a collection, and the collection's size."""
+        where = "app = ? AND collection = ?" + ("" if system else " AND system = 0")
+        key = "create_time" if by_time else "name"
+        direction = "DESC" if desc else "ASC"
+        args = (parent, collection)
+        (total,) = db.execute(f"SELECT count(*) FROM resources WHERE {where}", args).fetchone()
+        rows = db.execute(
+            f"SELECT names, ints FROM resources WHERE {where} ORDER BY {key} {direction}, name {direction} LIMIT ? OFFSET ?",
+            (*args, size, offset),
+        ).fetchall()
+        return [(r[0], r[1]) for r in rows], int(total)
 
+    def display_name_taken(self, db: sqlite3.Connection, parent: str, name: str, rid: str) -> bool:
+        return bool(
+            db.execute(
+                "SELECT 1 FROM resources WHERE app = ? AND collection = 'toolsets' AND display_name = ? AND id != ?",
+                (parent, name, rid),
+            ).fetchone()
+        )
 
-def server_fields(collection: str, parent: str, rid: str, stored: dict[str, Any], created: str | None) -> dict[str, Any]:
-    stored["name"] = f"{parent}/{collection}/{rid}"
-    now = _now()
-    stored["createTime"] = created or now
-    stored["updateTime"] = now
-    stored["etag"] = _etag()
-    if collection == "tools":
-        kind = next((t for t in TOOL_TYPES if t in stored), None)
-        member = stored.get(kind, {}) if kind else {}
-        if kind == "pythonFunction":
-            fname, doc = first_function(member.get("pythonCode", ""))
-            if not member.get("name") and fname:
-                member["name"] = fname
-            if doc:
-                member["description"] = doc.strip()
-            else:
-                member.pop("description", None)
-        stored["displayName"] = member.get("name") or rid
-    else:
-        kind = next((t for t in TOOLSET_TYPES if t in stored), None)
-        stored.setdefault("displayName", rid)
-    return stored
+    def all_data(self, db: sqlite3.Connection, parent: str, collection: str) -> dict[str, dict[str, Any]]:
+        rows = db.execute("SELECT id, names FROM resources WHERE app = ? AND collection = ?", (parent, collection)).fetchall()
+        return {rid: json.loads(data) for rid, data in rows}
+
+    # --- agents --------------------------------------------------------------------------------
+
+    def agents(self, db: sqlite3.Connection, parent: str) -> dict[str, list[str]]:
+        rows = db.execute("SELECT id, tools FROM agents WHERE app = ?", (parent,)).fetchall()
+        return {aid: json.loads(tools) for aid, tools in rows}
+
+    def set_agent(self, db: sqlite3.Connection, parent: str, aid: str, tools: list[str]) -> None:
+        db.execute("INSERT OR REPLACE INTO agents (app, id, tools) VALUES (?, ?, ?)", (parent, aid, json.dumps(tools)))
+
+    # --- whole state -----------------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """Everything, as ``{"apps": {parent: {"tools": {id: tool}, "toolsets": {...}, "agents": {...}, "seq": n}}}``."""
+        with self.transaction() as db:
+            apps: dict[str, Any] = {}
+            for parent, seq in db.execute("SELECT name, seq FROM apps ORDER BY name").fetchall():
+                entry: dict[str, Any] = {c: self.all_data(db, parent, c) for c in COLLECTIONS}
+                entry["agents"] = {aid: {"tools": tools} for aid, tools in self.agents(db, parent).items()}
+                entry["seq"] = seq
+                apps[parent] = entry
+            return {"apps": apps}
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
 
 
 def page_token(offset: int, key: str) -> str:

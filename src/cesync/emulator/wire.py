@@ -1,0 +1,273 @@
+"""Request and response bodies through protobuf's own JSON support, over the API snapshot.
+
+The emulator shares no model code with cesync: it parses bodies with
+``google.protobuf.json_format`` into messages built from the descriptor snapshot
+(:mod:`cesync.api`), so it accepts what a real server accepts (camelCase or
+snake_case names, int64 as strings or numbers, enums by name or number) and
+rejects unknown fields. Field behaviour (REQUIRED, OUTPUT_ONLY, IDENTIFIER) comes
+from the snapshot too. A resource is printed once per write, in both enum
+encodings, and the texts are kept: listing never runs json_format.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message
+
+from .. import api
+from .errors import RpcError
+
+__all__ = [
+    "RESOURCES",
+    "TOOLSET_TYPES",
+    "TOOL_TYPES",
+    "Printed",
+    "descriptor",
+    "duration_nanos",
+    "mask_paths",
+    "parse",
+    "printed",
+    "split_known",
+    "to_data",
+]
+
+RESOURCES = {"tools": f"{api.PACKAGE}.Tool", "toolsets": f"{api.PACKAGE}.Toolset"}
+# Messages json_format prints as JSON scalars or free objects: nothing inside to check.
+OPAQUE = {f"google.protobuf.{n}" for n in ("Duration", "Timestamp", "Struct", "Value", "ListValue", "FieldMask", "Any")}
+DURATION_RE = re.compile(r"^(-)?(\d+)(?:\.(\d{1,9}))?s$")
+# Resource names the server resolves, so a malformed one is INVALID_ARGUMENT there too.
+RESOURCE_NAMES: dict[str, re.Pattern[str]] = {
+    f"{api.PACKAGE}.{field}": re.compile(pattern)
+    for field, pattern in {
+        "ConnectorTool.connection": r"projects/[^/]+/locations/[^/]+/connections/[^/]+",
+        "ConnectorToolset.connection": r"projects/[^/]+/locations/[^/]+/connections/[^/]+",
+        "ApiKeyConfig.api_key_secret_version": r"projects/[^/]+/secrets/[^/]+/versions/[^/]+",
+        "OAuthConfig.client_secret_version": r"projects/[^/]+/secrets/[^/]+/versions/[^/]+",
+        "ServiceDirectoryConfig.service": r"projects/[^/]+/locations/[^/]+/namespaces/[^/]+/services/[^/]+",
+    }.items()
+}
+
+
+def descriptor(collection: str) -> Descriptor:
+    return api.message(RESOURCES[collection])
+
+
+def _oneof_members(message: str, oneof: str) -> tuple[str, ...]:
+    return tuple(f.json_name for f in api.message(message).oneofs_by_name[oneof].fields)
+
+
+TOOL_TYPES = _oneof_members(RESOURCES["tools"], "tool_type")
+TOOLSET_TYPES = _oneof_members(RESOURCES["toolsets"], "toolset_type")
+
+
+@cache
+def _fields(desc: Descriptor) -> dict[str, FieldDescriptor]:
+    """A message's fields by JSON name and by proto name: requests may use either."""
+    table = {f.name: f for f in desc.fields}
+    table.update({f.json_name: f for f in desc.fields})
+    return table
+
+
+@cache
+def _behaviors(desc: Descriptor) -> dict[str, tuple[str, ...]]:
+    return {f.name: api.behaviors(desc.full_name, f.name) for f in desc.fields}
+
+
+def _is_map(f: Any) -> bool:
+    return f.message_type is not None and f.message_type.GetOptions().map_entry
+
+
+def _children(f: FieldDescriptor, value: Any, path: str) -> list[tuple[Descriptor, Any, str]]:
+    """The message values under one field, with their paths."""
+    if f.message_type is None or f.message_type.full_name in OPAQUE:
+        return []
+    if _is_map(f):
+        target = f.message_type.fields_by_name["value"].message_type
+        if target is None or target.full_name in OPAQUE or not isinstance(value, dict):
+            return []
+        return [(target, v, f"{path}[{json.dumps(k)}]") for k, v in value.items()]
+    if f.is_repeated:
+        return [(f.message_type, v, f"{path}[{i}]") for i, v in enumerate(value)] if isinstance(value, list) else []
+    return [(f.message_type, value, path)]
+
+
+def _unknown(desc: Descriptor, value: Any, path: str) -> list[dict[str, str]]:
+    if not isinstance(value, dict):
+        return []  # json_format reports the type error
+    found: list[dict[str, str]] = []
+    table = _fields(desc)
+    for key, item in value.items():
+        f = table.get(key)
+        if f is None:
+            found.append({"field": f"{path}.{key}", "description": f'Invalid JSON payload received. Unknown name "{key}".'})
+            continue
+        for child, sub, at in _children(f, item, f"{path}.{f.json_name}"):
+            found += _unknown(child, sub, at)
+    return found
+
+
+def _without_output_only(desc: Descriptor, value: Any) -> Any:
+    """Requests may echo output-only fields; the server ignores them."""
+    if not isinstance(value, dict):
+        return value
+    table, behaviors = _fields(desc), _behaviors(desc)
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        f = table.get(key)
+        if f is not None and "OUTPUT_ONLY" in behaviors[f.name]:
+            continue
+        if f is not None and f.message_type is not None and f.message_type.full_name not in OPAQUE:
+            if _is_map(f):
+                target = f.message_type.fields_by_name["value"].message_type
+                if target is not None and target.full_name not in OPAQUE and isinstance(item, dict):
+                    item = {k: _without_output_only(target, v) for k, v in item.items()}
+            elif f.is_repeated and isinstance(item, list):
+                item = [_without_output_only(f.message_type, v) for v in item]
+            elif not f.is_repeated:
+                item = _without_output_only(f.message_type, item)
+        out[key] = item
+    return out
+
+
+def _missing(message: Message, path: str) -> list[dict[str, str]]:
+    """REQUIRED fields left unset, and malformed resource names, in every present message."""
+    found: list[dict[str, str]] = []
+    desc = message.DESCRIPTOR
+    behaviors = _behaviors(desc)
+    for f in desc.fields:
+        at = f"{path}.{f.json_name}"
+        value = getattr(message, f.name)
+        if f.is_repeated:
+            present = len(value) > 0
+        elif f.message_type is not None or f.has_presence:
+            present = message.HasField(f.name)
+        else:
+            present = value != f.default_value
+        if "REQUIRED" in behaviors[f.name] and not present and f.containing_oneof is None:
+            found.append({"field": at, "description": "Field is required."})
+        pattern = RESOURCE_NAMES.get(f"{desc.full_name}.{f.name}")
+        if pattern is not None and present and not pattern.fullmatch(value):
+            found.append({"field": at, "description": f"Invalid resource name '{value}'."})
+        if f.message_type is None or f.message_type.full_name in OPAQUE or not present:
+            continue
+        if _is_map(f):
+            if f.message_type.fields_by_name["value"].message_type is not None:
+                for k, v in value.items():
+                    found += _missing(v, f"{at}[{json.dumps(k)}]")
+        elif f.is_repeated:
+            for i, v in enumerate(value):
+                found += _missing(v, f"{at}[{i}]")
+        else:
+            found += _missing(value, at)
+    return found
+
+
+def _invalid(singular: str, violations: list[dict[str, str]]) -> RpcError:
+    return RpcError(
+        "INVALID_ARGUMENT",
+        f"invalid {singular}: " + "; ".join(f"{v['field']}: {v['description']}" for v in violations),
+        details=[{"@type": "type.googleapis.com/google.rpc.BadRequest", "fieldViolations": violations}],
+    )
+
+
+def parse(collection: str, body: dict[str, Any], *, complete: bool = True) -> Message:
+    """A request body as a message (output-only fields, name and etag dropped), or INVALID_ARGUMENT.
+
+    ``complete=False`` is for the body of a masked update: names and types are
+    checked, required fields only once it is merged into the stored resource.
+    """
+    desc = descriptor(collection)
+    singular = collection[:-1]
+    unknown = _unknown(desc, body, singular)
+    if unknown:
+        raise _invalid(singular, unknown)
+    data = _without_output_only(desc, body)
+    for key in ("name", "etag"):
+        data.pop(key, None)
+    message = api.message_class(desc.full_name)()
+    try:
+        json_format.ParseDict(data, message, descriptor_pool=api.pool())
+    except json_format.ParseError as exc:
+        text = str(exc)
+        where = re.search(r'at "([\w.\[\]"]+)"', text)
+        field = singular + where.group(1).partition(".")[1] + where.group(1).partition(".")[2] if where else singular
+        raise _invalid(singular, [{"field": field, "description": text}]) from None
+    if not complete:
+        return message
+    violations = _missing(message, singular)
+    kinds = TOOL_TYPES if collection == "tools" else TOOLSET_TYPES
+    oneof = "tool_type" if collection == "tools" else "toolset_type"
+    if message.WhichOneof(oneof) is None:
+        violations.append({"field": singular, "description": f"exactly one of {', '.join(kinds)} must be set"})
+    if violations:
+        raise _invalid(singular, violations)
+    return message
+
+
+def split_known(collection: str, data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(fields of the message, fields the API lacks that ``/admin/inject`` added)."""
+    table = _fields(descriptor(collection))
+    return {k: v for k, v in data.items() if k in table}, {k: v for k, v in data.items() if k not in table}
+
+
+def to_data(message: Message) -> dict[str, Any]:
+    """The proto3 JSON form (camelCase, enum names, defaults omitted) as a dict."""
+    return json_format.MessageToDict(message)
+
+
+@dataclass(frozen=True)
+class Printed:
+    """A stored resource: its JSON data and its answer text in both enum encodings."""
+
+    data: dict[str, Any]
+    names: str
+    ints: str
+
+    def text(self, enum_int: bool) -> str:
+        return self.ints if enum_int else self.names
+
+
+def printed(collection: str, data: dict[str, Any]) -> Printed:
+    """Print a resource's data once per write. Fields the API lacks (``/admin/inject``) pass through as given."""
+    desc = descriptor(collection)
+    known, extra = split_known(collection, data)
+    message = api.message_class(desc.full_name)()
+    json_format.ParseDict(known, message, descriptor_pool=api.pool())
+    ints = {**json_format.MessageToDict(message, use_integers_for_enums=True), **extra}
+    return Printed(data, json.dumps(data, separators=(",", ":")), json.dumps(ints, separators=(",", ":")))
+
+
+def mask_paths(raw: str | None, collection: str) -> list[str] | None:
+    """updateMask paths in JSON names (snake_case accepted), or INVALID_ARGUMENT for a path the message lacks."""
+    if raw is None or raw.strip() in ("", "*"):
+        return None
+    out = []
+    for path in (p.strip() for p in raw.split(",") if p.strip()):
+        current: Descriptor | None = descriptor(collection)
+        parts = []
+        for part in path.split("."):
+            f = _fields(current).get(part) if current is not None else None
+            if f is None:
+                raise RpcError("INVALID_ARGUMENT", f"invalid update_mask path '{path}': no field '{part}' in {collection[:-1]}")
+            parts.append(f.json_name)
+            current = f.message_type if not (f.is_repeated or f.message_type is None) else None
+            if current is not None and current.full_name in OPAQUE:
+                current = None
+        out.append(".".join(parts))
+    return out
+
+
+def duration_nanos(text: str) -> int:
+    match = DURATION_RE.match(text.strip())
+    if not match:
+        raise ValueError(f"not a Duration: {text!r}")
+    sign, seconds, frac = match.groups()
+    nanos = int(seconds) * 1_000_000_000 + int((frac or "").ljust(9, "0") or 0)
+    return -nanos if sign else nanos

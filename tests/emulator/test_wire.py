@@ -1,0 +1,123 @@
+"""The emulator reads and prints bodies with protobuf's JSON support over the snapshot, not with cesync's models."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from typing import Any
+
+import httpx
+import pytest
+
+from cesync.emulator import EmbeddedTransport
+
+APP = "projects/p/locations/us/apps/a"
+OURS = ("cesync.models", "cesync.normalize", "cesync.checks", "cesync.protojson", "cesync.diff", "cesync.repo")
+
+
+def test_emulator_imports_none_of_our_model_code() -> None:
+    code = (
+        "import sys\n"
+        "import cesync.emulator, cesync.emulator.server, cesync.emulator.app, cesync.emulator.execute\n"
+        f"print(sorted(m for m in sys.modules if m.startswith({OURS!r})))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout
+
+
+def _call(method: str, path: str, body: Any = None, **params: str) -> httpx.Response:
+    async def go() -> httpx.Response:
+        async with httpx.AsyncClient(transport=EmbeddedTransport(), base_url="http://emu") as c:
+            await c.post(f"/v1/{APP}/tools", params={"toolId": "base"}, json={"clientFunction": {"name": "base"}})
+            return await c.request(method, f"/v1/{APP}/{path}", json=body, params=params)
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (  # snake_case names, int64 as a number, enum by number
+            {"client_function": {"name": "c", "parameters": {"type": 6, "max_items": 3}}, "execution_type": 2},
+            {"clientFunction": {"name": "c", "parameters": {"type": "ARRAY", "maxItems": "3"}}, "executionType": "ASYNCHRONOUS"},
+        ),
+        (  # camelCase, int64 as a string, enum by name, Duration normalized
+            {"clientFunction": {"name": "c", "parameters": {"type": "ARRAY", "maxItems": "3"}}, "timeout": "1.5s"},
+            {"clientFunction": {"name": "c", "parameters": {"type": "ARRAY", "maxItems": "3"}}, "timeout": "1.500s"},
+        ),
+        (  # output-only fields are ignored on write
+            {
+                "clientFunction": {"name": "c"},
+                "displayName": "mine",
+                "generatedSummary": "x",
+                "createTime": "2020-01-01T00:00:00Z",
+            },
+            {"clientFunction": {"name": "c"}, "displayName": "c"},
+        ),
+    ],
+    ids=["snake-int64-number-enum-number", "camel-int64-string-enum-name", "output-only-cleared"],
+)
+def test_accepts_what_proto3_json_allows(body: dict[str, Any], expected: dict[str, Any]) -> None:
+    r = _call("POST", "tools", body, toolId="t")
+    assert r.status_code == 200, r.text
+    got = r.json()
+    for key, value in expected.items():
+        assert got[key] == value
+    assert "generatedSummary" not in got and got["createTime"] != "2020-01-01T00:00:00Z"
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"clientFunction": {"name": "c", "bogus": 1}}, "tool.clientFunction.bogus"),
+        (
+            {"clientFunction": {"name": "c", "parameters": {"type": "OBJECT", "properties": {"a": {"typo": 1}}}}},
+            'tool.clientFunction.parameters.properties["a"].typo',
+        ),
+        ({"clientFunction": {}}, "tool.clientFunction.name"),
+        (
+            {"openApiTool": {"openApiSchema": "x", "tlsConfig": {"caCerts": [{"displayName": "d"}]}}},
+            "tool.openApiTool.tlsConfig.caCerts[0].cert",
+        ),
+        ({"timeout": "30s"}, "tool"),
+    ],
+    ids=["unknown", "unknown-in-map", "required", "required-in-list", "no-tool-type"],
+)
+def test_rejects_with_field_violations(body: dict[str, Any], field: str) -> None:
+    r = _call("POST", "tools", body, toolId="t")
+    error = r.json()["error"]
+    assert r.status_code == 400 and error["status"] == "INVALID_ARGUMENT"
+    assert field in {v["field"] for v in error["details"][0]["fieldViolations"]}, error
+
+
+@pytest.mark.parametrize("bad", [{"executionType": "NOPE"}, {"timeout": 30}, {"clientFunction": {"name": 5}}])
+def test_rejects_wrong_types(bad: dict[str, Any]) -> None:
+    r = _call("POST", "tools", {"clientFunction": {"name": "c"}, **bad}, toolId="t")
+    assert r.status_code == 400 and r.json()["error"]["status"] == "INVALID_ARGUMENT", r.text
+
+
+def test_enum_encoding_int_on_every_answer() -> None:
+    alt = {"$alt": "json;enum-encoding=int"}
+    created = _call("POST", "tools", {"clientFunction": {"name": "c"}, "executionType": "SYNCHRONOUS"}, toolId="t", **alt)
+    assert created.json()["executionType"] == 1
+    listed = _call("GET", "tools", None, **alt)
+    assert all(isinstance(t.get("executionType", 0), int) for t in listed.json()["tools"])
+    named = _call("GET", "tools/base")
+    assert "executionType" not in named.json()  # defaults are omitted
+
+
+def test_snake_case_update_mask() -> None:
+    async def go() -> dict[str, Any]:
+        async with httpx.AsyncClient(transport=EmbeddedTransport(), base_url="http://emu") as c:
+            await c.post(f"/v1/{APP}/tools", params={"toolId": "t"}, json={"clientFunction": {"name": "c"}, "timeout": "5s"})
+            r = await c.patch(
+                f"/v1/{APP}/tools/t",
+                params={"updateMask": "client_function.description"},
+                json={"client_function": {"description": "d"}},
+            )
+            assert r.status_code == 200, r.text
+            return r.json()  # type: ignore[no-any-return]
+
+    got = asyncio.run(go())
+    assert got["clientFunction"] == {"name": "c", "description": "d"} and got["timeout"] == "5s"
