@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from cesync.emulator.store import Store
 from tests.helpers import cesync
 
 ORDERS_SCHEMA = """\
@@ -116,7 +117,7 @@ def test_import_archive_gives_a_repo_that_applies(tmp_path: Path, packed: bool) 
     assert cesync("validate", "--dir", str(out)).returncode == 0
     applied = cesync("apply", "--dir", str(out), "--auto-approve")
     assert applied.returncode == 0 and "3 created" in applied.stdout, applied.stdout + applied.stderr
-    state = json.loads((out / ".cesync" / "local.json").read_text())
+    state = Store(out / ".cesync" / "local.json").snapshot()
     app_state = next(iter(state["apps"].values()))
     sent = app_state["tools"]["lookup_order"]["openApiTool"]
     assert "https://orders.dev.example" in sent["openApiSchema"] and "$env_var" not in sent["openApiSchema"]

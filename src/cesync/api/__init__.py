@@ -46,12 +46,23 @@ def file_set() -> descriptor_pb2.FileDescriptorSet:
     return fds
 
 
+# Fields the API reference pages document that the package lacks (the models add them
+# through cesync/models/overlay.py): message -> (proto name, JSON name) of string fields.
+SEED_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {f"{PACKAGE}.AgentTool": (("agent", "agent"),)}
+
+
 @cache
 def pool() -> descriptor_pool.DescriptorPool:
-    """A pool of its own, so the snapshot never meets the package's registrations."""
+    """A pool of its own, so the snapshot never meets the package's registrations; seed fields added."""
     built = descriptor_pool.DescriptorPool()
     for file in file_set().file:  # stored in dependency order
-        built.AddSerializedFile(file.SerializeToString())
+        patched = descriptor_pb2.FileDescriptorProto()
+        patched.CopyFrom(file)
+        for msg in patched.message_type:
+            for name, json_name in SEED_FIELDS.get(f"{patched.package}.{msg.name}", ()):
+                number = max(f.number for f in msg.field) + 1
+                msg.field.add(name=name, json_name=json_name, number=number, type=9, label=1)  # optional string
+        built.AddSerializedFile(patched.SerializeToString())
     return built
 
 

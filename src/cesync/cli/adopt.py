@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import sys
 import tempfile
@@ -88,7 +89,9 @@ def export(directory: Path, env_name: str | None, endpoint: str | None, out: Pat
     if not app_name and endpoint_for(env, endpoint) == EMBEDDED and state.is_file():
         # The embedded emulator's app lives in the repo folder: take it along, so the
         # exported repo plans against the same app.
-        exported.files[f".cesync/{env.name}.json"] = state.read_text(encoding="utf-8")
+        from ..emulator.store import Store  # the state is a database; the copy is its JSON form
+
+        exported.files[f".cesync/{env.name}.json"] = json.dumps(Store(state).snapshot())
 
     def round_trip(staged: Path) -> None:  # export must round-trip; say so loudly where it does not
         for change in plan_folder(staged, env.name, remote).changes:

@@ -71,14 +71,29 @@ class Store:
         self.auto_create_apps = auto_create_apps
         self._lock = threading.RLock()
         self._known: set[str] = set()
+        legacy = None
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
+            legacy = _legacy_state(path)
         self._db = sqlite3.connect(str(path) if path else ":memory:", timeout=60, isolation_level=None, check_same_thread=False)
         with self._lock:
             if path is not None:
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(SCHEMA)
+        if legacy is not None:
+            self.load(legacy)
+
+    def load(self, state: dict[str, Any]) -> None:
+        """Add a whole state as :meth:`snapshot` prints it (a JSON state file of earlier versions)."""
+        with self.transaction(write=True) as db:
+            for parent, entry in state.get("apps", {}).items():
+                db.execute("INSERT OR REPLACE INTO apps (name, seq) VALUES (?, ?)", (parent, int(entry.get("seq", 0))))
+                for collection in COLLECTIONS:
+                    for rid, data in entry.get(collection, {}).items():
+                        self.put(db, parent, collection, rid, printed(collection, data))
+                for aid, agent in entry.get("agents", {}).items():
+                    self.set_agent(db, parent, aid, list(agent.get("tools", [])))
 
     @contextmanager
     def transaction(self, write: bool = False) -> Iterator[sqlite3.Connection]:
@@ -214,6 +229,22 @@ class Store:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _legacy_state(path: Path) -> dict[str, Any] | None:
+    """A JSON state file (what ``snapshot`` prints, and what earlier versions kept) moves into SQLite."""
+    try:
+        head = path.read_bytes()[:16]
+    except FileNotFoundError:
+        return None
+    if head.startswith(b"SQLite format 3") or not head.lstrip().startswith(b"{"):
+        return None
+    try:
+        state: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RpcError("INTERNAL", f"emulator state file {path} is unreadable: {exc}") from None
+    path.unlink()
+    return state
 
 
 def page_token(offset: int, key: str) -> str:
