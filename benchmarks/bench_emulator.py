@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from generate import openapi_schema, python_code  # noqa: E402
+from generate import openapi_schema, python_code
 
 APP = "projects/bench/locations/us/apps/bench"
 RTT_MS = 20.0
@@ -140,7 +140,9 @@ def run(url: str, opts: argparse.Namespace) -> None:
         ints = median_time(lambda: list_all("json;enum-encoding=int"), opts.repeats)
         size = len(c.get(f"/v1/{APP}/tools", params={"pageSize": "1000"}).content)
     official = median_time(lambda: official_list(url), max(3, opts.repeats // 2))
-    print(f"list 1,000 tools, one page ({size / 1e6:.1f} MB): {names * 1000:.0f} ms (enum names), {ints * 1000:.0f} ms (enum numbers)")
+    print(
+        f"list 1,000 tools, one page ({size / 1e6:.1f} MB): {names * 1000:.0f} ms (enum names), {ints * 1000:.0f} ms (enum numbers)"
+    )
     print(f"official client list_tools of all {created} tools (pager + parsing): {official * 1000:.0f} ms")
     wall, lat = asyncio.run(writers(url, opts.writers, opts.per_writer, "w"))
     n = opts.writers * opts.per_writer
