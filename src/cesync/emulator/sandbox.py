@@ -28,6 +28,7 @@ MEMORY_BYTES = 512 * 1024 * 1024
 MAX_LINE = 16 * 1024 * 1024
 MAX_STDERR = 64 * 1024
 GRACE = 0.5  # after the kill, how long the pipes may stay open (a fallback's escaped daemon holds them)
+SWEEP = 0.3  # how long the fallback's runner may take to kill what the tool started
 SANDBOX_ENV = "CESYNC_SANDBOX"  # "fallback": skip the namespaces (tests of the fallback)
 
 ToolCaller = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -75,7 +76,8 @@ async def run_python(
             limit=MAX_LINE,
         )
         box = _Box(proc)
-        stderr_task = asyncio.create_task(_read_limited(proc.stderr))
+        stderr = bytearray()
+        stderr_task = asyncio.create_task(_read_limited(proc.stderr, stderr))
         try:
             final = await asyncio.wait_for(box.converse(request, call_tool), timeout)
         except asyncio.TimeoutError:
@@ -84,7 +86,9 @@ async def run_python(
             final = {"error": f"the tool's process failed: {exc}"}
         finally:
             await box.end()
-        logs = await stderr_task
+        with contextlib.suppress(asyncio.TimeoutError):  # a straggler may hold the pipe: keep what came
+            await asyncio.wait_for(stderr_task, GRACE)
+        logs = stderr.decode("utf-8", "replace")
     if not final:
         status = proc.returncode or 0
         reason = f"killed by signal {-status}" if status < 0 else f"exited with status {status}"
@@ -117,6 +121,7 @@ class _Box:
     proc: asyncio.subprocess.Process
     pidfd: int | None = None
     pid1: int | None = None
+    mode: str = ""
 
     async def converse(self, request: dict[str, Any], call_tool: ToolCaller) -> dict[str, Any]:
         proc = self.proc
@@ -153,6 +158,7 @@ class _Box:
 
     def _hold(self, sandbox: dict[str, Any]) -> None:
         _warn_once(sandbox)
+        self.mode = str(sandbox.get("mode"))
         pid = sandbox.get("pid")
         if isinstance(pid, int) and pid > 1:
             self.pid1 = pid
@@ -168,6 +174,12 @@ class _Box:
                 signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
             os.close(self.pidfd)
             self.pidfd = None
+        if self.mode == "fallback" and self.proc.returncode is None:
+            # The runner stayed as a subreaper (Linux): asked to, it kills all the tool started first.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                self.proc.send_signal(signal.SIGTERM)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.proc.wait(), SWEEP)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         try:
@@ -179,11 +191,9 @@ class _Box:
             await self.proc.wait()
 
 
-async def _read_limited(stream: asyncio.StreamReader | None) -> str:
+async def _read_limited(stream: asyncio.StreamReader | None, into: bytearray) -> None:
     if stream is None:
-        return ""
-    data = b""
+        return
     while chunk := await stream.read(65536):
-        if len(data) < MAX_STDERR:
-            data += chunk[: MAX_STDERR - len(data)]
-    return data.decode("utf-8", "replace")
+        if len(into) < MAX_STDERR:
+            into += chunk[: MAX_STDERR - len(into)]

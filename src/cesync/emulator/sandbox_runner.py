@@ -47,7 +47,7 @@ NAMESPACES = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWNS | CLONE_N
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
 MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE, MS_RELATIME = 1024, 2048, 4096, 8192, 16384, 1 << 18, 1 << 21
 MNT_DETACH = 2
-PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
+PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 24, 36, 38
 # statvfs f_flag bit -> mount flag: a bind mount in a user namespace must keep these when remounted.
 LOCKED_FLAGS = {1: MS_RDONLY, 2: MS_NOSUID, 4: MS_NODEV, 8: MS_NOEXEC, 1024: MS_NOATIME, 2048: MS_NODIRATIME, 4096: MS_RELATIME}
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
@@ -312,7 +312,54 @@ def _fallback(reason: str) -> int:
     if not network:
         open_.append("the network, loopback included, for code that goes around Python's socket module")
     _send({"sandbox": {"mode": "fallback", "reason": reason, "open": open_}})
-    return _processes_of(os.geteuid()) + MAX_PROCESSES
+    processes = _processes_of(os.geteuid()) + MAX_PROCESSES
+    if sys.platform.startswith("linux"):
+        _supervise()
+    return processes
+
+
+def _supervise() -> None:
+    """Linux without namespaces: stay as a subreaper while a worker runs the tool, so that what
+    it started, even in a session of its own, comes back to us and dies at the end of the call
+    or on SIGTERM (the emulator's timeout). Best effort: the tool runs as the same user and
+    can kill this process first. Returns in the worker only."""
+    _check(_libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "subreaper")
+    worker = os.fork()
+    if worker == 0:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        return
+    signal.signal(signal.SIGTERM, lambda *_: _sweep(int(signal.SIGKILL)))  # end as if killed
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            os._exit(1)
+        if pid == worker:
+            _sweep(status)
+
+
+def _parent_of(pid: str) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])  # after the command name, which may hold anything
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _sweep(status: int) -> NoReturn:
+    """Kill every child (orphans of the tool's processes are ours), again as their own orphans arrive."""
+    me = os.getpid()
+    for _ in range(1000):
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit() and _parent_of(entry.name) == me:
+                with contextlib.suppress(OSError):
+                    os.kill(int(entry.name), signal.SIGKILL)
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            break
+    _exit_like(status)
 
 
 # --- running the tool ------------------------------------------------------------------------
