@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import inspect
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from deepdiff import DeepDiff
 
-from cesync.diff import MODELS, deepdiff_paths, diff_resource, minimal_mask
+from cesync.diff import DEEPDIFF_OPTIONS, MODELS, deepdiff_paths, diff_resource, minimal_mask
 from cesync.normalize import canonical
+from tests.conftest import ROOT
 from tests.helpers import cesync, make_repo
 
 CODE = 'def f(x):\n    """Echo."""\n    return x\n'
@@ -145,3 +149,28 @@ def test_plan_detailed_exitcode_sees_the_change(tmp_path: Path, changed: str) ->
     assert "tool greet will be updated" in plan.stdout
     assert cesync("apply", "--dir", str(repo), "--auto-approve").returncode == 0
     assert cesync("plan", "--dir", str(repo), "--detailed-exitcode").returncode == 0
+
+
+# DeepDiff parameters that cannot change what counts as a change of canonical JSON:
+# caching, logging, performance, output formatting, pairing heuristics of ignore_order
+# (off), and types JSON does not have (uuid, datetime, bytes encodings).
+NOT_DECISIVE = {
+    *("self", "t1", "t2", "kwargs", "_original_type", "_parameters", "_shared_parameters"),
+    *("cache_purge_level", "cache_size", "cache_tuning_sample_size", "hasher", "hashes", "max_passes"),
+    *("log_frequency_in_sec", "log_stacktrace", "progress_logger", "get_deep_distance", "number_format_notation"),
+    *("cutoff_distance_for_pairs", "cutoff_intersection_for_pairs", "group_by_sort_key", "log_scale_similarity_threshold"),
+    *("multiprocessing", "multiprocessing_threshold", "multiprocessing_workers"),
+    *("encodings", "ignore_uuid_types", "default_timezone"),
+}
+
+
+def test_every_deepdiff_option_is_decided() -> None:
+    """A deepdiff release with a new option fails here until the option is set or judged harmless."""
+    params = set(inspect.signature(DeepDiff.__init__).parameters)
+    assert params - set(DEEPDIFF_OPTIONS) - NOT_DECISIVE == set()
+    assert set(DEEPDIFF_OPTIONS) <= params
+
+
+def test_readme_states_the_tested_range() -> None:
+    pinned = re.search(r'"(deepdiff[^"]+)"', (ROOT / "pyproject.toml").read_text())
+    assert pinned and f"`{pinned.group(1)}`" in (ROOT / "README.md").read_text()
