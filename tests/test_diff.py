@@ -100,6 +100,22 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], list[str]]] = [
         {"widgetTool": {"name": "w", "uiConfig": {"a": 1.0}}},
         [],
     ),
+    (
+        "float32 that rounds to zero equals absence",
+        {
+            "dataStoreTool": {
+                "name": "d",
+                "boostSpecs": [{"dataStores": ["x"], "spec": [{"conditionBoostSpecs": [{"condition": "c"}]}]}],
+            }
+        },
+        {
+            "dataStoreTool": {
+                "name": "d",
+                "boostSpecs": [{"dataStores": ["x"], "spec": [{"conditionBoostSpecs": [{"condition": "c", "boost": 1e-300}]}]}],
+            }
+        },
+        [],
+    ),
     ("equal", PY, dict(PY), []),
 ]
 

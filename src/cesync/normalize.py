@@ -75,8 +75,11 @@ def _message(data: Any, model: type[ProtoModel], path: tuple[str, ...], unknown:
             out[key] = value
         elif key in DOCUMENT_FIELDS and isinstance(value, str):
             out[key] = _document(value, data.get("url"))
-        elif spec.presence or not is_default(value, spec.kind, spec.enum):
-            out[key] = _scalar(value, spec.kind, spec.enum)
+        else:
+            scalar = _scalar(value, spec.kind, spec.enum)
+            # Judged after conversion: a float32 that rounds to 0 (1e-300) is the default.
+            if spec.presence or not is_default(scalar, spec.kind, spec.enum):
+                out[key] = scalar
     return out
 
 

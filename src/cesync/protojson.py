@@ -115,6 +115,9 @@ def encode(data: dict[str, Any], model: type[ProtoModel], *, enum_int: bool = Fa
             if value or (spec.kind is Kind.VALUE and value is not None):
                 out[key] = value
             continue
-        if (spec.presence and value is not None) or not is_default(value, spec.kind, spec.enum):
-            out[key] = _scalar(value, spec.kind, spec.enum, enum_int)
+        if value is None:
+            continue
+        scalar = _scalar(value, spec.kind, spec.enum, enum_int)
+        if spec.presence or not is_default(scalar, spec.kind, spec.enum):  # after float32 rounding
+            out[key] = scalar
     return out
