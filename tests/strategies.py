@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
 from cesync.models import Behavior, FieldSpec, Kind, ProtoModel, Tool, Toolset, specs
+from cesync.protojson import is_default
 
 __all__ = ["CREATABLE", "bodies", "json_values", "pairs", "resource_bodies", "resource_types", "respell"]
 
@@ -191,10 +192,13 @@ def _scalar(model: type[ProtoModel], spec: FieldSpec) -> st.SearchStrategy[Any]:
 def _field(model: type[ProtoModel], spec: FieldSpec, depth: int) -> st.SearchStrategy[Any]:
     one: st.SearchStrategy[Any] = bodies(spec.message, depth - 1) if spec.message is not None else _scalar(model, spec)
     most = 2 if depth >= 2 else 1  # keeps nested lists of messages (boost specs) small
+    required = spec.behavior is Behavior.REQUIRED  # the server refuses a default (empty) value
     if spec.repeated:
-        return st.lists(one, min_size=0, max_size=min(most, spec.max_items or most))
+        return st.lists(one, min_size=1 if required else 0, max_size=min(most, spec.max_items or most))
     if spec.map and spec.kind is not Kind.STRUCT:
-        return st.dictionaries(KEYS, one, max_size=most)
+        return st.dictionaries(KEYS, one, min_size=1 if required else 0, max_size=most)
+    if required and spec.message is None:
+        return one.filter(lambda v: not is_default(v, spec.kind, spec.enum))
     return one
 
 
