@@ -43,6 +43,7 @@ class Run:
     seconds: float
     rss_mb: float
     stdout: str
+    cpu: float = 0.0  # the child's user + system CPU seconds: what load on the machine cannot inflate much
 
 
 @dataclass
@@ -59,7 +60,8 @@ class Measure:
 
     def spread(self) -> str:
         times = sorted(r.seconds for r in self.runs)
-        return f"{self.seconds:7.2f} s  (runs {', '.join(f'{t:.2f}' for t in times)}; peak RSS {self.rss_mb:.0f} MB)"
+        cpu = statistics.median(r.cpu for r in self.runs)
+        return f"{self.seconds:7.2f} s  (runs {', '.join(f'{t:.2f}' for t in times)}; CPU {cpu:.2f} s; peak RSS {self.rss_mb:.0f} MB)"
 
 
 def run(cmd: list[str], *, ok: tuple[int, ...] = (0,), env: dict[str, str] | None = None) -> Run:
@@ -75,7 +77,7 @@ def run(cmd: list[str], *, ok: tuple[int, ...] = (0,), env: dict[str, str] | Non
         stdout, stderr = out.read().decode(), err.read().decode()
     if proc.returncode not in ok:
         raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}:\n{stderr[-3000:]}")
-    return Run(elapsed, usage.ru_maxrss / 1024, stdout)  # ru_maxrss is in KiB on Linux
+    return Run(elapsed, usage.ru_maxrss / 1024, stdout, usage.ru_utime + usage.ru_stime)  # ru_maxrss is in KiB on Linux
 
 
 def repeat(cmd: list[str], times: int, **kw: object) -> Measure:
