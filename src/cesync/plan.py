@@ -22,7 +22,7 @@ from . import __version__
 from .diff import FieldChange, Remote, diff_resource
 from .errors import ConfigError, PlanFileError, Problem, UnsafePlanError
 
-__all__ = ["FORMAT_VERSION", "Change", "Plan", "build_plan", "check_safety", "desired_digest"]
+__all__ = ["FORMAT_VERSION", "Change", "Plan", "build_plan", "check_safety", "desired_digest", "safety_refusal"]
 
 FORMAT_VERSION = 1
 ACTIONS = ("create", "update", "delete")
@@ -60,6 +60,8 @@ class Plan:
     unknown_fields: dict[str, list[str]] = field(default_factory=dict)  # resource -> fields we do not model
     managed: int = 0  # resources the repo defines
     prune: bool = False
+    targets: tuple[str, ...] = ()  # a --target plan: only these kind/id were compared (a partial plan)
+    refused: str = ""  # why apply would refuse this plan (the mass-change guard), shown by every renderer
     created_at: str = ""
     cesync_version: str = __version__
     format_version: int = FORMAT_VERSION
@@ -99,7 +101,14 @@ class Plan:
             for c in changes:
                 if c.action not in ACTIONS or c.kind not in COLLECTION:
                     raise ValueError(f"bad action {c.action!r} for {c.kind!r}")
-            return cls(**{**raw, "changes": changes, "unmanaged": tuple(raw.get("unmanaged", ()))})
+            return cls(
+                **{
+                    **raw,
+                    "changes": changes,
+                    "unmanaged": tuple(raw.get("unmanaged", ())),
+                    "targets": tuple(raw.get("targets", ())),
+                }
+            )
         except PlanFileError:
             raise
         except (ValueError, TypeError, KeyError) as exc:
@@ -269,18 +278,26 @@ def _with(c: Change, **kw: Any) -> Change:
 
 def check_safety(plan: Plan, max_fraction: float, min_resources: int, allow: bool) -> None:
     """octoDNS-style: refuse plans that delete or update too much of what is managed."""
+    reason = safety_refusal(plan, max_fraction, min_resources)
+    if reason and not allow:
+        raise UnsafePlanError(reason)
+
+
+def safety_refusal(plan: Plan, max_fraction: float, min_resources: int) -> str:
+    """Why apply would refuse this plan without --allow-mass-change ("" when it would not)."""
     counts = plan.counts()
     touched = counts["update"] + counts["delete"]
     base = max(plan.managed, counts["delete"] + counts["update"])
-    if counts["delete"] and plan.managed == 0 and not allow:
-        raise UnsafePlanError(
+    if counts["delete"] and plan.managed == 0:
+        return (
             f"the repo defines no resources but the plan deletes {counts['delete']}; refusing "
             "(pass --allow-mass-change if that is really meant)"
         )
-    if allow or base < min_resources or base == 0:
-        return
+    if base < min_resources or base == 0:
+        return ""
     if touched / base > max_fraction:
-        raise UnsafePlanError(
+        return (
             f"the plan updates or deletes {touched} of {base} managed resources ({touched / base:.0%} > {max_fraction:.0%}); "
             "refusing. Review it, then pass --allow-mass-change (or raise safety.maxChangeFraction)"
         )
+    return ""

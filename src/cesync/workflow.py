@@ -6,8 +6,10 @@ This is the only place that joins the pure core to the repo on disk and to the A
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,9 +20,10 @@ from .errors import CesyncError
 from .export import ExportedRepo, Resource, export_repo
 from .files import write_tree
 from .models import TOOL_TYPES
-from .plan import COLLECTION, Plan, build_plan, desired_digest
+from .plan import COLLECTION, Plan, build_plan, desired_digest, safety_refusal
 from .remote import read_remote
 from .repo import Desired, EnvTarget, Repo, load_repo
+from .targets import resolve_targets, target_keys
 from .yamlout import to_yaml
 
 __all__ = [
@@ -62,15 +65,24 @@ def open_context(directory: Path, env_name: str | None, endpoint: str | None = N
     return Context(repo, env, repo.render(env), endpoint)
 
 
-async def make_plan(ctx: Context, client: CesClient, *, prune: bool | None = None, targets: set[str] | None = None) -> Plan:
+async def make_plan(ctx: Context, client: CesClient, *, prune: bool | None = None, targets: Iterable[str] | None = None) -> Plan:
+    """targets: --target values (ID, kind/ID, kinds/ID); one that names nothing is an error."""
     remote = await read_remote(client, ctx.env.parent)
-    return build_plan(
+    known = {(d.kind, d.id) for d in ctx.desired} | {(r.kind, r.id) for r in remote}
+    selected = target_keys(resolve_targets(targets or (), known))
+    plan = build_plan(
         ctx.env.name,
         ctx.env.parent,
         ctx.triples,
         remote,
         prune=ctx.env.prune if prune is None else prune,
-        targets=targets,
+        targets=selected,
+    )
+    safety = ctx.repo.config.safety
+    return dataclasses.replace(
+        plan,
+        targets=tuple(sorted(selected or ())),
+        refused=safety_refusal(plan, safety.maxChangeFraction, safety.minResources),
     )
 
 
@@ -96,9 +108,14 @@ def config_for(env: EnvTarget) -> str:
     return to_yaml({"version": 1, "environments": {env.name: fields}})
 
 
-async def export_app(client: CesClient, env: EnvTarget, config_text: str) -> tuple[ExportedRepo, list[Remote]]:
-    """Read the app and turn it into repo files (see export.py)."""
+async def export_app(
+    client: CesClient, env: EnvTarget, config_text: str, targets: Iterable[str] = ()
+) -> tuple[ExportedRepo, list[Remote]]:
+    """Read the app and turn it into repo files (see export.py); targets limit it to some resources."""
     remote = await read_remote(client, env.parent)
+    selected = resolve_targets(targets, {(r.kind, r.id) for r in remote})
+    if selected is not None:
+        remote = [r for r in remote if (r.kind, r.id) in selected]
     for r in remote:
         expected = f"{env.parent}/{COLLECTION[r.kind]}/{r.id}"
         if r.body.get("name") != expected:

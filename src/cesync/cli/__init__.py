@@ -198,7 +198,15 @@ endpoint_option = click.option(
     help="Override the environment's endpoint: 'embedded' or an emulator URL (CES_EMULATOR_HOST works too); "
     "a loopback host:port means http://host:port.",
 )
-format_option = click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
+format_option = click.option(
+    "--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="How to show the plan."
+)
+target_option = click.option(
+    "--target",
+    "targets",
+    multiple=True,
+    help="Only these resources: ID, tools/ID or toolsets/ID (repeatable); the result says it is partial.",
+)
 
 
 def print_plan(plan: Plan, fmt: str) -> None:

@@ -39,6 +39,7 @@ from . import (
     handled,
     main,
     print_plan,
+    target_option,
 )
 
 # --- adoption and promotion -------------------------------------------------------------------
@@ -66,8 +67,17 @@ def _env_name(name: str) -> str:
     help="Adopt this app (projects/P/locations/L/apps/A) without a cesync.yaml; --env names its environment.",
 )
 @force_option
+@target_option
 @handled
-def export(directory: Path, env_name: str | None, endpoint: str | None, out: Path, app_name: str | None, force: bool) -> None:
+def export(
+    directory: Path,
+    env_name: str | None,
+    endpoint: str | None,
+    out: Path,
+    app_name: str | None,
+    force: bool,
+    targets: tuple[str, ...],
+) -> None:
     """Write the app's tools and toolsets as a cesync repo (adopt an existing app)."""
     if app_name:
         name = _env_name(env_name or "default")
@@ -80,7 +90,7 @@ def export(directory: Path, env_name: str | None, endpoint: str | None, out: Pat
 
     async def run() -> tuple[ExportedRepo, list[Remote]]:
         async with connect(env, root, override=endpoint) as client:
-            return await export_app(client, env, config_text)
+            return await export_app(client, env, config_text, targets)
 
     exported, remote = asyncio.run(run())
     if (out / ".gitignore").exists():

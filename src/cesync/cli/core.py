@@ -29,6 +29,7 @@ from . import (
     main,
     print_plan,
     save,
+    target_option,
 )
 
 if TYPE_CHECKING:  # the commands import what they use: validate and schema start light
@@ -128,7 +129,12 @@ def init(directory: Path, app: str) -> None:
 @format_option
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Save the plan as JSON for 'cesync apply PLANFILE'.")
 @click.option("--detailed-exitcode", is_flag=True, help="Exit 0 without changes, 2 with changes, 1 on error.")
-@click.option("--target", "targets", multiple=True, help="Limit the plan to these ids (tool id or kind/id).")
+@click.option(
+    "--fail-on-unmanaged",
+    is_flag=True,
+    help="With --detailed-exitcode: also exit 2 when the app has resources the repo does not define (made by hand).",
+)
+@target_option
 @click.option("--prune/--no-prune", default=None, help="Delete remote resources the repo does not define (default: cesync.yaml).")
 @handled
 def plan(
@@ -138,6 +144,7 @@ def plan(
     fmt: str,
     out: Path | None,
     detailed_exitcode: bool,
+    fail_on_unmanaged: bool,
     targets: tuple[str, ...],
     prune: bool | None,
 ) -> None:
@@ -148,7 +155,7 @@ def plan(
 
     async def run() -> Plan:
         async with ctx.client() as client:
-            return await make_plan(ctx, client, prune=prune, targets=set(targets) or None)
+            return await make_plan(ctx, client, prune=prune, targets=targets)
 
     result = asyncio.run(run())
     if out:
@@ -156,7 +163,9 @@ def plan(
     print_plan(result, fmt)
     if out and fmt == "text":
         err(f"saved plan to {out}")
-    if detailed_exitcode and result.has_changes:
+    if fail_on_unmanaged and result.unmanaged:
+        err(f"drift: {len(result.unmanaged)} resource(s) in the app that the repo does not define (made by hand?)")
+    if detailed_exitcode and (result.has_changes or (fail_on_unmanaged and result.unmanaged)):
         sys.exit(EXIT_CHANGES)
 
 
@@ -179,7 +188,10 @@ def show(planfile: Path, fmt: str) -> None:
 @click.option("--prune/--no-prune", default=None, help="Delete remote resources the repo does not define.")
 @click.option("--force-delete", is_flag=True, help="Delete tools even if agents still reference them (removes the references).")
 @click.option("--allow-mass-change", is_flag=True, help="Apply even if the plan touches more than the safety threshold.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@target_option
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True, help="How to report the result."
+)
 @handled
 def apply(
     planfile: Path | None,
@@ -191,6 +203,7 @@ def apply(
     prune: bool | None,
     force_delete: bool,
     allow_mass_change: bool,
+    targets: tuple[str, ...],
     fmt: str,
 ) -> None:
     """Make the app match the repo: creates, updates and (with --prune) deletes."""
@@ -199,6 +212,8 @@ def apply(
     from ..render.common import summary
     from ..workflow import make_plan, open_context
 
+    if planfile and targets:
+        raise CesyncError("--target limits a new plan; a saved plan already has its targets (make it with plan --target)")
     saved = load_plan(planfile) if planfile else None
     ctx = open_context(directory, env_name or (saved.environment if saved else None), endpoint)
     if saved is not None:
@@ -207,7 +222,7 @@ def apply(
 
     async def run() -> ApplyResult | None:
         async with ctx.client(max_connections=max(parallelism * 2, 8)) as client:
-            current = saved or await make_plan(ctx, client, prune=prune)
+            current = saved or await make_plan(ctx, client, prune=prune, targets=targets)
             if fmt == "text" and saved is None:
                 print_plan(current, "text")
             if not current.has_changes:

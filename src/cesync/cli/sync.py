@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..errors import CesyncError, ConfigError
-from . import dir_option, endpoint_option, env_option, err, handled, main
+from . import dir_option, endpoint_option, env_option, err, handled, main, target_option
 
 if TYPE_CHECKING:
     from ..diff import Remote
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 @dir_option
 @env_option
 @endpoint_option
-@click.option("--target", "targets", multiple=True, help="Pull only these resources (ID, tools/ID or toolsets/ID).")
+@target_option
 @click.option("--prune", is_flag=True, help="Delete the files of resources that are gone from the app.")
 @click.option("--dry-run", is_flag=True, help="Print the unified diff of the files pull would change; write nothing.")
 @click.option("--inline", is_flag=True, help="Write a remote value as a literal where the file renders it from a ${VAR}.")

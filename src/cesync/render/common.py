@@ -6,6 +6,7 @@ import difflib
 import json
 from typing import Any
 
+from ..plan import Plan
 from ..yamlout import to_yaml
 
 SYMBOL = {"create": "+", "update": "~", "delete": "-"}
@@ -29,6 +30,16 @@ def unified(before: Any, after: Any, path: str) -> list[str]:
     a = as_text(before).splitlines() if before is not None else []
     b = as_text(after).splitlines() if after is not None else []
     return list(difflib.unified_diff(a, b, f"remote/{path}", f"desired/{path}", lineterm="", n=2))
+
+
+def notices(plan: Plan) -> list[str]:
+    """What a reader must not miss before the changes: a partial plan, a plan apply will refuse."""
+    out = []
+    if plan.targets:
+        out.append(f"Partial plan: only {', '.join(plan.targets)} (--target); other resources were not compared")
+    if plan.refused:
+        out.append(f"Apply will refuse this plan: {plan.refused}")
+    return [*out, ""] if out else []
 
 
 def summary(counts: dict[str, int]) -> str:

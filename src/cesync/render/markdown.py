@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..plan import Plan
-from .common import SYMBOL, VERB, as_text, is_multiline, summary, unified
+from .common import SYMBOL, VERB, as_text, is_multiline, notices, summary, unified
 
 MARKER = "<!-- cesync-plan:{env}:{app} -->"
 GITHUB_COMMENT_LIMIT = 65_536
@@ -22,6 +22,8 @@ def render_markdown(plan: Plan, *, max_chars: int | None = None, full_plan: str 
         f"App `{plan.app}`",
         "",
     ]
+    head += [f"> **{line.split(': ', 1)[0]}:** {line.split(': ', 1)[1]}" for line in notices(plan) if line]
+    head += [""] if notices(plan) else []
     head += [
         "| create | update | delete | unmanaged |",
         "|---:|---:|---:|---:|",

@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 from ..plan import Change, Plan
-from .common import SYMBOL, VERB, as_text, is_multiline, summary, unified
+from .common import SYMBOL, VERB, as_text, is_multiline, notices, summary, unified
 
 COLORS = {"create": "\x1b[32m", "update": "\x1b[33m", "delete": "\x1b[31m", "dim": "\x1b[2m", "bold": "\x1b[1m"}
 RESET = "\x1b[0m"
@@ -27,6 +27,7 @@ def render_text(plan: Plan, *, color: bool = False) -> str:
         return f"{COLORS[key]}{text}{RESET}" if color else text
 
     lines = [f"Plan for environment '{plan.environment}' ({plan.app})", ""]
+    lines += [paint(line, "bold") for line in notices(plan)]
     for change in plan.changes:
         lines += _change(change, paint)
     if not plan.changes:

@@ -1,0 +1,125 @@
+"""--target everywhere, partial plans, the mass-change guard in every format, drift on unmanaged resources."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import httpx
+import pytest
+
+from cesync.diff import Remote
+from cesync.emulator.server import BackgroundServer
+from cesync.errors import CesyncError
+from cesync.plan import build_plan, safety_refusal
+from cesync.render import FORMATS, render
+from cesync.targets import resolve_targets
+from tests.helpers import FIXTURES
+from tests.test_pull import cli
+
+KNOWN = {("tool", "greet"), ("tool", "ask"), ("toolset", "shop"), ("tool", "shop")}
+
+
+@pytest.mark.parametrize(
+    ("given", "selected"),
+    [
+        (["greet"], {("tool", "greet")}),
+        (["tools/greet"], {("tool", "greet")}),
+        (["tool/greet"], {("tool", "greet")}),
+        (["toolsets/shop"], {("toolset", "shop")}),
+        (["toolset/shop"], {("toolset", "shop")}),
+        (["shop"], {("tool", "shop"), ("toolset", "shop")}),  # an id both kinds use: both
+        (["ask", "toolsets/shop"], {("tool", "ask"), ("toolset", "shop")}),
+        ([], None),
+    ],
+)
+def test_targets_accept_every_spelling(given: list[str], selected: set[tuple[str, str]] | None) -> None:
+    assert resolve_targets(given, KNOWN) == selected
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ("gret", "did you mean 'greet'"),
+        ("tools/shopp", "did you mean 'tools/shop' or 'toolsets/shop'"),
+        ("toolsets/greet", "names no tool or toolset"),
+        ("agents/x", "the kind must be tool(s) or toolset(s)"),
+    ],
+)
+def test_unknown_target_is_an_error_with_a_suggestion(given: str, message: str) -> None:
+    with pytest.raises(CesyncError, match="unknown --target") as exc:
+        resolve_targets([given], KNOWN)
+    assert message in str(exc.value)
+
+
+def _remote(n: int) -> list[Remote]:
+    return [
+        Remote("tool", f"t{i}", {"name": f"P/tools/t{i}", "etag": "e", "clientFunction": {"name": f"f{i}"}}) for i in range(n)
+    ]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_format_shows_when_apply_would_refuse_and_a_partial_plan(fmt: str) -> None:
+    remote = _remote(12)
+    desired = [("tool", r.id, {"clientFunction": {"name": "changed"}}) for r in remote]
+    plan = build_plan("dev", "P", desired, remote)
+    reason = safety_refusal(plan, 0.3, 10)
+    assert "updates or deletes 12 of 12" in reason
+    shown = render(dataclasses.replace(plan, refused=reason, targets=("tool/t1",)), fmt)
+    if fmt == "json":
+        data = json.loads(shown)
+        assert data["refused"] == reason and data["targets"] == ["tool/t1"]
+    else:
+        assert "Apply will refuse this plan" in shown and "12 of 12" in shown
+        assert "Partial plan" in shown and "tool/t1" in shown
+    quiet = render(build_plan("dev", "P", desired[:1], remote[:1]), fmt)
+    assert "will refuse" not in quiet and "Partial" not in quiet and '"refused": "",' in render(plan, "json")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "pull", root)
+    return root
+
+
+def test_plan_apply_export_with_target(repo: Path, tmp_path: Path, emulator: BackgroundServer) -> None:
+    url = emulator.url
+    for fmt in FORMATS:
+        r = cli("plan", "--dir", str(repo), "--endpoint", url, "--target", "tools/greet", "--format", fmt)
+        assert r.exit_code == 0, r.output
+        assert ("Partial plan" in r.output) if fmt != "json" else json.loads(r.output)["targets"] == ["tool/greet"]
+    r = cli("plan", "--dir", str(repo), "--endpoint", url, "--target", "tools/gret")
+    assert r.exit_code == 1 and "did you mean 'tools/greet'" in r.output
+
+    r = cli("apply", "--dir", str(repo), "--endpoint", url, "--target", "greet", "--target", "toolsets/shop", "--auto-approve")
+    assert r.exit_code == 0, r.output
+    names = [
+        t["name"].rsplit("/", 1)[-1] for t in httpx.get(f"{url}/v1/projects/p/locations/us/apps/pull-app/tools").json()["tools"]
+    ]
+    assert sorted(names) == ["greet"]
+    r = cli("apply", "--dir", str(repo), "--endpoint", url, "--auto-approve")
+    assert r.exit_code == 0, r.output
+
+    out = tmp_path / "exported"
+    r = cli("export", "--dir", str(repo), "--endpoint", url, "--out", str(out), "--target", "tools/weather")
+    assert r.exit_code == 0, r.output
+    assert sorted(p.name for p in (out / "tools").iterdir()) == ["weather.yaml"] and not (out / "toolsets").exists()
+
+
+def test_drift_check_can_fail_on_unmanaged(repo: Path, emulator: BackgroundServer) -> None:
+    url = emulator.url
+    assert cli("apply", "--dir", str(repo), "--endpoint", url, "--auto-approve").exit_code == 0
+    drift = ["plan", "--dir", str(repo), "--endpoint", url, "--detailed-exitcode", "--fail-on-unmanaged"]
+    assert cli(*drift).exit_code == 0
+    made = httpx.post(
+        f"{url}/v1/projects/p/locations/us/apps/pull-app/tools",
+        params={"toolId": "by-hand"},
+        json={"clientFunction": {"name": "h"}},
+    )
+    assert made.status_code == 200
+    assert cli("plan", "--dir", str(repo), "--endpoint", url, "--detailed-exitcode").exit_code == 0  # managed: no changes
+    r = cli(*drift)
+    assert r.exit_code == 2 and "by-hand" in r.output and "does not define" in r.output
