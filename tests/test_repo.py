@@ -55,7 +55,7 @@ CASES = [
         "enum",
         "tools/x.yaml",
         "clientFunction: {name: a}\nexecutionType: LATER\n",
-        "tools/x.yaml:2:16: executionType: Input should be",
+        "tools/x.yaml:2:16: executionType: 'LATER' is not a valid value (one of: EXECUTION_TYPE_UNSPECIFIED, SYNCHRONOUS, ASYNCHRONOUS)",
     ),
     ("duration", "tools/x.yaml", "clientFunction: {name: a}\ntimeout: 3 seconds\n", "a Duration is seconds"),
     (
@@ -286,3 +286,36 @@ def test_symlink_inside_the_repo_is_fine(tmp_path: Path) -> None:
     (root / "tools" / "other.yaml").symlink_to(root / "shared" / "other.yaml")
     repo = load_repo(root)
     assert {d.id for d in repo.render(repo.env("local"))} == {"greet", "other"}
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (
+            "clientFunction: {name: f}\nexecutionType: synchronous\n",
+            ["tools/t.yaml:2:16: executionType: 'synchronous' is not a valid value; did you mean 'SYNCHRONOUS'?"],
+        ),
+        (
+            "clientFunction:\n  name: f\n  parameters: {type: OBJEC}\n",
+            ["clientFunction.parameters.type: 'OBJEC' is not a valid value; did you mean 'OBJECT'? (one of: "],
+        ),
+        ("googleSearchTool:\n  nme: web\n", ["tools/t.yaml:2:3: unknown field 'nme' in GoogleSearchTool; did you mean 'name'?"]),
+        (
+            "clientFunction:\n  name: f\n  parameters:\n    type: OBJECT\n    properties: {a: {tpe: STRING}}\n",
+            ["unknown field 'tpe' in Schema; did you mean 'type'?"],
+        ),
+        (
+            "pythonFunctin:\n  name: web\n",
+            ["tools/t.yaml:1:1: unknown field 'pythonFunctin' in Tool; did you mean 'pythonFunction'?"],
+        ),
+    ],
+    ids=["enum", "nested-enum", "nested-key", "deep-key", "type-key"],
+)
+def test_one_clear_problem_per_mistake(tmp_path: Path, content: str, expected: list[str]) -> None:
+    """A misspelt key is one problem with a suggestion (no second 'missing required field'); enums name the closest value."""
+    root = make_repo(tmp_path, {"tools/t.yaml": content})
+    problems = load_repo(root).validate()
+    assert len(problems) == len(expected), problems
+    for problem, want in zip(problems, expected, strict=True):
+        assert want in str(problem)
+    assert not any("missing required" in p.message or "exactly one of" in p.message for p in problems)

@@ -106,10 +106,14 @@ def test_failures_are_reported_exit_1_and_in_junit(bot: Path, tmp_path: Path) ->
             "tests:\n  - name: x\n    toolCall: {tool: t}\n    toolRespons: {}\n",
             "tests/bad.yaml:4:5: unknown test field 'toolRespons'; did you mean 'toolResponse'?",
         ),
+        (
+            "tests:\n  - name: x\n    toolCal: {tool: t}\n    toolResponse: {}\n",
+            "tests/bad.yaml:3:5: unknown test field 'toolCal'; did you mean 'toolCall'?\n1 problem found",
+        ),
         ("tests: {}\n", "a test file is a mapping with a 'tests' list"),
         ("tests: [\n", "tests/bad.yaml:2:1: invalid YAML"),
     ],
-    ids=["operator", "jsonpath", "no-response", "regex", "typo", "not-a-list", "yaml"],
+    ids=["operator", "jsonpath", "no-response", "regex", "typo", "toolCal", "not-a-list", "yaml"],
 )
 def test_bad_test_files_are_positioned_errors(tmp_path: Path, content: str, expected: str) -> None:
     repo = tmp_path / "repo"
@@ -151,10 +155,11 @@ def test_exec_prints_the_canonical_output(bot: Path, tmp_path: Path) -> None:
         (["refund-policy", "--args", "[1]"], "--args: expected a JSON object, got list"),
         (["refund-policy", "--args", "@/no/such/file.json"], "--args: /no/such/file.json:1:1: cannot read"),
         (["nope"], "NOT_FOUND"),
+        (["refund-polcy"], "did you mean 'refund-policy'"),
         (["a/b/c"], "use a tool id, TOOLSET/TOOL_ID or a full resource name"),
         (["refund-policy", "--variables", "{}", "--context", "{}"], "give --variables or --context, not both"),
     ],
-    ids=["json", "not-object", "missing-file", "unknown-tool", "bad-ref", "both"],
+    ids=["json", "not-object", "missing-file", "unknown-tool", "close-tool", "bad-ref", "both"],
 )
 def test_exec_bad_input(bot: Path, args: list[str], expected: str) -> None:
     r = cesync("exec", "--dir", str(bot), "--env", "local", *args)
@@ -219,8 +224,25 @@ def test_target_names_tools_of_this_app() -> None:
         (Case("f", 1, "n", "t", checks=(Expectation("$.a", "contains", "b"),)), {"response": {"a": 5}}, ["got 5"]),
         (Case("f", 1, "n", "t", checks=(Expectation("$.missing", "is_null"),)), {"response": {}}, []),
         (Case("f", 1, "n", "t", api_error="NOT_FOUND"), {"response": {}}, ["expected the call to fail"]),
+        (
+            Case("f", 1, "n", "t", response={"a": 1}),
+            {"response": {"error": "KeyError: 'order_total'"}},
+            ["response.a: missing", "the tool reported an error: \"KeyError: 'order_total'\""],
+        ),
+        (Case("f", 1, "n", "t", response={"error": {"$regex": "Key.*"}}), {"response": {"error": "KeyError: x"}}, []),
     ],
-    ids=["regex", "regex-miss", "bool-is-not-int", "list-length", "length", "contains-type", "is-null", "api-error"],
+    ids=[
+        "regex",
+        "regex-miss",
+        "bool-is-not-int",
+        "list-length",
+        "length",
+        "contains-type",
+        "is-null",
+        "api-error",
+        "tool-error-shown",
+        "expected-tool-error",
+    ],
 )
 def test_check(case: Case, answer: dict[str, Any], failures: list[str]) -> None:
     found = check(case, answer, None)

@@ -22,12 +22,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import CesyncError
+from .jsonschema import render_schemas
 from .models import ProtoModel, specs
 from .normalize import DOCUMENT_FIELDS, MODELS, canonical
 from .repo import ENV_VAR, ID_RE, KINDS, VAR_SPAN
 from .yamlout import to_yaml
 
-__all__ = ["LOADER_VAR", "ExportedRepo", "Resource", "export_repo", "file_names", "to_yaml"]
+__all__ = ["LOADER_VAR", "ExportedRepo", "Resource", "export_repo", "file_names", "modeline", "to_yaml"]
 
 CODE_FIELDS = {"pythonCode", "pythonScript"}
 # Names Windows refuses as file names, whatever the extension.
@@ -47,6 +48,11 @@ class Resource:
 class ExportedRepo:
     files: dict[str, str] = field(default_factory=dict)  # relative path -> text
     notes: list[str] = field(default_factory=list)
+
+
+def modeline(kind: str, depth: int) -> str:
+    """The yaml-language-server line that gives editors the schema of a file depth folders below the root."""
+    return f"# yaml-language-server: $schema={'../' * depth}schemas/{kind}.schema.json\n"
 
 
 def file_names(kind: str, ids: list[str]) -> dict[str, str]:
@@ -83,6 +89,8 @@ def export_repo(
     out = ExportedRepo()
     out.files["cesync.yaml"] = config_text
     out.files[".gitignore"] = ".cesync/\nplan.json\n"
+    # The editor modelines of the files point at these, so they resolve in the export.
+    out.files.update({f"schemas/{name}": text for name, text in render_schemas().items()})
     known = known if known is not None else {(r.kind, r.id) for r in resources}
     for kind in KINDS:
         ids = [r.id for r in resources if r.kind == kind]
@@ -94,7 +102,7 @@ def export_repo(
             data = _externalize(data, r.kind, stem, out)
             if stem != r.id:
                 data = {"id": r.id, **data}
-            header = f"# Exported by cesync from {parent}/{folder}/{r.id}\n"
+            header = f"{modeline(kind, 1)}# Exported by cesync from {parent}/{folder}/{r.id}\n"
             out.files[f"{folder}/{stem}.yaml"] = header + to_yaml(data)
     return out
 

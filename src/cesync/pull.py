@@ -119,6 +119,8 @@ def _new_files(repo: Repo, env: EnvTarget, new: list[Resource], remote: list[Rem
     for rel, text in exported.files.items():
         if rel in ("cesync.yaml", ".gitignore"):
             continue
+        if rel.endswith(".schema.json") and (repo.root / rel).exists():
+            continue  # the repo's JSON Schemas, which the new files' modelines name
         if (repo.root / rel).exists() or rel in result.files:
             result.conflicts.append(Problem(rel, 1, 1, "a new remote resource would be written here, but the file exists"))
             continue

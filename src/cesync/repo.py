@@ -9,6 +9,7 @@ semantic checks and ``$env_var`` substitution. Every problem is collected with i
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -263,9 +264,31 @@ def _pydantic_problem(err: Any, doc: Document, offset: Path_ = ()) -> Problem:
     if err["type"] == "extra_forbidden":
         return doc.problem(path, f"unknown field '{loc[-1]}'", key=True)
     msg = err["msg"]
+    if err["type"] == "literal_error":
+        return doc.problem(path, f"{dotted}: {_enum_message(err)}" if dotted else _enum_message(err))
     if err["type"] in ("string_type", "int_type", "bool_type", "float_type", "dict_type", "list_type", "model_type"):
         msg = f"{msg} (got {_type_name(err.get('input'))})"
     return doc.problem(path, f"{dotted}: {msg}" if dotted else msg)
+
+
+def _clean_loc(err: Any) -> Path_:
+    return tuple(p for p in err["loc"] if not (isinstance(p, str) and (p.startswith("function-") or p in ("str", "int"))))
+
+
+def _owner(err: Any) -> Path_:
+    """The mapping a missing-field error is about."""
+    loc = _clean_loc(err)
+    return loc if err["type"] == "oneof_missing" else loc[:-1]
+
+
+def _enum_message(err: Any) -> str:
+    """What was given, what is allowed, and the closest allowed value."""
+    allowed = re.findall(r"'([^']*)'", str(err.get("ctx", {}).get("expected", "")))
+    given = err.get("input")
+    close = difflib.get_close_matches(str(given).upper(), allowed, n=1, cutoff=0.4) if isinstance(given, str) else []
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    shown = ", ".join(allowed) if len(allowed) <= 12 else ", ".join(allowed[:12]) + ", ..."
+    return f"{given!r} is not a valid value{hint} (one of: {shown})"
 
 
 # --- rendering one file for one environment ----------------------------------------------
@@ -324,8 +347,9 @@ def _checked(root: Path, src: SourceFile, data: Any, parent: str, known: set[tup
         obj = model.model_validate(data)
     except ValidationError as exc:
         errors = exc.errors()
-        if any(len(f.path) == 1 for f in findings):  # a misspelt type key already explains it
-            errors = [e for e in errors if e["type"] != "oneof_missing"]
+        # A misspelt key already explains a missing field (or tool type) of the same mapping: one problem, not two.
+        misspelt = {f.path[:-1] for f in findings if f.key}
+        errors = [e for e in errors if not (e["type"] in ("missing", "oneof_missing") and _owner(e) in misspelt)]
         return done[0], (None, problems + [_pydantic_problem(e, doc) for e in errors], [], done[1], done[2])
     if problems:
         return done[0], (None, problems, [], done[1], done[2])

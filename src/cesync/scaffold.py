@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from .errors import CesyncError
+from .jsonschema import render_schemas
 
 __all__ = ["write_scaffold"]
 
 CONFIG = """\
+# yaml-language-server: $schema=schemas/cesync.schema.json
 version: 1
 defaults:
   vars: {{}}
@@ -27,6 +29,7 @@ environments:
 """
 
 TOOL = """\
+# yaml-language-server: $schema=../schemas/tool.schema.json
 # One tool per file; the tool id is the file name (or set `id:`).
 pythonFunction:
   name: greet
@@ -45,6 +48,8 @@ def write_scaffold(directory: Path, app: str) -> list[Path]:
         directory / "cesync.yaml": CONFIG.format(app=app),
         directory / "tools" / "greet.yaml": TOOL.format(),
         directory / ".gitignore": GITIGNORE,
+        # The modelines above name these: editors check and complete the files as you type.
+        **{directory / "schemas" / name: text for name, text in render_schemas().items()},
     }
     taken = [str(p) for p in files if p.exists()]
     if taken:

@@ -129,11 +129,19 @@ def _cases(doc: Document, problems: list[Problem]) -> list[Case]:
             problems.append(doc.problem(at, "each test is a mapping"))
             continue
         found: list[Problem] = []
+        if "toolCall" not in raw and "tool" not in raw and _misspelt_tool_call(raw):
+            _unknown(doc, raw, NATIVE_KEYS, at, found)  # toolCal: did you mean 'toolCall'? (one problem, not two)
+            problems += found
+            continue
         case = _native(doc, raw, at, found) if "toolCall" in raw else _scrapi(doc, raw, at, found)
         problems += found
         if case is not None and not found:
             out.append(case)
     return out
+
+
+def _misspelt_tool_call(raw: dict[str, Any]) -> bool:
+    return any(suggest(str(k), ["toolCall", "toolResponse"]) for k in raw if k not in NATIVE_KEYS | SCRAPI_KEYS)
 
 
 def _mapping(doc: Document, raw: dict[str, Any], key: str, at: tuple[str | int, ...], found: list[Problem]) -> Any:
@@ -284,7 +292,16 @@ def check(case: Case, answer: dict[str, Any] | None, error: ApiError | None) -> 
         failures += _subset(case.expect_variables, variables, "variables")
     failures += [f for e in case.checks if (f := _expect(e, response, "response"))]
     failures += [f for e in case.variable_checks if (f := _expect(e, variables, "variables"))]
+    tool_error = response.get("error") if isinstance(response, dict) else None
+    if failures and tool_error is not None and not _expects_error(case):
+        # The expectations fail because the tool itself failed: say how, not only "missing".
+        failures.append(f"the tool reported an error: {_show(tool_error)}")
     return failures
+
+
+def _expects_error(case: Case) -> bool:
+    expected = case.response if isinstance(case.response, dict) else {}
+    return "error" in expected or any(re.match(r"\$\.error\b", e.path) for e in case.checks)
 
 
 def _subset(expected: Any, actual: Any, path: str) -> list[str]:

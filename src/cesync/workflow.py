@@ -17,7 +17,7 @@ from .client import connect
 from .client.api import CesClient, RetryPolicy
 from .diff import Remote
 from .errors import CesyncError
-from .export import ExportedRepo, Resource, export_repo
+from .export import ExportedRepo, Resource, export_repo, modeline
 from .files import write_tree
 from .models import TOOL_TYPES
 from .plan import COLLECTION, Plan, build_plan, desired_digest, safety_refusal
@@ -105,7 +105,7 @@ def config_for(env: EnvTarget) -> str:
         fields["endpoint"] = env.endpoint
     if env.vars:
         fields["vars"] = dict(sorted(env.vars.items()))
-    return to_yaml({"version": 1, "environments": {env.name: fields}})
+    return modeline("cesync", 0) + to_yaml({"version": 1, "environments": {env.name: fields}})
 
 
 async def export_app(

@@ -11,6 +11,7 @@ import pytest
 
 from cesync.emulator import EmbeddedTransport, FaultConfig
 from cesync.emulator.app import create_app
+from cesync.emulator.server import BackgroundServer
 from cesync.emulator.store import Store
 
 APP = "projects/p/locations/us/apps/a"
@@ -259,3 +260,26 @@ def test_load_16_clients_no_lost_writes(tmp_path: Path) -> None:
             if value != "created":
                 assert on_disk[tid]["clientFunction"]["description"] == value
     assert len([t for t in on_disk.values() if "systemTool" not in t]) == sum(len(e) for e in results)
+
+
+@pytest.mark.parametrize(
+    ("setting", "ok"),
+    [
+        ({"fail_status": None}, False),
+        ({"fail_status": 5}, False),
+        ({"latency_ms": None}, False),
+        ({"latency_ms": "slow"}, False),
+        ({"drop_rate": True}, False),
+        ({"latency_ms": 5}, True),
+        ({"fail_status": ""}, True),
+    ],
+)
+def test_admin_faults_reject_values_of_the_wrong_type(setting: dict[str, object], ok: bool) -> None:
+    with BackgroundServer() as server:
+        r = httpx.post(f"{server.url}/admin/faults", json=setting)
+        if ok:
+            assert r.status_code == 200, r.text
+        else:
+            assert r.status_code == 400 and r.json()["error"]["status"] == "INVALID_ARGUMENT"
+            assert "must be a" in r.json()["error"]["message"]
+        assert httpx.get(f"{server.url}/admin/faults").json()["fail_status"] == ""  # never the text "None"

@@ -87,26 +87,36 @@ def _validate_one(directory: Path, envs: tuple[str, ...], prefix: Path | None) -
 
 
 @main.command()
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("schemas"), show_default=True)
-@click.option("--check", is_flag=True, help="Exit 1 if the files in --out are not current.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("schemas"),
+    show_default=True,
+    help="The folder to write the schemas to.",
+)
+@click.option("--check", is_flag=True, help="Exit 1 if the files in --out are missing or not current.")
 @handled
 def schema(out: Path, check: bool) -> None:
     """Write JSON Schemas for tool files, toolset files and cesync.yaml."""
     from ..jsonschema import render_schemas
 
-    stale = []
+    missing: list[str] = []
+    stale: list[str] = []
     for name, text in render_schemas().items():
         path = out / name
         current = path.read_text(encoding="utf-8") if path.is_file() else None
         if current == text:
             continue
-        stale.append(str(path))
+        (missing if current is None else stale).append(str(path))
         if not check:
             out.mkdir(parents=True, exist_ok=True)
             atomic_write(path, text)
-    if check and stale:
-        raise CesyncError(f"stale JSON Schemas: {', '.join(stale)}; run 'cesync schema --out {out}'")
-    click.echo(f"{'stale' if check and stale else 'ok'}: {len(stale)} schema file(s) {'written' if not check else 'out of date'}")
+    if check and (missing or stale):
+        what = "; ".join(
+            f"{label} JSON Schemas: {', '.join(paths)}" for label, paths in (("missing", missing), ("stale", stale)) if paths
+        )
+        raise CesyncError(f"{what}; run 'cesync schema --out {out}'")
+    click.echo(f"ok: {len(missing) + len(stale)} schema file(s) {'written' if not check else 'out of date'}")
 
 
 @main.command()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import difflib
 import json
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ import click
 
 from ..client import connect
 from ..client.api import CesClient
-from ..errors import CesyncError, Problem
+from ..errors import CesyncError, NotFound, Problem
 from ..repo import load_repo
 from ..toolcall import canonical_output, request_for
 from ..tooltests import Case, junit_xml, load_tests, report, results_json, run_cases
@@ -108,7 +109,14 @@ def exec_cmd(
     async def run() -> dict[str, Any]:
         async with connect(env, repo.root, override=endpoint) as client:
             names = await tool_names(client, env.parent)
-            return await _execute(client, env.parent, names, tool, arguments, given_variables, given_context, mocks)
+            try:
+                return await _execute(client, env.parent, names, tool, arguments, given_variables, given_context, mocks)
+            except NotFound as exc:
+                tools = await client.list_all(env.parent, "tools")
+                known = sorted({str(t.get("name", "")).rsplit("/", 1)[-1] for t in tools} | set(names))
+                close = difflib.get_close_matches(tool, known, n=3, cutoff=0.5)
+                hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+                raise CesyncError(f"no tool {tool!r} in {env.parent}{hint} ({exc})") from None
 
     answer = asyncio.run(run())
     output = canonical_output(answer)

@@ -9,6 +9,7 @@ next N writes for certain, so a test can lose exactly one reply).
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 from dataclasses import asdict, dataclass, fields
 from typing import Any
@@ -43,7 +44,10 @@ class FaultConfig:
         for key, value in values.items():
             if key not in known:
                 raise RpcError("INVALID_ARGUMENT", f"unknown fault setting '{key}' (known: {', '.join(sorted(known))})")
-            setattr(self, key, type(getattr(self, key))(value))
+            kind = type(getattr(self, key))
+            if value is None or isinstance(value, bool) or not isinstance(value, (kind, int) if kind is float else kind):
+                raise RpcError("INVALID_ARGUMENT", f"fault setting '{key}' must be a {kind.__name__}, not {json.dumps(value)}")
+            setattr(self, key, kind(value))
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
