@@ -250,7 +250,8 @@ class _Editor:
         def sub(m: re.Match[str]) -> str:
             if m.group(1):
                 return m.group(0)[1:]
-            return os.environ.get(m.group(2), self.env.vars.get(m.group(2), m.group(0)))
+            name = m.group(2)
+            return self.env.overrides.get(name, os.environ.get(name, self.env.vars.get(name, m.group(0))))
 
         return VAR_RE.sub(sub, text)
 
@@ -272,6 +273,8 @@ class _Editor:
         )
 
     def _var_home(self, name: str) -> str:
+        if name in self.env.overrides:
+            return f"the value given with --var/--var-file for {name}"
         if name in os.environ:
             return f"the process environment variable {name}"
         if name in self.own_vars:
@@ -628,7 +631,7 @@ def write_files(root: Path, files: Mapping[str, str | None]) -> None:
 
 
 def verify(
-    root: Path, files: Mapping[str, str | None], env_name: str, remote: list[Remote], wanted: set[str] | None
+    root: Path, files: Mapping[str, str | None], env: EnvTarget, remote: list[Remote], wanted: set[str] | None
 ) -> list[str]:
     """Apply the edits to a copy of the repo and plan it: what would still differ (empty: the pull is exact).
 
@@ -643,7 +646,7 @@ def verify(
         staged = Path(tmp) / "repo"
         shutil.copytree(root, staged, symlinks=True, ignore=shutil.ignore_patterns(".git", ".cesync", ".venv"))
         write_files(staged, files)
-        plan = plan_folder(staged, env_name, remote, prune=False)
+        plan = plan_folder(staged, env.name, remote, prune=False, variables=dict(env.overrides))
     return [
         f"{c.kind} {c.id}: {', '.join(f.path for f in c.fields) or c.action}"
         for c in plan.changes

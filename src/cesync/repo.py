@@ -56,6 +56,7 @@ class EnvTarget:
     prune: bool
     impersonate_service_account: str | None = None
     quota_project: str | None = None
+    overrides: Mapping[str, str] = field(default_factory=dict)  # --var / --var-file: win over everything
 
     def __post_init__(self) -> None:
         # Every URL is built from these: refuse anything that could change it (--app included).
@@ -95,6 +96,7 @@ class Repo:
     config_doc: Document
     files: list[SourceFile] = field(default_factory=list)
     load_problems: list[Problem] = field(default_factory=list)  # files that did not parse
+    overrides: dict[str, str] = field(default_factory=dict)  # --var NAME=VALUE and --var-file values
 
     @property
     def env_names(self) -> list[str]:
@@ -134,11 +136,12 @@ class Repo:
             location=location,
             app=env.app,
             endpoint=env.endpoint or d.endpoint,
-            vars={**d.vars, **env.vars},
+            vars={**d.vars, **env.vars, **self.overrides},
             urls=dict(env.urls),
             prune=self.config.prune if env.prune is None else env.prune,
             impersonate_service_account=env.impersonateServiceAccount,
             quota_project=env.quotaProject,
+            overrides=dict(self.overrides),
         )
 
     def _problem(self, path: Path_, message: str) -> Problem:
@@ -398,7 +401,7 @@ def _substitute(data: Any, env: EnvTarget, path: Path_) -> tuple[Any, list[tuple
                 (path, f"malformed variable reference '{match.group(0)}': write ${{NAME}}, or $${{ for a literal ${{")
             )
             return match.group(0)
-        value = os.environ.get(name, env.vars.get(name))
+        value = env.overrides.get(name, os.environ.get(name, env.vars.get(name)))
         if value is None:
             problems.append(
                 (

@@ -59,8 +59,12 @@ class Context:
         return connect(self.env, self.repo.root, override=self.endpoint, retry=retry, max_connections=max_connections)
 
 
-def open_context(directory: Path, env_name: str | None, endpoint: str | None = None) -> Context:
+def open_context(
+    directory: Path, env_name: str | None, endpoint: str | None = None, variables: dict[str, str] | None = None
+) -> Context:
+    """variables: --var/--var-file values, which win over cesync.yaml and the process environment."""
     repo = load_repo(directory)
+    repo.overrides = dict(variables or {})
     env = repo.env(env_name)
     return Context(repo, env, repo.render(env), endpoint)
 
@@ -128,16 +132,21 @@ async def export_app(
     return exported, remote
 
 
-def plan_files(files: dict[str, str], env_name: str, remote: list[Remote], *, prune: bool = True) -> Plan:
+def plan_files(
+    files: dict[str, str], env_name: str, remote: list[Remote], *, prune: bool = True, variables: dict[str, str] | None = None
+) -> Plan:
     """Load repo files (in a temporary folder), render them for one environment, plan against remote."""
     with tempfile.TemporaryDirectory(prefix="cesync-") as tmp:
         write_tree(Path(tmp) / "repo", files)
-        return plan_folder(Path(tmp) / "repo", env_name, remote, prune=prune)
+        return plan_folder(Path(tmp) / "repo", env_name, remote, prune=prune, variables=variables)
 
 
-def plan_folder(folder: Path, env_name: str, remote: list[Remote], *, prune: bool = True) -> Plan:
+def plan_folder(
+    folder: Path, env_name: str, remote: list[Remote], *, prune: bool = True, variables: dict[str, str] | None = None
+) -> Plan:
     """Render the repo in folder for one environment and plan it against remote (no API calls)."""
     repo = load_repo(folder)
+    repo.overrides = dict(variables or {})
     env = repo.env(env_name)
     triples = [(d.kind, d.id, d.body) for d in repo.render(env)]
     return build_plan(env.name, env.parent, triples, remote, prune=prune)

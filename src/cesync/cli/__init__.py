@@ -209,6 +209,50 @@ target_option = click.option(
 )
 
 
+def var_options(fn: F) -> F:
+    """--var NAME=VALUE and --var-file FILE, for every command that renders the repo."""
+    fn = click.option(
+        "--var-file",
+        "var_files",
+        multiple=True,
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="A YAML or JSON file of NAME: value pairs for ${NAME} (repeatable; later ones win, --var wins over them).",
+    )(fn)
+    return click.option(
+        "--var",
+        "var_pairs",
+        multiple=True,
+        metavar="NAME=VALUE",
+        help="Set ${NAME} for this run; wins over cesync.yaml and the process environment (repeatable).",
+    )(fn)
+
+
+def cli_vars(pairs: tuple[str, ...], files: tuple[Path, ...]) -> dict[str, str]:
+    """The values of --var-file (in order) then --var; a malformed one is an error."""
+    from ..repo import VAR_NAME as VAR_NAME_RE
+    from ..yamlfile import Document, load_text, read_text
+
+    out: dict[str, str] = {}
+    for path in files:
+        text = read_text(path, str(path))
+        doc = load_text(text, str(path)) if isinstance(text, str) else text
+        if not isinstance(doc, Document):
+            raise CesyncError(f"--var-file: {doc}")
+        data = doc.data
+        if not isinstance(data, dict):
+            raise CesyncError(f"--var-file {path}: expected a mapping of NAME: value")
+        for name, value in data.items():
+            if not VAR_NAME_RE.match(str(name)) or isinstance(value, (dict, list)) or value is None:
+                raise CesyncError(f"--var-file {path}: {name!r} must be a NAME (letters, digits, _) with a text value")
+            out[str(name)] = str(value).lower() if isinstance(value, bool) else str(value)
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not VAR_NAME_RE.match(name):
+            raise CesyncError(f"--var {pair!r}: write NAME=VALUE (NAME of letters, digits and _)")
+        out[name] = value
+    return out
+
+
 def print_plan(plan: Plan, fmt: str) -> None:
     from ..render import render, use_color
 

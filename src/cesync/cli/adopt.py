@@ -31,6 +31,7 @@ from ..workflow import (
 )
 from . import (
     EXIT_CHANGES,
+    cli_vars,
     dir_option,
     endpoint_option,
     env_option,
@@ -40,6 +41,7 @@ from . import (
     main,
     print_plan,
     target_option,
+    var_options,
 )
 
 # --- adoption and promotion -------------------------------------------------------------------
@@ -68,6 +70,7 @@ def _env_name(name: str) -> str:
 )
 @force_option
 @target_option
+@var_options
 @handled
 def export(
     directory: Path,
@@ -77,14 +80,17 @@ def export(
     app_name: str | None,
     force: bool,
     targets: tuple[str, ...],
+    var_pairs: tuple[str, ...],
+    var_files: tuple[Path, ...],
 ) -> None:
     """Write the app's tools and toolsets as a cesync repo (adopt an existing app)."""
     if app_name:
         name = _env_name(env_name or "default")
-        env, root = target_for_app(name, app_name, endpoint), out
+        env, root = target_for_app(name, app_name, endpoint, cli_vars(var_pairs, var_files)), out
         config_text = config_for(env)
     else:
         repo = load_repo(directory, resources=False)
+        repo.overrides = cli_vars(var_pairs, var_files)
         env, root = repo.env(env_name), repo.root
         config_text = (repo.root / CONFIG_FILE).read_text(encoding="utf-8")
 
@@ -104,7 +110,7 @@ def export(
         exported.files[f".cesync/{env.name}.json"] = json.dumps(Store(state).snapshot())
 
     def round_trip(staged: Path) -> None:  # export must round-trip; say so loudly where it does not
-        for change in plan_folder(staged, env.name, remote).changes:
+        for change in plan_folder(staged, env.name, remote, variables=dict(env.overrides)).changes:
             fields = ", ".join(f.path for f in change.fields) or change.action
             err(f"warning: {change.kind} {change.id} does not round-trip exactly ({fields}); check it by hand")
 
@@ -163,8 +169,18 @@ def import_archive(source: Path, out: Path, env_name: str, app_name: str | None,
 @endpoint_option
 @format_option
 @click.option("--detailed-exitcode", is_flag=True, help="Exit 0 when equal, 2 when they differ, 1 on error.")
+@var_options
 @handled
-def diff_cmd(directory: Path, from_env: str, to_env: str, endpoint: str | None, fmt: str, detailed_exitcode: bool) -> None:
+def diff_cmd(
+    directory: Path,
+    from_env: str,
+    to_env: str,
+    endpoint: str | None,
+    fmt: str,
+    detailed_exitcode: bool,
+    var_pairs: tuple[str, ...],
+    var_files: tuple[Path, ...],
+) -> None:
     """What promoting one live environment to another would change.
 
     Reads both apps, turns FROM back into repo form with its own variables, renders
@@ -172,6 +188,7 @@ def diff_cmd(directory: Path, from_env: str, to_env: str, endpoint: str | None, 
     deletes).
     """
     repo = load_repo(directory, resources=False)
+    repo.overrides = cli_vars(var_pairs, var_files)
     a, b = repo.env(from_env), repo.env(to_env)
     config_text = (repo.root / CONFIG_FILE).read_text(encoding="utf-8")
 
@@ -181,7 +198,7 @@ def diff_cmd(directory: Path, from_env: str, to_env: str, endpoint: str | None, 
             return exported, remote_b
 
     exported, remote_b = asyncio.run(run())
-    result = plan_files(exported.files, b.name, remote_b, prune=True)
+    result = plan_files(exported.files, b.name, remote_b, prune=True, variables=repo.overrides)
     if fmt == "text":
         click.echo(f"Promoting '{a.name}' ({a.parent}) to '{b.name}' would change:")
     elif fmt == "markdown":

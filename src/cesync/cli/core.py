@@ -19,6 +19,7 @@ from . import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
     atomic_write,
+    cli_vars,
     dir_option,
     endpoint_option,
     env_option,
@@ -30,6 +31,7 @@ from . import (
     print_plan,
     save,
     target_option,
+    var_options,
 )
 
 if TYPE_CHECKING:  # the commands import what they use: validate and schema start light
@@ -43,8 +45,11 @@ if TYPE_CHECKING:  # the commands import what they use: validate and schema star
 @dir_option
 @click.option("--env", "envs", multiple=True, help="Validate for these environments only (default: all).")
 @click.option("--recursive", is_flag=True, help="Validate every folder with a cesync.yaml below --dir (one per app).")
+@var_options
 @handled
-def validate(directory: Path, envs: tuple[str, ...], recursive: bool) -> None:
+def validate(
+    directory: Path, envs: tuple[str, ...], recursive: bool, var_pairs: tuple[str, ...], var_files: tuple[Path, ...]
+) -> None:
     """Check every file offline; report each problem as file:line:col."""
     folders = [directory]
     if recursive:
@@ -54,10 +59,11 @@ def validate(directory: Path, envs: tuple[str, ...], recursive: bool) -> None:
     if not folders:
         raise CesyncError(f"no cesync.yaml under {directory}")
     problems: list[Problem] = []
+    variables = cli_vars(var_pairs, var_files)
     for folder in folders:
         prefix = folder.relative_to(directory) if recursive else None
         try:
-            problems += _prefixed(_validate_one(folder, envs, prefix), prefix)
+            problems += _prefixed(_validate_one(folder, envs, prefix, variables), prefix)
         except ConfigError as exc:
             problems += _prefixed(exc.problems, prefix)
     if problems:
@@ -71,10 +77,11 @@ def _prefixed(problems: list[Problem], prefix: Path | None) -> list[Problem]:
     return [dataclasses.replace(p, file=str(prefix / p.file)) for p in problems]
 
 
-def _validate_one(directory: Path, envs: tuple[str, ...], prefix: Path | None) -> list[Problem]:
+def _validate_one(directory: Path, envs: tuple[str, ...], prefix: Path | None, variables: dict[str, str]) -> list[Problem]:
     from ..repo import load_repo
 
     repo = load_repo(directory)
+    repo.overrides = variables
     names = list(envs) or repo.env_names
     for name in names:
         repo.env(name)  # unknown names fail here with the list of known ones
@@ -146,6 +153,7 @@ def init(directory: Path, app: str) -> None:
 )
 @target_option
 @click.option("--prune/--no-prune", default=None, help="Delete remote resources the repo does not define (default: cesync.yaml).")
+@var_options
 @handled
 def plan(
     directory: Path,
@@ -157,11 +165,13 @@ def plan(
     fail_on_unmanaged: bool,
     targets: tuple[str, ...],
     prune: bool | None,
+    var_pairs: tuple[str, ...],
+    var_files: tuple[Path, ...],
 ) -> None:
     """Show what apply would change in the app, with the etags seen."""
     from ..workflow import make_plan, open_context
 
-    ctx = open_context(directory, env_name, endpoint)
+    ctx = open_context(directory, env_name, endpoint, cli_vars(var_pairs, var_files))
 
     async def run() -> Plan:
         async with ctx.client() as client:
@@ -202,6 +212,7 @@ def show(planfile: Path, fmt: str) -> None:
 @click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True, help="How to report the result."
 )
+@var_options
 @handled
 def apply(
     planfile: Path | None,
@@ -215,6 +226,8 @@ def apply(
     allow_mass_change: bool,
     targets: tuple[str, ...],
     fmt: str,
+    var_pairs: tuple[str, ...],
+    var_files: tuple[Path, ...],
 ) -> None:
     """Make the app match the repo: creates, updates and (with --prune) deletes."""
     from ..apply import ApplyResult
@@ -225,7 +238,8 @@ def apply(
     if planfile and targets:
         raise CesyncError("--target limits a new plan; a saved plan already has its targets (make it with plan --target)")
     saved = load_plan(planfile) if planfile else None
-    ctx = open_context(directory, env_name or (saved.environment if saved else None), endpoint)
+    variables = cli_vars(var_pairs, var_files)
+    ctx = open_context(directory, env_name or (saved.environment if saved else None), endpoint, variables)
     if saved is not None:
         _check_saved(saved, ctx)
     safety = ctx.repo.config.safety

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..errors import CesyncError, ConfigError
-from . import dir_option, endpoint_option, env_option, err, handled, main, target_option
+from . import cli_vars, dir_option, endpoint_option, env_option, err, handled, main, target_option, var_options
 
 if TYPE_CHECKING:
     from ..diff import Remote
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 @click.option("--prune", is_flag=True, help="Delete the files of resources that are gone from the app.")
 @click.option("--dry-run", is_flag=True, help="Print the unified diff of the files pull would change; write nothing.")
 @click.option("--inline", is_flag=True, help="Write a remote value as a literal where the file renders it from a ${VAR}.")
+@var_options
 @handled
 def pull(
     directory: Path,
@@ -32,6 +33,8 @@ def pull(
     prune: bool,
     dry_run: bool,
     inline: bool,
+    var_pairs: tuple[str, ...],
+    var_files: tuple[Path, ...],
 ) -> None:
     """Write the app's state of managed resources back into the files that define them.
 
@@ -44,7 +47,7 @@ def pull(
     from ..targets import resolve_targets, target_keys
     from ..workflow import open_context
 
-    ctx = open_context(directory, env_name, endpoint)
+    ctx = open_context(directory, env_name, endpoint, cli_vars(var_pairs, var_files))
 
     async def run() -> list[Remote]:
         async with ctx.client() as client:
@@ -55,7 +58,7 @@ def pull(
     result = pull_changes(ctx.repo, ctx.env, ctx.desired, remote, wanted=selected, prune=prune, inline=inline)
     if result.conflicts:
         raise ConfigError(result.conflicts)
-    left = verify(ctx.repo.root, result.files, ctx.env.name, remote, target_keys(selected))
+    left = verify(ctx.repo.root, result.files, ctx.env, remote, target_keys(selected))
     if left:
         raise CesyncError(
             "pull cannot reproduce the app exactly; nothing was written. Still different after the edit: " + "; ".join(left)

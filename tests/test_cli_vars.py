@@ -1,0 +1,76 @@
+"""--var NAME=VALUE and --var-file FILE on every command that renders the repo."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from cesync.cli import main
+from tests.helpers import make_repo
+from tests.test_pull import cli
+
+RENDERING = ["validate", "plan", "apply", "pull", "export", "diff"]
+TOOL = "googleSearchTool:\n  name: ${SEARCH_NAME}\n"
+
+
+@pytest.mark.parametrize("command", RENDERING)
+def test_every_rendering_command_takes_var_and_var_file(tmp_path: Path, command: str) -> None:
+    root = make_repo(tmp_path, {"tools/s.yaml": TOOL})
+    var_file = tmp_path / "vars.yaml"
+    var_file.write_text("SEARCH_NAME: from_file\n")
+    extra = {
+        "validate": [],
+        "plan": [],
+        "apply": ["--auto-approve"],
+        "pull": [],
+        "export": ["--out", str(tmp_path / "out"), "--force"],
+        "diff": ["--from", "local", "--to", "local"],
+    }[command]
+    base = [command, "--dir", str(root), *extra]
+    missing = cli(*base)
+    if command not in ("export", "diff"):  # these read cesync.yaml only: no tool file to render
+        assert missing.exit_code == 1 and "variable 'SEARCH_NAME' is not set" in missing.output
+    if command in ("pull", "export", "diff"):  # they read the app: put the tool there first
+        assert cli("apply", "--dir", str(root), "--auto-approve", "--var", "SEARCH_NAME=web").exit_code == 0
+    r = cli(*base, "--var-file", str(var_file), "--var", "SEARCH_NAME=web")  # --var wins over the file
+    assert r.exit_code == 0, r.output
+    if command == "export":
+        assert "${SEARCH_NAME}" in (tmp_path / "out" / "tools" / "s.yaml").read_text()  # the value went back to its name
+    if command == "validate":
+        assert cli(*base, "--var-file", str(var_file)).exit_code == 0
+
+
+def test_var_wins_over_the_process_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = make_repo(tmp_path, {"tools/s.yaml": TOOL})
+    monkeypatch.setenv("SEARCH_NAME", "from_env")
+    assert cli("apply", "--dir", str(root), "--auto-approve", "--var", "SEARCH_NAME=from_var").exit_code == 0
+    r = cli("plan", "--dir", str(root), "--detailed-exitcode")
+    assert r.exit_code == 2 and '"from_var" -> "from_env"' in r.output
+    assert os.environ["SEARCH_NAME"] == "from_env"
+
+
+@pytest.mark.parametrize(
+    ("args", "content", "message"),
+    [
+        (["--var", "NOEQUALS"], None, "write NAME=VALUE"),
+        (["--var", "1BAD=x"], None, "write NAME=VALUE"),
+        (["--var-file", "{f}"], "- a\n", "expected a mapping of NAME: value"),
+        (["--var-file", "{f}"], "A: {b: 1}\n", "must be a NAME"),
+        (["--var-file", "{f}"], "A: [\n", "invalid YAML"),
+        (["--var-file", "/no/such/vars.yaml"], None, "cannot read"),
+    ],
+)
+def test_bad_vars_are_clear_errors(tmp_path: Path, args: list[str], content: str | None, message: str) -> None:
+    root = make_repo(tmp_path, {})
+    f = tmp_path / "vars.yaml"
+    if content is not None:
+        f.write_text(content)
+    r = cli("validate", "--dir", str(root), *[a.format(f=f) for a in args])
+    assert r.exit_code == 1 and message in r.output, r.output
+
+
+def test_the_rendering_commands_are_all_covered() -> None:
+    with_var = sorted(n for n, c in main.commands.items() if any(p.name == "var_pairs" for p in c.params))
+    assert with_var == sorted(RENDERING)
