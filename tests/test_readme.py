@@ -36,3 +36,32 @@ def test_tool_test_examples_load(tmp_path: Path) -> None:
     cases = load_tests(tmp_path)
     assert {c.style for c in cases} == {"cesync", "cxas-scrapi"}
     assert any(c.mocks for c in cases) and any(c.api_error for c in cases)
+
+
+def _options(command: str) -> list[str]:
+    cmd = main.commands[command]
+    return [max(p.opts, key=len) for p in cmd.params if p.param_type_name == "option" and p.name != "help"]
+
+
+@pytest.mark.parametrize("command", sorted(main.commands))
+def test_the_commands_table_lists_every_option(command: str) -> None:
+    row = next(line for line in README.splitlines() if line.startswith(f"| `cesync {command}"))
+    missing = [o for o in _options(command) if not re.search(re.escape(o) + r"(?![\w-])", row)]
+    assert not missing, f"README row of {command} lacks {missing}"
+
+
+@pytest.mark.parametrize("command", sorted(main.commands))
+def test_every_option_has_help(command: str) -> None:
+    cmd = main.commands[command]
+    assert cmd.help, command
+    bare = [p.opts for p in cmd.params if p.param_type_name == "option" and not getattr(p, "help", None)]
+    assert not bare, f"{command}: options without help text: {bare}"
+
+
+def test_help_shows_whole_descriptions() -> None:
+    from click.testing import CliRunner
+
+    text = " ".join(CliRunner().invoke(main, ["--help"], terminal_width=80).output.split("Commands:")[1].split())
+    assert "..." not in text
+    for cmd in main.commands.values():
+        assert " ".join((cmd.help or "").split("\n\n")[0].split()) in text

@@ -26,7 +26,13 @@ from . import (
 @click.argument("planfile", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--provider", type=click.Choice(["github", "gitlab"]), help="Default: gitlab under GitLab CI, else github.")
 @click.option("--pr", "number", type=int, help="The pull/merge request (default: the one this CI run is for).")
-@click.option("--max-chars", type=click.IntRange(1000), default=GITHUB_COMMENT_LIMIT, show_default=True)
+@click.option(
+    "--max-chars",
+    type=click.IntRange(1000),
+    default=GITHUB_COMMENT_LIMIT,
+    show_default=True,
+    help="Cut the comment to this length (whole resource sections, with a note where the full plan is).",
+)
 @click.option("--full-plan", help="Where the full plan is, for the note on a cut comment (default: the CI run's artifacts).")
 @handled
 def comment(planfile: Path, provider: str | None, number: int | None, max_chars: int, full_plan: str | None) -> None:
@@ -39,7 +45,13 @@ def comment(planfile: Path, provider: str | None, number: int | None, max_chars:
 
 
 @main.command()
-@click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True)
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    show_default=True,
+    help="The folder to search for cesync.yaml files.",
+)
 @click.option("--env", "envs", multiple=True, help="Only these environments.")
 @handled
 def matrix(root: Path, envs: tuple[str, ...]) -> None:

@@ -131,7 +131,7 @@ def schema(out: Path, check: bool) -> None:
 @click.option("--app", default="my-app", show_default=True, help="The CES app id of the local environment.")
 @handled
 def init(directory: Path, app: str) -> None:
-    """Scaffold a new repo: cesync.yaml, an example tool, .gitignore."""
+    """Scaffold a new repo: cesync.yaml, an example tool, the JSON Schemas its editor modelines name, .gitignore."""
     from ..scaffold import write_scaffold
 
     for path in write_scaffold(directory, app):
@@ -204,7 +204,9 @@ def show(planfile: Path, fmt: str) -> None:
 @env_option
 @endpoint_option
 @click.option("--auto-approve", is_flag=True, help="Do not ask for confirmation (required without a terminal).")
-@click.option("--parallelism", type=click.IntRange(1, 64), default=8, show_default=True)
+@click.option(
+    "--parallelism", type=click.IntRange(1, 64), default=8, show_default=True, help="At most this many API calls at once."
+)
 @click.option("--prune/--no-prune", default=None, help="Delete remote resources the repo does not define.")
 @click.option("--force-delete", is_flag=True, help="Delete tools even if agents still reference them (removes the references).")
 @click.option("--allow-mass-change", is_flag=True, help="Apply even if the plan touches more than the safety threshold.")

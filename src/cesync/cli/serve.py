@@ -16,8 +16,8 @@ from . import (
 
 
 @main.command()
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", type=int, default=8765, show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on (keep it on loopback).")
+@click.option("--port", type=int, default=8765, show_default=True, help="The port to listen on.")
 @click.option("--state", type=click.Path(dir_okay=False, path_type=Path), help="Persist to this JSON file (shared safely).")
 @click.option("--latency-ms", type=float, default=0.0, help="Fixed latency added to every API call.")
 @click.option("--jitter-ms", type=float, default=0.0, help="Random extra latency, up to this much.")

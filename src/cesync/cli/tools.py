@@ -131,8 +131,10 @@ def exec_cmd(
 @env_option
 @endpoint_option
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Also write the results as JUnit XML here.")
-@click.option("--parallelism", type=click.IntRange(1, 64), default=4, show_default=True)
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--parallelism", type=click.IntRange(1, 64), default=4, show_default=True, help="Run this many tests at once.")
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True, help="How to report the results."
+)
 @handled
 def test_cmd(
     pattern: str | None,
