@@ -77,3 +77,33 @@ def pull(
         f"{verb} {len(result.files)} file(s)",
         err=dry_run,
     )
+
+
+@main.command()
+@dir_option
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 listing the files that are not in the canonical layout.")
+@handled
+def fmt(directory: Path, check: bool) -> None:
+    """Rewrite cesync.yaml, tool and toolset files in one canonical layout, keeping comments.
+
+    Keys in the order the API declares the fields, 2-space indentation; values, quoting
+    and comments stay. For CI and pre-commit: fmt --check.
+    """
+    from ..fmt import format_repo
+    from ..pull import write_files
+
+    root = directory.resolve()
+    changed, problems = format_repo(root)
+    if problems:
+        raise ConfigError(problems)
+    if check:
+        if changed:
+            for rel in sorted(changed):
+                click.echo(f"would reformat {rel}")
+            raise CesyncError(f"{len(changed)} file(s) not in the canonical layout; run 'cesync fmt'")
+        click.echo("ok: every file is in the canonical layout")
+        return
+    write_files(root, changed)
+    for rel in sorted(changed):
+        click.echo(f"reformatted {rel}")
+    click.echo(f"{len(changed)} file(s) reformatted")

@@ -1,0 +1,127 @@
+"""One canonical layout for the repo's YAML files, keeping comments (pure apart from reading).
+
+Keys are put in the order the API declares the fields (the order ``export`` writes
+and the JSON Schemas list), with ``id`` first; mappings are indented by 2, sequences by
+4 with the dash at 2 (``to_yaml``'s layout). Comments, quoting, flow or block style and
+values stay as written; OpenAPI documents written as mappings keep their own order.
+"""
+
+from __future__ import annotations
+
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import YAMLError
+
+from .config import Config
+from .errors import Problem
+from .models import ProtoModel, specs
+from .normalize import DOCUMENT_FIELDS, MODELS
+from .repo import CONFIG_FILE, INCLUDABLE, KINDS
+from .yamlfile import read_text
+
+__all__ = ["format_repo", "format_text"]
+
+
+def format_repo(root: Path) -> tuple[dict[str, str], list[Problem]]:
+    """repo-relative path -> canonical text, for every file whose layout differs; and unreadable files."""
+    changed: dict[str, str] = {}
+    problems: list[Problem] = []
+    files: list[tuple[Path, type[BaseModel]]] = [(root / CONFIG_FILE, Config)]
+    for kind, (folder, _) in KINDS.items():
+        if (root / folder).is_dir():
+            files += [(p, MODELS[kind]) for p in sorted((root / folder).glob("*.y*ml")) if p.suffix in (".yaml", ".yml")]
+    for path, model in files:
+        if not path.is_file() or path.name.startswith("."):
+            continue
+        rel = str(path.relative_to(root))
+        text = read_text(path, rel)
+        if isinstance(text, Problem):
+            problems.append(text)
+            continue
+        try:
+            new = format_text(text, model)
+        except YAMLError as exc:
+            problems.append(Problem(rel, 1, 1, f"invalid YAML, not formatted: {' '.join(str(exc).split())}"))
+            continue
+        if new != text:
+            changed[rel] = new
+    return changed, problems
+
+
+def format_text(text: str, model: type[BaseModel]) -> str:
+    yaml = YAML(typ="rt", pure=True)
+    yaml.preserve_quotes = True
+    yaml.width = 4096
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    data = yaml.load(text)
+    if isinstance(data, CommentedMap):
+        _order(data, _rank(model), model)
+    buf = StringIO()
+    yaml.dump(data, buf)
+    return buf.getvalue() if data is not None else text
+
+
+def _rank(model: type[BaseModel] | None) -> dict[str, int]:
+    if model is None:
+        return {}
+    names = list(specs(model)) if issubclass(model, ProtoModel) else list(model.model_fields)
+    return {"id": -1, **{n: i for i, n in enumerate(names)}}
+
+
+def _sub_model(model: type[BaseModel] | None, key: str) -> tuple[type[BaseModel] | None, bool]:
+    """The model of a field's value, and whether the field is a map (its values have that model)."""
+    if model is None:
+        return None, False
+    if issubclass(model, ProtoModel):
+        spec = specs(model).get(key)
+        return (spec.message, spec.map) if spec is not None else (None, False)
+    field = model.model_fields.get(key)
+    hint = field.annotation if field is not None else None
+    if isinstance(hint, type) and issubclass(hint, BaseModel):
+        return hint, False
+    args: tuple[Any, ...] = getattr(hint, "__args__", ())
+    if len(args) == 2 and isinstance(args[1], type) and issubclass(args[1], BaseModel):  # dict[str, Model]
+        return args[1], True
+    return None, False
+
+
+def _order(node: CommentedMap, rank: dict[str, int], model: type[BaseModel] | None) -> None:
+    """Sort the keys of node by rank (unknown keys keep their place at the end), then each value."""
+    if set(node) in ({"file"}, {"ref"}):
+        return
+    keys = list(node)
+    wanted = sorted(keys, key=lambda k: (rank.get(str(k), len(rank)), keys.index(k)))
+    if rank and wanted != keys:
+        _reorder(node, wanted)
+    for key in node:
+        value = node[key]
+        if str(key) in DOCUMENT_FIELDS or str(key) in INCLUDABLE:
+            continue  # an OpenAPI document keeps its own order; code is text
+        sub, is_map = _sub_model(model, str(key))
+        if is_map and isinstance(value, CommentedMap):
+            for v in value.values():
+                if isinstance(v, CommentedMap):
+                    _order(v, _rank(sub), sub)
+        elif isinstance(value, CommentedMap):
+            _order(value, _rank(sub), sub)
+        elif isinstance(value, CommentedSeq):
+            for item in value:
+                if isinstance(item, CommentedMap):
+                    _order(item, _rank(sub), sub)
+
+
+def _reorder(node: CommentedMap, wanted: list[Any]) -> None:
+    """Reorder in place; each key takes along the comments ruamel attached to it."""
+    items = [(k, node[k]) for k in wanted]
+    comments = dict(node.ca.items)
+    for k in list(node):
+        del node[k]
+    for i, (k, v) in enumerate(items):
+        node.insert(i, k, v)
+    node.ca.items.clear()
+    node.ca.items.update(comments)

@@ -1,0 +1,77 @@
+"""cesync fmt: one canonical layout, comments and meaning kept, idempotent; --check for CI."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cesync.fmt import format_text
+from cesync.models import Tool
+from cesync.repo import load_repo
+from tests.conftest import EXAMPLES
+from tests.helpers import FIXTURES
+from tests.test_pull import cli
+
+COMMENT = re.compile(r"#.*$", re.MULTILINE)
+
+
+def _rendered(root: Path) -> dict[str, list[tuple[str, str, dict[str, object]]]]:
+    repo = load_repo(root)
+    return {env: [(d.kind, d.id, d.body) for d in repo.render(repo.env(env))] for env in repo.env_names}
+
+
+def _comments(root: Path) -> list[str]:
+    return sorted(m.strip() for p in root.rglob("*.yaml") for m in COMMENT.findall(p.read_text()) if "$schema" not in m)
+
+
+def test_fmt_keeps_meaning_and_comments_and_is_idempotent(tmp_path: Path) -> None:
+    for source in (EXAMPLES / "support-bot", FIXTURES / "pull"):
+        root = tmp_path / source.name
+        shutil.copytree(source, root, ignore=shutil.ignore_patterns(".cesync"))
+        before, comments = _rendered(root), _comments(root)
+        r = cli("fmt", "--dir", str(root))
+        assert r.exit_code == 0, r.output
+        assert _rendered(root) == before and _comments(root) == comments
+        snapshot = {p: p.read_text() for p in root.rglob("*.yaml")}
+        again = cli("fmt", "--dir", str(root), "--check")
+        assert again.exit_code == 0 and "ok:" in again.output
+        assert cli("fmt", "--dir", str(root)).exit_code == 0
+        assert {p: p.read_text() for p in root.rglob("*.yaml")} == snapshot
+
+
+def test_fmt_check_lists_files_and_writes_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "pull", root)
+    tool = root / "tools" / "ask.yaml"
+    original = tool.read_text()
+    tool.write_text("executionType: ASYNCHRONOUS\n" + original.replace("executionType: ASYNCHRONOUS\n", ""))
+    shuffled = tool.read_text()
+    r = cli("fmt", "--dir", str(root), "--check")
+    assert r.exit_code == 1 and "would reformat tools/ask.yaml" in r.output and "not in the canonical layout" in r.output
+    assert tool.read_text() == shuffled
+
+
+KEYS = {
+    "executionType": "executionType: ASYNCHRONOUS\n",
+    "timeout": "timeout: 45s  # slow\n",
+    "clientFunction": "clientFunction:\n  # the function\n  description: Ask.\n  name: ask\n",
+    "toolFakeConfig": "toolFakeConfig:\n  enableFakeMode: true\n",
+}
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.permutations(sorted(KEYS)))
+def test_any_key_order_formats_to_the_same_text(order: list[str]) -> None:
+    text = "".join(KEYS[k] for k in order)
+    canonical = format_text("".join(KEYS[k] for k in sorted(KEYS)), Tool)
+    assert format_text(text, Tool) == canonical
+    assert [line.split(":")[0] for line in canonical.splitlines() if line and line[0].isalpha()] == [
+        "clientFunction",
+        "executionType",
+        "timeout",
+        "toolFakeConfig",
+    ]
