@@ -261,6 +261,8 @@ def test_new_and_gone_resources_dry_run_and_prune(tmp_path: Path, emulator: Back
     r = cli("pull", "--dir", str(root), "--endpoint", emulator.url)
     assert r.exit_code == 0, r.output
     assert (root / "tools/made-by-hand.yaml").is_file() and (root / "tools/greet.yaml").is_file()
+    assert not (root / "schemas" / "tool.schema.json").exists()  # no modeline without the schema it would name
+    assert "yaml-language-server" not in (root / "tools/made-by-hand.yaml").read_text()
 
     pruned = cli("pull", "--dir", str(root), "--endpoint", emulator.url, "--prune", "--dry-run")
     assert "+++ /dev/null" in pruned.output and "--- a/code/greet.py" in pruned.output

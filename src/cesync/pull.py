@@ -119,8 +119,13 @@ def _new_files(repo: Repo, env: EnvTarget, new: list[Resource], remote: list[Rem
     for rel, text in exported.files.items():
         if rel in ("cesync.yaml", ".gitignore"):
             continue
-        if rel.endswith(".schema.json") and (repo.root / rel).exists():
-            continue  # the repo's JSON Schemas, which the new files' modelines name
+        if rel.endswith(".schema.json"):
+            continue  # the JSON Schemas are the repo's own business (cesync init, cesync schema)
+        if (
+            text.startswith("# yaml-language-server:")
+            and not (repo.root / "schemas" / f"{rel.split('/')[0][:-1]}.schema.json").is_file()
+        ):
+            text = text.split("\n", 1)[1]  # a modeline only where it resolves
         if (repo.root / rel).exists() or rel in result.files:
             result.conflicts.append(Problem(rel, 1, 1, "a new remote resource would be written here, but the file exists"))
             continue
