@@ -116,7 +116,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "exec": ("tools", "Run one tool (id, TOOLSET/TOOL_ID or display name) and print its canonical output."),
     "export": ("adopt", "Write the app's tools and toolsets as a cesync repo (adopt an existing app)."),
     "import-archive": ("adopt", "Convert a CES app export (zip or folder) into a cesync repo."),
-    "init": ("core", "Scaffold a new repo: cesync.yaml, an example tool, .gitignore."),
+    "fmt": ("sync", "Rewrite cesync.yaml, tool and toolset files in one canonical layout, keeping comments."),
+    "init": (
+        "core",
+        "Scaffold a new repo: cesync.yaml, an example tool, the JSON Schemas its editor modelines name, .gitignore.",
+    ),
     "matrix": ("ci", "List every (app folder, environment) under ROOT as JSON, for a CI matrix."),
     "plan": ("core", "Show what apply would change in the app, with the etags seen."),
     "pull": ("sync", "Write the app's state of managed resources back into the files that define them."),
@@ -150,9 +154,9 @@ class _Main(click.Group):
         commands = [(n, self.commands.get(n) or click.Command(n, help=COMMANDS[n][1])) for n in names]
         commands = [(n, c) for n, c in commands if not c.hidden]
         if commands:
-            limit = formatter.width - 6 - max(len(n) for n, _ in commands)
+            # The whole first paragraph, never cut to "...": it is the only help most read.
             with formatter.section("Commands"):
-                formatter.write_dl([(n, c.get_short_help_str(limit)) for n, c in commands])
+                formatter.write_dl([(n, " ".join((c.short_help or c.help or "").split("\n\n")[0].split())) for n, c in commands])
 
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
         with _exit_130_on_interrupt():
@@ -161,17 +165,6 @@ class _Main(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         with _exit_130_on_interrupt():
             return super().invoke(ctx)
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """Each command with its whole first paragraph, never cut to "...": it is the only help most read."""
-        rows = []
-        for name in self.list_commands(ctx):
-            cmd = self.get_command(ctx, name)
-            if cmd is not None and not cmd.hidden:
-                rows.append((name, " ".join((cmd.short_help or cmd.help or "").split("\n\n")[0].split())))
-        if rows:
-            with formatter.section("Commands"):
-                formatter.write_dl(rows)
 
 
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
