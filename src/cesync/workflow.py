@@ -6,21 +6,26 @@ This is the only place that joins the pure core to the repo on disk and to the A
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .client import connect
 from .client.api import CesClient, RetryPolicy
+from .client.connect import endpoint_for
+from .credentials import scan_text, sensitive_literals
 from .diff import Remote
-from .errors import CesyncError
+from .errors import CesyncError, PlanFileError, Problem
 from .export import ExportedRepo, Resource, export_repo
 from .files import write_tree
 from .models import TOOL_TYPES
-from .plan import COLLECTION, Plan, build_plan, desired_digest
+from .plan import COLLECTION, Plan, build_plan, desired_digest, narrow
 from .remote import read_remote
-from .repo import Desired, EnvTarget, Repo, load_repo
+from .repo import CONFIG_FILE, INCLUDABLE, Desired, EnvTarget, Repo, load_repo
+from .sensitive import KEY_ENV, field_paths, mask, new_salt, plan_key, remember, same, seal
+from .yamlfile import Path_, read_text
 from .yamlout import to_yaml
 
 __all__ = [
@@ -28,7 +33,9 @@ __all__ = [
     "config_for",
     "export_app",
     "find_apps",
+    "lint_credentials",
     "make_plan",
+    "narrow_saved",
     "open_context",
     "plan_files",
     "plan_folder",
@@ -43,6 +50,8 @@ class Context:
     env: EnvTarget
     desired: list[Desired]
     endpoint: str | None = None
+    secrets: dict[str, str] = field(default_factory=dict)  # sensitive NAME -> resolved value (memory only)
+    hidden: dict[tuple[str, str], list[Path_]] = field(default_factory=dict)  # (kind, id) -> sensitive body paths
 
     @property
     def triples(self) -> list[tuple[str, str, dict[str, object]]]:
@@ -50,7 +59,12 @@ class Context:
 
     @property
     def digest(self) -> str:
-        return desired_digest(self.env.name, self.env.parent, self.triples)
+        masked = [(k, i, mask(b, self.hidden.get((k, i), []))) for k, i, b in self.triples]
+        return desired_digest(self.env.name, self.env.parent, masked)
+
+    @property
+    def endpoint_url(self) -> str:
+        return endpoint_for(self.env, self.endpoint)
 
     def client(self, *, retry: RetryPolicy | None = None, max_connections: int = 32) -> CesClient:
         return connect(self.env, self.repo.root, override=self.endpoint, retry=retry, max_connections=max_connections)
@@ -59,19 +73,96 @@ class Context:
 def open_context(directory: Path, env_name: str | None, endpoint: str | None = None) -> Context:
     repo = load_repo(directory)
     env = repo.env(env_name)
-    return Context(repo, env, repo.render(env), endpoint)
+    secrets = sensitive_values(repo, env)
+    remember(secrets.values())  # before rendering: a problem message must not print one either
+    desired = repo.render(env)
+    return Context(repo, env, desired, endpoint, secrets, sensitive_fields(repo, env, desired, secrets))
 
 
-async def make_plan(ctx: Context, client: CesClient, *, prune: bool | None = None, targets: set[str] | None = None) -> Plan:
+def sensitive_values(repo: Repo, env: EnvTarget) -> dict[str, str]:
+    """The environment's sensitive variables that have a value, resolved as ${NAME} is."""
+    cfg = repo.config
+    names = {*cfg.defaults.sensitive, *cfg.environments[env.name].sensitive}
+    found = {n: os.environ.get(n, env.vars.get(n)) for n in sorted(names)}
+    return {n: v for n, v in found.items() if v is not None}
+
+
+def sensitive_fields(
+    repo: Repo, env: EnvTarget, desired: list[Desired], secrets: dict[str, str]
+) -> dict[tuple[str, str], list[Path_]]:
+    cfg = repo.config
+    names = {*cfg.defaults.sensitive, *cfg.environments[env.name].sensitive}
+    if not names:
+        return {}
+    sources = {(f.kind, f.id): f.doc.data for f in repo.files}
+    out = {(d.kind, d.id): field_paths(sources.get((d.kind, d.id)), d.body, names, secrets.values()) for d in desired}
+    return {k: v for k, v in out.items() if v}
+
+
+async def make_plan(
+    ctx: Context, client: CesClient, *, prune: bool | None = None, targets: set[str] | None = None, salt: str | None = None
+) -> Plan:
     remote = await read_remote(client, ctx.env.parent)
-    return build_plan(
+    plan = build_plan(
         ctx.env.name,
         ctx.env.parent,
         ctx.triples,
         remote,
         prune=ctx.env.prune if prune is None else prune,
         targets=targets,
+        sensitive=ctx.hidden,
     )
+    return seal_plan(plan, ctx, salt or new_salt())
+
+
+def seal_plan(plan: Plan, ctx: Context, salt: str) -> Plan:
+    """The plan with where it was made and the keyed hashes of the sensitive values."""
+    sealed = replace(
+        plan.sensitive,
+        salt=salt if ctx.secrets else "",
+        key=(KEY_ENV if plan_key() else "none") if ctx.secrets else "",
+        values=seal(ctx.secrets, salt, plan_key()) if ctx.secrets else {},
+    )
+    return replace(plan, endpoint=ctx.endpoint_url, sensitive=sealed)
+
+
+async def narrow_saved(ctx: Context, client: CesClient, saved: Plan, *, prune: bool | None = None) -> Plan:
+    """The part of a saved plan that may run (see plan.narrow); PlanFileError before any write otherwise."""
+    check_saved(ctx, saved)
+    fresh = await make_plan(ctx, client, prune=saved.prune, salt=saved.sensitive.salt or None)
+    return narrow(saved, fresh, prune=ctx.env.prune if prune is None else prune)
+
+
+def check_saved(ctx: Context, saved: Plan) -> None:
+    """The checks that need no connection: environment, endpoint, repo digest, sensitive values."""
+    if saved.environment != ctx.env.name or saved.app != ctx.env.parent:
+        raise PlanFileError(f"the plan is for {saved.environment} ({saved.app}), not {ctx.env.name} ({ctx.env.parent})")
+    if saved.endpoint != ctx.endpoint_url:
+        raise PlanFileError(
+            f"the plan was made against {saved.endpoint or '(no endpoint recorded)'}, this apply would write to "
+            f"{ctx.endpoint_url}: refusing; make a new plan for this endpoint"
+        )
+    if saved.digest != ctx.digest:
+        raise PlanFileError("the repo changed since the plan was made (digest differs); make a new plan")
+    names, now = set(saved.sensitive.values), set(ctx.secrets)
+    if names != now:
+        diff = sorted(names ^ now)
+        raise PlanFileError(
+            f"sensitive variables {', '.join(diff)} are set at plan or apply time but not both: refusing; make a new plan"
+        )
+    if not names:
+        return
+    if not saved.sensitive.salt:
+        raise PlanFileError("the plan's sensitive values have no salt: the plan file was changed after it was made")
+    current = seal(ctx.secrets, saved.sensitive.salt, plan_key())
+    wrong = sorted(n for n in names if not same(current[n], saved.sensitive.values[n]))
+    if wrong:
+        hint = f" (or {KEY_ENV} differs between plan and apply)" if len(wrong) == len(names) else ""
+        raise PlanFileError(
+            f"sensitive variable{'s' if len(wrong) > 1 else ''} {', '.join(wrong)} "
+            f"{'have' if len(wrong) > 1 else 'has'} another value than when the plan was made{hint}: "
+            "refusing before any write; make a new plan"
+        )
 
 
 # --- export and promotion ---------------------------------------------------------------------
@@ -122,8 +213,12 @@ def plan_folder(folder: Path, env_name: str, remote: list[Remote], *, prune: boo
     """Render the repo in folder for one environment and plan it against remote (no API calls)."""
     repo = load_repo(folder)
     env = repo.env(env_name)
-    triples = [(d.kind, d.id, d.body) for d in repo.render(env)]
-    return build_plan(env.name, env.parent, triples, remote, prune=prune)
+    secrets = sensitive_values(repo, env)
+    remember(secrets.values())
+    desired = repo.render(env)
+    triples = [(d.kind, d.id, d.body) for d in desired]
+    hidden = sensitive_fields(repo, env, desired, secrets)
+    return build_plan(env.name, env.parent, triples, remote, prune=prune, sensitive=hidden)
 
 
 # --- running tools ----------------------------------------------------------------------------
@@ -164,3 +259,43 @@ def find_apps(root: Path, env_names: set[str] | None = None) -> list[dict[str, s
                 continue
             entries.append({"dir": rel.as_posix() or ".", "environment": name, "app": repo.env(name).parent})
     return entries
+
+
+# --- credentials in the repo (validate's warnings) ---------------------------------------------
+
+
+def lint_credentials(repo: Repo) -> list[Problem]:
+    """Warnings for literal credentials in cesync.yaml, every tool and toolset file and what they include."""
+    problems: list[Problem] = []
+    files = [repo.root / CONFIG_FILE, *(f.path for f in repo.files)]
+    for src in repo.files:
+        files += _includes(src.doc.data, src.path.parent, repo.root)
+    for path in dict.fromkeys(files):
+        display = path.relative_to(repo.root).as_posix()
+        text = read_text(path, display)
+        if isinstance(text, str):
+            problems += scan_text(text, display)
+    cfg, doc = repo.config, repo.config_doc
+    literal = {n: ("defaults", "vars", n) for n in cfg.defaults.vars}
+    for env_name, env in cfg.environments.items():
+        names = {*cfg.defaults.sensitive, *env.sensitive}
+        where = {**literal, **{n: ("environments", env_name, "vars", n) for n in env.vars}}
+        at = {n: (doc.file, *doc.positions.at(p)) for n, p in where.items() if n in names}
+        problems += sensitive_literals(names, at)
+    return sorted(set(problems))
+
+
+def _includes(data: object, base: Path, root: Path) -> list[Path]:
+    found: list[Path] = []
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if key in INCLUDABLE and isinstance(value, dict) and isinstance(value.get("file"), str):
+                target = (base / value["file"]).resolve()
+                if target.is_relative_to(root) and target.is_file():
+                    found.append(target)
+            else:
+                found += _includes(value, base, root)
+    elif isinstance(data, list):
+        for item in data:
+            found += _includes(item, base, root)
+    return found

@@ -41,6 +41,7 @@ from .. import __version__  # noqa: E402
 from ..errors import CesyncError, ConfigError, PlanFileError  # noqa: E402
 from ..plan import Plan  # noqa: E402
 from ..render import FORMATS, render, use_color  # noqa: E402
+from ..sensitive import scrub  # noqa: E402
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -48,7 +49,12 @@ EXIT_OK, EXIT_ERROR, EXIT_CHANGES, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def err(message: str) -> None:
-    click.echo(message, err=True)
+    click.echo(scrub(message), err=True)
+
+
+def out(message: str, **kw: Any) -> None:
+    """Everything a command prints goes through here: sensitive values never reach a terminal or log."""
+    click.echo(scrub(message), **kw)
 
 
 def handled(fn: F) -> F:
@@ -152,12 +158,12 @@ format_option = click.option("--format", "fmt", type=click.Choice(FORMATS), defa
 
 
 def print_plan(plan: Plan, fmt: str) -> None:
-    click.echo(render(plan, fmt, color=use_color(sys.stdout.isatty())), nl=False)
+    out(render(plan, fmt, color=use_color(sys.stdout.isatty())), nl=False)
 
 
 def save(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, text)
+    atomic_write(path, scrub(text))
 
 
 def load_plan(path: Path) -> Plan:
