@@ -343,7 +343,7 @@ def check_safety(plan: Plan, max_fraction: float, min_resources: int, allow: boo
 _EXECUTED = ("action", "name", "etag", "body", "update_mask", "depends_on")
 
 
-def narrow(saved: Plan, fresh: Plan, *, prune: bool) -> Plan:
+def narrow(saved: Plan, fresh: Plan, *, prune: bool, gone: frozenset[str] = frozenset()) -> Plan:
     """What a saved plan may do: its changes, each exactly as the repo and the app give it now.
 
     fresh is the plan recomputed at apply time from the repo (same digest) and the app,
@@ -366,6 +366,7 @@ def narrow(saved: Plan, fresh: Plan, *, prune: bool) -> Plan:
     by_key = {c.key: c for c in fresh.changes}
     public = {c["kind"] + "/" + c["id"]: c for c in fresh.public()["changes"]}
     seen: set[str] = set()
+    kept_gone: list[Change] = []
     for i, (c, raw) in enumerate(zip(saved.changes, saved.public()["changes"], strict=True)):
         what = f"change {i + 1} ({c.action} {c.kind} {c.id})"
         _inside_app(c, saved.app, what)
@@ -378,6 +379,9 @@ def narrow(saved: Plan, fresh: Plan, *, prune: bool) -> Plan:
                 "to allow the plan's deletes"
             )
         now = by_key.get(c.key)
+        if now is None and c.action == "delete" and c.key in gone:
+            kept_gone.append(c)  # neither in the repo nor in the app any more: apply reports it done
+            continue
         if now is None:
             raise PlanFileError(
                 f"{what}: the repo and the app give no such change now (already done, or the plan file was changed); "
@@ -395,7 +399,7 @@ def narrow(saved: Plan, fresh: Plan, *, prune: bool) -> Plan:
                 f"{what}: its {', '.join(differing)} differ from what the repo and the app give; the plan file "
                 "was changed after it was made (or made by another cesync): refusing, nothing was written"
             )
-    changes = tuple(c for c in fresh.changes if c.key in seen)
+    changes = tuple(c for c in fresh.changes if c.key in seen) + tuple(kept_gone)
     return replace(fresh, changes=changes, prune=prune)
 
 

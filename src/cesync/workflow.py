@@ -129,8 +129,12 @@ def seal_plan(plan: Plan, ctx: Context, salt: str) -> Plan:
 async def narrow_saved(ctx: Context, client: CesClient, saved: Plan, *, prune: bool | None = None) -> Plan:
     """The part of a saved plan that may run (see plan.narrow); PlanFileError before any write otherwise."""
     check_saved(ctx, saved)
-    fresh = await make_plan(ctx, client, prune=saved.prune, salt=saved.sensitive.salt or None)
-    return narrow(saved, fresh, prune=ctx.env.prune if prune is None else prune)
+    remote = await read_remote(client, ctx.env.parent)
+    fresh = build_plan(ctx.env.name, ctx.env.parent, ctx.triples, remote, prune=saved.prune, sensitive=ctx.hidden)
+    fresh = seal_plan(fresh, ctx, saved.sensitive.salt or new_salt())
+    present = {f"{r.kind}/{r.id}" for r in remote} | {f"{d.kind}/{d.id}" for d in ctx.desired}
+    gone = frozenset(c.key for c in saved.changes if c.action == "delete" and c.key not in present)
+    return narrow(saved, fresh, prune=ctx.env.prune if prune is None else prune, gone=gone)
 
 
 def check_saved(ctx: Context, saved: Plan) -> None:
