@@ -10,6 +10,7 @@ import ast
 import difflib
 import functools
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -171,6 +172,7 @@ def check_body(kind: str, body: dict[str, Any]) -> list[Finding]:
         )
     if kind == "tool" and "systemTool" in body:
         findings.append(Finding(("systemTool",), "systemTool comes with the app and cannot be created", key=True))
+    findings += _custom_headers(body)
     for field in ("openApiTool", "openApiToolset"):
         schema = body.get(field, {}).get("openApiSchema")
         if isinstance(schema, str):
@@ -186,4 +188,26 @@ def check_body(kind: str, body: dict[str, Any]) -> list[Finding]:
         findings += check_python(
             mapping["pythonCode"], ("widgetTool", "dataMapping", "pythonFunction", "pythonCode"), mapping.get("name")
         )
+    return findings
+
+
+CONTEXT_VARIABLE = re.compile(r"^\$context\.variables\.[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _custom_headers(body: dict[str, Any]) -> list[Finding]:
+    """MCP customHeaders values must be $context.variables.<name> (the API requires that form)."""
+    findings: list[Finding] = []
+    for field in ("mcpToolset", "mcpTool"):
+        headers = body.get(field, {}).get("customHeaders")
+        for name, value in (headers or {}).items():
+            if not (isinstance(value, str) and CONTEXT_VARIABLE.match(value)):
+                findings.append(
+                    Finding(
+                        (field, "customHeaders", name),
+                        f"customHeaders.{name} must be $context.variables.<name> (the API requires that form; a literal "
+                        "value, or a ${VAR} substituted into one, is refused): give the session the value as a context "
+                        "variable, or for a credential use apiAuthentication with a Secret Manager version "
+                        "(apiKeySecretVersion, ...)",
+                    )
+                )
     return findings

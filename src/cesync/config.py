@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Literal
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
@@ -99,6 +99,15 @@ def _is_ip(host: str) -> bool:
     return True
 
 
+VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+SENSITIVE_HELP = (
+    "Variables whose values are secret: never printed, logged or saved in a plan (fields show '(sensitive)'). "
+    "Added to the defaults' list."
+)
+
+VarName = Annotated[str, Field(pattern=VAR_NAME.pattern)]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -119,6 +128,7 @@ class Defaults(_Strict):
     location: str | None = None
     endpoint: str | None = None
     vars: dict[str, str] = Field(default_factory=dict)
+    sensitive: list[VarName] = Field(default_factory=list, description=SENSITIVE_HELP)
 
     @field_validator("endpoint")
     @classmethod
@@ -141,6 +151,7 @@ class Environment(_Strict):
         "an http(s) URL, or absent for Google's endpoint for the location.",
     )
     vars: dict[str, str] = Field(default_factory=dict, description="Values for ${NAME} in tool files.")
+    sensitive: list[VarName] = Field(default_factory=list, description=SENSITIVE_HELP)
     urls: dict[str, str] = Field(
         default_factory=dict, description="Per tool or toolset id: the server URL that replaces $env_var."
     )

@@ -202,6 +202,10 @@ def _with_vars(data: Any, table: list[tuple[str, re.Pattern[str] | None, str]], 
     for value, _, name in table:
         if data == value:
             return "${" + name + "}"
+    for value, pattern, name in table:
+        if pattern is not None and "$" in value and value in data:
+            # A value that holds "${" would be cut apart by the spans below: replace it first.
+            return ("${" + name + "}").join(_with_vars(part, table, key) for part in pattern.split(data))
     # What the loader would read as a variable (from "${" to the next "}") is escaped
     # and kept whole; values are replaced only in the text between such spans.
     out, pos = [], 0

@@ -15,16 +15,30 @@ import datetime
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from . import __version__
 from .diff import FieldChange, Remote, diff_resource
 from .errors import ConfigError, PlanFileError, Problem, UnsafePlanError
+from .planfile import PlanFile, parse_plan_file
+from .sensitive import CHANGED, cut, mask, overlaps
+from .yamlfile import Path_
 
-__all__ = ["FORMAT_VERSION", "Change", "Plan", "build_plan", "check_safety", "desired_digest", "safety_refusal"]
+__all__ = [
+    "FORMAT_VERSION",
+    "Change",
+    "Plan",
+    "Sealed",
+    "build_plan",
+    "check_safety",
+    "desired_digest",
+    "narrow",
+    "safety_refusal",
+]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 ACTIONS = ("create", "update", "delete")
 COLLECTION = {"tool": "tools", "toolset": "toolsets"}
 
@@ -51,6 +65,16 @@ class Change:
 
 
 @dataclass(frozen=True)
+class Sealed:
+    """What a plan knows of sensitive values: never a value, only where they are and keyed hashes."""
+
+    salt: str = ""  # hex, random per plan
+    key: str = ""  # where the HMAC key came from: "CESYNC_PLAN_KEY" or "none"
+    values: dict[str, str] = field(default_factory=dict)  # NAME -> keyed hash of its value
+    fields: dict[str, list[list[str | int]]] = field(default_factory=dict)  # resource name -> body paths
+
+
+@dataclass(frozen=True)
 class Plan:
     environment: str
     app: str
@@ -63,6 +87,8 @@ class Plan:
     targets: tuple[str, ...] = ()  # a --target plan: only these kind/id were compared (a partial plan)
     refused: str = ""  # why apply would refuse this plan (the mass-change guard), shown by every renderer
     created_at: str = ""
+    endpoint: str = ""  # where the plan read the app; apply of a saved plan refuses any other
+    sensitive: Sealed = field(default_factory=Sealed)
     cesync_version: str = __version__
     format_version: int = FORMAT_VERSION
 
@@ -73,46 +99,46 @@ class Plan:
     def counts(self) -> dict[str, int]:
         return {a: sum(1 for c in self.changes if c.action == a) for a in ACTIONS}
 
+    def public(self) -> dict[str, Any]:
+        """The plan as plain JSON data, every sensitive field of every body masked."""
+        data = asdict(self)
+        for change in data["changes"]:
+            paths = self.sensitive.fields.get(change["name"])
+            if paths and change["body"] is not None:
+                change["body"] = mask(change["body"], [tuple(p) for p in paths])
+        public: dict[str, Any] = json.loads(json.dumps(data))  # tuples become lists, as in a file
+        return public
+
     def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2, sort_keys=False) + "\n"
+        return json.dumps(self.public(), indent=2, sort_keys=False) + "\n"
 
     @classmethod
     def from_json(cls, text: str, source: str = "plan") -> Plan:
-        try:
-            raw = json.loads(text)
-            if not isinstance(raw, dict):
-                raise ValueError("not a JSON object")
-            if raw.get("format_version") != FORMAT_VERSION:
-                raise PlanFileError(
-                    f"{source}: plan format {raw.get('format_version')!r} is not {FORMAT_VERSION}; "
-                    "make a new plan with this cesync"
-                )
-            changes = tuple(
-                Change(
-                    **{
-                        **c,
-                        "fields": tuple(FieldChange(**f) for f in c.get("fields", ())),
-                        "update_mask": tuple(c.get("update_mask", ())),
-                        "depends_on": tuple(c.get("depends_on", ())),
-                    }
-                )
-                for c in raw.pop("changes", [])
-            )
-            for c in changes:
-                if c.action not in ACTIONS or c.kind not in COLLECTION:
-                    raise ValueError(f"bad action {c.action!r} for {c.kind!r}")
-            return cls(
-                **{
-                    **raw,
-                    "changes": changes,
-                    "unmanaged": tuple(raw.get("unmanaged", ())),
-                    "targets": tuple(raw.get("targets", ())),
-                }
-            )
-        except PlanFileError:
-            raise
-        except (ValueError, TypeError, KeyError) as exc:
-            raise PlanFileError(f"{source} is not a cesync plan: {exc}") from None
+        return _from_file(parse_plan_file(text, source, FORMAT_VERSION))
+
+
+def _from_file(f: PlanFile) -> Plan:
+    data = f.model_dump()
+    changes = tuple(
+        Change(
+            **{
+                **c,
+                "fields": tuple(FieldChange(**x) for x in c["fields"]),
+                "update_mask": tuple(c["update_mask"]),
+                "depends_on": tuple(c["depends_on"]),
+            }
+        )
+        for c in data.pop("changes")
+    )
+    return Plan(
+        **{
+            **data,
+            "changes": changes,
+            "unmanaged": tuple(data["unmanaged"]),
+            "targets": tuple(data["targets"]),
+            "sensitive": Sealed(**data["sensitive"]),
+        }
+    )
 
 
 def desired_digest(env: str, app: str, desired: list[tuple[str, str, dict[str, Any]]]) -> str:
@@ -167,8 +193,15 @@ def build_plan(
     *,
     prune: bool = False,
     targets: set[str] | None = None,
+    sensitive: Mapping[tuple[str, str], Sequence[Path_]] | None = None,
 ) -> Plan:
-    """desired: (kind, id, wire body). targets: ids (or kind/id) to limit the plan to."""
+    """desired: (kind, id, wire body). targets: ids (or kind/id) to limit the plan to.
+
+    sensitive: per (kind, id), the body paths that hold sensitive values; they are masked
+    in before, after and fields here, in bodies when the plan is written out, and left
+    out of the digest (the plan's keyed hashes cover them).
+    """
+    hidden = {k: list(v) for k, v in (sensitive or {}).items() if v}
 
     def wanted(kind: str, rid: str) -> bool:
         return not targets or rid in targets or f"{kind}/{rid}" in targets
@@ -196,6 +229,9 @@ def build_plan(
             "depends_on": tuple(sorted(deps[name])),
             "level": levels[name],
         }
+        paths = hidden.get((kind, rid), [])
+        if paths:
+            common["after"] = mask(d.after, [cut(p) for p in paths])
         if r is None:
             changes.append(Change(action="create", **common))
         elif d.update_mask:
@@ -203,8 +239,8 @@ def build_plan(
                 Change(
                     action="update",
                     etag=r.etag,
-                    before=d.before,
-                    fields=tuple(d.fields),
+                    before=mask(d.before, [cut(p) for p in paths]) if paths else d.before,
+                    fields=_masked_fields(d.fields, paths, d.before, d.after),
                     update_mask=tuple(d.update_mask),
                     **common,
                 )
@@ -235,14 +271,41 @@ def build_plan(
     return Plan(
         environment=env,
         app=parent,
-        digest=desired_digest(env, parent, desired),
+        digest=desired_digest(env, parent, [(k, i, mask(b, hidden.get((k, i), []))) for k, i, b in desired]),
         changes=tuple(changes + deletes),
         unmanaged=tuple(sorted(unmanaged)),
         unknown_fields=unknown,
         managed=len(desired),
         prune=prune,
         created_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        sensitive=Sealed(fields={name_of[k]: [list(p) for p in v] for k, v in sorted(hidden.items()) if k in name_of}),
     )
+
+
+def _masked_fields(
+    fields: list[FieldChange], paths: list[Path_], before: dict[str, Any] | None, after: dict[str, Any] | None
+) -> tuple[FieldChange, ...]:
+    """A changed sensitive field shows only that it changed; a field around one shows it masked."""
+    if not paths:
+        return tuple(fields)
+    cuts = [cut(p) for p in paths]
+    out = []
+    for f in fields:
+        inside, contains = overlaps(f.path, paths)
+        if inside:
+            out.append(FieldChange(f.path, None, CHANGED))
+        elif contains:
+            parts = f.path.split(".")
+            out.append(FieldChange(f.path, _dig(mask(before, cuts), parts), _dig(mask(after, cuts), parts)))
+        else:
+            out.append(f)
+    return tuple(out)
+
+
+def _dig(data: Any, parts: list[str]) -> Any:
+    for p in parts:
+        data = data.get(p) if isinstance(data, dict) else None
+    return data
 
 
 def _delete_order(deletes: list[Change]) -> list[Change]:
@@ -301,3 +364,77 @@ def safety_refusal(plan: Plan, max_fraction: float, min_resources: int) -> str:
             "refusing. Review it, then pass --allow-mass-change (or raise safety.maxChangeFraction)"
         )
     return ""
+
+
+# --- a saved plan may only narrow ---------------------------------------------------------------
+
+_EXECUTED = ("action", "name", "etag", "body", "update_mask", "depends_on")
+
+
+def narrow(saved: Plan, fresh: Plan, *, prune: bool, gone: frozenset[str] = frozenset()) -> Plan:
+    """What a saved plan may do: its changes, each exactly as the repo and the app give it now.
+
+    fresh is the plan recomputed at apply time from the repo (same digest) and the app,
+    with the saved plan's prune setting. Every saved change must equal its recomputed
+    counterpart in every field (bodies compared masked); deletes also need prune at apply
+    time. The result carries the recomputed changes (with the real values of sensitive
+    fields, which the file never holds), in the recomputed order, and the recomputed
+    metadata, so the mass-change guard counts what the repo defines.
+    """
+    where = f"{saved.environment} ({saved.app})"
+    if (saved.environment, saved.app) != (fresh.environment, fresh.app):
+        raise PlanFileError(f"the plan is for {where}, not {fresh.environment} ({fresh.app})")
+    if saved.managed != fresh.managed:
+        raise PlanFileError(
+            f"the plan says the repo manages {saved.managed} resources, the repo defines {fresh.managed}; "
+            "the plan file was changed after it was made: refusing"
+        )
+    if saved.sensitive.fields != fresh.sensitive.fields:
+        raise PlanFileError("the plan's list of sensitive fields differs from the repo's: refusing; make a new plan")
+    by_key = {c.key: c for c in fresh.changes}
+    public = {c["kind"] + "/" + c["id"]: c for c in fresh.public()["changes"]}
+    seen: set[str] = set()
+    kept_gone: list[Change] = []
+    for i, (c, raw) in enumerate(zip(saved.changes, saved.public()["changes"], strict=True)):
+        what = f"change {i + 1} ({c.action} {c.kind} {c.id})"
+        _inside_app(c, saved.app, what)
+        if c.key in seen:
+            raise PlanFileError(f"{what} appears twice in the plan: refusing")
+        seen.add(c.key)
+        if c.action == "delete" and not prune:
+            raise PlanFileError(
+                f"{what}: the plan deletes, but prune is off for this apply; pass --prune (or set prune: true) "
+                "to allow the plan's deletes"
+            )
+        now = by_key.get(c.key)
+        if now is None and c.action == "delete" and c.key in gone:
+            kept_gone.append(c)  # neither in the repo nor in the app any more: apply reports it done
+            continue
+        if now is None:
+            raise PlanFileError(
+                f"{what}: the repo and the app give no such change now (already done, or the plan file was changed); "
+                "make a new plan"
+            )
+        if now.etag != c.etag and now.action == c.action:
+            raise PlanFileError(
+                f"{what}: {c.name} changed in the app since the plan (etag {c.etag or '-'}, now {now.etag or '-'}); "
+                "nothing was written: make a new plan"
+            )
+        expected = public[c.key]
+        differing = [k for k in (*_EXECUTED, *(k for k in expected if k not in _EXECUTED)) if raw.get(k) != expected.get(k)]
+        if differing:
+            raise PlanFileError(
+                f"{what}: its {', '.join(differing)} differ from what the repo and the app give; the plan file "
+                "was changed after it was made (or made by another cesync): refusing, nothing was written"
+            )
+    changes = tuple(c for c in fresh.changes if c.key in seen) + tuple(kept_gone)
+    return replace(fresh, changes=changes, prune=prune)
+
+
+def _inside_app(c: Change, app: str, what: str) -> None:
+    expected = f"{app}/{COLLECTION[c.kind]}/{c.id}"
+    if c.name != expected:
+        raise PlanFileError(f"{what}: it names {c.name!r}, which is not {c.kind} {c.id} of the plan's app {app}: refusing")
+    outside = [d for d in c.depends_on if not d.startswith(app + "/")]
+    if outside:
+        raise PlanFileError(f"{what}: it depends on {outside[0]!r}, outside the plan's app {app}: refusing")

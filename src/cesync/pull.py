@@ -78,8 +78,13 @@ def pull_changes(
     wanted: set[tuple[str, str]] | None = None,
     prune: bool = False,
     inline: bool = False,
+    secrets: Mapping[str, str] | None = None,
 ) -> PullResult:
-    """The edits that make the repo render what the app holds (pure apart from reading the repo)."""
+    """The edits that make the repo render what the app holds (pure apart from reading the repo).
+
+    secrets: the sensitive variables' values; a new file names them as ${NAME}, and a field
+    rendered from one is never written as a literal (not even with inline).
+    """
     result = PullResult()
     sources = {(f.kind, f.id): f for f in repo.files}
     remote_by = {(r.kind, r.id): r for r in remote}
@@ -87,6 +92,7 @@ def pull_changes(
     editor = _Editor(repo.root, env, inline, result, known)
     own = repo.config.environments.get(env.name)
     editor.own_vars = set(own.vars) if own is not None else set()
+    editor.sensitive = {*repo.config.defaults.sensitive, *(own.sensitive if own is not None else ())}
 
     def take(kind: str, rid: str) -> bool:
         return wanted is None or (kind, rid) in wanted
@@ -109,13 +115,16 @@ def pull_changes(
             result.updated.append(f"{d.kind}/{d.id}")
     new = [Resource(r.kind, r.id, r.body) for r in remote if (r.kind, r.id) not in sources and take(r.kind, r.id)]
     if new:
-        _new_files(repo, env, new, remote, result)
+        _new_files(repo, env, new, remote, result, secrets or {})
     return result
 
 
-def _new_files(repo: Repo, env: EnvTarget, new: list[Resource], remote: list[Remote], result: PullResult) -> None:
+def _new_files(
+    repo: Repo, env: EnvTarget, new: list[Resource], remote: list[Remote], result: PullResult, secrets: Mapping[str, str]
+) -> None:
     known = {(r.kind, r.id) for r in remote}
-    exported = export_repo(new, parent=env.parent, variables=env.vars, urls=env.urls, config_text="", known=known)
+    variables = {**env.vars, **secrets}
+    exported = export_repo(new, parent=env.parent, variables=variables, urls=env.urls, config_text="", known=known)
     for rel, text in exported.files.items():
         if rel in ("cesync.yaml", ".gitignore"):
             continue
@@ -161,6 +170,7 @@ class _Editor:
     def __init__(self, root: Path, env: EnvTarget, inline: bool, result: PullResult, known: set[str]) -> None:
         self.root, self.env, self.inline, self.result, self.known = root, env, inline, result, known
         self.own_vars: set[str] = set()  # the environment's own vars (the others come from defaults)
+        self.sensitive: set[str] = set()  # names whose values must never be printed or written
 
     def resource(self, src: SourceFile, d: Desired, r: Remote, mask: list[str]) -> bool:
         rel = src.doc.file
@@ -243,6 +253,16 @@ class _Editor:
         if isinstance(current, str) and VAR_RE.search(current):
             rendered = self._render(current)
             if rendered == value:
+                return _KEEP
+            hidden = sorted({m.group(2) for m in VAR_RE.finditer(current) if not m.group(1)} & self.sensitive)
+            if hidden:  # neither the app's value nor a literal of it may reach the output or the repo
+                self._conflict(
+                    full,
+                    f"the app's value differs from {current!r} rendered for environment '{self.env.name}'; "
+                    f"{', '.join(hidden)} {'is a sensitive variable' if len(hidden) == 1 else 'are sensitive variables'}, "
+                    "so pull writes no literal (not even with --inline): set "
+                    f"{' and '.join(self._var_home(n) for n in hidden)} to the app's value, or change the app",
+                )
                 return _KEEP
             if not self.inline:
                 self._conflict(full, self._var_message(current, value))

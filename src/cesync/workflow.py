@@ -6,24 +6,27 @@ This is the only place that joins the pure core to the repo on disk and to the A
 from __future__ import annotations
 
 import asyncio
-import dataclasses
+import os
 import re
 import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .client import connect
 from .client.api import CesClient, RetryPolicy
+from .client.connect import endpoint_for
 from .diff import Remote
-from .errors import CesyncError
+from .errors import CesyncError, PlanFileError
 from .export import ExportedRepo, Resource, export_repo, modeline
 from .files import write_tree
 from .models import TOOL_TYPES
-from .plan import COLLECTION, Plan, build_plan, desired_digest, safety_refusal
+from .plan import COLLECTION, Plan, build_plan, desired_digest, narrow, safety_refusal
 from .remote import read_remote
 from .repo import Desired, EnvTarget, Repo, load_repo
+from .sensitive import KEY_ENV, field_paths, mask, new_salt, plan_key, remember, same, seal
 from .targets import resolve_targets, target_keys
+from .yamlfile import Path_
 from .yamlout import to_yaml
 
 __all__ = [
@@ -32,6 +35,7 @@ __all__ = [
     "export_app",
     "find_apps",
     "make_plan",
+    "narrow_saved",
     "open_context",
     "plan_files",
     "plan_folder",
@@ -46,6 +50,8 @@ class Context:
     env: EnvTarget
     desired: list[Desired]
     endpoint: str | None = None
+    secrets: dict[str, str] = field(default_factory=dict)  # sensitive NAME -> resolved value (memory only)
+    hidden: dict[tuple[str, str], list[Path_]] = field(default_factory=dict)  # (kind, id) -> sensitive body paths
 
     @property
     def triples(self) -> list[tuple[str, str, dict[str, object]]]:
@@ -53,7 +59,12 @@ class Context:
 
     @property
     def digest(self) -> str:
-        return desired_digest(self.env.name, self.env.parent, self.triples)
+        masked = [(k, i, mask(b, self.hidden.get((k, i), []))) for k, i, b in self.triples]
+        return desired_digest(self.env.name, self.env.parent, masked)
+
+    @property
+    def endpoint_url(self) -> str:
+        return endpoint_for(self.env, self.endpoint)
 
     def client(self, *, retry: RetryPolicy | None = None, max_connections: int = 32) -> CesClient:
         return connect(self.env, self.repo.root, override=self.endpoint, retry=retry, max_connections=max_connections)
@@ -66,10 +77,40 @@ def open_context(
     repo = load_repo(directory)
     repo.overrides = dict(variables or {})
     env = repo.env(env_name)
-    return Context(repo, env, repo.render(env), endpoint)
+    secrets = sensitive_values(repo, env)
+    remember(secrets.values())  # before rendering: a problem message must not print one either
+    desired = repo.render(env)
+    return Context(repo, env, desired, endpoint, secrets, sensitive_fields(repo, env, desired, secrets))
 
 
-async def make_plan(ctx: Context, client: CesClient, *, prune: bool | None = None, targets: Iterable[str] | None = None) -> Plan:
+def sensitive_values(repo: Repo, env: EnvTarget) -> dict[str, str]:
+    """The environment's sensitive variables that have a value, resolved as ${NAME} is (--var first)."""
+    cfg = repo.config
+    names = {*cfg.defaults.sensitive, *cfg.environments[env.name].sensitive}
+    found = {n: env.overrides.get(n, os.environ.get(n, env.vars.get(n))) for n in sorted(names)}
+    return {n: v for n, v in found.items() if v is not None}
+
+
+def sensitive_fields(
+    repo: Repo, env: EnvTarget, desired: list[Desired], secrets: dict[str, str]
+) -> dict[tuple[str, str], list[Path_]]:
+    cfg = repo.config
+    names = {*cfg.defaults.sensitive, *cfg.environments[env.name].sensitive}
+    if not names:
+        return {}
+    sources = {(f.kind, f.id): f.doc.data for f in repo.files}
+    out = {(d.kind, d.id): field_paths(sources.get((d.kind, d.id)), d.body, names, secrets.values()) for d in desired}
+    return {k: v for k, v in out.items() if v}
+
+
+async def make_plan(
+    ctx: Context,
+    client: CesClient,
+    *,
+    prune: bool | None = None,
+    targets: Iterable[str] | None = None,
+    salt: str | None = None,
+) -> Plan:
     """targets: --target values (ID, kind/ID, kinds/ID); one that names nothing is an error."""
     remote = await read_remote(client, ctx.env.parent)
     known = {(d.kind, d.id) for d in ctx.desired} | {(r.kind, r.id) for r in remote}
@@ -81,13 +122,83 @@ async def make_plan(ctx: Context, client: CesClient, *, prune: bool | None = Non
         remote,
         prune=ctx.env.prune if prune is None else prune,
         targets=selected,
+        sensitive=ctx.hidden,
     )
     safety = ctx.repo.config.safety
-    return dataclasses.replace(
+    plan = replace(
         plan,
         targets=tuple(sorted(selected or ())),
         refused=safety_refusal(plan, safety.maxChangeFraction, safety.minResources),
     )
+    return seal_plan(plan, ctx, salt or new_salt())
+
+
+def seal_plan(plan: Plan, ctx: Context, salt: str) -> Plan:
+    """The plan with where it was made and the keyed hashes of the sensitive values."""
+    sealed = replace(
+        plan.sensitive,
+        salt=salt if ctx.secrets else "",
+        key=(KEY_ENV if plan_key() else "none") if ctx.secrets else "",
+        values=seal(ctx.secrets, salt, plan_key()) if ctx.secrets else {},
+    )
+    return replace(plan, endpoint=ctx.endpoint_url, sensitive=sealed)
+
+
+async def narrow_saved(
+    ctx: Context, client: CesClient, saved: Plan, *, prune: bool | None = None, targets: Iterable[str] | None = None
+) -> Plan:
+    """The part of a saved plan that may run (see plan.narrow); PlanFileError before any write otherwise.
+
+    targets (apply --target) narrow a saved plan further: only its changes they name run.
+    They never widen it: a target the plan has no change for adds nothing.
+    """
+    check_saved(ctx, saved)
+    remote = await read_remote(client, ctx.env.parent)
+    known = {(d.kind, d.id) for d in ctx.desired} | {(r.kind, r.id) for r in remote}
+    selected = target_keys(resolve_targets(targets or (), known))
+    fresh = build_plan(ctx.env.name, ctx.env.parent, ctx.triples, remote, prune=saved.prune, sensitive=ctx.hidden)
+    fresh = seal_plan(fresh, ctx, saved.sensitive.salt or new_salt())
+    present = {f"{r.kind}/{r.id}" for r in remote} | {f"{d.kind}/{d.id}" for d in ctx.desired}
+    gone = frozenset(c.key for c in saved.changes if c.action == "delete" and c.key not in present)
+    allowed = narrow(saved, fresh, prune=ctx.env.prune if prune is None else prune, gone=gone)
+    scope = set(saved.targets) if saved.targets else None  # a --target plan stays that partial
+    if selected is not None:
+        scope = selected if scope is None else scope & selected
+    if scope is None:
+        return allowed
+    return replace(allowed, changes=tuple(c for c in allowed.changes if c.key in scope), targets=tuple(sorted(scope)))
+
+
+def check_saved(ctx: Context, saved: Plan) -> None:
+    """The checks that need no connection: environment, endpoint, repo digest, sensitive values."""
+    if saved.environment != ctx.env.name or saved.app != ctx.env.parent:
+        raise PlanFileError(f"the plan is for {saved.environment} ({saved.app}), not {ctx.env.name} ({ctx.env.parent})")
+    if saved.endpoint != ctx.endpoint_url:
+        raise PlanFileError(
+            f"the plan was made against {saved.endpoint or '(no endpoint recorded)'}, this apply would write to "
+            f"{ctx.endpoint_url}: refusing; make a new plan for this endpoint"
+        )
+    if saved.digest != ctx.digest:
+        raise PlanFileError("the repo changed since the plan was made (digest differs); make a new plan")
+    names, now = set(saved.sensitive.values), set(ctx.secrets)
+    if names != now:
+        diff = sorted(names ^ now)
+        raise PlanFileError(
+            f"sensitive variables {', '.join(diff)} are set at plan or apply time but not both: refusing; make a new plan"
+        )
+    if not names:
+        return
+    if not saved.sensitive.salt:
+        raise PlanFileError("the plan's sensitive values have no salt: the plan file was changed after it was made")
+    current = seal(ctx.secrets, saved.sensitive.salt, plan_key())
+    wrong = sorted(n for n in names if not same(current[n], saved.sensitive.values[n]))
+    if wrong:
+        hint = f" (or {KEY_ENV} differs between plan and apply)" if len(wrong) == len(names) else ""
+        raise PlanFileError(
+            f"sensitive variable{'s' if len(wrong) > 1 else ''} {', '.join(wrong)} "
+            f"{'have' if len(wrong) > 1 else 'has'} another value than when the plan was made{hint}: "
+            "refusing before any write; make a new plan"
+        )
 
 
 # --- export and promotion ---------------------------------------------------------------------
@@ -148,8 +259,12 @@ def plan_folder(
     repo = load_repo(folder)
     repo.overrides = dict(variables or {})
     env = repo.env(env_name)
-    triples = [(d.kind, d.id, d.body) for d in repo.render(env)]
-    return build_plan(env.name, env.parent, triples, remote, prune=prune)
+    secrets = sensitive_values(repo, env)
+    remember(secrets.values())
+    desired = repo.render(env)
+    triples = [(d.kind, d.id, d.body) for d in desired]
+    hidden = sensitive_fields(repo, env, desired, secrets)
+    return build_plan(env.name, env.parent, triples, remote, prune=prune, sensitive=hidden)
 
 
 # --- running tools ----------------------------------------------------------------------------

@@ -40,6 +40,7 @@ import click  # noqa: E402
 from .. import __version__  # noqa: E402
 from ..errors import CesyncError, ConfigError, PlanFileError  # noqa: E402
 from ..render import FORMATS  # noqa: E402
+from ..sensitive import scrub  # noqa: E402
 
 if TYPE_CHECKING:
     from ..plan import Plan
@@ -50,7 +51,12 @@ EXIT_OK, EXIT_ERROR, EXIT_CHANGES, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def err(message: str) -> None:
-    click.echo(message, err=True)
+    click.echo(scrub(message), err=True)
+
+
+def out(message: str, **kw: Any) -> None:
+    """Everything a command prints goes through here: sensitive values never reach a terminal or log."""
+    click.echo(scrub(message), **kw)
 
 
 def handled(fn: F) -> F:
@@ -260,12 +266,12 @@ def cli_vars(pairs: tuple[str, ...], files: tuple[Path, ...]) -> dict[str, str]:
 def print_plan(plan: Plan, fmt: str) -> None:
     from ..render import render, use_color
 
-    click.echo(render(plan, fmt, color=use_color(sys.stdout.isatty())), nl=False)
+    out(render(plan, fmt, color=use_color(sys.stdout.isatty())), nl=False)
 
 
 def save(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, text)
+    atomic_write(path, scrub(text))
 
 
 def load_plan(path: Path) -> Plan:

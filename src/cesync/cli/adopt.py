@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
 import sys
@@ -22,11 +23,13 @@ from ..files import write_tree
 from ..plan import Plan
 from ..remote import read_remote
 from ..repo import CONFIG_FILE, load_repo
+from ..sensitive import remember
 from ..workflow import (
     config_for,
     export_app,
     plan_files,
     plan_folder,
+    sensitive_values,
     target_for_app,
 )
 from . import (
@@ -93,6 +96,10 @@ def export(
         repo.overrides = cli_vars(var_pairs, var_files)
         env, root = repo.env(env_name), repo.root
         config_text = (repo.root / CONFIG_FILE).read_text(encoding="utf-8")
+        secrets = sensitive_values(repo, env)
+        remember(secrets.values())
+        # A sensitive value the app holds is written back as its ${NAME}, never as a literal.
+        env = dataclasses.replace(env, vars={**env.vars, **secrets})
 
     async def run() -> tuple[ExportedRepo, list[Remote]]:
         async with connect(env, root, override=endpoint) as client:

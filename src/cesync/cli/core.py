@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..errors import CesyncError, ConfigError, PlanFileError, Problem
+from ..errors import CesyncError, ConfigError, Problem
+from ..sensitive import scrub
 from . import (
     EXIT_CHANGES,
     EXIT_ERROR,
@@ -28,6 +29,7 @@ from . import (
     handled,
     load_plan,
     main,
+    out,
     print_plan,
     save,
     target_option,
@@ -38,7 +40,6 @@ if TYPE_CHECKING:  # the commands import what they use: validate and schema star
     from ..apply import ApplyResult, Outcome
     from ..client.api import CesClient
     from ..plan import Plan
-    from ..workflow import Context
 
 
 @main.command()
@@ -46,9 +47,15 @@ if TYPE_CHECKING:  # the commands import what they use: validate and schema star
 @click.option("--env", "envs", multiple=True, help="Validate for these environments only (default: all).")
 @click.option("--recursive", is_flag=True, help="Validate every folder with a cesync.yaml below --dir (one per app).")
 @var_options
+@click.option("--strict", is_flag=True, help="Fail on warnings too (literal credentials in the repo).")
 @handled
 def validate(
-    directory: Path, envs: tuple[str, ...], recursive: bool, var_pairs: tuple[str, ...], var_files: tuple[Path, ...]
+    directory: Path,
+    envs: tuple[str, ...],
+    recursive: bool,
+    var_pairs: tuple[str, ...],
+    var_files: tuple[Path, ...],
+    strict: bool,
 ) -> None:
     """Check every file offline; report each problem as file:line:col."""
     folders = [directory]
@@ -60,12 +67,21 @@ def validate(
         raise CesyncError(f"no cesync.yaml under {directory}")
     problems: list[Problem] = []
     variables = cli_vars(var_pairs, var_files)
+    warnings: list[Problem] = []
     for folder in folders:
         prefix = folder.relative_to(directory) if recursive else None
         try:
-            problems += _prefixed(_validate_one(folder, envs, prefix, variables), prefix)
+            found, warned = _validate_one(folder, envs, prefix, variables)
+            problems += _prefixed(found, prefix)
+            warnings += _prefixed(warned, prefix)
         except ConfigError as exc:
             problems += _prefixed(exc.problems, prefix)
+    if strict and warnings:
+        problems += warnings
+    elif warnings:
+        for w in warnings:
+            err(str(w))
+        err(f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''} (--strict makes them fail)")
     if problems:
         raise ConfigError(problems)
 
@@ -77,7 +93,10 @@ def _prefixed(problems: list[Problem], prefix: Path | None) -> list[Problem]:
     return [dataclasses.replace(p, file=str(prefix / p.file)) for p in problems]
 
 
-def _validate_one(directory: Path, envs: tuple[str, ...], prefix: Path | None, variables: dict[str, str]) -> list[Problem]:
+def _validate_one(
+    directory: Path, envs: tuple[str, ...], prefix: Path | None, variables: dict[str, str]
+) -> tuple[list[Problem], list[Problem]]:
+    from ..credentials import lint_credentials
     from ..repo import load_repo
 
     repo = load_repo(directory)
@@ -90,7 +109,7 @@ def _validate_one(directory: Path, envs: tuple[str, ...], prefix: Path | None, v
         count = len(repo.files)
         where = f" in {prefix}" if prefix is not None else ""
         click.echo(f"ok: {count} file{'s' if count != 1 else ''}{where} valid for {', '.join(names)}")
-    return problems
+    return problems, lint_credentials(repo)
 
 
 @main.command()
@@ -131,7 +150,7 @@ def schema(out: Path, check: bool) -> None:
 @click.option("--app", default="my-app", show_default=True, help="The CES app id of the local environment.")
 @handled
 def init(directory: Path, app: str) -> None:
-    """Scaffold a new repo: cesync.yaml, an example tool, the JSON Schemas its modelines name, .gitignore."""
+    """Scaffold a new repo: cesync.yaml, an example tool, the JSON Schemas its editor modelines name, .gitignore."""
     from ..scaffold import write_scaffold
 
     for path in write_scaffold(directory, app):
@@ -235,25 +254,26 @@ def apply(
     from ..apply import ApplyResult
     from ..plan import check_safety
     from ..render.common import summary
-    from ..workflow import make_plan, open_context
+    from ..workflow import check_saved, make_plan, narrow_saved, open_context
 
-    if planfile and targets:
-        raise CesyncError("--target limits a new plan; a saved plan already has its targets (make it with plan --target)")
     saved = load_plan(planfile) if planfile else None
     variables = cli_vars(var_pairs, var_files)
     ctx = open_context(directory, env_name or (saved.environment if saved else None), endpoint, variables)
     if saved is not None:
-        _check_saved(saved, ctx)
+        check_saved(ctx, saved)  # before any connection
     safety = ctx.repo.config.safety
 
     async def run() -> ApplyResult | None:
         async with ctx.client(max_connections=max(parallelism * 2, 8)) as client:
-            current = saved or await make_plan(ctx, client, prune=prune, targets=targets)
+            if saved is not None:
+                current = await narrow_saved(ctx, client, saved, prune=prune, targets=targets)
+            else:
+                current = await make_plan(ctx, client, prune=prune, targets=targets)
             if fmt == "text" and saved is None:
                 print_plan(current, "text")
             if not current.has_changes:
                 if fmt == "json":
-                    click.echo(json.dumps(ApplyResult(current.environment, current.app).to_dict(), indent=2))
+                    out(json.dumps(ApplyResult(current.environment, current.app).to_dict(), indent=2))
                 return None
             check_safety(current, safety.maxChangeFraction, safety.minResources, allow_mass_change)
             if not auto_approve:
@@ -267,23 +287,16 @@ def apply(
     if result is None:
         return
     if fmt == "json":
-        click.echo(json.dumps(result.to_dict(), indent=2))
+        out(json.dumps(result.to_dict(), indent=2))
     else:
         for o in result.outcomes:
             if o.status in ("skipped", "not started"):
-                click.echo(f"  {o.status}: {o.action} {o.kind} {o.id}" + (f" ({o.message})" if o.message else ""))
-        click.echo(("Interrupted: " if result.interrupted else "Apply: ") + result.summary() + ".")
+                out(f"  {o.status}: {o.action} {o.kind} {o.id}" + (f" ({o.message})" if o.message else ""))
+        out(("Interrupted: " if result.interrupted else "Apply: ") + result.summary() + ".")
     if not result.ok:
         if not result.interrupted and fmt == "text":
             err("some actions did not succeed; run 'cesync plan' to see the remaining work")
         sys.exit(EXIT_INTERRUPTED if result.interrupted else EXIT_ERROR)
-
-
-def _check_saved(saved: Plan, ctx: Context) -> None:
-    if saved.environment != ctx.env.name or saved.app != ctx.env.parent:
-        raise PlanFileError(f"the plan is for {saved.environment} ({saved.app}), not {ctx.env.name} ({ctx.env.parent})")
-    if saved.digest != ctx.digest:
-        raise PlanFileError("the repo changed since the plan was made (digest differs); make a new plan")
 
 
 async def _run_apply(client: CesClient, plan_: Plan, parallelism: int, force_delete: bool, fmt: str) -> ApplyResult:
@@ -320,12 +333,12 @@ class _Progress:
     def event(self, o: Outcome) -> None:
         if not self.enabled:
             return
-        line = f"{o.status}: {o.action} {o.kind} {o.id}" + (f" ({o.message})" if o.message else "")
+        line = scrub(f"{o.status}: {o.action} {o.kind} {o.id}" + (f" ({o.message})" if o.message else ""))
         if self.bar is not None:
-            self.bar.console.print(line)
+            self.bar.console.print(line, markup=False, highlight=False)
             self.bar.advance(self.task)
         else:
-            click.echo(line)
+            out(line)
 
     def close(self) -> None:
         if self.bar is not None:

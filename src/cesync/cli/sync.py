@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..errors import CesyncError, ConfigError
-from . import cli_vars, dir_option, endpoint_option, env_option, err, handled, main, target_option, var_options
+from . import cli_vars, dir_option, endpoint_option, env_option, err, handled, main, out, target_option, var_options
 
 if TYPE_CHECKING:
     from ..diff import Remote
@@ -55,7 +55,9 @@ def pull(
 
     remote = asyncio.run(run())
     selected = resolve_targets(targets, {(d.kind, d.id) for d in ctx.desired} | {(r.kind, r.id) for r in remote})
-    result = pull_changes(ctx.repo, ctx.env, ctx.desired, remote, wanted=selected, prune=prune, inline=inline)
+    result = pull_changes(
+        ctx.repo, ctx.env, ctx.desired, remote, wanted=selected, prune=prune, inline=inline, secrets=ctx.secrets
+    )
     if result.conflicts:
         raise ConfigError(result.conflicts)
     left = verify(ctx.repo.root, result.files, ctx.env, remote, target_keys(selected))
@@ -68,7 +70,7 @@ def pull(
     for gone in result.gone:
         err(f"{'deleting' if prune else 'gone from the app (pass --prune to delete its file)'}: {gone}")
     if dry_run:
-        click.echo(unified_diffs(ctx.repo.root, result.files), nl=False)
+        out(unified_diffs(ctx.repo.root, result.files), nl=False)
     else:
         write_files(ctx.repo.root, result.files)
     verb = "would change" if dry_run else "changed"

@@ -24,6 +24,7 @@ import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from ..errors import BY_STATUS, ApiError, RetryableError, TransportError
+from ..sensitive import scrub
 
 __all__ = ["CesClient", "RetryPolicy", "Written"]
 
@@ -58,7 +59,7 @@ class Written:
 
 
 def stderr_line(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)  # looked up per call: a progress bar may redirect stderr
+    print(scrub(line), file=sys.stderr, flush=True)  # looked up per call: a progress bar may redirect stderr
 
 
 def _retry_delay(details: list[dict[str, Any]]) -> float | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..plan import Plan
+from ..sensitive import CHANGED
 from .common import SYMBOL, VERB, as_text, is_multiline, notices, summary, unified
 
 MARKER = "<!-- cesync-plan:{env}:{app} -->"
@@ -75,7 +76,9 @@ def _section(c: object) -> list[str]:
     elif c.action == "delete" and c.before is not None:
         body = ["- " + line for line in as_text(c.before).rstrip("\n").splitlines()]
     for f in c.fields:
-        if is_multiline(f.before, f.after):
+        if f.after == CHANGED:
+            body.append(f"~ {f.path}: {CHANGED}")
+        elif is_multiline(f.before, f.after):
             body += [f"~ {f.path}:", *unified(f.before, f.after, f.path)[2:]]
         else:
             body += [

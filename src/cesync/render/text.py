@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 from ..plan import Change, Plan
+from ..sensitive import CHANGED
 from .common import SYMBOL, VERB, as_text, is_multiline, notices, summary, unified
 
 COLORS = {"create": "\x1b[32m", "update": "\x1b[33m", "delete": "\x1b[31m", "dim": "\x1b[2m", "bold": "\x1b[1m"}
@@ -55,7 +56,9 @@ def _change(c: Change, paint: Any) -> list[str]:
     if c.action == "create" and c.after is not None:
         out += [f"    + {line}" for line in as_text(c.after).rstrip("\n").splitlines()]
     for f in c.fields:
-        if is_multiline(f.before, f.after):
+        if f.after == CHANGED:
+            out.append(f"    ~ {f.path}: {CHANGED}")
+        elif is_multiline(f.before, f.after):
             out.append(f"    ~ {f.path}:")
             for line in unified(f.before, f.after, f.path)[2:]:
                 key = "create" if line.startswith("+") else "delete" if line.startswith("-") else "dim"
