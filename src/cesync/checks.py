@@ -1,4 +1,7 @@
-"""Checks of one resource body that the pydantic model cannot express (pure).
+"""Lint: checks of one resource body that the pydantic model cannot express (pure).
+
+Unknown and output-only keys (with suggestions) and the checks on embedded documents;
+parsing those documents is :mod:`cesync.documents`' job.
 
 Each check returns ``(path, message)`` findings; the repo loader turns paths into
 ``file:line:col``. A finding in an included file names that file via ``Included``.
@@ -6,21 +9,17 @@ Each check returns ``(path, message)`` findings; the repo loader turns paths int
 
 from __future__ import annotations
 
-import ast
 import difflib
-import functools
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
-
+from .documents import parse_document, python_functions
 from .models import ProtoModel, specs
-from .yamlfile import SLOW, Path_, fast_load
+from .yamlfile import Path_
 
-__all__ = ["Finding", "check_body", "lint_keys", "parse_document", "python_functions"]
+# parse_document and python_functions stay importable from here for existing callers.
+__all__ = ["Finding", "check_body", "lint_keys", "parse_document", "python_functions", "suggest"]
 
 HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 
@@ -91,30 +90,6 @@ def _lint_nested(value: Any, model: type[ProtoModel], path: Path_, repeated: boo
     return lint_keys(value, model, path)
 
 
-@functools.lru_cache(maxsize=4096)
-def parse_document(text: str) -> Any:
-    """Parse OpenAPI text (JSON or YAML) into data; raises ValueError on failure.
-
-    Cached by content: one plan meets the same schema in the render check and on both
-    sides of the diff. The result is shared, so callers must not modify it.
-    """
-    stripped = text.lstrip()
-    if stripped.startswith("{"):
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError:
-            pass
-    data = fast_load(text)
-    if data is not SLOW:
-        return data
-    try:
-        return YAML(typ="safe", pure=True).load(text)
-    except YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ValueError(f"not valid JSON or YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
-
-
 def check_openapi(text: str, path: Path_) -> list[Finding]:
     try:
         doc = parse_document(text)
@@ -135,17 +110,6 @@ def check_openapi(text: str, path: Path_) -> list[Finding]:
     if not operations:
         return [Finding(path, "openApiSchema defines no operation under 'paths'")]
     return []
-
-
-def python_functions(code: str) -> list[str]:
-    return list(_top_functions(code))
-
-
-@functools.lru_cache(maxsize=4096)
-def _top_functions(code: str) -> tuple[str, ...]:
-    """Cached by content: every environment (and both sides of a diff) checks the same code."""
-    tree = ast.parse(code)
-    return tuple(n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
 
 
 def check_python(code: str, path: Path_, name: str | None) -> list[Finding]:

@@ -2,7 +2,8 @@
 
 The comment carries the renderer's marker (``<!-- cesync-plan:ENV:APP -->``): a run
 finds the comment with its marker and edits it, or creates one. Comments of other
-environments and apps, and everyone else's, are left alone.
+environments and apps, and everyone else's, are left alone. Each code host is a
+:class:`Forge` in ``FORGES``, chosen by name; adding one is one subclass.
 
 Where the request and the token come from, as CI systems set them:
 
@@ -15,73 +16,215 @@ Where the request and the token come from, as CI systems set them:
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import quote
 
 import httpx
 
 from .errors import CesyncError
 
-__all__ = ["CommentTarget", "find_target", "run_link", "upsert_comment"]
+__all__ = ["FORGES", "CommentTarget", "Forge", "GitHub", "GitLab", "find_target", "run_link", "upsert_comment"]
 
 TIMEOUT = httpx.Timeout(30.0)
 
 
 @dataclass(frozen=True)
 class CommentTarget:
-    provider: str  # github | gitlab
+    provider: str  # a name in FORGES: github | gitlab
     api: str  # base URL of the REST API
     project: str  # owner/name (GitHub) or project id (GitLab)
     number: int  # pull request number or merge request iid
     token: str
 
     @property
+    def forge(self) -> type[Forge]:
+        return FORGES[self.provider]
+
+    @property
     def headers(self) -> dict[str, str]:
-        if self.provider == "github":
-            return {
-                "Authorization": f"Bearer {self.token}",
-                "Accept": "application/vnd.github+json",
-                "X-GitHub-Api-Version": "2022-11-28",
-            }
-        return {"PRIVATE-TOKEN": self.token}
+        return self.forge.headers(self.token)
 
     @property
     def list_url(self) -> str:
-        if self.provider == "github":
-            return f"{self.api}/repos/{self.project}/issues/{self.number}/comments"
-        return f"{self.api}/projects/{quote(self.project, safe='')}/merge_requests/{self.number}/notes"
+        return self.forge.list_url(self)
 
     def edit_url(self, comment_id: Any) -> str:
-        if self.provider == "github":
-            return f"{self.api}/repos/{self.project}/issues/comments/{comment_id}"
-        return f"{self.list_url}/{comment_id}"
+        return self.forge.edit_url(self, comment_id)
 
 
-def find_target(env: Mapping[str, str], *, provider: str | None = None, number: int | None = None) -> CommentTarget:
-    """The pull/merge request this CI job runs for, from the CI's own variables."""
-    provider = provider or ("gitlab" if env.get("GITLAB_CI") else "github")
-    if provider == "github":
+@dataclass(frozen=True)
+class Located:
+    """What a CI job's variables say about its pull/merge request."""
+
+    api: str
+    project: str
+    number: int | None
+    token: str
+    missing: list[str]  # the variables that should have said it
+
+
+Params = dict[str, Any] | None
+
+
+class Forge(ABC):
+    """One code host's comment API. The sticky-comment logic (find by marker, then create or
+    update) and the page loop are shared; a forge says where, how and what comes next."""
+
+    name: ClassVar[str]
+    edit_method: ClassVar[str]
+
+    def __init__(self, target: CommentTarget, client: httpx.Client) -> None:
+        self.target, self.client = target, client
+
+    @staticmethod
+    @abstractmethod
+    def locate(env: Mapping[str, str], number: int | None) -> Located: ...
+
+    @staticmethod
+    @abstractmethod
+    def headers(token: str) -> dict[str, str]: ...
+
+    @staticmethod
+    @abstractmethod
+    def list_url(target: CommentTarget) -> str: ...
+
+    @staticmethod
+    @abstractmethod
+    def edit_url(target: CommentTarget, comment_id: Any) -> str: ...
+
+    @staticmethod
+    @abstractmethod
+    def next_page(reply: httpx.Response, url: str, params: Params) -> tuple[str, Params] | None:
+        """The request for the page after reply, or None after the last one."""
+
+    def find(self, marker: str) -> dict[str, Any] | None:
+        return next((c for c in self.comments() if marker in str(c.get("body", ""))), None)
+
+    def create(self, body: str) -> None:
+        _check(self.client.post(self.list_url(self.target), json={"body": body}), "create the comment")
+
+    def update(self, comment_id: Any, body: str) -> None:
+        url = self.edit_url(self.target, comment_id)
+        _check(self.client.request(self.edit_method, url, json={"body": body}), "edit the comment")
+
+    def comments(self) -> list[dict[str, Any]]:
+        """Every comment, following the forge's pagination."""
+        out: list[dict[str, Any]] = []
+        request: tuple[str, Params] | None = (self.list_url(self.target), {"per_page": 100})
+        seen: set[str] = set()
+        for _ in range(100):  # 10,000 comments is enough for any pull request
+            if request is None:
+                break
+            url, params = request
+            key = f"{url}?{params}"
+            if key in seen:  # a server that repeats a page must not make us loop
+                break
+            seen.add(key)
+            reply = _check(self.client.get(url, params=params), "list the comments")
+            page = reply.json()
+            if not isinstance(page, list):
+                raise CesyncError(f"unexpected answer listing comments at {url}")
+            out += [c for c in page if isinstance(c, dict)]
+            request = self.next_page(reply, url, params)
+        return out
+
+
+def _link_next(reply: httpx.Response) -> tuple[str, Params] | None:
+    link = reply.links.get("next", {}).get("url")
+    return (link, None) if link else None  # the link carries its own query
+
+
+class GitHub(Forge):
+    """Pull request comments (issue comments); pages by the Link header."""
+
+    name = "github"
+    edit_method = "PATCH"
+
+    @staticmethod
+    def locate(env: Mapping[str, str], number: int | None) -> Located:
         repo, token = env.get("GITHUB_REPOSITORY", ""), env.get("GITHUB_TOKEN", "")
         if number is None and env.get("GITHUB_EVENT_PATH"):
             number = _pr_number(Path(env["GITHUB_EVENT_PATH"]))
         api = env.get("GITHUB_API_URL", "https://api.github.com")
         missing = [n for n, v in (("GITHUB_REPOSITORY", repo), ("GITHUB_TOKEN", token)) if not v]
-    elif provider == "gitlab":
+        return Located(api, repo, number, token, missing)
+
+    @staticmethod
+    def headers(token: str) -> dict[str, str]:
+        return {
+            "Authorization": f"Bearer {token}",
+            "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": "2022-11-28",
+        }
+
+    @staticmethod
+    def list_url(target: CommentTarget) -> str:
+        return f"{target.api}/repos/{target.project}/issues/{target.number}/comments"
+
+    @staticmethod
+    def edit_url(target: CommentTarget, comment_id: Any) -> str:
+        return f"{target.api}/repos/{target.project}/issues/comments/{comment_id}"
+
+    @staticmethod
+    def next_page(reply: httpx.Response, url: str, params: Params) -> tuple[str, Params] | None:
+        return _link_next(reply)
+
+
+class GitLab(Forge):
+    """Merge request notes; pages by the Link header, or X-Next-Page where there is none."""
+
+    name = "gitlab"
+    edit_method = "PUT"
+
+    @staticmethod
+    def locate(env: Mapping[str, str], number: int | None) -> Located:
         repo, token = env.get("CI_PROJECT_ID", ""), env.get("GITLAB_TOKEN", "")
         if number is None and env.get("CI_MERGE_REQUEST_IID", "").isdigit():
             number = int(env["CI_MERGE_REQUEST_IID"])
         api = env.get("CI_API_V4_URL", "https://gitlab.com/api/v4")
         missing = [n for n, v in (("CI_PROJECT_ID", repo), ("GITLAB_TOKEN", token)) if not v]
-    else:
-        raise CesyncError(f"unknown provider {provider!r}: github or gitlab")
-    if missing:
-        raise CesyncError(f"cannot comment: {' and '.join(missing)} not set (run this in CI, or set them)")
-    if number is None:
+        return Located(api, repo, number, token, missing)
+
+    @staticmethod
+    def headers(token: str) -> dict[str, str]:
+        return {"PRIVATE-TOKEN": token}
+
+    @staticmethod
+    def list_url(target: CommentTarget) -> str:
+        return f"{target.api}/projects/{quote(target.project, safe='')}/merge_requests/{target.number}/notes"
+
+    @staticmethod
+    def edit_url(target: CommentTarget, comment_id: Any) -> str:
+        return f"{GitLab.list_url(target)}/{comment_id}"
+
+    @staticmethod
+    def next_page(reply: httpx.Response, url: str, params: Params) -> tuple[str, Params] | None:
+        if following := _link_next(reply):
+            return following
+        if reply.headers.get("X-Next-Page"):
+            return url, {"per_page": 100, "page": reply.headers["X-Next-Page"]}
+        return None
+
+
+FORGES: dict[str, type[Forge]] = {f.name: f for f in (GitHub, GitLab)}
+
+
+def find_target(env: Mapping[str, str], *, provider: str | None = None, number: int | None = None) -> CommentTarget:
+    """The pull/merge request this CI job runs for, from the CI's own variables."""
+    provider = provider or ("gitlab" if env.get("GITLAB_CI") else "github")
+    forge = FORGES.get(provider)
+    if forge is None:
+        raise CesyncError(f"unknown provider {provider!r}: {' or '.join(FORGES)}")
+    found = forge.locate(env, number)
+    if found.missing:
+        raise CesyncError(f"cannot comment: {' and '.join(found.missing)} not set (run this in CI, or set them)")
+    if found.number is None:
         raise CesyncError("cannot comment: this run is not for a pull/merge request (pass --pr N)")
-    return CommentTarget(provider, api.rstrip("/"), repo, number, token)
+    return CommentTarget(provider, found.api.rstrip("/"), found.project, found.number, found.token)
 
 
 def _pr_number(event_path: Path) -> int | None:
@@ -97,43 +240,15 @@ def upsert_comment(target: CommentTarget, marker: str, body: str, *, transport: 
     """Edit the comment holding marker, or create it; returns 'created' or 'updated'."""
     try:
         with httpx.Client(headers=target.headers, timeout=TIMEOUT, transport=transport) as client:
-            existing = next((c for c in _comments(client, target) if marker in str(c.get("body", ""))), None)
+            forge = target.forge(target, client)
+            existing = forge.find(marker)
             if existing is None:
-                _check(client.post(target.list_url, json={"body": body}), "create the comment")
+                forge.create(body)
                 return "created"
-            edit = client.patch if target.provider == "github" else client.put
-            _check(edit(target.edit_url(existing["id"]), json={"body": body}), "edit the comment")
+            forge.update(existing["id"], body)
             return "updated"
     except httpx.HTTPError as exc:
         raise CesyncError(f"cannot reach {target.api}: {exc or type(exc).__name__}") from None
-
-
-def _comments(client: httpx.Client, target: CommentTarget) -> list[dict[str, Any]]:
-    """Every comment, following pagination (GitHub's Link header, GitLab's X-Next-Page)."""
-    out: list[dict[str, Any]] = []
-    url: str | None = target.list_url
-    params: dict[str, Any] | None = {"per_page": 100}
-    seen: set[str] = set()
-    for _ in range(100):  # 10,000 comments is enough for any pull request
-        if url is None:
-            break
-        key = f"{url}?{params}"
-        if key in seen:  # a server that repeats a page must not make us loop
-            break
-        seen.add(key)
-        reply = _check(client.get(url, params=params), "list the comments")
-        page = reply.json()
-        if not isinstance(page, list):
-            raise CesyncError(f"unexpected answer listing comments at {url}")
-        out += [c for c in page if isinstance(c, dict)]
-        next_link = reply.links.get("next", {}).get("url")
-        if next_link:
-            url, params = next_link, None  # the link carries its own query
-        elif reply.headers.get("X-Next-Page"):
-            params = {"per_page": 100, "page": reply.headers["X-Next-Page"]}
-        else:
-            url = None
-    return out
 
 
 def _check(reply: httpx.Response, what: str) -> httpx.Response:

@@ -16,7 +16,7 @@ import binascii
 from dataclasses import dataclass, field
 from typing import Any
 
-from .checks import parse_document, python_functions
+from .documents import parse_document, python_functions
 from .models import Kind, ProtoModel, Tool, Toolset, specs
 from .protojson import canonical_duration, duration_nanos, float32, is_default
 

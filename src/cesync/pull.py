@@ -42,9 +42,9 @@ from ruamel.yaml.scalarstring import (
     SingleQuotedScalarString,
 )
 
-from .checks import parse_document
 from .diff import Remote, diff_resource
 from .diff import _get as _get
+from .documents import parse_document
 from .errors import Problem
 from .export import LOADER_VAR, Resource, _restore_documents, export_repo
 from .models import FieldSpec, Kind, ProtoModel, specs

@@ -1,37 +1,26 @@
-"""Tool tests kept in the user's repo (``tests/*.yaml``): loading, checking, reporting.
+"""The test-file schema: cases as pydantic dataclasses, read from ``tests/*.yaml``.
 
-Two formats, told apart per test case:
-
-- cesync's own, in the conversation vocabulary (seeds 000 and 002): a ``toolCall``
-  and the expected ``toolResponse``; the response is matched as a subset, and a
-  string written ``{$regex: ...}`` is a regular expression for the whole string;
-- Google cxas-scrapi's tool tests, as they are: ``tool``, ``args``, ``variables``,
-  ``expectations: {response: [{path, operator, value}], variables: [...]}`` with
-  JSONPath paths.
-
-Loading, checking and rendering are pure; running (tooltests.run) needs a client.
+Every problem is reported at its ``file:line:col`` (the checks below are written by hand,
+not left to pydantic's own messages, so each one says what to write instead).
 """
 
 from __future__ import annotations
 
-import asyncio
 import fnmatch
 import re
-import time
-import xml.etree.ElementTree as ET
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from jsonpath_ng.exceptions import JsonPathParserError
 from jsonpath_ng.ext.parser import parse as jsonpath
+from pydantic.dataclasses import dataclass
 
-from .checks import suggest
-from .errors import ApiError, ConfigError, Problem
-from .yamlfile import Document, load_text, read_text
+from ..checks import suggest
+from ..errors import ConfigError, Problem
+from ..yamlfile import Document, load_text, read_text
 
-__all__ = ["Case", "Expectation", "Result", "check", "junit_xml", "load_tests", "report", "results_json", "run_cases"]
+__all__ = ["OPERATORS", "REGEX", "Case", "Expectation", "load_tests"]
 
 OPERATORS = (
     "equals",
@@ -77,15 +66,6 @@ class Case:
     @property
     def id(self) -> str:
         return f"{self.file}::{self.name}"
-
-
-@dataclass(frozen=True)
-class Result:
-    case: Case
-    status: str  # passed | failed | error
-    messages: tuple[str, ...] = ()
-    seconds: float = 0.0
-    answer: dict[str, Any] | None = None
 
 
 # --- loading --------------------------------------------------------------------------------
@@ -269,194 +249,3 @@ def _expectation(doc: Document, item: Any, at: tuple[str | int, ...], found: lis
         found.append(doc.problem((*at, "path"), f"invalid JSONPath {item['path']!r}: {exc}"))
         return None
     return Expectation(item["path"], op, item.get("value"))
-
-
-# --- checking (pure) ------------------------------------------------------------------------
-
-
-def check(case: Case, answer: dict[str, Any] | None, error: ApiError | None) -> list[str]:
-    """What does not hold; empty when the test passes."""
-    if error is not None:
-        if case.api_error and (case.api_error == error.status or re.search(case.api_error, str(error))):
-            return []
-        return [f"the call failed: {error}"]
-    assert answer is not None
-    if case.api_error:
-        return [f"expected the call to fail with {case.api_error}, but it answered {answer.get('response')}"]
-    response = answer.get("response") or {}
-    variables = answer.get("variables") or {}
-    failures: list[str] = []
-    if case.response is not None:
-        failures += _subset(case.response, response, "response")
-    if case.expect_variables is not None:
-        failures += _subset(case.expect_variables, variables, "variables")
-    failures += [f for e in case.checks if (f := _expect(e, response, "response"))]
-    failures += [f for e in case.variable_checks if (f := _expect(e, variables, "variables"))]
-    tool_error = response.get("error") if isinstance(response, dict) else None
-    if failures and tool_error is not None and not _expects_error(case):
-        # The expectations fail because the tool itself failed: say how, not only "missing".
-        failures.append(f"the tool reported an error: {_show(tool_error)}")
-    return failures
-
-
-def _expects_error(case: Case) -> bool:
-    expected = case.response if isinstance(case.response, dict) else {}
-    return "error" in expected or any(re.match(r"\$\.error\b", e.path) for e in case.checks)
-
-
-def _subset(expected: Any, actual: Any, path: str) -> list[str]:
-    if isinstance(expected, dict) and set(expected) == {REGEX}:
-        pattern = str(expected[REGEX])
-        if isinstance(actual, str) and re.fullmatch(pattern, actual, re.DOTALL):
-            return []
-        return [f"{path}: {_show(actual)} does not match /{pattern}/"]
-    if isinstance(expected, dict):
-        if not isinstance(actual, dict):
-            return [f"{path}: expected a mapping, got {_show(actual)}"]
-        out: list[str] = []
-        for key, value in expected.items():
-            if key not in actual:
-                out.append(f"{path}.{key}: missing (got keys {sorted(actual)})")
-            else:
-                out += _subset(value, actual[key], f"{path}.{key}")
-        return out
-    if isinstance(expected, list):
-        if not isinstance(actual, list) or len(actual) != len(expected):
-            return [f"{path}: expected a list of {len(expected)}, got {_show(actual)}"]
-        return [m for i, (e, a) in enumerate(zip(expected, actual, strict=True)) for m in _subset(e, a, f"{path}[{i}]")]
-    if _equal(expected, actual):
-        return []
-    return [f"{path}: expected {_show(expected)}, got {_show(actual)}"]
-
-
-def _equal(a: Any, b: Any) -> bool:
-    numbers = (int, float)
-    if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool) and not isinstance(b, bool):
-        return float(a) == float(b)
-    return bool(a == b) and type(a) is type(b)
-
-
-def _expect(e: Expectation, data: Any, where: str) -> str | None:
-    matches = [m.value for m in jsonpath(e.path).find(data)]
-    actual = None if not matches else matches[0] if len(matches) == 1 else matches
-    if _holds(e.operator, actual, e.value):
-        return None
-    return f"{where} {e.path} {e.operator} {_show(e.value)}: got {_show(actual)}"
-
-
-def _holds(op: str, actual: Any, expected: Any) -> bool:
-    """cxas-scrapi's operators, with its semantics."""
-    try:
-        if op == "equals":
-            return bool(actual == expected)
-        if op == "contains":
-            return isinstance(actual, (str, list, dict)) and expected in actual
-        if op == "greater_than":
-            return bool(actual > expected)
-        if op == "less_than":
-            return bool(actual < expected)
-        if op == "length_equals":
-            return bool(len(actual) == expected)
-        if op == "length_greater_than":
-            return bool(len(actual) > expected)
-        if op == "length_less_than":
-            return bool(len(actual) < expected)
-    except TypeError:
-        return False
-    if op == "is_null":
-        return actual is None
-    return actual is not None  # is_not_null
-
-
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 200 else text[:197] + "..."
-
-
-# --- running --------------------------------------------------------------------------------
-
-Call = Callable[[Case], Awaitable[dict[str, Any]]]
-
-
-async def run_cases(cases: list[Case], call: Call, parallelism: int = 4) -> list[Result]:
-    gate = asyncio.Semaphore(parallelism)
-
-    async def one(case: Case) -> Result:
-        async with gate:
-            start = time.perf_counter()
-            answer, error = None, None
-            try:
-                answer = await call(case)
-            except ApiError as exc:
-                error = exc
-            except Exception as exc:  # a bad reference or mock in the test itself
-                return Result(case, "error", (str(exc),), time.perf_counter() - start)
-            failures = check(case, answer, error)
-            return Result(case, "failed" if failures else "passed", tuple(failures), time.perf_counter() - start, answer)
-
-    return list(await asyncio.gather(*(one(c) for c in cases)))
-
-
-# --- reporting (pure) -----------------------------------------------------------------------
-
-
-def report(results: list[Result]) -> str:
-    lines = []
-    for r in results:
-        mark = {"passed": "PASS", "failed": "FAIL", "error": "ERROR"}[r.status]
-        lines.append(f"{mark}  {r.case.id}  ({r.case.tool}, {r.seconds * 1000:.0f} ms)")
-        lines += [f"      {m}" for m in r.messages]
-    counts = {s: sum(1 for r in results if r.status == s) for s in ("passed", "failed", "error")}
-    lines.append("")
-    lines.append(f"{len(results)} tests: {counts['passed']} passed, {counts['failed']} failed, {counts['error']} errors")
-    return "\n".join(lines) + "\n"
-
-
-def results_json(results: list[Result]) -> dict[str, Any]:
-    """--format json: counts and one entry per test, with the answer the tool gave."""
-    counts = {s: sum(1 for r in results if r.status == s) for s in ("passed", "failed", "error")}
-    return {
-        "counts": counts,
-        "tests": [
-            {
-                "file": r.case.file,
-                "line": r.case.line,
-                "name": r.case.name,
-                "tool": r.case.tool,
-                "format": r.case.style,
-                "status": r.status,
-                "messages": list(r.messages),
-                "seconds": round(r.seconds, 4),
-                "answer": r.answer,
-            }
-            for r in results
-        ],
-    }
-
-
-def junit_xml(results: list[Result], suite: str = "cesync") -> str:
-    """JUnit XML as CI systems read it: one testsuite per test file."""
-    root = ET.Element("testsuites", name=suite)
-    by_file: dict[str, list[Result]] = {}
-    for r in results:
-        by_file.setdefault(r.case.file, []).append(r)
-    for file, items in by_file.items():
-        node = ET.SubElement(
-            root,
-            "testsuite",
-            name=file,
-            tests=str(len(items)),
-            failures=str(sum(r.status == "failed" for r in items)),
-            errors=str(sum(r.status == "error" for r in items)),
-            time=f"{sum(r.seconds for r in items):.3f}",
-        )
-        for r in items:
-            case = ET.SubElement(
-                node, "testcase", name=r.case.name, classname=file.removesuffix(".yaml"), time=f"{r.seconds:.3f}", file=file
-            )
-            case.set("line", str(r.case.line))
-            if r.status != "passed":
-                tag = "failure" if r.status == "failed" else "error"
-                ET.SubElement(case, tag, message=r.messages[0] if r.messages else r.status).text = "\n".join(r.messages)
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -1,0 +1,113 @@
+"""Matching an answer against a case (pure): subset match with ``$regex``, and the
+JSONPath operators of the cxas-scrapi format."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from jsonpath_ng.ext.parser import parse as jsonpath
+
+from ..errors import ApiError
+from .schema import REGEX, Case, Expectation
+
+__all__ = ["check"]
+
+
+def check(case: Case, answer: dict[str, Any] | None, error: ApiError | None) -> list[str]:
+    """What does not hold; empty when the test passes."""
+    if error is not None:
+        if case.api_error and (case.api_error == error.status or re.search(case.api_error, str(error))):
+            return []
+        return [f"the call failed: {error}"]
+    assert answer is not None
+    if case.api_error:
+        return [f"expected the call to fail with {case.api_error}, but it answered {answer.get('response')}"]
+    response = answer.get("response") or {}
+    variables = answer.get("variables") or {}
+    failures: list[str] = []
+    if case.response is not None:
+        failures += _subset(case.response, response, "response")
+    if case.expect_variables is not None:
+        failures += _subset(case.expect_variables, variables, "variables")
+    failures += [f for e in case.checks if (f := _expect(e, response, "response"))]
+    failures += [f for e in case.variable_checks if (f := _expect(e, variables, "variables"))]
+    tool_error = response.get("error") if isinstance(response, dict) else None
+    if failures and tool_error is not None and not _expects_error(case):
+        # The expectations fail because the tool itself failed: say how, not only "missing".
+        failures.append(f"the tool reported an error: {_show(tool_error)}")
+    return failures
+
+
+def _expects_error(case: Case) -> bool:
+    expected = case.response if isinstance(case.response, dict) else {}
+    return "error" in expected or any(re.match(r"\$\.error\b", e.path) for e in case.checks)
+
+
+def _subset(expected: Any, actual: Any, path: str) -> list[str]:
+    if isinstance(expected, dict) and set(expected) == {REGEX}:
+        pattern = str(expected[REGEX])
+        if isinstance(actual, str) and re.fullmatch(pattern, actual, re.DOTALL):
+            return []
+        return [f"{path}: {_show(actual)} does not match /{pattern}/"]
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict):
+            return [f"{path}: expected a mapping, got {_show(actual)}"]
+        out: list[str] = []
+        for key, value in expected.items():
+            if key not in actual:
+                out.append(f"{path}.{key}: missing (got keys {sorted(actual)})")
+            else:
+                out += _subset(value, actual[key], f"{path}.{key}")
+        return out
+    if isinstance(expected, list):
+        if not isinstance(actual, list) or len(actual) != len(expected):
+            return [f"{path}: expected a list of {len(expected)}, got {_show(actual)}"]
+        return [m for i, (e, a) in enumerate(zip(expected, actual, strict=True)) for m in _subset(e, a, f"{path}[{i}]")]
+    if _equal(expected, actual):
+        return []
+    return [f"{path}: expected {_show(expected)}, got {_show(actual)}"]
+
+
+def _equal(a: Any, b: Any) -> bool:
+    numbers = (int, float)
+    if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool) and not isinstance(b, bool):
+        return float(a) == float(b)
+    return bool(a == b) and type(a) is type(b)
+
+
+def _expect(e: Expectation, data: Any, where: str) -> str | None:
+    matches = [m.value for m in jsonpath(e.path).find(data)]
+    actual = None if not matches else matches[0] if len(matches) == 1 else matches
+    if _holds(e.operator, actual, e.value):
+        return None
+    return f"{where} {e.path} {e.operator} {_show(e.value)}: got {_show(actual)}"
+
+
+def _holds(op: str, actual: Any, expected: Any) -> bool:
+    """cxas-scrapi's operators, with its semantics."""
+    try:
+        if op == "equals":
+            return bool(actual == expected)
+        if op == "contains":
+            return isinstance(actual, (str, list, dict)) and expected in actual
+        if op == "greater_than":
+            return bool(actual > expected)
+        if op == "less_than":
+            return bool(actual < expected)
+        if op == "length_equals":
+            return bool(len(actual) == expected)
+        if op == "length_greater_than":
+            return bool(len(actual) > expected)
+        if op == "length_less_than":
+            return bool(len(actual) < expected)
+    except TypeError:
+        return False
+    if op == "is_null":
+        return actual is None
+    return actual is not None  # is_not_null
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 200 else text[:197] + "..."
