@@ -131,7 +131,7 @@ def schema(out: Path, check: bool) -> None:
 @click.option("--app", default="my-app", show_default=True, help="The CES app id of the local environment.")
 @handled
 def init(directory: Path, app: str) -> None:
-    """Scaffold a new repo: cesync.yaml, an example tool, the JSON Schemas its modelines name, .gitignore."""
+    """Scaffold a new repo: cesync.yaml, an example tool, the JSON Schemas its editor modelines name, .gitignore."""
     from ..scaffold import write_scaffold
 
     for path in write_scaffold(directory, app):
