@@ -15,6 +15,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from .checks import Finding, check_body, lint_keys, suggest
 from .config import Config, Environment, check_segment
 from .errors import CesyncError, ConfigError, Problem
 from .models import TOOL_TYPES, ProtoModel, Tool, Toolset
-from .references import Edge, cycles, names_in
+from .references import Ref, cycles, names_in
 from .yamlfile import Document, Path_, load_text, read_text
 
 __all__ = ["CONFIG_FILE", "KINDS", "Desired", "EnvTarget", "Repo", "load_repo"]
@@ -155,7 +156,7 @@ class Repo:
         problems: list[Problem] = list(self.load_problems)
         out: list[Desired] = []
         known = {(f.kind, f.id) for f in self.files}
-        edges: list[Edge] = []
+        edges: list[Ref] = []
         for src in self.files:
             body, found = _render_file(self.root, src, env, known, edges, memo)
             problems += found
@@ -304,7 +305,7 @@ _Memo = dict[tuple[str, str], tuple[str, str | None, _Rendered]]
 
 
 def _render_file(
-    root: Path, src: SourceFile, env: EnvTarget, known: set[tuple[str, str]], edges: list[Edge], memo: _Memo | None = None
+    root: Path, src: SourceFile, env: EnvTarget, known: set[tuple[str, str]], edges: list[Ref], memo: _Memo | None = None
 ) -> tuple[dict[str, Any] | None, list[Problem]]:
     """${VAR} substitution is per environment; what follows runs again only if it changed the data."""
     doc = src.doc
@@ -320,8 +321,8 @@ def _render_file(
     body, problems, checked, expanded, ref_paths = rendered
     for path, target in names_in(expanded, env.parent):
         if target in known:  # positioned at the {ref:} itself when the name came from one
-            at = doc.problem((*path, "ref") if path in ref_paths else path, "")
-            edges.append(Edge((src.kind, src.id), target, at.file, at.line, at.col))
+            at = partial(doc.problem, (*path, "ref") if path in ref_paths else path, "")
+            edges.append(Ref((src.kind, src.id), target, at))
     problems = [doc.problem(p, m) for p, m in missing] + problems
     if body is None or problems:
         return None, problems
