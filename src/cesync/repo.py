@@ -25,6 +25,7 @@ from ruamel.yaml import YAML
 
 from .checks import Finding, check_body, lint_keys, suggest
 from .config import Config, Environment, check_segment
+from .documents import substitute_url
 from .errors import CesyncError, ConfigError, Problem
 from .models import TOOL_TYPES, ProtoModel, Tool, Toolset
 from .references import Ref, cycles, names_in
@@ -523,7 +524,7 @@ def _env_var(src: SourceFile, body: dict[str, Any], env: EnvTarget) -> list[Prob
                 )
             )
             continue
-        spec = body[field_name] = {**spec, "openApiSchema": spec["openApiSchema"].replace(ENV_VAR, url), "url": url}
+        spec = body[field_name] = {**spec, "openApiSchema": substitute_url(spec["openApiSchema"], ENV_VAR, url), "url": url}
     return problems
 
 
