@@ -302,3 +302,24 @@ def test_official_client_edit_comes_back(tmp_path: Path, emulator: BackgroundSer
     assert r.exit_code == 0, r.output
     assert changed_lines(before, (root / "tools/greet.yaml").read_text()) == (['timeout: "1.5s"'], ['timeout: "7s"'])
     plan_is_empty(root, emulator)
+
+
+def test_line_endings_and_bom_survive_a_pull(tmp_path: Path, emulator: BackgroundServer) -> None:
+    """A CRLF tool file keeps CRLF and its BOM: only the edited line differs, in the dry run too."""
+    root, parent = fresh_repo(tmp_path, emulator)
+    ask = root / "tools/ask.yaml"
+    ask.write_bytes(b"\xef\xbb\xbf" + ask.read_bytes().replace(b"\n", b"\r\n"))
+    before = ask.read_bytes()
+    console_edit(emulator, f"{parent}/tools/ask", "clientFunction.name", _set(["clientFunction", "name"], "ask_person"))
+
+    dry = cli("pull", "--dir", str(root), "--endpoint", emulator.url, "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    changed = [line for line in dry.output.splitlines() if line[:1] in "+-" and line[:3] not in ("---", "+++")]
+    assert changed == ["-  name: ask_user", "+  name: ask_person"], dry.output
+    r = cli("pull", "--dir", str(root), "--endpoint", emulator.url)
+    assert r.exit_code == 0, r.output
+    after = ask.read_bytes()
+    assert after.startswith(b"\xef\xbb\xbf")
+    assert after.count(b"\n") == after.count(b"\r\n"), "the file lost its CRLF line endings"
+    assert [line for line in after.splitlines() if line not in before.splitlines()] == [b"  name: ask_person"]
+    plan_is_empty(root, emulator)

@@ -164,7 +164,8 @@ class _Editor:
 
     def resource(self, src: SourceFile, d: Desired, r: Remote, mask: list[str]) -> bool:
         rel = src.doc.file
-        text = self.result.files.get(rel) or src.path.read_text(encoding="utf-8")
+        edited = self.result.files.get(rel)
+        text = edited.replace("\r\n", "\n") if edited else src.path.read_text(encoding="utf-8")
         yaml, tree = _load_rt(text)
         # Values as cesync compares them (enum names, no defaults), documents as the server keeps the text.
         remote = _restore_documents(canonical(d.kind, d.id, r.body).body, r.body)
@@ -176,8 +177,8 @@ class _Editor:
         if len(self.result.conflicts) > before:
             return False
         new_text = _dump_rt(yaml, tree, text)
-        if new_text != text:
-            self.result.files[rel] = new_text
+        if new_text != text:  # a CRLF file stays CRLF: only the edited lines may differ
+            self.result.files[rel] = new_text.replace("\n", "\r\n") if _uses_crlf(src.path) else new_text
         return True
 
     def _set(self, node: CommentedMap, path: list[str], value: Any, full: Path_) -> None:
@@ -559,6 +560,17 @@ def _json_indent(text: str) -> int | None:
 # --- round-trip loading and dumping --------------------------------------------------------------
 
 
+def _read_exact(path: Path) -> str:
+    """The text with its own line endings, so a diff shows the bytes that change."""
+    with open(path, encoding="utf-8", newline="") as fh:
+        return fh.read()
+
+
+def _uses_crlf(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        return b"\r\n" in fh.read(65536)
+
+
 def _load_rt(text: str) -> tuple[YAML, Any]:
     yaml = YAML(typ="rt", pure=True)
     yaml.preserve_quotes = True
@@ -601,7 +613,7 @@ def unified_diffs(root: Path, files: Mapping[str, str | None]) -> str:
     out: list[str] = []
     for rel in sorted(files):
         path = root / rel
-        old = path.read_text(encoding="utf-8") if path.is_file() else ""
+        old = _read_exact(path) if path.is_file() else ""
         new = files[rel] or ""
         a = f"a/{rel}" if path.is_file() else "/dev/null"
         b = f"b/{rel}" if files[rel] is not None else "/dev/null"
