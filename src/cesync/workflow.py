@@ -16,7 +16,7 @@ from pathlib import Path
 from .client import connect
 from .client.api import CesClient, RetryPolicy
 from .diff import Remote
-from .errors import CesyncError
+from .errors import CesyncError, ConfigError
 from .export import ExportedRepo, Resource, export_repo, modeline
 from .files import write_tree
 from .models import TOOL_TYPES
@@ -184,7 +184,12 @@ def find_apps(root: Path, env_names: set[str] | None = None) -> list[dict[str, s
         rel = config.parent.relative_to(root)
         if any(part in SKIP_DIRS or part.startswith(".") for part in rel.parts):
             continue
-        repo = load_repo(config.parent, resources=False)
+        try:
+            repo = load_repo(config.parent, resources=False)
+        except ConfigError as exc:  # name the folder: every app has a cesync.yaml
+            if not rel.parts:
+                raise
+            raise ConfigError([dataclasses.replace(p, file=f"{rel.as_posix()}/{p.file}") for p in exc.problems]) from exc
         for name in repo.env_names:
             if env_names and name not in env_names:
                 continue
