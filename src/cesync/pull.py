@@ -52,7 +52,7 @@ from .normalize import DOCUMENT_FIELDS, MODELS, canonical
 from .normalize import _scalar as _proto_scalar
 from .plan import COLLECTION
 from .protojson import is_default
-from .repo import ENV_VAR, INCLUDABLE, VAR_RE, Desired, EnvTarget, Repo, SourceFile
+from .repo import ENV_VAR, INCLUDABLE, VAR_ENV_PREFIX, VAR_RE, Desired, EnvTarget, Repo, SourceFile
 from .yamlfile import Path_
 from .yamlout import _block_safe
 
@@ -256,8 +256,8 @@ class _Editor:
         def sub(m: re.Match[str]) -> str:
             if m.group(1):
                 return m.group(0)[1:]
-            name = m.group(2)
-            return self.env.overrides.get(name, os.environ.get(name, self.env.vars.get(name, m.group(0))))
+            value = self.env.var(m.group(2))
+            return m.group(0) if value is None else value
 
         return VAR_RE.sub(sub, text)
 
@@ -281,8 +281,8 @@ class _Editor:
     def _var_home(self, name: str) -> str:
         if name in self.env.overrides:
             return f"the value given with --var/--var-file for {name}"
-        if name in os.environ:
-            return f"the process environment variable {name}"
+        if VAR_ENV_PREFIX + name in os.environ:
+            return f"the process environment variable {VAR_ENV_PREFIX}{name}"
         if name in self.own_vars:
             return f"environments.{self.env.name}.vars.{name}"
         return f"defaults.vars.{name}"

@@ -39,6 +39,10 @@ ID_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_-]{0,127}\Z")  # \Z: "$" would let a
 VAR_SPAN = r"\{([^}]*)\}?"  # what follows "$" (or the escape "$$") in a ${NAME} reference
 VAR_RE = re.compile(r"\$(\$?)" + VAR_SPAN)
 VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# The process environment gives ${NAME} only as CESYNC_VAR_NAME (as Terraform's TF_VAR_):
+# a pull request's author writes every repo file, so reading plain NAME would let one print
+# GITHUB_TOKEN or any other secret of the CI job in a plan.
+VAR_ENV_PREFIX = "CESYNC_VAR_"
 INCLUDABLE = {"openApiSchema", "pythonCode", "pythonScript"}
 ENV_VAR = "$env_var"
 SERVER_SET = {"name", "etag"}
@@ -71,6 +75,13 @@ class EnvTarget:
     @property
     def parent(self) -> str:
         return f"projects/{self.project}/locations/{self.location}/apps/{self.app}"
+
+    def var(self, name: str) -> str | None:
+        """${NAME}'s value: --var/--var-file, the process's CESYNC_VAR_NAME, the environment's vars, defaults.vars."""
+        if name in self.overrides:
+            return self.overrides[name]
+        value = os.environ.get(VAR_ENV_PREFIX + name)
+        return self.vars.get(name) if value is None else value
 
 
 @dataclass(frozen=True)
@@ -376,7 +387,7 @@ def _finding(f: Finding, doc: Document, includes: dict[Path_, tuple[str, int]]) 
 
 
 def _substitute(data: Any, env: EnvTarget, path: Path_) -> tuple[Any, list[tuple[Path_, str]]]:
-    """Replace ${NAME} in every string: process env, then env vars, then defaults."""
+    """Replace ${NAME} in every string (values: :meth:`EnvTarget.var`)."""
     if isinstance(data, dict):
         out, missing = {}, []
         for k, v in data.items():
@@ -403,13 +414,13 @@ def _substitute(data: Any, env: EnvTarget, path: Path_) -> tuple[Any, list[tuple
                 (path, f"malformed variable reference '{match.group(0)}': write ${{NAME}}, or $${{ for a literal ${{")
             )
             return match.group(0)
-        value = env.overrides.get(name, os.environ.get(name, env.vars.get(name)))
+        value = env.var(name)
         if value is None:
             problems.append(
                 (
                     path,
-                    f"variable '{name}' is not set for environment '{env.name}' "
-                    f"(set it in environments.{env.name}.vars, defaults.vars or the process environment)",
+                    f"variable '{name}' is not set for environment '{env.name}' (set it in environments.{env.name}.vars, "
+                    f"defaults.vars, --var or the process environment as {VAR_ENV_PREFIX}{name}; a plain {name} is never read)",
                 )
             )
             return match.group(0)
