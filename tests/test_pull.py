@@ -323,3 +323,24 @@ def test_line_endings_and_bom_survive_a_pull(tmp_path: Path, emulator: Backgroun
     assert after.count(b"\n") == after.count(b"\r\n"), "the file lost its CRLF line endings"
     assert [line for line in after.splitlines() if line not in before.splitlines()] == [b"  name: ask_person"]
     plan_is_empty(root, emulator)
+
+
+def test_pull_writes_only_inside_the_repo(tmp_path: Path) -> None:
+    # A pull request can commit a symlinked folder (code -> ~/.ssh) or a symlink named like pull's
+    # temporary file; a later pull must not write through either.
+    from cesync.errors import CesyncError
+    from cesync.pull import write_files
+
+    root, outside = tmp_path / "repo", tmp_path / "outside"
+    (root / "tools").mkdir(parents=True)
+    outside.mkdir()
+    victim = outside / "victim"
+    victim.write_text("keep\n")
+    (root / "code").symlink_to(outside)
+    (root / "tools" / ".x.yaml.cesync-tmp").symlink_to(victim)
+    with pytest.raises(CesyncError, match="outside the repo"):
+        write_files(root, {"code/new.py": "evil\n", "tools/x.yaml": "new\n"})
+    assert sorted(p.name for p in outside.iterdir()) == ["victim"]
+    write_files(root, {"tools/x.yaml": "new\n"})
+    assert victim.read_text() == "keep\n"
+    assert (root / "tools" / "x.yaml").read_text() == "new\n"

@@ -45,7 +45,7 @@ from ruamel.yaml.scalarstring import (
 from .diff import Remote, diff_resource
 from .diff import _get as _get
 from .documents import parse_document
-from .errors import Problem
+from .errors import CesyncError, Problem
 from .export import LOADER_VAR, Resource, _restore_documents, export_repo
 from .models import FieldSpec, Kind, ProtoModel, specs
 from .normalize import DOCUMENT_FIELDS, MODELS, canonical
@@ -626,14 +626,21 @@ def unified_diffs(root: Path, files: Mapping[str, str | None]) -> str:
 def write_files(root: Path, files: Mapping[str, str | None]) -> None:
     """Every new text to a temporary file first, then renamed into place; deletions last."""
     staged: list[tuple[Path, Path]] = []
+    inside = root.resolve()
     try:
         for rel, text in sorted(files.items()):
             if text is None:
                 continue
             path = root / rel
+            if not path.resolve().is_relative_to(inside):
+                raise CesyncError(
+                    f"{rel}: resolves outside the repo (a symlinked folder or file); pull writes only inside "
+                    "the repo. Nothing was written"
+                )
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(f".{path.name}.cesync-tmp")
-            with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            tmp.unlink(missing_ok=True)  # a planted symlink by that name would take the write elsewhere
+            with open(tmp, "x", encoding="utf-8", newline="") as fh:
                 fh.write(text)
             staged.append((tmp, path))
     except BaseException:
