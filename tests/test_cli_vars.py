@@ -48,11 +48,11 @@ def test_every_rendering_command_takes_var_and_var_file(tmp_path: Path, command:
 
 def test_var_wins_over_the_process_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = make_repo(tmp_path, {"tools/s.yaml": TOOL})
-    monkeypatch.setenv("SEARCH_NAME", "from_env")
+    monkeypatch.setenv("CESYNC_VAR_SEARCH_NAME", "from_env")
     assert cli("apply", "--dir", str(root), "--auto-approve", "--var", "SEARCH_NAME=from_var").exit_code == 0
     r = cli("plan", "--dir", str(root), "--detailed-exitcode")
     assert r.exit_code == 2 and '"from_var" -> "from_env"' in r.output
-    assert os.environ["SEARCH_NAME"] == "from_env"
+    assert os.environ["CESYNC_VAR_SEARCH_NAME"] == "from_env"
 
 
 @pytest.mark.parametrize(

@@ -114,7 +114,7 @@ MCP = """mcpToolset:
 @pytest.mark.parametrize("value", ["sk-literal-1234", "${MCP_KEY}", "$context.variables.", "Bearer $context.variables.t"])
 def test_mcp_custom_headers_must_be_context_variables(tmp_path: Path, value: str) -> None:
     root = make_repo(tmp_path, {"toolsets/mcp.yaml": MCP.format(value=value)})
-    result = cesync("validate", "--dir", str(root), env={"MCP_KEY": "from-the-environment"})
+    result = cesync("validate", "--dir", str(root), env={"CESYNC_VAR_MCP_KEY": "from-the-environment"})
     assert result.returncode == 1
     assert "toolsets/mcp.yaml:5:16: customHeaders.X-Api-Key must be $context.variables.<name>" in result.stderr
     assert "apiKeySecretVersion" in result.stderr and "from-the-environment" not in result.stderr

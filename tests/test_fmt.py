@@ -75,3 +75,19 @@ def test_any_key_order_formats_to_the_same_text(order: list[str]) -> None:
         "timeout",
         "toolFakeConfig",
     ]
+
+
+def test_crlf_files_keep_their_line_endings(tmp_path: Path) -> None:
+    """A Windows checkout (git autocrlf) is not 'not canonical', and fmt does not turn it into LF."""
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "pull", root)
+    assert cli("fmt", "--dir", str(root)).exit_code == 0
+    tool = root / "tools" / "ask.yaml"
+    for path in root.rglob("*.yaml"):
+        path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
+    r = cli("fmt", "--dir", str(root), "--check")
+    assert r.exit_code == 0, r.output
+    text = tool.read_bytes().decode()
+    tool.write_bytes(("executionType: ASYNCHRONOUS\r\n" + text.replace("executionType: ASYNCHRONOUS\r\n", "")).encode())
+    assert cli("fmt", "--dir", str(root)).exit_code == 0
+    assert tool.read_bytes().decode() == text

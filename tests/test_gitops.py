@@ -221,6 +221,15 @@ def test_matrix_lists_every_app_and_environment(tmp_path: Path) -> None:
     assert "ok: 14 files in support-bot valid" in bad.stdout
 
 
+def test_matrix_names_the_folder_of_a_broken_cesync_yaml(tmp_path: Path) -> None:
+    for app in ("a", "b"):
+        shutil.copytree(EXAMPLES / "support-bot", tmp_path / "apps" / app, ignore=shutil.ignore_patterns(".cesync"))
+    config = tmp_path / "apps" / "b" / "cesync.yaml"
+    config.write_text(config.read_text().replace("version: 1", "version: 1\nbogus: 1"))
+    r = cesync("matrix", "--root", str(tmp_path))
+    assert r.returncode == 1 and r.stderr.startswith("apps/b/cesync.yaml:"), r.stderr
+
+
 # --- lint of what CI runs ---------------------------------------------------------------------
 
 WORKFLOWS = sorted((EXAMPLES / "ci" / "github").glob("*.yml"))

@@ -202,7 +202,7 @@ async def _remote(transport: httpx.AsyncBaseTransport, parent: str) -> list[Remo
 schema_leaf = st.fixed_dictionaries(
     {"type": st.sampled_from(["STRING", "INTEGER", "NUMBER", "BOOLEAN"])},
     optional={
-        "description": st.text(max_size=10),
+        "description": st.text(max_size=10) | st.text(alphabet=" \t\r\n\x85\u2028\u2029\ufeff'\"#:-a", max_size=4),
         "nullable": st.booleans(),
         "minimum": st.integers(-5, 5),
         "enum": st.lists(st.text("abc", min_size=1, max_size=3), max_size=2),

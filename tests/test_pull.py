@@ -302,3 +302,45 @@ def test_official_client_edit_comes_back(tmp_path: Path, emulator: BackgroundSer
     assert r.exit_code == 0, r.output
     assert changed_lines(before, (root / "tools/greet.yaml").read_text()) == (['timeout: "1.5s"'], ['timeout: "7s"'])
     plan_is_empty(root, emulator)
+
+
+def test_line_endings_and_bom_survive_a_pull(tmp_path: Path, emulator: BackgroundServer) -> None:
+    """A CRLF tool file keeps CRLF and its BOM: only the edited line differs, in the dry run too."""
+    root, parent = fresh_repo(tmp_path, emulator)
+    ask = root / "tools/ask.yaml"
+    ask.write_bytes(b"\xef\xbb\xbf" + ask.read_bytes().replace(b"\n", b"\r\n"))
+    before = ask.read_bytes()
+    console_edit(emulator, f"{parent}/tools/ask", "clientFunction.name", _set(["clientFunction", "name"], "ask_person"))
+
+    dry = cli("pull", "--dir", str(root), "--endpoint", emulator.url, "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    changed = [line for line in dry.output.splitlines() if line[:1] in "+-" and line[:3] not in ("---", "+++")]
+    assert changed == ["-  name: ask_user", "+  name: ask_person"], dry.output
+    r = cli("pull", "--dir", str(root), "--endpoint", emulator.url)
+    assert r.exit_code == 0, r.output
+    after = ask.read_bytes()
+    assert after.startswith(b"\xef\xbb\xbf")
+    assert after.count(b"\n") == after.count(b"\r\n"), "the file lost its CRLF line endings"
+    assert [line for line in after.splitlines() if line not in before.splitlines()] == [b"  name: ask_person"]
+    plan_is_empty(root, emulator)
+
+
+def test_pull_writes_only_inside_the_repo(tmp_path: Path) -> None:
+    # A pull request can commit a symlinked folder (code -> ~/.ssh) or a symlink named like pull's
+    # temporary file; a later pull must not write through either.
+    from cesync.errors import CesyncError
+    from cesync.pull import write_files
+
+    root, outside = tmp_path / "repo", tmp_path / "outside"
+    (root / "tools").mkdir(parents=True)
+    outside.mkdir()
+    victim = outside / "victim"
+    victim.write_text("keep\n")
+    (root / "code").symlink_to(outside)
+    (root / "tools" / ".x.yaml.cesync-tmp").symlink_to(victim)
+    with pytest.raises(CesyncError, match="outside the repo"):
+        write_files(root, {"code/new.py": "evil\n", "tools/x.yaml": "new\n"})
+    assert sorted(p.name for p in outside.iterdir()) == ["victim"]
+    write_files(root, {"tools/x.yaml": "new\n"})
+    assert victim.read_text() == "keep\n"
+    assert (root / "tools" / "x.yaml").read_text() == "new\n"

@@ -18,6 +18,13 @@ from tests.helpers import make_repo
 BOMB = "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
     f"{chr(98 + i)}: &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8)
 )
+# Few nodes, but one long string repeated: 3,000 x 20 kB = 60 MB of data from a 45 kB file.
+TEXT_BOMB = (
+    f'clientFunction:\n  name: f\n  description: &a "{"x" * 20_000}"\n'
+    "  parameters:\n    type: OBJECT\n    properties: {p0: &s {type: STRING, description: *a}, "
+    + ", ".join(f"p{i}: *s" for i in range(1, 3000))
+    + "}\n"
+)
 
 CASES = [
     # (id, file, content, expected "file:line:col: message" fragment)
@@ -118,6 +125,7 @@ CASES = [
     ("non-utf8", "tools/x.yaml", b"clientFunction: {name: \xff}\n", "tools/x.yaml:1:24: not UTF-8"),
     ("binary", "tools/x.yaml", b"\x00\x01\x02", "binary file"),
     ("alias-bomb", "tools/x.yaml", BOMB, "alias bomb"),
+    ("alias-text-bomb", "tools/x.yaml", TEXT_BOMB, "alias bomb"),
     ("duplicate-id", "tools/y.yaml", "id: greet\nclientFunction: {name: y}\n", "duplicate tool id 'greet'"),
     ("duplicate-name", "tools/y.yaml", "clientFunction: {name: greet}\n", "duplicate tool name 'greet'"),
     (

@@ -31,6 +31,8 @@ def test_init_writes_the_schemas_its_modelines_name(tmp_path: Path) -> None:
     assert modelines_resolve(tmp_path, [p for p in written if p.suffix == ".yaml"]) == 2
     assert cli("schema", "--check", "--out", str(tmp_path / "schemas")).exit_code == 0
     assert cli("validate", "--dir", str(tmp_path)).exit_code == 0
+    fmt = cli("fmt", "--check", "--dir", str(tmp_path))  # a fresh repo passes the cesync-fmt hook
+    assert fmt.exit_code == 0, fmt.output
 
 
 def test_exported_repo_modelines_resolve(tmp_path: Path) -> None:

@@ -113,7 +113,7 @@ def test_secret_never_appears_in_any_channel(old: str, new: str, forge: Any, cap
         root = _repo(Path(tmp))
         run = Runner(root, caplog)
         d = ["--dir", str(root), "--env", "local"]
-        env = {"API_KEY": old, "NO_COLOR": "1"}
+        env = {"CESYNC_VAR_API_KEY": old, "NO_COLOR": "1"}
         for fmt in ("text", "markdown", "json"):
             run("plan", *d, "--format", fmt, env=env)
         run("apply", *d, "--auto-approve", env=env)
@@ -123,7 +123,7 @@ def test_secret_never_appears_in_any_channel(old: str, new: str, forge: Any, cap
         files = [p.read_text() for p in exported.rglob("*") if p.is_file() and ".cesync" not in p.parts]
         assert "${API_KEY}" in "".join(files)
         run("pull", *d, "--dry-run", env=env)  # nothing differs: still an output
-        env = {"API_KEY": new, "NO_COLOR": "1"}
+        env = {"CESYNC_VAR_API_KEY": new, "NO_COLOR": "1"}
         for extra in ((), ("--inline",)):  # the app still holds the old value: pull names the variable only
             pulled = run("pull", *d, "--dry-run", *extra, env=env, code=1)
             assert "API_KEY is a sensitive variable" in pulled
@@ -154,14 +154,14 @@ def test_log_records_are_scrubbed(caplog: pytest.LogCaptureFixture, tmp_path: Pa
     from cesync.workflow import open_context
 
     root = _repo(tmp_path)
-    os.environ["API_KEY"] = "sk-logged-value-123"
+    os.environ["CESYNC_VAR_API_KEY"] = "sk-logged-value-123"
     try:
         open_context(root, "local")
         with caplog.at_level(logging.DEBUG):
             logging.getLogger("httpx").debug("request body %s", {"url": "x?key=sk-logged-value-123"})
         assert "sk-logged-value-123" not in caplog.text and MASK in caplog.text
     finally:
-        del os.environ["API_KEY"]
+        del os.environ["CESYNC_VAR_API_KEY"]
         forget()
 
 
@@ -209,7 +209,7 @@ def test_error_message_echoing_the_body_is_scrubbed(tmp_path: Path) -> None:
             for fmt in ("text", "json"):
                 result = cesync(
                     "apply", "--dir", str(root), "--env", "local", "--auto-approve", "--format", fmt,
-                    env={"API_KEY": value, "CES_EMULATOR_HOST": host},
+                    env={"CESYNC_VAR_API_KEY": value, "CES_EMULATOR_HOST": host},
                 )  # fmt: skip
                 assert result.returncode == 1 and "Invalid JSON payload received" in result.stdout + result.stderr
                 for text in (result.stdout, result.stderr):
@@ -224,20 +224,24 @@ def test_saved_plan_with_another_value_is_refused_before_any_write(tmp_path: Pat
     planfile = tmp_path / "plan.json"
     with BackgroundServer() as emu:
         env = {"CES_EMULATOR_HOST": emu.host}
-        made = cesync("plan", "--dir", str(root), "--env", "local", "--out", str(planfile), env={**env, "API_KEY": "sk-one-1234"})
+        made = cesync(
+            "plan", "--dir", str(root), "--env", "local", "--out", str(planfile), env={**env, "CESYNC_VAR_API_KEY": "sk-one-1234"}
+        )
         assert made.returncode == 0, made.stderr
         saved = planfile.read_text()
         assert "sk-one-1234" not in saved and '"API_KEY": "hmac-sha256:' in saved
         for apply_env, message in (
-            ({"API_KEY": "sk-two-5678"}, "sensitive variable API_KEY has another value"),
-            ({"API_KEY": "sk-one-1234", "CESYNC_PLAN_KEY": "k"}, "CESYNC_PLAN_KEY differs"),
+            ({"CESYNC_VAR_API_KEY": "sk-two-5678"}, "sensitive variable API_KEY has another value"),
+            ({"CESYNC_VAR_API_KEY": "sk-one-1234", "CESYNC_PLAN_KEY": "k"}, "CESYNC_PLAN_KEY differs"),
             ({}, "variable 'API_KEY' is not set"),
         ):
             result = cesync("apply", str(planfile), "--dir", str(root), "--auto-approve", env={**env, **apply_env})
             assert result.returncode == 1 and message in result.stderr, result.stderr
         state = httpx.get(f"{emu.url}/admin/state").json()
         assert "orders" not in json.dumps(state)  # the emulator saw no write
-        ok = cesync("apply", str(planfile), "--dir", str(root), "--auto-approve", env={**env, "API_KEY": "sk-one-1234"})
+        ok = cesync(
+            "apply", str(planfile), "--dir", str(root), "--auto-approve", env={**env, "CESYNC_VAR_API_KEY": "sk-one-1234"}
+        )
         assert ok.returncode == 0, ok.stderr
         assert "sk-one-1234" in json.dumps(httpx.get(f"{emu.url}/admin/state").json())  # the real value was applied
 
@@ -245,7 +249,7 @@ def test_saved_plan_with_another_value_is_refused_before_any_write(tmp_path: Pat
 def test_plan_key_from_the_environment(tmp_path: Path) -> None:
     root = _repo(tmp_path)
     planfile = tmp_path / "plan.json"
-    env = {"API_KEY": "sk-keyed-1234", "CESYNC_PLAN_KEY": "ci-secret"}
+    env = {"CESYNC_VAR_API_KEY": "sk-keyed-1234", "CESYNC_PLAN_KEY": "ci-secret"}
     assert cesync("plan", "--dir", str(root), "--env", "local", "--out", str(planfile), env=env).returncode == 0
     sealed = json.loads(planfile.read_text())["sensitive"]
     assert sealed["key"] == "CESYNC_PLAN_KEY" and len(sealed["salt"]) == 32

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cesync.repo import load_repo
+from cesync.yamlfile import SLOW, Document, fast_load, load_text
 from cesync.yamlout import _fast_yaml, _ruamel_yaml, to_yaml
 from tests.conftest import EXAMPLES
 
@@ -91,6 +92,30 @@ def check(data: Any) -> None:
 @given(st.dictionaries(keys, values, min_size=1, max_size=5))
 def test_fast_writer_matches_ruamel(data: dict[str, Any]) -> None:
     check(data)
+
+
+# Characters YAML readers treat specially: every line break YAML 1.1 knows (libyaml and
+# ruamel read \x85, \u2028, \u2029 and \r as breaks), BOM, tabs, quotes, indicators.
+SPECIAL = st.sampled_from(
+    ["\x85", "\u2028", "\u2029", "\r", "\r\n", "\n", "\ufeff", "\t", " ", "'", '"', "\\", "#", ":", "-", "a"]
+)
+special_text = st.lists(SPECIAL | st.characters(exclude_categories=["Cs"]), max_size=8).map("".join)
+special_values = st.recursive(
+    special_text | scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(special_text, inner, max_size=3),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(special_text | keys, special_values, min_size=1, max_size=4))
+def test_written_yaml_reads_back_exactly(data: dict[str, Any]) -> None:
+    """What export writes, both readers (libyaml's fast path and ruamel's) read back unchanged."""
+    text = to_yaml(data)
+    doc = load_text(text, "x.yaml")
+    assert isinstance(doc, Document) and doc.data == data, text
+    fast = fast_load(text)
+    assert fast is SLOW or fast == data, text
 
 
 def test_plans_of_real_bodies_take_the_fast_path(tmp_path: Path) -> None:

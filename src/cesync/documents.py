@@ -7,8 +7,10 @@ lint checks, for every environment and on both sides of the diff.
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import json
+import re
 from typing import Any
 
 from ruamel.yaml import YAML
@@ -16,16 +18,59 @@ from ruamel.yaml.error import YAMLError
 
 from .yamlfile import SLOW, fast_load
 
-__all__ = ["parse_document", "python_functions"]
+__all__ = ["parse_document", "python_functions", "substitute_url"]
 
 
-@functools.lru_cache(maxsize=4096)
 def parse_document(text: str) -> Any:
     """Parse OpenAPI text (JSON or YAML) into data; raises ValueError on failure.
 
     Cached by content: one plan meets the same schema in the render check and on both
     sides of the diff. The result is shared, so callers must not modify it.
     """
+    derived = _SUBSTITUTED.get(text, _NOT_DERIVED)
+    return derived if derived is not _NOT_DERIVED else _parse_document(text)
+
+
+# The data of documents made by substitute_url, by their text: both sides of the diff
+# parse the substituted text, whose data is known from the unsubstituted one's.
+_SUBSTITUTED: dict[str, Any] = {}
+_NOT_DERIVED = object()
+
+# A URL that reads the same substituted into a document's text as into its parsed strings:
+# a scheme (so never a number, boolean or null once substituted), no quote, escape, space,
+# comment, flow or indicator character, and no ':' at the end (which could make a key).
+_PLAIN_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[A-Za-z0-9._~/?&=%+@:-]*[A-Za-z0-9._~/?&=%+@-]")
+
+
+def substitute_url(text: str, placeholder: str, url: str) -> str:
+    """text with placeholder replaced by url; its data is derived without parsing it again."""
+    out = text.replace(placeholder, url)
+    if out not in _SUBSTITUTED and _PLAIN_URL.fullmatch(url):
+        with contextlib.suppress(ValueError, _KeyPlaceholder):  # else parsed from the text when asked
+            _SUBSTITUTED[out] = _substituted(_parse_document(text), placeholder, url)
+    return out
+
+
+class _KeyPlaceholder(Exception):
+    """The placeholder in a mapping key: such a document is parsed from its text (keys could collide)."""
+
+
+def _substituted(data: Any, placeholder: str, url: str) -> Any:
+    """A copy of parsed (shared, cached) data with placeholder replaced in every string."""
+    if isinstance(data, str):
+        return data.replace(placeholder, url) if placeholder in data else data
+    if isinstance(data, dict):
+        if any(isinstance(k, str) and placeholder in k for k in data):
+            raise _KeyPlaceholder
+        return {k: _substituted(v, placeholder, url) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_substituted(v, placeholder, url) for v in data]
+    return data
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_document(text: str) -> Any:
+    """parse_document, uncached by substitution."""
     stripped = text.lstrip()
     if stripped.startswith("{"):
         try:

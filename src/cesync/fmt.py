@@ -43,8 +43,10 @@ def format_repo(root: Path) -> tuple[dict[str, str], list[Problem]]:
         if isinstance(text, Problem):
             problems.append(text)
             continue
-        try:
-            new = format_text(text, model)
+        try:  # line endings are the checkout's business (git autocrlf), not the layout's
+            new = format_text(text.replace("\r\n", "\n"), model)
+            if "\r\n" in text:
+                new = new.replace("\n", "\r\n")
         except YAMLError as exc:
             problems.append(Problem(rel, 1, 1, f"invalid YAML, not formatted: {' '.join(str(exc).split())}"))
             continue

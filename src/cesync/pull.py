@@ -45,14 +45,14 @@ from ruamel.yaml.scalarstring import (
 from .diff import Remote, diff_resource
 from .diff import _get as _get
 from .documents import parse_document
-from .errors import Problem
+from .errors import CesyncError, Problem
 from .export import LOADER_VAR, Resource, _restore_documents, export_repo
 from .models import FieldSpec, Kind, ProtoModel, specs
 from .normalize import DOCUMENT_FIELDS, MODELS, canonical
 from .normalize import _scalar as _proto_scalar
 from .plan import COLLECTION
 from .protojson import is_default
-from .repo import ENV_VAR, INCLUDABLE, VAR_RE, Desired, EnvTarget, Repo, SourceFile
+from .repo import ENV_VAR, INCLUDABLE, VAR_ENV_PREFIX, VAR_RE, Desired, EnvTarget, Repo, SourceFile
 from .yamlfile import Path_
 from .yamlout import _block_safe
 
@@ -174,7 +174,8 @@ class _Editor:
 
     def resource(self, src: SourceFile, d: Desired, r: Remote, mask: list[str]) -> bool:
         rel = src.doc.file
-        text = self.result.files.get(rel) or src.path.read_text(encoding="utf-8")
+        edited = self.result.files.get(rel)
+        text = edited.replace("\r\n", "\n") if edited else src.path.read_text(encoding="utf-8")
         yaml, tree = _load_rt(text)
         # Values as cesync compares them (enum names, no defaults), documents as the server keeps the text.
         remote = _restore_documents(canonical(d.kind, d.id, r.body).body, r.body)
@@ -186,8 +187,8 @@ class _Editor:
         if len(self.result.conflicts) > before:
             return False
         new_text = _dump_rt(yaml, tree, text)
-        if new_text != text:
-            self.result.files[rel] = new_text
+        if new_text != text:  # a CRLF file stays CRLF: only the edited lines may differ
+            self.result.files[rel] = new_text.replace("\n", "\r\n") if _uses_crlf(src.path) else new_text
         return True
 
     def _set(self, node: CommentedMap, path: list[str], value: Any, full: Path_) -> None:
@@ -275,8 +276,8 @@ class _Editor:
         def sub(m: re.Match[str]) -> str:
             if m.group(1):
                 return m.group(0)[1:]
-            name = m.group(2)
-            return self.env.overrides.get(name, os.environ.get(name, self.env.vars.get(name, m.group(0))))
+            value = self.env.var(m.group(2))
+            return m.group(0) if value is None else value
 
         return VAR_RE.sub(sub, text)
 
@@ -300,8 +301,8 @@ class _Editor:
     def _var_home(self, name: str) -> str:
         if name in self.env.overrides:
             return f"the value given with --var/--var-file for {name}"
-        if name in os.environ:
-            return f"the process environment variable {name}"
+        if VAR_ENV_PREFIX + name in os.environ:
+            return f"the process environment variable {VAR_ENV_PREFIX}{name}"
         if name in self.own_vars:
             return f"environments.{self.env.name}.vars.{name}"
         return f"defaults.vars.{name}"
@@ -579,6 +580,17 @@ def _json_indent(text: str) -> int | None:
 # --- round-trip loading and dumping --------------------------------------------------------------
 
 
+def _read_exact(path: Path) -> str:
+    """The text with its own line endings, so a diff shows the bytes that change."""
+    with open(path, encoding="utf-8", newline="") as fh:
+        return fh.read()
+
+
+def _uses_crlf(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        return b"\r\n" in fh.read(65536)
+
+
 def _load_rt(text: str) -> tuple[YAML, Any]:
     yaml = YAML(typ="rt", pure=True)
     yaml.preserve_quotes = True
@@ -621,7 +633,7 @@ def unified_diffs(root: Path, files: Mapping[str, str | None]) -> str:
     out: list[str] = []
     for rel in sorted(files):
         path = root / rel
-        old = path.read_text(encoding="utf-8") if path.is_file() else ""
+        old = _read_exact(path) if path.is_file() else ""
         new = files[rel] or ""
         a = f"a/{rel}" if path.is_file() else "/dev/null"
         b = f"b/{rel}" if files[rel] is not None else "/dev/null"
@@ -634,14 +646,21 @@ def unified_diffs(root: Path, files: Mapping[str, str | None]) -> str:
 def write_files(root: Path, files: Mapping[str, str | None]) -> None:
     """Every new text to a temporary file first, then renamed into place; deletions last."""
     staged: list[tuple[Path, Path]] = []
+    inside = root.resolve()
     try:
         for rel, text in sorted(files.items()):
             if text is None:
                 continue
             path = root / rel
+            if not path.resolve().is_relative_to(inside):
+                raise CesyncError(
+                    f"{rel}: resolves outside the repo (a symlinked folder or file); pull writes only inside "
+                    "the repo. Nothing was written"
+                )
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(f".{path.name}.cesync-tmp")
-            with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            tmp.unlink(missing_ok=True)  # a planted symlink by that name would take the write elsewhere
+            with open(tmp, "x", encoding="utf-8", newline="") as fh:
                 fh.write(text)
             staged.append((tmp, path))
     except BaseException:

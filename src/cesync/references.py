@@ -9,14 +9,14 @@ that closes it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import Problem
 from .yamlfile import Path_
 
-__all__ = ["Edge", "Key", "cycles", "names_in"]
+__all__ = ["Edge", "Key", "Ref", "cycles", "names_in"]
 
 Key = tuple[str, str]  # (kind, id)
 KIND_OF = {"tools": "tool", "toolsets": "toolset"}
@@ -29,6 +29,15 @@ class Edge:
     file: str
     line: int
     col: int
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A reference whose position is computed only if a cycle is reported (it may need a slow parse)."""
+
+    source: Key
+    target: Key
+    at: Callable[[], Problem]
 
 
 def names_in(data: Any, parent: str) -> Iterator[tuple[Path_, Key]]:
@@ -46,8 +55,34 @@ def names_in(data: Any, parent: str) -> Iterator[tuple[Path_, Key]]:
                 yield path, (KIND_OF[collection], rid)
 
 
-def cycles(edges: list[Edge]) -> list[Problem]:
+def cycles(refs: list[Ref]) -> list[Problem]:
     """One problem per reference that closes a cycle, at that reference's position."""
+    if not _has_cycle({(r.source, r.target) for r in refs if r.source != r.target}):
+        return []
+    edges = [Edge(r.source, r.target, p.file, p.line, p.col) for r in refs for p in (r.at(),)]
+    return _closing(edges)
+
+
+def _has_cycle(pairs: set[tuple[Key, Key]]) -> bool:
+    """Whether the graph has a cycle (Kahn's algorithm): no positions needed to know that."""
+    targets: dict[Key, list[Key]] = {}
+    indegree: dict[Key, int] = {}
+    for source, target in pairs:
+        targets.setdefault(source, []).append(target)
+        indegree[target] = indegree.get(target, 0) + 1
+        indegree.setdefault(source, 0)
+    ready = [k for k, n in indegree.items() if n == 0]
+    removed = 0
+    while ready:
+        removed += 1
+        for target in targets.get(ready.pop(), ()):
+            indegree[target] -= 1
+            if indegree[target] == 0:
+                ready.append(target)
+    return removed < len(indegree)
+
+
+def _closing(edges: list[Edge]) -> list[Problem]:
     graph: dict[Key, list[Edge]] = {}
     for e in sorted(set(edges)):
         if e.source != e.target:  # a resource naming itself is no ordering problem

@@ -15,6 +15,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -24,9 +25,10 @@ from ruamel.yaml import YAML
 
 from .checks import Finding, check_body, lint_keys, suggest
 from .config import Config, Environment, check_segment
+from .documents import substitute_url
 from .errors import CesyncError, ConfigError, Problem
 from .models import TOOL_TYPES, ProtoModel, Tool, Toolset
-from .references import Edge, cycles, names_in
+from .references import Ref, cycles, names_in
 from .yamlfile import Document, Path_, load_text, read_text
 
 __all__ = ["CONFIG_FILE", "KINDS", "Desired", "EnvTarget", "Repo", "load_repo"]
@@ -37,6 +39,10 @@ ID_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_-]{0,127}\Z")  # \Z: "$" would let a
 VAR_SPAN = r"\{([^}]*)\}?"  # what follows "$" (or the escape "$$") in a ${NAME} reference
 VAR_RE = re.compile(r"\$(\$?)" + VAR_SPAN)
 VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# The process environment gives ${NAME} only as CESYNC_VAR_NAME (as Terraform's TF_VAR_):
+# a pull request's author writes every repo file, so reading plain NAME would let one print
+# GITHUB_TOKEN or any other secret of the CI job in a plan.
+VAR_ENV_PREFIX = "CESYNC_VAR_"
 INCLUDABLE = {"openApiSchema", "pythonCode", "pythonScript"}
 ENV_VAR = "$env_var"
 SERVER_SET = {"name", "etag"}
@@ -69,6 +75,13 @@ class EnvTarget:
     @property
     def parent(self) -> str:
         return f"projects/{self.project}/locations/{self.location}/apps/{self.app}"
+
+    def var(self, name: str) -> str | None:
+        """${NAME}'s value: --var/--var-file, the process's CESYNC_VAR_NAME, the environment's vars, defaults.vars."""
+        if name in self.overrides:
+            return self.overrides[name]
+        value = os.environ.get(VAR_ENV_PREFIX + name)
+        return self.vars.get(name) if value is None else value
 
 
 @dataclass(frozen=True)
@@ -155,7 +168,7 @@ class Repo:
         problems: list[Problem] = list(self.load_problems)
         out: list[Desired] = []
         known = {(f.kind, f.id) for f in self.files}
-        edges: list[Edge] = []
+        edges: list[Ref] = []
         for src in self.files:
             body, found = _render_file(self.root, src, env, known, edges, memo)
             problems += found
@@ -304,7 +317,7 @@ _Memo = dict[tuple[str, str], tuple[str, str | None, _Rendered]]
 
 
 def _render_file(
-    root: Path, src: SourceFile, env: EnvTarget, known: set[tuple[str, str]], edges: list[Edge], memo: _Memo | None = None
+    root: Path, src: SourceFile, env: EnvTarget, known: set[tuple[str, str]], edges: list[Ref], memo: _Memo | None = None
 ) -> tuple[dict[str, Any] | None, list[Problem]]:
     """${VAR} substitution is per environment; what follows runs again only if it changed the data."""
     doc = src.doc
@@ -320,8 +333,8 @@ def _render_file(
     body, problems, checked, expanded, ref_paths = rendered
     for path, target in names_in(expanded, env.parent):
         if target in known:  # positioned at the {ref:} itself when the name came from one
-            at = doc.problem((*path, "ref") if path in ref_paths else path, "")
-            edges.append(Edge((src.kind, src.id), target, at.file, at.line, at.col))
+            at = partial(doc.problem, (*path, "ref") if path in ref_paths else path, "")
+            edges.append(Ref((src.kind, src.id), target, at))
     problems = [doc.problem(p, m) for p, m in missing] + problems
     if body is None or problems:
         return None, problems
@@ -374,7 +387,7 @@ def _finding(f: Finding, doc: Document, includes: dict[Path_, tuple[str, int]]) 
 
 
 def _substitute(data: Any, env: EnvTarget, path: Path_) -> tuple[Any, list[tuple[Path_, str]]]:
-    """Replace ${NAME} in every string: process env, then env vars, then defaults."""
+    """Replace ${NAME} in every string (values: :meth:`EnvTarget.var`)."""
     if isinstance(data, dict):
         out, missing = {}, []
         for k, v in data.items():
@@ -401,13 +414,13 @@ def _substitute(data: Any, env: EnvTarget, path: Path_) -> tuple[Any, list[tuple
                 (path, f"malformed variable reference '{match.group(0)}': write ${{NAME}}, or $${{ for a literal ${{")
             )
             return match.group(0)
-        value = env.overrides.get(name, os.environ.get(name, env.vars.get(name)))
+        value = env.var(name)
         if value is None:
             problems.append(
                 (
                     path,
-                    f"variable '{name}' is not set for environment '{env.name}' "
-                    f"(set it in environments.{env.name}.vars, defaults.vars or the process environment)",
+                    f"variable '{name}' is not set for environment '{env.name}' (set it in environments.{env.name}.vars, "
+                    f"defaults.vars, --var or the process environment as {VAR_ENV_PREFIX}{name}; a plain {name} is never read)",
                 )
             )
             return match.group(0)
@@ -522,7 +535,7 @@ def _env_var(src: SourceFile, body: dict[str, Any], env: EnvTarget) -> list[Prob
                 )
             )
             continue
-        spec = body[field_name] = {**spec, "openApiSchema": spec["openApiSchema"].replace(ENV_VAR, url), "url": url}
+        spec = body[field_name] = {**spec, "openApiSchema": substitute_url(spec["openApiSchema"], ENV_VAR, url), "url": url}
     return problems
 
 

@@ -12,20 +12,20 @@ __all__ = ["write_scaffold"]
 CONFIG = """\
 # yaml-language-server: $schema=schemas/cesync.schema.json
 version: 1
-defaults:
-  vars: {{}}
 environments:
   # The embedded emulator: state in .cesync/local.json, no Google project needed.
   local:
-    endpoint: embedded
     project: local
     location: us
     app: {app}
+    endpoint: embedded
   # A real environment:
   # prod:
   #   project: my-project
   #   location: us
   #   app: {app}
+defaults:
+  vars: {{}}
 """
 
 TOOL = """\

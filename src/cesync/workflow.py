@@ -6,7 +6,7 @@ This is the only place that joins the pure core to the repo on disk and to the A
 from __future__ import annotations
 
 import asyncio
-import os
+import dataclasses
 import re
 import tempfile
 from collections.abc import Iterable
@@ -17,7 +17,7 @@ from .client import connect
 from .client.api import CesClient, RetryPolicy
 from .client.connect import endpoint_for
 from .diff import Remote
-from .errors import CesyncError, PlanFileError
+from .errors import CesyncError, ConfigError, PlanFileError
 from .export import ExportedRepo, Resource, export_repo, modeline
 from .files import write_tree
 from .models import TOOL_TYPES
@@ -87,7 +87,7 @@ def sensitive_values(repo: Repo, env: EnvTarget) -> dict[str, str]:
     """The environment's sensitive variables that have a value, resolved as ${NAME} is (--var first)."""
     cfg = repo.config
     names = {*cfg.defaults.sensitive, *cfg.environments[env.name].sensitive}
-    found = {n: env.overrides.get(n, os.environ.get(n, env.vars.get(n))) for n in sorted(names)}
+    found = {n: env.var(n) for n in sorted(names)}
     return {n: v for n, v in found.items() if v is not None}
 
 
@@ -299,7 +299,12 @@ def find_apps(root: Path, env_names: set[str] | None = None) -> list[dict[str, s
         rel = config.parent.relative_to(root)
         if any(part in SKIP_DIRS or part.startswith(".") for part in rel.parts):
             continue
-        repo = load_repo(config.parent, resources=False)
+        try:
+            repo = load_repo(config.parent, resources=False)
+        except ConfigError as exc:  # name the folder: every app has a cesync.yaml
+            if not rel.parts:
+                raise
+            raise ConfigError([dataclasses.replace(p, file=f"{rel.as_posix()}/{p.file}") for p in exc.problems]) from exc
         for name in repo.env_names:
             if env_names and name not in env_names:
                 continue

@@ -37,6 +37,9 @@ __all__ = ["MAX_FILE_BYTES", "MAX_NODES", "SLOW", "Document", "Path_", "Position
 
 MAX_FILE_BYTES = 5 * 1024 * 1024
 MAX_NODES = 200_000  # beyond this a document is an alias bomb or a mistake
+# Text counts too, one node per this many characters: an alias of a long string repeated
+# 10,000 times is a small file but gigabytes of data once expanded (JSON, digests, diffs).
+TEXT_PER_NODE = 256
 
 Path_ = tuple[str | int, ...]
 
@@ -186,12 +189,13 @@ def _squash(text: str) -> str:
 
 
 def _plain(node: Any, path: Path_, pos: Positions, count: list[int]) -> Any:
-    count[0] += 1
+    count[0] += 1 + (len(node) // TEXT_PER_NODE if isinstance(node, str) else 0)
     if count[0] > MAX_NODES:
         raise _Bomb
     if isinstance(node, CommentedMap):
         out: dict[str, Any] = {}
         for k, v in node.items():
+            count[0] += len(str(k)) // TEXT_PER_NODE
             key = _text(str(k), (*path, str(k)))
             sub = (*path, key)
             try:
@@ -278,6 +282,8 @@ def fast_load(text: str) -> Any:
     """The plain data of one YAML document as ruamel (YAML 1.2) reads it, or SLOW."""
     if not LIBYAML or ("%" in text and re.search(r"^%", text, re.M)):
         return SLOW  # a directive (%YAML 1.1 changes the rules)
+    if "\t" in text:
+        return SLOW  # libyaml and ruamel disagree on tabs as white space ('a: \t' is null to one, an error to the other)
     loader = _NodeLoader(text)
     try:
         node = loader.get_single_node()
@@ -289,7 +295,7 @@ def fast_load(text: str) -> Any:
 
 
 def _value(node: Any, count: list[int]) -> Any:
-    count[0] += 1
+    count[0] += 1 + (len(node.value) // TEXT_PER_NODE if isinstance(node, ScalarNode) else 0)
     if count[0] > MAX_NODES:
         raise _Slow
     if isinstance(node, ScalarNode):
@@ -308,6 +314,7 @@ def _value(node: Any, count: list[int]) -> Any:
             if not isinstance(key_node, ScalarNode) or key_node.tag not in (_PLAIN, _STR):
                 raise _Slow
             key = key_node.value
+            count[0] += len(key) // TEXT_PER_NODE
             if key in out or (key_node.tag == _PLAIN and not isinstance(_plain_scalar(key), str)):
                 raise _Slow  # duplicate keys are ruamel's error; non-string keys its spelling
             key.encode("utf-8")

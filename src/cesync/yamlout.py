@@ -11,7 +11,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.resolver import VersionedResolver
-from ruamel.yaml.scalarstring import LiteralScalarString
+from ruamel.yaml.scalarstring import DoubleQuotedScalarString, LiteralScalarString
 
 __all__ = ["to_yaml"]
 
@@ -37,12 +37,24 @@ def _literal(data: Any) -> Any:
             flow = CommentedMap(data)
             flow.fa.set_flow_style()
             return flow
-        return {k: _literal(v) for k, v in data.items()}
+        return {_quoted(k): _literal(v) for k, v in data.items()}
     if isinstance(data, list):
         return [_literal(v) for v in data]
     if isinstance(data, str) and "\n" in data and _block_safe(data):
         return LiteralScalarString(data)
-    return data
+    return _quoted(data)
+
+
+# ruamel's emitter may put these line breaks raw into a single-quoted scalar with a single
+# break, which every reader folds into a space ('\x85' came back as ' '); double quotes
+# escape them (\N, \L, \P, \r), so the text is read back exactly.
+_BREAKS = re.compile("[\r\x85\u2028\u2029]")
+
+
+def _quoted(value: Any) -> Any:
+    if isinstance(value, str) and _BREAKS.search(value):
+        return DoubleQuotedScalarString(value)
+    return value
 
 
 def _block_safe(text: str) -> bool:

@@ -69,6 +69,16 @@ def test_python_tools_never_break_the_emulator(code: str, args: dict[str, Any], 
             assert response[key] == value
 
 
+@pytest.mark.parametrize("path", ["@orders.invalid/orders/{id}", ".orders.invalid/orders/{id}", ":1@orders.invalid/{id}"])
+def test_an_openapi_path_cannot_move_the_call_off_loopback(orders_api: str, path: str) -> None:
+    # The server is loopback, but a path of the (pull request's) schema is appended to it as text:
+    # http://127.0.0.1:PORT@host/... would reach any host (a cloud metadata server, say).
+    schema = SCHEMA.replace("/orders/{id}:", f"'{path}':") % orders_api
+    tool = {"openApiTool": {"name": "get_order", "openApiSchema": schema}}
+    response = run(_call({"o": tool}, {"tool": f"{APP}/tools/o", "args": {"id": "A1"}})).json()["response"]
+    assert "loopback only" in str(response.get("error")), response
+
+
 def test_variables_and_context_reach_the_code_and_come_back() -> None:
     code = (
         "def f():\n"
@@ -191,8 +201,9 @@ paths:
         (None, {"id": "missing"}, {"error": {"code": 404}}),
         ("https://orders.example.com", {"id": "A1"}, {"error": "loopback only"}),
         ("http://127.0.0.1:9", {"id": "A1"}, {"error": "cannot reach http://127.0.0.1:9/orders/A1"}),
+        ("'http://127.0.0.1:9@orders.invalid'", {"id": "A1"}, {"error": "loopback only"}),
     ],
-    ids=["call", "http-error", "not-loopback", "unreachable"],
+    ids=["call", "http-error", "not-loopback", "unreachable", "userinfo"],
 )
 def test_openapi_tools_call_loopback_servers_only(
     orders_api: str, server: str | None, args: dict[str, Any], expected: dict[str, Any]

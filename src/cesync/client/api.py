@@ -25,6 +25,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, sto
 
 from ..errors import BY_STATUS, ApiError, RetryableError, TransportError
 from ..sensitive import scrub
+from .transport import http_transport
 
 __all__ = ["CesClient", "RetryPolicy", "Written"]
 
@@ -120,12 +121,13 @@ class CesClient:
         self.base_url = base_url.rstrip("/")
         self.retry = retry or RetryPolicy()
         self.notify = notify
+        limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
         self.http = httpx.AsyncClient(
             base_url=self.base_url,
-            transport=transport,
+            transport=transport or http_transport(limits),
             auth=auth,
             timeout=timeout,
-            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+            limits=limits,
             headers={"x-goog-api-client": "cesync/0.1"},
         )
 

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 import httpx
 
@@ -246,6 +246,22 @@ def _is_loopback(host: str | None) -> bool:
         return False
 
 
+def _loopback_url(url: str) -> bool:
+    """The host the request would really go to (as httpx reads the URL) is loopback; no user info."""
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL:
+        return False
+    return parsed.scheme in ("http", "https") and not parsed.userinfo and _is_loopback(parsed.host)
+
+
+def _not_loopback(where: str) -> dict[str, Any]:
+    return {
+        "error": f"the emulator calls OpenAPI servers on loopback only, not {where}; "
+        "run the API locally (e.g. http://127.0.0.1:8089) or test against a real app"
+    }
+
+
 def _operation(doc: dict[str, Any], operation_id: str | None) -> tuple[str, str, dict[str, Any], list[Any]]:
     for path, item in (doc.get("paths") or {}).items():
         if not isinstance(item, dict):
@@ -268,12 +284,8 @@ async def call_openapi(schema: str, operation_id: str | None, args: dict[str, An
     base = str((servers[0] or {}).get("url") or "")
     if "$env_var" in base:
         raise RpcError("FAILED_PRECONDITION", "the schema's server is still $env_var: the tool was created without a url")
-    host = urlsplit(base).hostname
-    if not _is_loopback(host):
-        return {
-            "error": f"the emulator calls OpenAPI servers on loopback only, not {base or 'an empty server URL'}; "
-            "run the API locally (e.g. http://127.0.0.1:8089) or test against a real app"
-        }
+    if not _loopback_url(base):
+        return _not_loopback(base or "an empty server URL")
     path, method, op, params = _operation(doc, operation_id)
     rest = dict(args)
     query: dict[str, Any] = {}
@@ -291,6 +303,8 @@ async def call_openapi(schema: str, operation_id: str | None, args: dict[str, An
             headers[p["name"]] = str(value)
     body = rest.pop("requestBody", rest or None) if "requestBody" in op else None
     url = base.rstrip("/") + path
+    if not _loopback_url(url):  # the schema's path is text too: '@host/...' or '.host/...' would move the call
+        return _not_loopback(url)
     try:
         async with httpx.AsyncClient(timeout=timeout) as client:
             reply = await client.request(method.upper(), url, params=query, headers=headers, json=body)

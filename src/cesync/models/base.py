@@ -13,6 +13,7 @@ import base64
 import binascii
 import enum
 import re
+import sys
 import types
 from dataclasses import dataclass, field
 from functools import cache
@@ -230,7 +231,8 @@ def field_(
 class ProtoModel(BaseModel):
     """Base of every CES message. Unknown keys are errors; names are camelCase."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, protected_namespaces=(), frozen=False)
+    # defer_build: of the 253 generated messages a run validates a few; the rest never build a schema.
+    model_config = ConfigDict(extra="forbid", strict=True, protected_namespaces=(), frozen=False, defer_build=True)
 
     # oneof name -> (members, whether exactly one is required)
     oneofs: ClassVar[dict[str, tuple[tuple[str, ...], bool]]] = {}
@@ -307,6 +309,7 @@ def _split(tp: Any) -> tuple[Any, list[Any]]:
 @cache
 def specs(model: type[ProtoModel]) -> dict[str, FieldSpec]:
     """The field table of a message, by JSON name, derived once from the model."""
+    _complete(model)
     oneof_of = {m: name for name, (members, _) in model.oneofs.items() for m in members}
     table: dict[str, FieldSpec] = {}
     for name, info in model.model_fields.items():
@@ -336,7 +339,11 @@ def specs(model: type[ProtoModel]) -> dict[str, FieldSpec]:
 
 
 def resolve_forward_refs(namespace: dict[str, Any]) -> None:
-    """Rebuild every model of a module once all its classes exist (Schema is recursive)."""
-    for value in list(namespace.values()):
-        if isinstance(value, type) and issubclass(value, ProtoModel) and value is not ProtoModel:
-            value.model_rebuild(_types_namespace=namespace)
+    """Nothing to do at import: models build on first use (defer_build), resolving their
+    forward references (Schema is recursive) in their module; specs() completes the fields."""
+    del namespace
+
+
+def _complete(model: type[ProtoModel]) -> None:
+    if not model.__pydantic_fields_complete__:
+        model.model_rebuild(_types_namespace=vars(sys.modules[model.__module__]))
