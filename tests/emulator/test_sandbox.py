@@ -380,3 +380,19 @@ def test_unprivileged_users_get_the_same_sandbox() -> None:
     result = json.loads(lines[1])["result"]
     assert result["pid"] < 10 and result["uid"] == 0, result
     assert "tmp" in result["root"] and _repo_top_hidden(result["root"]) and "home" not in result["root"], result
+
+
+NESTED = """
+import ctypes
+def f():
+    libc = ctypes.CDLL(None, use_errno=True)
+    # CLONE_NEWUSER | CLONE_NEWNS: a namespace of its own would give the tool every capability in it
+    return {'unshare': libc.unshare(0x10000000 | 0x00020000), 'errno': ctypes.get_errno()}
+"""
+
+
+def test_no_nested_user_namespace(mode: str) -> None:
+    if mode == "fallback":
+        return  # the fallback creates no namespace to limit
+    result = tool(NESTED)["result"]
+    assert result["unshare"] == -1, result  # the kernel's attack surface stays closed to tool code

@@ -251,6 +251,7 @@ def _enter(libc: Any) -> None:
     os.mkdir(root + "/proc")
     with contextlib.suppress(OSError):  # refused where the host's /proc is partly masked: then there is none
         _mount(libc, "proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    _no_nested_user_namespaces(root)
     os.chdir(root)
     number = SYS_PIVOT_ROOT.get(platform.machine())
     if number is not None:
@@ -263,6 +264,13 @@ def _enter(libc: Any) -> None:
     _mount(libc, None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
     os.chdir("/tmp")
     _drop_capabilities(libc)
+
+
+def _no_nested_user_namespaces(root: str) -> None:
+    """The limit belongs to our user namespace: 0 means tool code cannot make one of its own
+    (where it would hold every capability: the kernel surface most escapes need)."""
+    with contextlib.suppress(OSError), open(root + "/proc/sys/user/max_user_namespaces", "w") as limit:
+        limit.write("0")
 
 
 def _exposures() -> tuple[list[tuple[str, str]], dict[str, int]]:
