@@ -280,6 +280,8 @@ def _pydantic_problem(err: Any, doc: Document, offset: Path_ = ()) -> Problem:
     if err["type"] == "extra_forbidden":
         return doc.problem(path, f"unknown field '{loc[-1]}'", key=True)
     msg = err["msg"]
+    if err["type"] == "required_empty":  # the API reads "", 0 or the enum's 0 of a required field as unset
+        return doc.problem(path, f"{dotted or loc[-1]} is required and must not be {err['ctx']['empty']}")
     if err["type"] == "literal_error":
         return doc.problem(path, f"{dotted}: {_enum_message(err)}" if dotted else _enum_message(err))
     if err["type"] in ("string_type", "int_type", "bool_type", "float_type", "dict_type", "list_type", "model_type"):

@@ -19,7 +19,16 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Annotated, Any, ClassVar, Union, get_args, get_origin
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, GetCoreSchemaHandler, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    GetCoreSchemaHandler,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError, core_schema
 
 __all__ = [
@@ -191,7 +200,9 @@ def resource(kind: str) -> BeforeValidator:
     compiled = re.compile(pattern)
 
     def check(value: Any) -> Any:
-        if isinstance(value, str) and not compiled.fullmatch(value):
+        # "" is unset in proto3 (the API checks the format of a set name only); a required
+        # field's "" is reported by ProtoModel as required instead.
+        if isinstance(value, str) and value and not compiled.fullmatch(value):
             raise PydanticCustomError("resource_name", "must be {shape}; got '{value}'", {"shape": shape, "value": value})
         return value
 
@@ -236,6 +247,18 @@ class ProtoModel(BaseModel):
 
     # oneof name -> (members, whether exactly one is required)
     oneofs: ClassVar[dict[str, tuple[tuple[str, ...], bool]]] = {}
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _required_not_default(cls, value: Any, info: ValidationInfo) -> Any:
+        # proto3 cannot tell a scalar's default ("", 0, false, enum 0) or an empty list
+        # from unset, so the API rejects a REQUIRED field holding one as missing.
+        default = _required_defaults(cls).get(info.field_name or "")
+        if default is not None and value == default[0] and type(value) is type(default[0]):
+            raise PydanticCustomError(
+                "required_empty", "{field} is required and must not be {empty}", {"field": default[1], "empty": default[2]}
+            )
+        return value
 
     @model_validator(mode="after")
     def _check_oneofs(self) -> ProtoModel:
@@ -336,6 +359,40 @@ def specs(model: type[ProtoModel]) -> dict[str, FieldSpec]:
             max_items=meta.max_items,
         )
     return table
+
+
+_DEFAULTS: dict[Kind, tuple[Any, str]] = {
+    Kind.STRING: ("", "empty"),
+    Kind.BYTES: ("", "empty"),
+    Kind.INT32: (0, "0"),
+    Kind.INT64: (0, "0"),
+    Kind.DOUBLE: (0.0, "0"),
+    Kind.FLOAT: (0.0, "0"),
+    Kind.BOOL: (False, "false"),
+}
+
+
+@cache
+def _required_defaults(model: type[ProtoModel]) -> dict[str, tuple[Any, str, str]]:
+    """Python attribute name -> (the value the API reads as unset, JSON name, how to say it) of REQUIRED fields.
+
+    Oneof members are left out: setting one to its default still chooses it.
+    """
+    by_json = {info.alias or name: name for name, info in model.model_fields.items()}
+    out: dict[str, tuple[Any, str, str]] = {}
+    for json_name, spec in specs(model).items():
+        if spec.behavior is not Behavior.REQUIRED or spec.oneof is not None:
+            continue
+        if spec.repeated or spec.map:
+            out[by_json[json_name]] = ([] if spec.repeated else {}, json_name, "empty")
+        elif spec.kind is Kind.ENUM:
+            zero = next((n for n, number in spec.enum.items() if number == 0), None)
+            if zero is not None:
+                out[by_json[json_name]] = (zero, json_name, zero)
+        elif spec.kind in _DEFAULTS:
+            value, said = _DEFAULTS[spec.kind]
+            out[by_json[json_name]] = (value, json_name, said)
+    return out
 
 
 def resolve_forward_refs(namespace: dict[str, Any]) -> None:
