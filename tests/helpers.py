@@ -39,3 +39,19 @@ def cesync(
         timeout=120,
         input=stdin,
     )
+
+
+def cesync_in_process(*args: str) -> subprocess.CompletedProcess[str]:
+    """``cesync(...)`` without a new interpreter, for tests about a command's behaviour, not the process.
+
+    A Python exception escaping the command is raised here (a subprocess would have
+    printed a traceback), so "never a traceback" stays checked.
+    """
+    from click.testing import CliRunner
+
+    from cesync.cli import main
+
+    result = CliRunner().invoke(main, list(args), env={"NO_COLOR": "1", "CES_EMULATOR_HOST": None})
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout, result.stderr)

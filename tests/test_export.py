@@ -26,7 +26,8 @@ from cesync.plan import build_plan
 from cesync.remote import read_remote
 from cesync.workflow import plan_files
 from tests.conftest import EXAMPLES
-from tests.helpers import cesync, make_repo
+from tests.helpers import cesync_in_process as cesync  # the commands, not the process: no interpreter start-up each
+from tests.helpers import make_repo
 from tests.test_plan_apply import tool as generated_tool
 
 APP = "projects/p/locations/us/apps/a"
