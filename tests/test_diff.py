@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from deepdiff import DeepDiff
 
-from cesync.diff import DEEPDIFF_OPTIONS, MODELS, deepdiff_paths, diff_resource, minimal_mask
+from cesync.diff import DEEPDIFF_OPTIONS, deepdiff_paths, diff_resource, minimal_mask
+from cesync.kinds import KINDS
 from cesync.normalize import canonical
 from tests.conftest import ROOT
 from tests.helpers import cesync, make_repo
@@ -131,7 +132,7 @@ def test_update_mask(remote: dict[str, Any], desired: dict[str, Any], mask: list
 def test_deepdiff_alone_reports_every_case(remote: dict[str, Any], desired: dict[str, Any], mask: list[str]) -> None:
     """The options, not the guard behind them, find each change (run at both ends of the deepdiff range)."""
     before, after = canonical("tool", "t", remote).body, canonical("tool", "t", desired).body
-    assert minimal_mask(deepdiff_paths(before, after, MODELS["tool"])) == mask
+    assert minimal_mask(deepdiff_paths(before, after, KINDS["tool"].model)) == mask
 
 
 def test_toolset_type_change() -> None:

@@ -26,7 +26,8 @@ from .client import CesClient
 from .client.api import Written
 from .diff import diff_resource
 from .errors import Aborted, AlreadyExists, ApiError, FailedPrecondition, NotFound
-from .plan import COLLECTION, Change, Plan
+from .kinds import KINDS
+from .plan import Change, Plan
 
 __all__ = ["ApplyResult", "Outcome", "apply_plan"]
 
@@ -137,7 +138,7 @@ class _Run:
 
     async def _send(self, c: Change) -> Written:
         if c.action == "create":
-            return await self.client.create(self.plan.app, COLLECTION[c.kind], c.id, c.body or {})
+            return await self.client.create(self.plan.app, KINDS[c.kind].collection, c.id, c.body or {})
         if c.action == "update":
             return await self.client.patch(c.name, {**(c.body or {}), "etag": c.etag}, list(c.update_mask))
         return await self.client.delete(c.name, c.etag or None, force=self.force_delete)

@@ -27,7 +27,8 @@ from typing import Any
 
 from .errors import CesyncError, ConfigError, Problem
 from .export import Resource
-from .models import ProtoModel, Tool, Toolset, specs
+from .kinds import KINDS, by_collection, collections, spoken
+from .models import ProtoModel, specs
 from .repo import ENV_VAR, ID_RE
 from .yamlfile import load_text, read_text
 
@@ -35,9 +36,8 @@ __all__ = ["ArchiveContents", "extract_zip", "find_app_root", "read_archive"]
 
 MAX_MEMBERS = 20_000
 MAX_TOTAL_BYTES = 200 * 1024 * 1024
-COLLECTIONS: dict[str, tuple[str, type[ProtoModel]]] = {"tools": ("tool", Tool), "toolsets": ("toolset", Toolset)}
 FILE_FIELDS = {"pythonCode", "pythonScript", "openApiSchema"}
-APP_MARKERS = ("app.json", "app.yaml", "environment.json", "tools", "toolsets")
+APP_MARKERS = ("app.json", "app.yaml", "environment.json", *collections())
 
 
 @dataclass
@@ -83,7 +83,8 @@ def find_app_root(top: Path) -> Path:
         if len(folders) != 1:
             break
         here = folders[0]
-    raise CesyncError(f"no CES app export in {top}: expected app.json, environment.json, tools/ or toolsets/")
+    expected = spoken((f"{c}/" for c in collections()), "or")
+    raise CesyncError(f"no CES app export in {top}: expected app.json, environment.json, {expected}")
 
 
 def read_archive(root: Path) -> ArchiveContents:
@@ -91,13 +92,13 @@ def read_archive(root: Path) -> ArchiveContents:
     out = ArchiveContents(app_name=root.name)
     problems: list[Problem] = []
     env_values = _environment(root, problems)
-    for folder, (kind, model) in COLLECTIONS.items():
-        for name, path in _resource_files(root / folder):
-            resource = _resource(root, path, name, kind, model, problems, out)
+    for kind in KINDS.values():
+        for name, path in _resource_files(root / kind.collection):
+            resource = _resource(root, path, name, kind.name, kind.model, problems, out)
             if resource is not None:
                 out.resources.append(resource)
-    for entry in sorted(p.name for p in root.iterdir() if p.is_dir() and p.name not in COLLECTIONS):
-        out.notes.append(f"skipped {entry}/: cesync manages tools and toolsets only")
+    for entry in sorted(p.name for p in root.iterdir() if p.is_dir() and by_collection(p.name) is None):
+        out.notes.append(f"skipped {entry}/: cesync manages {spoken(collections())} only")
     if problems:
         raise ConfigError(problems)
     _apply_environment(out, env_values)
@@ -227,8 +228,8 @@ def _leaves(data: dict[str, Any], path: tuple[str, ...]) -> Iterator[tuple[tuple
 
 
 def _apply_environment(out: ArchiveContents, env: dict[tuple[str, str], dict[tuple[str, ...], Any]]) -> None:
-    by_key = {(f"{r.kind}s", r.id): r for r in out.resources}
-    by_display = {(f"{r.kind}s", str(r.body.get("displayName"))): r for r in out.resources}
+    by_key = {(KINDS[r.kind].collection, r.id): r for r in out.resources}
+    by_display = {(KINDS[r.kind].collection, str(r.body.get("displayName"))): r for r in out.resources}
     used: set[str] = set()
     for (collection, name), leaves in sorted(env.items()):
         resource = (

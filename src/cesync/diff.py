@@ -18,7 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .models import FieldSpec, Kind, ProtoModel, Tool, Toolset, specs
+from .kinds import KINDS
+from .models import FieldSpec, Kind, ProtoModel, specs
 from .normalize import DOCUMENT_FIELDS, canonical
 
 __all__ = [
@@ -33,8 +34,6 @@ __all__ = [
     "minimal_mask",
     "same",
 ]
-
-MODELS: dict[str, type[ProtoModel]] = {"tool": Tool, "toolset": Toolset}
 
 # Every DeepDiff option that decides what a change is, spelled out: defaults move
 # between releases (threshold_to_diff_deeper=0.33 reports a dict that changed by
@@ -199,7 +198,7 @@ def minimal_mask(paths: list[str]) -> list[str]:
 
 
 def diff_resource(kind: str, rid: str, desired: dict[str, Any] | None, remote: dict[str, Any] | None) -> ResourceDiff:
-    model = MODELS[kind]
+    model = KINDS[kind].model
     before = canonical(kind, rid, remote) if remote is not None else None
     after = canonical(kind, rid, desired) if desired is not None else None
     unknown = before.unknown if before else []

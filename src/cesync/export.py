@@ -23,9 +23,10 @@ from typing import Any
 
 from .errors import CesyncError
 from .jsonschema import render_schemas
+from .kinds import KINDS, REF_ONLY, by_collection
 from .models import ProtoModel, specs
-from .normalize import DOCUMENT_FIELDS, MODELS, canonical
-from .repo import ENV_VAR, ID_RE, KINDS, VAR_SPAN
+from .normalize import DOCUMENT_FIELDS, canonical
+from .repo import ENV_VAR, ID_RE, VAR_SPAN
 from .yamlout import to_yaml
 
 __all__ = ["LOADER_VAR", "ExportedRepo", "Resource", "export_repo", "file_names", "modeline", "to_yaml"]
@@ -98,7 +99,7 @@ def export_repo(
         for r in sorted((r for r in resources if r.kind == kind), key=lambda r: r.id):
             data = _portable(r, parent, variables, urls, known, out)
             stem = stems[r.id]
-            folder = KINDS[kind][0]
+            folder = KINDS[kind].folder
             data = _externalize(data, r.kind, stem, out)
             if stem != r.id:
                 data = {"id": r.id, **data}
@@ -124,7 +125,7 @@ def _portable(
         if isinstance(spec, dict):
             _env_var(r.id, spec, variables, urls)
     portable: dict[str, Any] = _with_vars(_refs(data, parent, known), _replacements(variables))
-    return _ordered(portable, MODELS[r.kind])
+    return _ordered(portable, KINDS[r.kind].model)
 
 
 def _ordered(data: dict[str, Any], model: type[ProtoModel]) -> dict[str, Any]:
@@ -172,8 +173,8 @@ def _refs(data: Any, parent: str, known: set[tuple[str, str]]) -> Any:
     if isinstance(data, str) and data.startswith(parent + "/"):
         parts = data[len(parent) + 1 :].split("/")
         if len(parts) == 2 and ID_RE.match(parts[1]):
-            kind = {"tools": "tool", "toolsets": "toolset"}.get(parts[0])
-            if parts[0] == "agents" or (kind is not None and (kind, parts[1]) in known):
+            kind = by_collection(parts[0])
+            if parts[0] in REF_ONLY or (kind is not None and (kind.name, parts[1]) in known):
                 return {"ref": f"{parts[0]}/{parts[1]}"}
     return data
 

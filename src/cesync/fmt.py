@@ -19,9 +19,10 @@ from ruamel.yaml.error import YAMLError
 
 from .config import Config
 from .errors import Problem
+from .kinds import KINDS
 from .models import ProtoModel, specs
-from .normalize import DOCUMENT_FIELDS, MODELS
-from .repo import CONFIG_FILE, INCLUDABLE, KINDS
+from .normalize import DOCUMENT_FIELDS
+from .repo import CONFIG_FILE, INCLUDABLE
 from .yamlfile import read_text
 
 __all__ = ["format_repo", "format_text"]
@@ -32,9 +33,9 @@ def format_repo(root: Path) -> tuple[dict[str, str], list[Problem]]:
     changed: dict[str, str] = {}
     problems: list[Problem] = []
     files: list[tuple[Path, type[BaseModel]]] = [(root / CONFIG_FILE, Config)]
-    for kind, (folder, _) in KINDS.items():
-        if (root / folder).is_dir():
-            files += [(p, MODELS[kind]) for p in sorted((root / folder).glob("*.y*ml")) if p.suffix in (".yaml", ".yml")]
+    for kind in KINDS.values():
+        if (root / kind.folder).is_dir():
+            files += [(p, kind.model) for p in sorted((root / kind.folder).glob("*.y*ml")) if p.suffix in (".yaml", ".yml")]
     for path, model in files:
         if not path.is_file() or path.name.startswith("."):
             continue

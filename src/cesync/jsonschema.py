@@ -11,19 +11,21 @@ import json
 from typing import Any
 
 from .config import Config
-from .models import Tool, Toolset
+from .kinds import KINDS, ResourceKind, ref_collections, ref_fields
 
 __all__ = ["SCHEMA_FILES", "render_schemas"]
 
-SCHEMA_FILES = ("tool.schema.json", "toolset.schema.json", "cesync.schema.json")
+SCHEMA_FILES = (*(f"{k}.schema.json" for k in KINDS), "cesync.schema.json")
 _FILE = {"type": "object", "properties": {"file": {"type": "string"}}, "required": ["file"], "additionalProperties": False}
 _REF = {
     "type": "object",
-    "properties": {"ref": {"type": "string", "pattern": "^(tools|toolsets|agents)/[A-Za-z0-9][A-Za-z0-9_-]*$"}},
+    "properties": {"ref": {"type": "string", "pattern": f"^({'|'.join(ref_collections())})/[A-Za-z0-9][A-Za-z0-9_-]*$"}},
     "required": ["ref"],
     "additionalProperties": False,
 }
-_REF_FIELDS = {"sourceToolName", "agent", "rootAgent", "tool"}
+# "tool" (mcpToolset.toolOverrides.tool, not a resource name) has always been offered {ref:}
+# in the committed schemas; kept so they do not change (issue 16's Example.toolCall.tool is one).
+_REF_FIELDS = ref_fields() | {"tool"}
 _SERVER_SET = {"name", "etag"}  # top level: the id comes from the file name
 
 
@@ -61,8 +63,9 @@ def _plain(value: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in value.items() if k not in ("description", "default", "title")} or {"type": "string"}
 
 
-def _resource_schema(model: type[Tool] | type[Toolset], kind: str) -> dict[str, Any]:
-    schema = model.model_json_schema(mode="validation")
+def _resource_schema(resource: ResourceKind) -> dict[str, Any]:
+    kind = resource.name
+    schema = resource.model.model_json_schema(mode="validation")
     _patch(schema)
     for key in _SERVER_SET:
         schema["properties"].pop(key, None)
@@ -78,8 +81,7 @@ def render_schemas() -> dict[str, str]:
     config["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     config["title"] = "cesync.yaml"
     docs = {
-        "tool.schema.json": _resource_schema(Tool, "tool"),
-        "toolset.schema.json": _resource_schema(Toolset, "toolset"),
+        **{f"{k.name}.schema.json": _resource_schema(k) for k in KINDS.values()},
         "cesync.schema.json": config,
     }
     return {name: json.dumps(doc, indent=2, sort_keys=True) + "\n" for name, doc in docs.items()}

@@ -5,7 +5,8 @@ defaults equal to absence (but message presence and ``optional`` scalars kept),
 enums as names, Durations, int64 and float32 in one spelling, OpenAPI documents
 parsed so they compare by meaning, ``$env_var`` substituted. Known server
 defaults (a SYNCHRONOUS execution type, a 30 s timeout, a Python function's
-name taken from its code) equal their absence. Keys the model does not know are
+name taken from its code: each kind's ``server_defaults`` in :mod:`cesync.kinds`)
+equal their absence. Keys the model does not know are
 set aside and reported, never compared.
 """
 
@@ -16,14 +17,14 @@ import binascii
 from dataclasses import dataclass, field
 from typing import Any
 
-from .documents import parse_document, python_functions
-from .models import Kind, ProtoModel, Tool, Toolset, specs
-from .protojson import canonical_duration, duration_nanos, float32, is_default
+from .documents import parse_document
+from .kinds import KINDS
+from .models import Kind, ProtoModel, specs
+from .protojson import canonical_duration, float32, is_default
 
 __all__ = ["DOCUMENT_FIELDS", "Canonical", "canonical"]
 
 DOCUMENT_FIELDS = {"openApiSchema"}
-MODELS: dict[str, type[ProtoModel]] = {"tool": Tool, "toolset": Toolset}
 ENV_VAR = "$env_var"
 
 
@@ -35,10 +36,12 @@ class Canonical:
 
 def canonical(kind: str, rid: str, body: dict[str, Any]) -> Canonical:
     unknown: list[str] = []
-    out = _message(body, MODELS[kind], (), unknown)
+    out = _message(body, KINDS[kind].model, (), unknown)
     for key in ("name", "etag"):
         out.pop(key, None)
-    _server_defaults(kind, rid, out)
+    hook = KINDS[kind].server_defaults
+    if hook is not None:
+        hook(rid, out)
     return Canonical(out, unknown)
 
 
@@ -110,35 +113,3 @@ def _document(text: str, url: str | None) -> Any:
         return parse_document(text)
     except ValueError:
         return text
-
-
-def _timeout_default(execution_type: Any) -> int:
-    return 60 if execution_type == "ASYNCHRONOUS" else 30
-
-
-def _server_defaults(kind: str, rid: str, out: dict[str, Any]) -> None:
-    if out.get("executionType") == "SYNCHRONOUS":
-        del out["executionType"]
-    timeout = out.get("timeout")
-    if isinstance(timeout, str):
-        try:
-            if duration_nanos(timeout) == _timeout_default(out.get("executionType")) * 1_000_000_000:
-                del out["timeout"]
-        except ValueError:
-            pass
-    if kind == "toolset":
-        if out.get("displayName") == rid:
-            del out["displayName"]
-        return
-    fn = out.get("pythonFunction")
-    if isinstance(fn, dict) and not fn.get("name") and isinstance(fn.get("pythonCode"), str):
-        try:
-            names = python_functions(fn["pythonCode"])
-        except (SyntaxError, ValueError):
-            names = []
-        if names:
-            fn["name"] = names[0]
-    if out.get("fileSearchTool", {}).get("corpusType") == "FULLY_MANAGED":
-        del out["fileSearchTool"]["corpusType"]
-    if out.get("widgetTool", {}).get("widgetType") == "CUSTOM":
-        del out["widgetTool"]["widgetType"]

@@ -4,8 +4,8 @@
                                               ->  apply (executes plan.changes in order)
 
 Order is fixed here: creates and updates by dependency level (a resource after
-everything it references), toolsets before tools at the same level; deletes last,
-in reverse. References are found in the desired bodies as full resource names of
+everything it references), by kind rank at the same level (``cesync.kinds``: toolsets
+before tools); deletes last, in reverse. References are found in the desired bodies as full resource names of
 the same app (``{app}/tools/x``, ``{app}/toolsets/y``).
 """
 
@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 from . import __version__
 from .diff import FieldChange, Remote, diff_resource
 from .errors import ConfigError, PlanFileError, Problem, UnsafePlanError
+from .kinds import KINDS, names_pattern
 from .planfile import PlanFile, parse_plan_file
 from .sensitive import CHANGED, cut, mask, overlaps
 from .yamlfile import Path_
@@ -40,7 +40,6 @@ __all__ = [
 
 FORMAT_VERSION = 2
 ACTIONS = ("create", "update", "delete")
-COLLECTION = {"tool": "tools", "toolset": "toolsets"}
 
 
 @dataclass(frozen=True)
@@ -150,7 +149,7 @@ def desired_digest(env: str, app: str, desired: list[tuple[str, str, dict[str, A
 def _references(body: Any, parent: str) -> set[str]:
     """Full names of this app's tools and toolsets that appear anywhere in a body."""
     found: set[str] = set()
-    pattern = re.compile(re.escape(parent) + r"/(?:tools|toolsets)/[A-Za-z0-9_-]+")
+    pattern = names_pattern(parent)
     stack = [body]
     while stack:
         item = stack.pop()
@@ -159,7 +158,7 @@ def _references(body: Any, parent: str) -> set[str]:
         elif isinstance(item, list):
             stack.extend(item)
         elif isinstance(item, str) and parent in item:
-            found.update(pattern.findall(item))
+            found.update(m.group(0) for m in pattern.finditer(item))
     return found
 
 
@@ -206,7 +205,7 @@ def build_plan(
     def wanted(kind: str, rid: str) -> bool:
         return not targets or rid in targets or f"{kind}/{rid}" in targets
 
-    name_of = {(k, i): f"{parent}/{COLLECTION[k]}/{i}" for k, i, _ in desired}
+    name_of = {(k, i): KINDS[k].resource_name(parent, i) for k, i, _ in desired}
     remote_by = {(r.kind, r.id): r for r in remote}
     deps = {name_of[(k, i)]: _references(b, parent) - {name_of[(k, i)]} for k, i, b in desired}
     levels = _levels(list(deps), deps)
@@ -250,23 +249,22 @@ def build_plan(
     for r in remote:
         if (r.kind, r.id) in name_of or not wanted(r.kind, r.id):
             continue
-        name = f"{parent}/{COLLECTION[r.kind]}/{r.id}"
+        name = KINDS[r.kind].resource_name(parent, r.id)
         if not prune:
             unmanaged.append(name)
             continue
         d = diff_resource(r.kind, r.id, None, r.body)
         dependents = sorted(
             n
-            for n, refs in ((f"{parent}/{COLLECTION[x.kind]}/{x.id}", _references(x.body, parent)) for x in remote)
+            for n, refs in ((KINDS[x.kind].resource_name(parent, x.id), _references(x.body, parent)) for x in remote)
             if name in refs and n != name
         )
         deletes.append(
             Change(kind=r.kind, id=r.id, action="delete", name=name, etag=r.etag, before=d.before, depends_on=tuple(dependents))
         )
     _mark_renames(changes, deletes)
-    kind_rank = {"toolset": 0, "tool": 1}
-    changes.sort(key=lambda c: (c.level, kind_rank[c.kind], c.id))
-    deletes.sort(key=lambda c: (-len(c.depends_on), -kind_rank[c.kind], c.id))
+    changes.sort(key=lambda c: (c.level, KINDS[c.kind].rank, c.id))
+    deletes.sort(key=lambda c: (-len(c.depends_on), -KINDS[c.kind].rank, c.id))
     deletes = _delete_order(deletes)
     return Plan(
         environment=env,
@@ -432,7 +430,7 @@ def narrow(saved: Plan, fresh: Plan, *, prune: bool, gone: frozenset[str] = froz
 
 
 def _inside_app(c: Change, app: str, what: str) -> None:
-    expected = f"{app}/{COLLECTION[c.kind]}/{c.id}"
+    expected = KINDS[c.kind].resource_name(app, c.id)
     if c.name != expected:
         raise PlanFileError(f"{what}: it names {c.name!r}, which is not {c.kind} {c.id} of the plan's app {app}: refusing")
     outside = [d for d in c.depends_on if not d.startswith(app + "/")]

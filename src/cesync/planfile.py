@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import PlanFileError
+from .kinds import KINDS
 
 __all__ = ["PlanFile", "parse_plan_file"]
 
@@ -30,7 +31,7 @@ class FieldChangeFile(_Strict):
 
 
 class ChangeFile(_Strict):
-    kind: Literal["tool", "toolset"]
+    kind: str
     id: str = Field(min_length=1)
     action: Literal["create", "update", "delete"]
     name: str = Field(min_length=1)
@@ -43,6 +44,13 @@ class ChangeFile(_Strict):
     depends_on: list[str] = Field(default_factory=list)
     level: int = 0
     note: str = ""
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, kind: str) -> str:
+        if kind not in KINDS:
+            raise ValueError(f"{kind!r} is not a kind cesync manages ({', '.join(KINDS)})")
+        return kind
 
 
 class SealedFile(_Strict):

@@ -47,10 +47,10 @@ from .diff import _get as _get
 from .documents import parse_document
 from .errors import CesyncError, Problem
 from .export import LOADER_VAR, Resource, _restore_documents, export_repo
+from .kinds import KINDS
 from .models import FieldSpec, Kind, ProtoModel, specs
-from .normalize import DOCUMENT_FIELDS, MODELS, canonical
+from .normalize import DOCUMENT_FIELDS, canonical
 from .normalize import _scalar as _proto_scalar
-from .plan import COLLECTION
 from .protojson import is_default
 from .repo import ENV_VAR, INCLUDABLE, VAR_ENV_PREFIX, VAR_RE, Desired, EnvTarget, Repo, SourceFile
 from .yamlfile import Path_
@@ -88,7 +88,7 @@ def pull_changes(
     result = PullResult()
     sources = {(f.kind, f.id): f for f in repo.files}
     remote_by = {(r.kind, r.id): r for r in remote}
-    known = {f"{COLLECTION[k]}/{i}" for k, i in sources} | {f"{COLLECTION[r.kind]}/{r.id}" for r in remote}
+    known = {f"{KINDS[k].collection}/{i}" for k, i in sources} | {f"{KINDS[r.kind].collection}/{r.id}" for r in remote}
     editor = _Editor(repo.root, env, inline, result, known)
     own = repo.config.environments.get(env.name)
     editor.own_vars = set(own.vars) if own is not None else set()
@@ -335,7 +335,7 @@ class _Editor:
             self.result.files[rel] = text
 
     def _spec_at(self, path: Path_) -> FieldSpec | None:
-        model: type[ProtoModel] | None = MODELS[self.src.kind]
+        model: type[ProtoModel] | None = KINDS[self.src.kind].model
         spec = None
         for part in path:
             spec = specs(model).get(str(part)) if model is not None else None
@@ -346,7 +346,7 @@ class _Editor:
 
     def _model_at(self, path: Path_) -> dict[str, int]:
         """The rank of each field of the message at path (where a new key goes)."""
-        model: type[ProtoModel] | None = MODELS[self.src.kind]
+        model: type[ProtoModel] | None = KINDS[self.src.kind].model
         if path:
             spec = self._spec_at(path)
             model = spec.message if spec is not None and not spec.map else None

@@ -8,18 +8,17 @@ that closes it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import Problem
+from .kinds import KINDS, names_pattern
 from .yamlfile import Path_
 
 __all__ = ["Edge", "Key", "Ref", "cycles", "names_in"]
 
 Key = tuple[str, str]  # (kind, id)
-KIND_OF = {"tools": "tool", "toolsets": "toolset"}
 
 
 @dataclass(frozen=True, order=True)
@@ -42,7 +41,8 @@ class Ref:
 
 def names_in(data: Any, parent: str) -> Iterator[tuple[Path_, Key]]:
     """Each (path, (kind, id)) where a string of ``data`` names a tool or toolset of ``parent``."""
-    pattern = re.compile(re.escape(parent) + r"/(tools|toolsets)/([A-Za-z0-9_-]+)")
+    pattern = names_pattern(parent)
+    kind_of = {k.collection: k.name for k in KINDS.values()}
     stack: list[tuple[Path_, Any]] = [((), data)]
     while stack:
         path, item = stack.pop()
@@ -52,7 +52,7 @@ def names_in(data: Any, parent: str) -> Iterator[tuple[Path_, Key]]:
             stack.extend(((*path, i), v) for i, v in enumerate(item))
         elif isinstance(item, str) and parent in item:
             for collection, rid in pattern.findall(item):
-                yield path, (KIND_OF[collection], rid)
+                yield path, (kind_of[collection], rid)
 
 
 def cycles(refs: list[Ref]) -> list[Problem]:

@@ -1,22 +1,30 @@
-"""Reading an app: one request per page of tools and of toolsets, both at once."""
+"""Reading an app: one request per page of each kind, all kinds at once."""
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from .client import CesClient
 from .diff import Remote
+from .kinds import KINDS
 
-__all__ = ["read_remote"]
+__all__ = ["list_app", "read_remote"]
 
 
-def _managed(body: dict[str, object]) -> bool:
-    # System tools come with the app; tools derived from toolsets belong to their toolset.
-    return "systemTool" not in body and "/toolsets/" not in str(body.get("name", ""))
+async def list_app(client: CesClient, parent: str) -> dict[str, list[dict[str, Any]]]:
+    """Every listed resource of the app, by kind (unfiltered: system tools included)."""
+    kinds = [k for k in KINDS.values() if k.listable]
+    pages = await asyncio.gather(*(client.list_all(parent, k.collection) for k in kinds))
+    return {k.name: items for k, items in zip(kinds, pages, strict=True)}
 
 
 async def read_remote(client: CesClient, parent: str) -> list[Remote]:
-    tools, toolsets = await asyncio.gather(client.list_all(parent, "tools"), client.list_all(parent, "toolsets"))
-    out = [Remote("tool", str(t["name"]).rsplit("/", 1)[-1], t) for t in tools if _managed(t)]
-    out += [Remote("toolset", str(t["name"]).rsplit("/", 1)[-1], t) for t in toolsets]
-    return out
+    """The resources cesync manages, in registry order."""
+    listed = await list_app(client, parent)
+    return [
+        Remote(kind, str(body["name"]).rsplit("/", 1)[-1], body)
+        for kind, items in listed.items()
+        for body in items
+        if KINDS[kind].managed(body)
+    ]

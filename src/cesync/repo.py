@@ -27,14 +27,14 @@ from .checks import Finding, check_body, lint_keys, suggest
 from .config import Config, Environment, check_segment
 from .documents import substitute_url
 from .errors import CesyncError, ConfigError, Problem
-from .models import TOOL_TYPES, ProtoModel, Tool, Toolset
+from .kinds import KINDS, by_collection, ref_collections, spoken
+from .models import TOOL_TYPES
 from .references import Ref, cycles, names_in
 from .yamlfile import Document, Path_, load_text, read_text
 
-__all__ = ["CONFIG_FILE", "KINDS", "Desired", "EnvTarget", "Repo", "load_repo"]
+__all__ = ["CONFIG_FILE", "Desired", "EnvTarget", "Repo", "load_repo"]
 
 CONFIG_FILE = "cesync.yaml"
-KINDS: dict[str, tuple[str, type[ProtoModel]]] = {"tool": ("tools", Tool), "toolset": ("toolsets", Toolset)}
 ID_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_-]{0,127}\Z")  # \Z: "$" would let a trailing newline in
 VAR_SPAN = r"\{([^}]*)\}?"  # what follows "$" (or the escape "$$") in a ${NAME} reference
 VAR_RE = re.compile(r"\$(\$?)" + VAR_SPAN)
@@ -210,7 +210,7 @@ def load_repo(root: Path, *, resources: bool = True) -> Repo:
         problems += found
     files: list[SourceFile] = []
     seen: dict[tuple[str, str], str] = {}
-    for kind, (folder, _) in KINDS.items() if resources else ():
+    for kind, folder in ((k.name, k.folder) for k in KINDS.values()) if resources else ():
         for path in sorted((root / folder).glob("*.y*ml")) if (root / folder).is_dir() else []:
             if path.suffix not in (".yaml", ".yml") or path.name.startswith("."):
                 continue
@@ -347,7 +347,7 @@ def _render_file(
 def _checked(root: Path, src: SourceFile, data: Any, parent: str, known: set[tuple[str, str]]) -> tuple[bool, _Rendered]:
     """Includes, refs, key linting, the model and the checks: (whether refs used parent, result)."""
     doc = src.doc
-    _, model = KINDS[src.kind]
+    model = KINDS[src.kind].model
     expander = _Expander(root, src.path.parent, doc, parent, known)
     data = expander.expand(data)
     expanded = dict(data) if isinstance(data, dict) else data  # as it was before the pops below
@@ -431,9 +431,6 @@ def _substitute(data: Any, env: EnvTarget, path: Path_) -> tuple[Any, list[tuple
     return VAR_RE.sub(replace, data), problems
 
 
-REF_KINDS = {"tools": "tool", "toolsets": "toolset", "agents": None}
-
-
 @dataclass
 class _Expander:
     """Resolves {file: path} includes, mapping-form schemas and {ref: kind/id} references."""
@@ -468,10 +465,12 @@ class _Expander:
 
     def ref(self, target: Any, at: Path_) -> str | None:
         parts = target.split("/") if isinstance(target, str) else []
-        if len(parts) != 2 or parts[0] not in REF_KINDS or not ID_RE.match(parts[1]):
-            self.problems.append(self.doc.problem(at, f"ref must be tools/<id>, toolsets/<id> or agents/<id>; got {target!r}"))
+        if len(parts) != 2 or parts[0] not in ref_collections() or not ID_RE.match(parts[1]):
+            shapes = spoken((f"{c}/<id>" for c in ref_collections()), "or")
+            self.problems.append(self.doc.problem(at, f"ref must be {shapes}; got {target!r}"))
             return None
-        kind = REF_KINDS[parts[0]]
+        found = by_collection(parts[0])  # None: a collection refs may name but cesync does not manage
+        kind = found.name if found else None
         self.ref_paths.add(at[:-1])
         if kind is not None and (kind, parts[1]) not in self.known:
             ids = sorted(i for k, i in self.known if k == kind)

@@ -11,10 +11,9 @@ import difflib
 from collections.abc import Iterable
 
 from .errors import CesyncError
+from .kinds import KINDS, by_word, spoken
 
 __all__ = ["resolve_targets", "target_keys"]
-
-KIND_OF = {"tool": "tool", "tools": "tool", "toolset": "toolset", "toolsets": "toolset"}
 
 
 def resolve_targets(targets: Iterable[str], known: Iterable[tuple[str, str]]) -> set[tuple[str, str]] | None:
@@ -27,15 +26,16 @@ def resolve_targets(targets: Iterable[str], known: Iterable[tuple[str, str]]) ->
     bad: list[str] = []
     for t in given:
         kind, _, rid = t.rpartition("/")
-        if kind and kind not in KIND_OF:
-            bad.append(f"{t!r}: the kind must be tool(s) or toolset(s)")
+        named = by_word(kind)
+        if kind and named is None:
+            bad.append(f"{t!r}: the kind must be {spoken((f'{k}(s)' for k in KINDS), 'or')}")
             continue
-        hits = {(k, i) for k, i in known if i == rid and (not kind or KIND_OF[kind] == k)}
+        hits = {(k, i) for k, i in known if i == rid and (named is None or named.name == k)}
         if not hits:
-            names = sorted({f"{k}s/{i}" for k, i in known} | {i for _, i in known})
+            names = sorted({f"{KINDS[k].collection}/{i}" for k, i in known} | {i for _, i in known})
             close = difflib.get_close_matches(t, names, n=3, cutoff=0.5)
             hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-            bad.append(f"{t!r} names no tool or toolset of the repo or the app{hint}")
+            bad.append(f"{t!r} names no {spoken(KINDS, 'or')} of the repo or the app{hint}")
             continue
         out |= hits
     if bad:

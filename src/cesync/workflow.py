@@ -5,7 +5,6 @@ This is the only place that joins the pure core to the repo on disk and to the A
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import re
 import tempfile
@@ -20,9 +19,10 @@ from .diff import Remote
 from .errors import CesyncError, ConfigError, PlanFileError
 from .export import ExportedRepo, Resource, export_repo, modeline
 from .files import write_tree
+from .kinds import KINDS
 from .models import TOOL_TYPES
-from .plan import COLLECTION, Plan, build_plan, desired_digest, narrow, safety_refusal
-from .remote import read_remote
+from .plan import Plan, build_plan, desired_digest, narrow, safety_refusal
+from .remote import list_app, read_remote
 from .repo import Desired, EnvTarget, Repo, load_repo
 from .sensitive import KEY_ENV, field_paths, mask, new_salt, plan_key, remember, same, seal
 from .targets import resolve_targets, target_keys
@@ -232,7 +232,7 @@ async def export_app(
     if selected is not None:
         remote = [r for r in remote if (r.kind, r.id) in selected]
     for r in remote:
-        expected = f"{env.parent}/{COLLECTION[r.kind]}/{r.id}"
+        expected = KINDS[r.kind].resource_name(env.parent, r.id)
         if r.body.get("name") != expected:
             raise CesyncError(
                 f"the server returned a {r.kind} named {r.body.get('name')!r}, which is not a {r.kind} of {env.parent}; "
@@ -272,7 +272,8 @@ def plan_folder(
 
 async def tool_names(client: CesClient, parent: str) -> dict[str, str]:
     """Display names and type-level names (``refund_policy``) -> local ids, for tests written by name."""
-    tools, toolsets = await asyncio.gather(client.list_all(parent, "tools"), client.list_all(parent, "toolsets"))
+    listed = await list_app(client, parent)
+    tools, toolsets = listed["tool"], listed["toolset"]
     names: dict[str, str] = {}
     for t in tools:
         rid = str(t.get("name", "")).rsplit("/", 1)[-1]

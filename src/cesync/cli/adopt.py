@@ -20,6 +20,7 @@ from ..diff import Remote
 from ..errors import CesyncError
 from ..export import ExportedRepo, export_repo
 from ..files import write_tree
+from ..kinds import KINDS, spoken
 from ..plan import Plan
 from ..remote import read_remote
 from ..repo import CONFIG_FILE, load_repo
@@ -124,8 +125,7 @@ def export(
     write_tree(out, exported.files, force=force, verify=round_trip)
     for note in exported.notes:
         err(f"note: {note}")
-    counts = {k: sum(1 for r in remote if r.kind == k) for k in ("tool", "toolset")}
-    click.echo(f"exported {counts['tool']} tools and {counts['toolset']} toolsets of {env.parent} to {out}")
+    click.echo(f"exported {_counts([r.kind for r in remote])} of {env.parent} to {out}")
     click.echo(f"next: cesync plan --dir {out} --env {env.name}   (shows no changes)")
 
 
@@ -162,8 +162,7 @@ def import_archive(source: Path, out: Path, env_name: str, app_name: str | None,
     for note in contents.notes + exported.notes:
         err(f"note: {note}")
     click.echo(
-        f"imported {sum(1 for r in contents.resources if r.kind == 'tool')} tools and "
-        f"{sum(1 for r in contents.resources if r.kind == 'toolset')} toolsets "
+        f"imported {_counts([r.kind for r in contents.resources])} "
         f"({len(contents.variables)} environment values as vars) to {out}"
     )
     click.echo(f"next: cesync plan --dir {out} --env {env.name}   ({checked[0].counts()['create']} to create)")
@@ -213,3 +212,8 @@ def diff_cmd(
     print_plan(result, fmt)
     if detailed_exitcode and result.has_changes:
         sys.exit(EXIT_CHANGES)
+
+
+def _counts(kinds: list[str]) -> str:
+    """``3 tools and 1 toolsets``: every kind, in registry order."""
+    return spoken(f"{kinds.count(k)} {KINDS[k].collection}" for k in KINDS)

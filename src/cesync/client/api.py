@@ -24,6 +24,7 @@ import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from ..errors import BY_STATUS, ApiError, RetryableError, TransportError
+from ..kinds import KINDS, by_collection, by_word, kind_of_name
 from ..sensitive import scrub
 from .transport import http_transport
 
@@ -98,7 +99,9 @@ def to_error(response: httpx.Response, operation: str, resource: str) -> ApiErro
     cls = BY_STATUS.get(status, ApiError)
     if status == "PERMISSION_DENIED":
         verb = operation.split()[0] if operation else "get"
-        message += f" (the caller needs permission ces.{'toolsets' if 'toolset' in operation else 'tools'}.{verb} on the app)"
+        noun = by_word(operation.split()[1]) if len(operation.split()) > 1 else None
+        collection = (noun or KINDS["tool"]).collection
+        message += f" (the caller needs permission ces.{collection}.{verb} on the app)"
     if status == "NOT_FOUND" and operation.startswith("list"):
         message += " (does the app exist? check project, location and app in cesync.yaml)"
     return cls(message, code=response.status_code, status=status, operation=operation, resource=resource, details=details)
@@ -230,8 +233,9 @@ class CesClient:
         token = ""
         while True:
             params: dict[str, Any] = {"pageSize": 1000}
-            if collection == "tools":
-                params["filter"] = "include_system_tools=true"
+            listed = by_collection(collection)
+            if listed is not None and listed.list_filter:
+                params["filter"] = listed.list_filter
             if token:
                 params["pageToken"] = token
             page = await self._retrying(
@@ -247,9 +251,10 @@ class CesClient:
         return await self._retrying(lambda: self._call("GET", name, f"get {kind}", name))
 
     async def create(self, parent: str, collection: str, rid: str, body: dict[str, Any]) -> Written:
-        singular = collection[:-1]
+        kind = by_collection(collection)
+        singular = kind.name if kind else collection[:-1]
         name = f"{parent}/{collection}/{rid}"
-        params = {f"{singular}Id": rid}
+        params = {kind.id_param if kind else f"{singular}Id": rid}
         return await self._write(
             lambda: self._call("POST", f"{parent}/{collection}", f"create {singular}", name, params=params, body=body)
         )
@@ -292,4 +297,4 @@ def retry_line(exc: ApiError, wait: float, attempt: int, attempts: int) -> str:
 
 
 def _kind(name: str) -> str:
-    return "toolset" if "/toolsets/" in name and "/tools/" not in name.split("/toolsets/", 1)[1] else "tool"
+    return kind_of_name(name).name
