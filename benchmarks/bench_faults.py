@@ -32,6 +32,7 @@ from cesync.client import CesClient, RetryPolicy
 from cesync.emulator import EmbeddedTransport, FaultConfig
 from cesync.plan import build_plan
 from cesync.remote import read_remote
+from cesync.resource import Resource
 
 APP = "projects/bench/locations/us/apps/faults"
 RETRY = RetryPolicy(attempts=8, initial=0.001, maximum=0.01)
@@ -148,7 +149,7 @@ async def one_run(seed: int) -> Totals:
     inner = EmbeddedTransport(faults=faults)
     lines: list[str] = []
     async with CesClient("http://emu", transport=inner, retry=RETRY, notify=lambda line: None) as setup:
-        created = await apply_plan(setup, build_plan("bench", APP, base, []))
+        created = await apply_plan(setup, build_plan("bench", APP, [Resource(*t) for t in base], []))
         assert created.ok, created.outcomes
     faults.update(
         {
@@ -161,14 +162,14 @@ async def one_run(seed: int) -> Totals:
     editor = Editor(inner, rng, [rid for kind, rid, body in base if "googleSearchTool" in body])
     totals = Totals(runs=1)
     async with CesClient("http://emu", transport=editor, retry=RETRY, notify=lines.append) as c:
-        plan = build_plan("bench", APP, desired, await read_remote(c, APP), prune=True)
+        plan = build_plan("bench", APP, [Resource(*t) for t in desired], await read_remote(c, APP), prune=True)
         result = await apply_plan(c, plan, parallelism=rng.choice([1, 4, 8]))
         after = {r.id: r.body for r in await read_remote(c, APP)}
     _judge(result, editor, after, totals)
     totals.retries = len(lines)
     async with CesClient("http://emu", transport=inner, retry=RETRY, notify=lambda line: None) as c:
         for _ in range(3):  # plan again (a real conflict stops the first apply early)
-            again = build_plan("bench", APP, desired, await read_remote(c, APP), prune=True)
+            again = build_plan("bench", APP, [Resource(*t) for t in desired], await read_remote(c, APP), prune=True)
             if not again.changes:
                 totals.converged = 1
                 break

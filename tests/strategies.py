@@ -24,14 +24,15 @@ import annotated_types
 from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
-from cesync.models import Behavior, FieldSpec, Kind, ProtoModel, Tool, Toolset, specs
+from cesync.kinds import KINDS
+from cesync.models import Behavior, FieldSpec, Kind, ProtoModel, Tool, specs
 from cesync.protojson import is_default
 
 __all__ = ["CREATABLE", "bodies", "json_values", "pairs", "resource_bodies", "resource_types", "respell"]
 
 # Tool types the API refuses to create (MCP tools come from toolsets, system tools with the app).
 NOT_CREATABLE = {Tool: ("mcpTool", "systemTool")}
-CREATABLE: dict[str, type[ProtoModel]] = {"tool": Tool, "toolset": Toolset}
+CREATABLE: dict[str, type[ProtoModel]] = {k.name: k.model for k in KINDS.values() if k.creatable}
 
 # Candidate strings for fields with a format; each field keeps the ones its validators accept.
 FORMATTED = [

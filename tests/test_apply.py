@@ -17,6 +17,7 @@ from cesync.emulator import EmbeddedTransport, FaultConfig
 from cesync.errors import ApiError
 from cesync.plan import Plan, build_plan
 from cesync.remote import read_remote
+from cesync.resource import Resource
 
 FAST = RetryPolicy(attempts=5, initial=0.001, maximum=0.01)
 APP = "projects/p/locations/us/apps/a"
@@ -54,7 +55,7 @@ class Recorder(httpx.AsyncBaseTransport):
 
 
 async def _plan(c: CesClient, desired: dict[str, dict[str, Any]], prune: bool = False) -> Plan:
-    return build_plan("e", APP, [("tool", k, v) for k, v in desired.items()], await read_remote(c, APP), prune=prune)
+    return build_plan("e", APP, [Resource("tool", k, v) for k, v in desired.items()], await read_remote(c, APP), prune=prune)
 
 
 def run(
@@ -227,7 +228,7 @@ def test_prune_deletes_referrers_first() -> None:
     tools["w3"] = {"widgetTool": {"name": "w", "dataMapping": {"sourceToolName": f"{APP}/toolsets/ts/tools/op"}}}
 
     async def steps(c: CesClient) -> ApplyResult:
-        desired = [("toolset", "ts", TOOLSET), *(("tool", k, v) for k, v in tools.items())]
+        desired = [Resource("toolset", "ts", TOOLSET), *(Resource("tool", k, v) for k, v in tools.items())]
         created = await apply_plan(c, build_plan("e", APP, desired, await read_remote(c, APP)))
         assert created.ok, created.outcomes
         transport.calls.clear()

@@ -16,14 +16,14 @@ from hypothesis import strategies as st
 
 from cesync.apply import apply_plan
 from cesync.client import CesClient
-from cesync.diff import Remote
 from cesync.emulator import EmbeddedTransport
 from cesync.emulator.server import BackgroundServer
 from cesync.errors import CesyncError
-from cesync.export import Resource, export_repo, file_names
+from cesync.export import export_repo, file_names
 from cesync.files import write_tree
 from cesync.plan import build_plan
 from cesync.remote import read_remote
+from cesync.resource import Resource
 from cesync.workflow import plan_files
 from tests.conftest import EXAMPLES
 from tests.helpers import cesync_in_process as cesync  # the commands, not the process: no interpreter start-up each
@@ -203,7 +203,7 @@ def test_references_in_lists_round_trip() -> None:
     exported = export_repo(remote, parent=APP, variables={"REGION": "eu-west"}, urls={}, config_text=config)
     text = exported.files["tools/s.yaml"]
     assert "{ref: agents/help}" in text and "$${literal} in ${REGION}" in text
-    plan = plan_files(exported.files, "local", [Remote("tool", "s", remote[0].body)])
+    plan = plan_files(exported.files, "local", [Resource("tool", "s", remote[0].body)])
     assert not plan.has_changes, [c.fields for c in plan.changes]
 
 
@@ -240,9 +240,9 @@ def test_generated_tools_export_and_plan_without_changes(body: dict[str, Any], d
     body = {**body, kind: {**body[kind], "description": description}}
     parent = "projects/p/locations/us/apps/h"
 
-    async def remote() -> list[Remote]:
+    async def remote() -> list[Resource]:
         async with CesClient("http://emu", transport=EmbeddedTransport()) as c:
-            assert (await apply_plan(c, build_plan("h", parent, [("tool", "t", body)], []))).ok
+            assert (await apply_plan(c, build_plan("h", parent, [Resource("tool", "t", body)], []))).ok
             return await read_remote(c, parent)
 
     remote_now = asyncio.run(remote())

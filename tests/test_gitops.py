@@ -21,6 +21,7 @@ from cesync.errors import CesyncError
 from cesync.plan import build_plan
 from cesync.render import render_markdown
 from cesync.render.markdown import GITHUB_COMMENT_LIMIT
+from cesync.resource import Resource
 from tests.conftest import EXAMPLES, ROOT
 from tests.fake_forge import TOKEN, Forge, serve
 from tests.helpers import cesync
@@ -131,7 +132,7 @@ def test_action_apply_saved_plan_then_drift_check(bot: Path, tmp_path: Path, for
 
 def _big_plan(n: int) -> Any:
     parent = "projects/p/locations/us/apps/a"
-    desired = [("tool", f"t{i:04d}", {"googleSearchTool": {"name": f"s{i}", "description": "x" * 400}}) for i in range(n)]
+    desired = [Resource("tool", f"t{i:04d}", {"googleSearchTool": {"name": f"s{i}", "description": "x" * 400}}) for i in range(n)]
     return build_plan("prod", parent, desired, [])
 
 

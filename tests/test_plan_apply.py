@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 
 from cesync.apply import ApplyResult, apply_plan
 from cesync.client import CesClient, RetryPolicy
-from cesync.diff import Remote
 from cesync.emulator import EmbeddedTransport, FaultConfig
 from cesync.emulator.app import create_app
 from cesync.emulator.server import BackgroundServer
@@ -22,6 +21,7 @@ from cesync.emulator.store import Store
 from cesync.errors import UnsafePlanError
 from cesync.plan import Plan, build_plan, check_safety
 from cesync.remote import read_remote
+from cesync.resource import Resource
 from cesync.workflow import make_plan, open_context
 from tests.conftest import EXAMPLES
 
@@ -55,7 +55,7 @@ def test_order_widget_after_source_and_deletes_reverse(tmp_path: Path) -> None:
     keys = [c.key for c in first.changes]
     assert keys.index("tool/order-card") > keys.index("tool/lookup-order")
     parent = first.app
-    remote = [Remote("tool", c.id, {**(c.body or {}), "name": c.name, "etag": "e"}) for c in first.changes if c.kind == "tool"]
+    remote = [Resource("tool", c.id, {**(c.body or {}), "name": c.name, "etag": "e"}) for c in first.changes if c.kind == "tool"]
     deletes = build_plan("local", parent, [], remote, prune=True).changes
     order = [c.id for c in deletes]
     assert order.index("order-card") < order.index("lookup-order")
@@ -171,7 +171,7 @@ def test_no_delete_without_prune_and_mass_change_guard(tmp_path: Path) -> None:
 
 
 def test_empty_repo_never_deletes_everything_silently() -> None:
-    remote = [Remote("tool", "a", {"clientFunction": {"name": "a"}, "etag": "e"})]
+    remote = [Resource("tool", "a", {"clientFunction": {"name": "a"}, "etag": "e"})]
     plan = build_plan("e", "projects/p/locations/l/apps/a", [], remote, prune=True)
     with pytest.raises(UnsafePlanError, match="defines no resources"):
         check_safety(plan, 0.3, 10, allow=False)
@@ -192,7 +192,7 @@ def test_faults_converge(tmp_path: Path, seed: int) -> None:
     assert names == {c.id for c in first.changes}  # nothing outside the plan was touched
 
 
-async def _remote(transport: httpx.AsyncBaseTransport, parent: str) -> list[Remote]:
+async def _remote(transport: httpx.AsyncBaseTransport, parent: str) -> list[Resource]:
     async with CesClient("http://emu", transport=transport) as c:
         return await read_remote(c, parent)
 
@@ -265,9 +265,9 @@ def test_generated_tools_round_trip_without_changes(body: dict[str, Any]) -> Non
     async def go() -> Plan:
         transport = EmbeddedTransport()
         async with CesClient("http://emu", transport=transport) as c:
-            created = await apply_plan(c, build_plan("h", parent, [("tool", "t", body)], []))
+            created = await apply_plan(c, build_plan("h", parent, [Resource("tool", "t", body)], []))
             assert created.ok, created.outcomes
-            return build_plan("h", parent, [("tool", "t", body)], await read_remote(c, parent))
+            return build_plan("h", parent, [Resource("tool", "t", body)], await read_remote(c, parent))
 
     again = asyncio.run(go())
     assert not again.has_changes, again.changes

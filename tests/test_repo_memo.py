@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from cesync.errors import ConfigError, Problem
-from cesync.repo import Desired, Repo, load_repo
+from cesync.repo import Repo, load_repo
+from cesync.resource import Resource
 from tests.conftest import EXAMPLES
 
 CONFIG = """version: 1
@@ -30,7 +31,7 @@ TOOLS = {
 }
 
 
-def alone(repo: Repo, name: str) -> tuple[list[Desired], list[Problem]]:
+def alone(repo: Repo, name: str) -> tuple[list[Resource], list[Problem]]:
     try:
         return repo.render(repo.env(name)), []
     except ConfigError as exc:
@@ -61,7 +62,7 @@ def test_shared_renders_equal_renders_alone(repo: Repo) -> None:
     for name in repo.env_names * 2:
         env = repo.env(name)
         try:
-            shared: tuple[list[Desired], list[Problem]] = (repo.render(env, memo=memo), [])
+            shared: tuple[list[Resource], list[Problem]] = (repo.render(env, memo=memo), [])
         except ConfigError as exc:
             shared = ([], exc.problems)
         assert shared == alone(repo, name), name

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from cesync.export import Resource, export_repo
+from cesync.export import export_repo
 from cesync.jsonschema import render_schemas
+from cesync.resource import Resource
 from cesync.scaffold import write_scaffold
 from tests.test_pull import cli
 

@@ -26,11 +26,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cesync.cli import main
-from cesync.diff import Remote
 from cesync.emulator.server import BackgroundServer
 from cesync.emulator.store import Store
 from cesync.plan import build_plan
 from cesync.render import render
+from cesync.resource import Resource
 from cesync.sensitive import CHANGED, MASK, forget
 from tests.fake_forge import TOKEN, serve
 from tests.helpers import FIXTURES, cesync
@@ -266,10 +266,10 @@ def test_renderers_mask_both_sides(before: str, after: str) -> None:
     parent = "projects/p/locations/us/apps/a"
     body = {"clientFunction": {"name": "n", "description": after}, "displayName": "x"}
     remote = [
-        Remote("tool", "t", {"clientFunction": {"name": "n", "description": before}, "name": f"{parent}/tools/t", "etag": "e"})
+        Resource("tool", "t", {"clientFunction": {"name": "n", "description": before}, "name": f"{parent}/tools/t", "etag": "e"})
     ]
     hidden = {("tool", "t"): [("clientFunction", "description")]}
-    plan = build_plan("local", parent, [("tool", "t", body)], remote, sensitive=hidden)
+    plan = build_plan("local", parent, [Resource("tool", "t", body)], remote, sensitive=hidden)
     assert plan.counts()["update"] == int(before != after)  # a rotation is an update
     for fmt in ("text", "markdown", "json"):
         text = render(plan, fmt)

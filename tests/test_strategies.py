@@ -6,7 +6,7 @@ import pytest
 from hypothesis import Phase, find, settings
 
 from cesync.models import TOOL_TYPES, TOOLSET_TYPES, ProtoModel, Tool, Toolset, specs
-from tests.strategies import NOT_CREATABLE, bodies, pairs, resource_types
+from tests.strategies import CREATABLE, NOT_CREATABLE, bodies, pairs, resource_types
 
 ONCE = settings(database=None, max_examples=2000, phases=[Phase.generate])  # the first hit, unshrunk
 
@@ -36,6 +36,6 @@ def test_every_creatable_type_is_drawn() -> None:
 
 @pytest.mark.parametrize(("kind", "member"), resource_types(), ids=[t for _, t in resource_types()])
 def test_a_is_of_the_drawn_type(kind: str, member: str) -> None:
-    model = {"tool": Tool, "toolset": Toolset}[kind]
+    model = CREATABLE[kind]
     a, _ = find(pairs(model, 2, member), lambda p: True, settings=ONCE)
     assert member in a

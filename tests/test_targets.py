@@ -10,11 +10,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from cesync.diff import Remote
 from cesync.emulator.server import BackgroundServer
 from cesync.errors import CesyncError
 from cesync.plan import build_plan, safety_refusal
 from cesync.render import FORMATS, render
+from cesync.resource import Resource
 from cesync.targets import resolve_targets
 from tests.helpers import FIXTURES
 from tests.test_pull import cli
@@ -54,16 +54,16 @@ def test_unknown_target_is_an_error_with_a_suggestion(given: str, message: str) 
     assert message in str(exc.value)
 
 
-def _remote(n: int) -> list[Remote]:
+def _remote(n: int) -> list[Resource]:
     return [
-        Remote("tool", f"t{i}", {"name": f"P/tools/t{i}", "etag": "e", "clientFunction": {"name": f"f{i}"}}) for i in range(n)
+        Resource("tool", f"t{i}", {"name": f"P/tools/t{i}", "etag": "e", "clientFunction": {"name": f"f{i}"}}) for i in range(n)
     ]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_every_format_shows_when_apply_would_refuse_and_a_partial_plan(fmt: str) -> None:
     remote = _remote(12)
-    desired = [("tool", r.id, {"clientFunction": {"name": "changed"}}) for r in remote]
+    desired = [Resource("tool", r.id, {"clientFunction": {"name": "changed"}}) for r in remote]
     plan = build_plan("dev", "P", desired, remote)
     reason = safety_refusal(plan, 0.3, 10)
     assert "updates or deletes 12 of 12" in reason

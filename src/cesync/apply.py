@@ -20,26 +20,31 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from .client import CesClient
 from .client.api import Written
 from .diff import diff_resource
 from .errors import Aborted, AlreadyExists, ApiError, FailedPrecondition, NotFound
 from .kinds import KINDS
-from .plan import Change, Plan
+from .plan import Action, Change, Plan
 
 __all__ = ["ApplyResult", "Outcome", "apply_plan"]
 
-DONE, FAILED, CONFLICT, SKIPPED, NOT_STARTED = "done", "failed", "conflict", "skipped", "not started"
+Status = Literal["done", "failed", "conflict", "skipped", "not started"]
+DONE: Status = "done"
+FAILED: Status = "failed"
+CONFLICT: Status = "conflict"
+SKIPPED: Status = "skipped"
+NOT_STARTED: Status = "not started"
 
 
 @dataclass
 class Outcome:
     kind: str
     id: str
-    action: str
-    status: str = NOT_STARTED
+    action: Action
+    status: Status = NOT_STARTED
     message: str = ""
     etag: str = ""  # the new etag after a create or update
 
@@ -171,7 +176,7 @@ def _as_sent(c: Change, current: dict[str, Any] | None) -> bool:
     return not any(d == m or d.startswith(m + ".") or m.startswith(d + ".") for d in differs for m in c.update_mask)
 
 
-def _failure(c: Change, exc: ApiError, lost_reply: bool) -> tuple[str, str]:
+def _failure(c: Change, exc: ApiError, lost_reply: bool) -> tuple[Status, str]:
     """(status, message) for an error answer to a change."""
     if lost_reply:
         return CONFLICT, "reply lost, and reading it back shows other than what was sent: changed by someone else; plan again"

@@ -25,7 +25,6 @@ from .normalize import DOCUMENT_FIELDS, canonical
 __all__ = [
     "DEEPDIFF_OPTIONS",
     "FieldChange",
-    "Remote",
     "ResourceDiff",
     "changed_paths",
     "deepdiff_paths",
@@ -77,19 +76,6 @@ DEEPDIFF_OPTIONS: dict[str, Any] = {
     "verbose_level": 2,
     "view": "tree",
 }
-
-
-@dataclass(frozen=True)
-class Remote:
-    """One resource as read from the app."""
-
-    kind: str
-    id: str
-    body: dict[str, Any]
-
-    @property
-    def etag(self) -> str:
-        return str(self.body.get("etag", ""))
 
 
 @dataclass(frozen=True)

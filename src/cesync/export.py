@@ -27,22 +27,16 @@ from .kinds import KINDS, REF_ONLY, by_collection
 from .models import ProtoModel, specs
 from .normalize import DOCUMENT_FIELDS, canonical
 from .repo import ENV_VAR, ID_RE, VAR_SPAN
+from .resource import Resource
 from .yamlout import to_yaml
 
-__all__ = ["LOADER_VAR", "ExportedRepo", "Resource", "export_repo", "file_names", "modeline", "to_yaml"]
+__all__ = ["LOADER_VAR", "ExportedRepo", "export_repo", "file_names", "modeline", "to_yaml"]
 
 CODE_FIELDS = {"pythonCode", "pythonScript"}
 # Names Windows refuses as file names, whatever the extension.
 RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
 LOADER_VAR = re.compile(r"\$" + VAR_SPAN)  # the span repo.VAR_RE takes after a "$"
 MIN_PART = 4  # shorter values are replaced only when they are a whole string value
-
-
-@dataclass(frozen=True)
-class Resource:
-    kind: str
-    id: str
-    body: dict[str, Any]
 
 
 @dataclass

@@ -16,13 +16,14 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import Any, Literal, get_args
 
 from . import __version__
-from .diff import FieldChange, Remote, diff_resource
+from .diff import FieldChange, diff_resource
 from .errors import ConfigError, PlanFileError, Problem, UnsafePlanError
 from .kinds import KINDS, names_pattern
 from .planfile import PlanFile, parse_plan_file
+from .resource import Resource
 from .sensitive import CHANGED, cut, mask, overlaps
 from .yamlfile import Path_
 
@@ -39,14 +40,15 @@ __all__ = [
 ]
 
 FORMAT_VERSION = 2
-ACTIONS = ("create", "update", "delete")
+Action = Literal["create", "update", "delete"]
+ACTIONS: tuple[Action, ...] = get_args(Action)
 
 
 @dataclass(frozen=True)
 class Change:
-    kind: str  # tool | toolset
+    kind: str  # a key of cesync.kinds.KINDS
     id: str
-    action: str  # create | update | delete
+    action: Action
     name: str  # full resource name
     etag: str = ""  # the remote etag seen at plan time (update, delete)
     before: dict[str, Any] | None = None  # canonical remote
@@ -140,9 +142,10 @@ def _from_file(f: PlanFile) -> Plan:
     )
 
 
-def desired_digest(env: str, app: str, desired: list[tuple[str, str, dict[str, Any]]]) -> str:
+def desired_digest(env: str, app: str, desired: list[Resource]) -> str:
     """sha256 of the rendered desired configuration (what apply would send)."""
-    payload = json.dumps({"env": env, "app": app, "resources": sorted(desired, key=lambda d: (d[0], d[1]))}, sort_keys=True)
+    resources = sorted(((d.kind, d.id, d.body) for d in desired), key=lambda d: (d[0], d[1]))
+    payload = json.dumps({"env": env, "app": app, "resources": resources}, sort_keys=True)
     return "sha256:" + hashlib.sha256(payload.encode()).hexdigest()
 
 
@@ -187,14 +190,14 @@ def _levels(names: list[str], deps: dict[str, set[str]]) -> dict[str, int]:
 def build_plan(
     env: str,
     parent: str,
-    desired: list[tuple[str, str, dict[str, Any]]],
-    remote: list[Remote],
+    desired: list[Resource],
+    remote: list[Resource],
     *,
     prune: bool = False,
     targets: set[str] | None = None,
     sensitive: Mapping[tuple[str, str], Sequence[Path_]] | None = None,
 ) -> Plan:
-    """desired: (kind, id, wire body). targets: ids (or kind/id) to limit the plan to.
+    """desired: the repo's resources (wire bodies). targets: ids (or kind/id) to limit the plan to.
 
     sensitive: per (kind, id), the body paths that hold sensitive values; they are masked
     in before, after and fields here, in bodies when the plan is written out, and left
@@ -205,13 +208,13 @@ def build_plan(
     def wanted(kind: str, rid: str) -> bool:
         return not targets or rid in targets or f"{kind}/{rid}" in targets
 
-    name_of = {(k, i): KINDS[k].resource_name(parent, i) for k, i, _ in desired}
-    remote_by = {(r.kind, r.id): r for r in remote}
-    deps = {name_of[(k, i)]: _references(b, parent) - {name_of[(k, i)]} for k, i, b in desired}
+    name_of = {d.key: KINDS[d.kind].resource_name(parent, d.id) for d in desired}
+    remote_by = {r.key: r for r in remote}
+    deps = {name_of[d.key]: _references(d.body, parent) - {name_of[d.key]} for d in desired}
     levels = _levels(list(deps), deps)
     changes: list[Change] = []
     unknown: dict[str, list[str]] = {}
-    for kind, rid, body in desired:
+    for kind, rid, body in ((d.kind, d.id, d.body) for d in desired):
         name = name_of[(kind, rid)]
         r = remote_by.get((kind, rid))
         d = diff_resource(kind, rid, body, r.body if r else None)
@@ -269,7 +272,7 @@ def build_plan(
     return Plan(
         environment=env,
         app=parent,
-        digest=desired_digest(env, parent, [(k, i, mask(b, hidden.get((k, i), []))) for k, i, b in desired]),
+        digest=desired_digest(env, parent, [replace(d, body=mask(d.body, hidden.get(d.key, []))) for d in desired]),
         changes=tuple(changes + deletes),
         unmanaged=tuple(sorted(unmanaged)),
         unknown_fields=unknown,

@@ -42,17 +42,18 @@ from ruamel.yaml.scalarstring import (
     SingleQuotedScalarString,
 )
 
-from .diff import Remote, diff_resource
 from .diff import _get as _get
+from .diff import diff_resource
 from .documents import parse_document
 from .errors import CesyncError, Problem
-from .export import LOADER_VAR, Resource, _restore_documents, export_repo
+from .export import LOADER_VAR, _restore_documents, export_repo
 from .kinds import KINDS
 from .models import FieldSpec, Kind, ProtoModel, specs
 from .normalize import DOCUMENT_FIELDS, canonical
 from .normalize import _scalar as _proto_scalar
 from .protojson import is_default
-from .repo import ENV_VAR, INCLUDABLE, VAR_ENV_PREFIX, VAR_RE, Desired, EnvTarget, Repo, SourceFile
+from .repo import ENV_VAR, INCLUDABLE, VAR_ENV_PREFIX, VAR_RE, EnvTarget, Repo, SourceFile
+from .resource import Resource
 from .yamlfile import Path_
 from .yamlout import _block_safe
 
@@ -72,8 +73,8 @@ class PullResult:
 def pull_changes(
     repo: Repo,
     env: EnvTarget,
-    desired: list[Desired],
-    remote: list[Remote],
+    desired: list[Resource],
+    remote: list[Resource],
     *,
     wanted: set[tuple[str, str]] | None = None,
     prune: bool = False,
@@ -113,14 +114,14 @@ def pull_changes(
         mask = diff_resource(d.kind, d.id, d.body, r.body).update_mask
         if mask and editor.resource(src, d, r, mask):
             result.updated.append(f"{d.kind}/{d.id}")
-    new = [Resource(r.kind, r.id, r.body) for r in remote if (r.kind, r.id) not in sources and take(r.kind, r.id)]
+    new = [r for r in remote if (r.kind, r.id) not in sources and take(r.kind, r.id)]
     if new:
         _new_files(repo, env, new, remote, result, secrets or {})
     return result
 
 
 def _new_files(
-    repo: Repo, env: EnvTarget, new: list[Resource], remote: list[Remote], result: PullResult, secrets: Mapping[str, str]
+    repo: Repo, env: EnvTarget, new: list[Resource], remote: list[Resource], result: PullResult, secrets: Mapping[str, str]
 ) -> None:
     known = {(r.kind, r.id) for r in remote}
     variables = {**env.vars, **secrets}
@@ -172,7 +173,7 @@ class _Editor:
         self.own_vars: set[str] = set()  # the environment's own vars (the others come from defaults)
         self.sensitive: set[str] = set()  # names whose values must never be printed or written
 
-    def resource(self, src: SourceFile, d: Desired, r: Remote, mask: list[str]) -> bool:
+    def resource(self, src: SourceFile, d: Resource, r: Resource, mask: list[str]) -> bool:
         rel = src.doc.file
         edited = self.result.files.get(rel)
         text = edited.replace("\r\n", "\n") if edited else src.path.read_text(encoding="utf-8")
@@ -675,7 +676,7 @@ def write_files(root: Path, files: Mapping[str, str | None]) -> None:
 
 
 def verify(
-    root: Path, files: Mapping[str, str | None], env: EnvTarget, remote: list[Remote], wanted: set[str] | None
+    root: Path, files: Mapping[str, str | None], env: EnvTarget, remote: list[Resource], wanted: set[str] | None
 ) -> list[str]:
     """Apply the edits to a copy of the repo and plan it: what would still differ (empty: the pull is exact).
 

@@ -6,8 +6,8 @@ import asyncio
 from typing import Any
 
 from .client import CesClient
-from .diff import Remote
 from .kinds import KINDS
+from .resource import Resource
 
 __all__ = ["list_app", "read_remote"]
 
@@ -19,11 +19,11 @@ async def list_app(client: CesClient, parent: str) -> dict[str, list[dict[str, A
     return {k.name: items for k, items in zip(kinds, pages, strict=True)}
 
 
-async def read_remote(client: CesClient, parent: str) -> list[Remote]:
+async def read_remote(client: CesClient, parent: str) -> list[Resource]:
     """The resources cesync manages, in registry order."""
     listed = await list_app(client, parent)
     return [
-        Remote(kind, str(body["name"]).rsplit("/", 1)[-1], body)
+        Resource(kind, str(body["name"]).rsplit("/", 1)[-1], body)
         for kind, items in listed.items()
         for body in items
         if KINDS[kind].managed(body)

@@ -30,9 +30,10 @@ from .errors import CesyncError, ConfigError, Problem
 from .kinds import KINDS, by_collection, ref_collections, spoken
 from .models import TOOL_TYPES
 from .references import Ref, cycles, names_in
+from .resource import Position, Resource
 from .yamlfile import Document, Path_, load_text, read_text
 
-__all__ = ["CONFIG_FILE", "Desired", "EnvTarget", "Repo", "load_repo"]
+__all__ = ["CONFIG_FILE", "EnvTarget", "Repo", "load_repo"]
 
 CONFIG_FILE = "cesync.yaml"
 ID_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_-]{0,127}\Z")  # \Z: "$" would let a trailing newline in
@@ -82,16 +83,6 @@ class EnvTarget:
             return self.overrides[name]
         value = os.environ.get(VAR_ENV_PREFIX + name)
         return self.vars.get(name) if value is None else value
-
-
-@dataclass(frozen=True)
-class Desired:
-    """One resource as the repo wants it in one environment: the wire JSON to send."""
-
-    kind: str
-    id: str
-    body: dict[str, Any]
-    file: str
 
 
 @dataclass
@@ -160,20 +151,20 @@ class Repo:
     def _problem(self, path: Path_, message: str) -> Problem:
         return self.config_doc.problem(path, message, key=True)
 
-    def render(self, env: EnvTarget, *, memo: _Memo | None = None) -> list[Desired]:
+    def render(self, env: EnvTarget, *, memo: _Memo | None = None) -> list[Resource]:
         """The desired resources for one environment; ConfigError lists every problem.
 
         memo shares the work of files that render the same in several environments.
         """
         problems: list[Problem] = list(self.load_problems)
-        out: list[Desired] = []
+        out: list[Resource] = []
         known = {(f.kind, f.id) for f in self.files}
         edges: list[Ref] = []
         for src in self.files:
             body, found = _render_file(self.root, src, env, known, edges, memo)
             problems += found
             if body is not None:
-                out.append(Desired(src.kind, src.id, body, src.doc.file))
+                out.append(Resource(src.kind, src.id, body, source=Position(src.doc.file)))
         problems += _cross_checks(out, self.files)
         problems += cycles(edges)
         if problems:
@@ -540,7 +531,7 @@ def _env_var(src: SourceFile, body: dict[str, Any], env: EnvTarget) -> list[Prob
     return problems
 
 
-def _cross_checks(resources: list[Desired], files: list[SourceFile]) -> list[Problem]:
+def _cross_checks(resources: list[Resource], files: list[SourceFile]) -> list[Problem]:
     """Tool names (the type's `name`) must be unique in an app."""
     docs = {(f.kind, f.id): f.doc for f in files}
     problems: list[Problem] = []

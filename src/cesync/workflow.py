@@ -15,15 +15,15 @@ from pathlib import Path
 from .client import connect
 from .client.api import CesClient, RetryPolicy
 from .client.connect import endpoint_for
-from .diff import Remote
 from .errors import CesyncError, ConfigError, PlanFileError
-from .export import ExportedRepo, Resource, export_repo, modeline
+from .export import ExportedRepo, export_repo, modeline
 from .files import write_tree
 from .kinds import KINDS
 from .models import TOOL_TYPES
 from .plan import Plan, build_plan, desired_digest, narrow, safety_refusal
 from .remote import list_app, read_remote
-from .repo import Desired, EnvTarget, Repo, load_repo
+from .repo import EnvTarget, Repo, load_repo
+from .resource import Resource
 from .sensitive import KEY_ENV, field_paths, mask, new_salt, plan_key, remember, same, seal
 from .targets import resolve_targets, target_keys
 from .yamlfile import Path_
@@ -48,18 +48,14 @@ __all__ = [
 class Context:
     repo: Repo
     env: EnvTarget
-    desired: list[Desired]
+    desired: list[Resource]
     endpoint: str | None = None
     secrets: dict[str, str] = field(default_factory=dict)  # sensitive NAME -> resolved value (memory only)
     hidden: dict[tuple[str, str], list[Path_]] = field(default_factory=dict)  # (kind, id) -> sensitive body paths
 
     @property
-    def triples(self) -> list[tuple[str, str, dict[str, object]]]:
-        return [(d.kind, d.id, d.body) for d in self.desired]
-
-    @property
     def digest(self) -> str:
-        masked = [(k, i, mask(b, self.hidden.get((k, i), []))) for k, i, b in self.triples]
+        masked = [dataclasses.replace(d, body=mask(d.body, self.hidden.get(d.key, []))) for d in self.desired]
         return desired_digest(self.env.name, self.env.parent, masked)
 
     @property
@@ -92,7 +88,7 @@ def sensitive_values(repo: Repo, env: EnvTarget) -> dict[str, str]:
 
 
 def sensitive_fields(
-    repo: Repo, env: EnvTarget, desired: list[Desired], secrets: dict[str, str]
+    repo: Repo, env: EnvTarget, desired: list[Resource], secrets: dict[str, str]
 ) -> dict[tuple[str, str], list[Path_]]:
     cfg = repo.config
     names = {*cfg.defaults.sensitive, *cfg.environments[env.name].sensitive}
@@ -118,7 +114,7 @@ async def make_plan(
     plan = build_plan(
         ctx.env.name,
         ctx.env.parent,
-        ctx.triples,
+        ctx.desired,
         remote,
         prune=ctx.env.prune if prune is None else prune,
         targets=selected,
@@ -156,7 +152,7 @@ async def narrow_saved(
     remote = await read_remote(client, ctx.env.parent)
     known = {(d.kind, d.id) for d in ctx.desired} | {(r.kind, r.id) for r in remote}
     selected = target_keys(resolve_targets(targets or (), known))
-    fresh = build_plan(ctx.env.name, ctx.env.parent, ctx.triples, remote, prune=saved.prune, sensitive=ctx.hidden)
+    fresh = build_plan(ctx.env.name, ctx.env.parent, ctx.desired, remote, prune=saved.prune, sensitive=ctx.hidden)
     fresh = seal_plan(fresh, ctx, saved.sensitive.salt or new_salt())
     present = {f"{r.kind}/{r.id}" for r in remote} | {f"{d.kind}/{d.id}" for d in ctx.desired}
     gone = frozenset(c.key for c in saved.changes if c.action == "delete" and c.key not in present)
@@ -225,7 +221,7 @@ def config_for(env: EnvTarget) -> str:
 
 async def export_app(
     client: CesClient, env: EnvTarget, config_text: str, targets: Iterable[str] = ()
-) -> tuple[ExportedRepo, list[Remote]]:
+) -> tuple[ExportedRepo, list[Resource]]:
     """Read the app and turn it into repo files (see export.py); targets limit it to some resources."""
     remote = await read_remote(client, env.parent)
     selected = resolve_targets(targets, {(r.kind, r.id) for r in remote})
@@ -238,13 +234,12 @@ async def export_app(
                 f"the server returned a {r.kind} named {r.body.get('name')!r}, which is not a {r.kind} of {env.parent}; "
                 "nothing was written"
             )
-    resources = [Resource(r.kind, r.id, r.body) for r in remote]
-    exported = export_repo(resources, parent=env.parent, variables=env.vars, urls=env.urls, config_text=config_text)
+    exported = export_repo(remote, parent=env.parent, variables=env.vars, urls=env.urls, config_text=config_text)
     return exported, remote
 
 
 def plan_files(
-    files: dict[str, str], env_name: str, remote: list[Remote], *, prune: bool = True, variables: dict[str, str] | None = None
+    files: dict[str, str], env_name: str, remote: list[Resource], *, prune: bool = True, variables: dict[str, str] | None = None
 ) -> Plan:
     """Load repo files (in a temporary folder), render them for one environment, plan against remote."""
     with tempfile.TemporaryDirectory(prefix="cesync-") as tmp:
@@ -253,7 +248,7 @@ def plan_files(
 
 
 def plan_folder(
-    folder: Path, env_name: str, remote: list[Remote], *, prune: bool = True, variables: dict[str, str] | None = None
+    folder: Path, env_name: str, remote: list[Resource], *, prune: bool = True, variables: dict[str, str] | None = None
 ) -> Plan:
     """Render the repo in folder for one environment and plan it against remote (no API calls)."""
     repo = load_repo(folder)
@@ -262,9 +257,8 @@ def plan_folder(
     secrets = sensitive_values(repo, env)
     remember(secrets.values())
     desired = repo.render(env)
-    triples = [(d.kind, d.id, d.body) for d in desired]
     hidden = sensitive_fields(repo, env, desired, secrets)
-    return build_plan(env.name, env.parent, triples, remote, prune=prune, sensitive=hidden)
+    return build_plan(env.name, env.parent, desired, remote, prune=prune, sensitive=hidden)
 
 
 # --- running tools ----------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from cesync.emulator.server import BackgroundServer
 from cesync.normalize import canonical
 from cesync.plan import Plan, build_plan
 from cesync.remote import read_remote
+from cesync.resource import Resource
 from tests.strategies import resource_bodies
 
 COMMON = {
@@ -92,7 +93,7 @@ def _covers(named: str, leaf: str) -> bool:
 
 
 async def _plan(client: CesClient, parent: str, kind: str, body: dict[str, Any]) -> Plan:
-    return build_plan("prop", parent, [(kind, RID, body)], await read_remote(client, parent))
+    return build_plan("prop", parent, [Resource(kind, RID, body)], await read_remote(client, parent))
 
 
 async def _apply(client: CesClient, plan: Plan) -> None:

@@ -16,7 +16,6 @@ from ..archive import extract_zip, find_app_root, read_archive
 from ..client import connect
 from ..client.connect import endpoint_for
 from ..config import EMBEDDED, ENV_NAME
-from ..diff import Remote
 from ..errors import CesyncError
 from ..export import ExportedRepo, export_repo
 from ..files import write_tree
@@ -24,6 +23,7 @@ from ..kinds import KINDS, spoken
 from ..plan import Plan
 from ..remote import read_remote
 from ..repo import CONFIG_FILE, load_repo
+from ..resource import Resource
 from ..sensitive import remember
 from ..workflow import (
     config_for,
@@ -102,7 +102,7 @@ def export(
         # A sensitive value the app holds is written back as its ${NAME}, never as a literal.
         env = dataclasses.replace(env, vars={**env.vars, **secrets})
 
-    async def run() -> tuple[ExportedRepo, list[Remote]]:
+    async def run() -> tuple[ExportedRepo, list[Resource]]:
         async with connect(env, root, override=endpoint) as client:
             return await export_app(client, env, config_text, targets)
 
@@ -198,7 +198,7 @@ def diff_cmd(
     a, b = repo.env(from_env), repo.env(to_env)
     config_text = (repo.root / CONFIG_FILE).read_text(encoding="utf-8")
 
-    async def run() -> tuple[ExportedRepo, list[Remote]]:
+    async def run() -> tuple[ExportedRepo, list[Resource]]:
         async with connect(a, repo.root, override=endpoint) as ca, connect(b, repo.root, override=endpoint) as cb:
             (exported, _), remote_b = await asyncio.gather(export_app(ca, a, config_text), read_remote(cb, b.parent))
             return exported, remote_b

@@ -12,7 +12,7 @@ from ..errors import CesyncError, ConfigError
 from . import cli_vars, dir_option, endpoint_option, env_option, err, handled, main, out, target_option, var_options
 
 if TYPE_CHECKING:
-    from ..diff import Remote
+    from ..resource import Resource
 
 
 @main.command()
@@ -49,7 +49,7 @@ def pull(
 
     ctx = open_context(directory, env_name, endpoint, cli_vars(var_pairs, var_files))
 
-    async def run() -> list[Remote]:
+    async def run() -> list[Resource]:
         async with ctx.client() as client:
             return await read_remote(client, ctx.env.parent)
 
