@@ -16,6 +16,8 @@ from urllib.parse import parse_qs, urlsplit
 
 PAGE = 2
 TOKEN = "secret-token"
+GITHUB_BOT = {"login": "github-actions[bot]", "type": "Bot"}
+GITLAB_BOT = {"id": 7, "username": "project_1234_bot"}
 
 
 @dataclass
@@ -23,6 +25,7 @@ class Forge:
     comments: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # thread key -> comments
     requests: list[tuple[str, str]] = field(default_factory=list)
     next_id: int = 100
+    github_user: dict[str, Any] | None = None  # what /user answers for a personal token; None: Actions' 403
     url: str = ""
 
     def thread(self, key: str) -> list[dict[str, Any]]:
@@ -63,6 +66,12 @@ def serve() -> tuple[Forge, ThreadingHTTPServer]:
             parts = urlsplit(self.path)
             query = parse_qs(parts.query)
             page = int(query.get("page", ["1"])[0])
+            if parts.path == "/user":  # Actions' GITHUB_TOKEN has no user to read
+                if forge.github_user:
+                    return self._reply(200, forge.github_user)
+                return self._reply(403, {"message": "Resource not accessible by integration"})
+            if parts.path == "/api/v4/user":
+                return self._reply(200, GITLAB_BOT)
             if m := re.fullmatch(r"/repos/([^/]+/[^/]+)/issues/(\d+)/comments", parts.path):
                 thread = forge.thread(f"gh:{m[1]}#{m[2]}")
                 if method == "GET":
@@ -73,7 +82,7 @@ def serve() -> tuple[Forge, ThreadingHTTPServer]:
                     return self._reply(200, chunk, headers)
                 if method == "POST":
                     forge.next_id += 1
-                    comment = {"id": forge.next_id, "body": self._body()["body"], "user": {"login": "github-actions[bot]"}}
+                    comment = {"id": forge.next_id, "body": self._body()["body"], "user": dict(forge.github_user or GITHUB_BOT)}
                     thread.append(comment)
                     return self._reply(201, comment)
             if (m := re.fullmatch(r"/repos/[^/]+/[^/]+/issues/comments/(\d+)", parts.path)) and method == "PATCH":
@@ -90,7 +99,7 @@ def serve() -> tuple[Forge, ThreadingHTTPServer]:
                     return self._reply(200, chunk, headers)
                 if method == "POST" and not m[3]:
                     forge.next_id += 1
-                    note = {"id": forge.next_id, "body": self._body()["body"]}
+                    note = {"id": forge.next_id, "body": self._body()["body"], "author": dict(GITLAB_BOT)}
                     thread.append(note)
                     return self._reply(201, note)
                 if method == "PUT" and m[3]:

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from ruamel.yaml import YAML
 
@@ -170,6 +171,52 @@ def test_gitlab_notes_are_sticky_too(tmp_path: Path, forge: Forge) -> None:
     assert upsert_comment(target, marker, marker + "\nsecond") == "updated"
     notes = [n for n in forge.thread("gl:1234!5") if marker in n["body"]]
     assert [n["body"].splitlines()[1] for n in notes] == ["second"]
+
+
+MARKER = "<!-- cesync-plan:dev:projects/p/locations/us/apps/a -->"
+HUMAN_GH = {"login": "mallory", "type": "User"}
+OTHER_BOT_GL = {"id": 99, "username": "someone"}
+
+
+@pytest.mark.parametrize(
+    ("provider", "personal", "planted"),
+    [
+        ("github", None, {"user": HUMAN_GH}),  # Actions' token: only a Bot's comment counts
+        ("github", {"login": "deployer", "type": "User"}, {"user": HUMAN_GH}),  # a personal token: only its own
+        ("github", {"login": "deployer", "type": "User"}, {"user": {"login": "github-actions[bot]", "type": "Bot"}}),
+        ("gitlab", None, {"author": OTHER_BOT_GL}),
+        ("gitlab", None, {}),  # no author at all
+    ],
+    ids=["gh-actions-vs-human", "gh-personal-vs-human", "gh-personal-vs-other-bot", "gl-other-user", "gl-no-author"],
+)
+def test_a_planted_marker_is_never_edited(
+    forge: Forge, provider: str, personal: dict[str, str] | None, planted: dict[str, Any]
+) -> None:
+    """Someone else's comment holding the marker (a PR author pasting it) is left alone: cesync
+    writes its own comment and keeps editing that one."""
+    forge.github_user = personal
+    if provider == "github":
+        target, key = CommentTarget("github", forge.url, "acme/tools", 5, TOKEN), "gh:acme/tools#5"
+    else:
+        target, key = CommentTarget("gitlab", f"{forge.url}/api/v4", "1234", 5, TOKEN), "gl:1234!5"
+    forge.thread(key).append({"id": 1, "body": f"{MARKER}\nplanted text", **planted})
+    assert upsert_comment(target, MARKER, MARKER + "\nfirst") == "created"
+    assert upsert_comment(target, MARKER, MARKER + "\nsecond") == "updated"
+    assert [c["body"].splitlines()[1] for c in forge.thread(key)] == ["planted text", "second"]
+
+
+def test_a_page_link_to_another_host_gets_no_token() -> None:
+    seen: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(str(request.url))
+        link = '<https://evil.example/repos/acme/tools/issues/5/comments?page=2>; rel="next"'
+        return httpx.Response(200, json=[{"id": 1, "body": "x"}], headers={"Link": link})
+
+    target = CommentTarget("github", "https://api.github.com", "acme/tools", 5, TOKEN)
+    with pytest.raises(CesyncError, match=r"refusing to follow a comment page link to https://evil\.example"):
+        upsert_comment(target, MARKER, "body", transport=httpx.MockTransport(handler))
+    assert seen and not any("evil.example" in url for url in seen)
 
 
 @pytest.mark.parametrize(

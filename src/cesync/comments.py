@@ -2,7 +2,9 @@
 
 The comment carries the renderer's marker (``<!-- cesync-plan:ENV:APP -->``): a run
 finds the comment with its marker and edits it, or creates one. Comments of other
-environments and apps, and everyone else's, are left alone. Each code host is a
+environments and apps, and everyone else's, are left alone: only a comment written by the
+token's own identity counts, so a pull request author who pastes the marker into a
+comment of theirs cannot have cesync overwrite it (or plant text above the plan). Each code host is a
 :class:`Forge` in ``FORGES``, chosen by name; adding one is one subclass.
 
 Where the request and the token come from, as CI systems set them:
@@ -19,6 +21,7 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import quote
@@ -101,8 +104,21 @@ class Forge(ABC):
     def next_page(reply: httpx.Response, url: str, params: Params) -> tuple[str, Params] | None:
         """The request for the page after reply, or None after the last one."""
 
+    @abstractmethod
+    def is_ours(self, comment: dict[str, Any]) -> bool:
+        """Whether the token's own identity wrote comment."""
+
     def find(self, marker: str) -> dict[str, Any] | None:
-        return next((c for c in self.comments() if marker in str(c.get("body", ""))), None)
+        return next((c for c in self.comments() if marker in str(c.get("body", "")) and self.is_ours(c)), None)
+
+    @cached_property
+    def me(self) -> dict[str, Any]:
+        """The token's own user (``{api}/user`` on both forges), or {} where it has none to read."""
+        reply = self.client.get(f"{self.target.api}/user")
+        if reply.status_code in (401, 403, 404):
+            return {}
+        body = _check(reply, "read the token's user").json()
+        return body if isinstance(body, dict) else {}
 
     def create(self, body: str) -> None:
         _check(self.client.post(self.list_url(self.target), json={"body": body}), "create the comment")
@@ -130,12 +146,22 @@ class Forge(ABC):
                 raise CesyncError(f"unexpected answer listing comments at {url}")
             out += [c for c in page if isinstance(c, dict)]
             request = self.next_page(reply, url, params)
+            if request is not None:
+                _same_origin(request[0], self.target.api)
         return out
 
 
 def _link_next(reply: httpx.Response) -> tuple[str, Params] | None:
     link = reply.links.get("next", {}).get("url")
     return (link, None) if link else None  # the link carries its own query
+
+
+def _same_origin(url: str, api: str) -> None:
+    """The token goes with every page request: a Link header naming another host or scheme
+    (a compromised or misconfigured proxy, a hostile mirror) must not receive it."""
+    link, base = httpx.URL(url), httpx.URL(api)
+    if (link.scheme, link.host, link.port) != (base.scheme, base.host, base.port):
+        raise CesyncError(f"refusing to follow a comment page link to {link.scheme}://{link.host}: not the API at {api}")
 
 
 class GitHub(Forge):
@@ -173,6 +199,14 @@ class GitHub(Forge):
     def next_page(reply: httpx.Response, url: str, params: Params) -> tuple[str, Params] | None:
         return _link_next(reply)
 
+    def is_ours(self, comment: dict[str, Any]) -> bool:
+        # A personal or app token can read its user; Actions' GITHUB_TOKEN cannot (403), and
+        # then a comment is ours when a bot wrote it: no person's account is of type Bot.
+        user = comment.get("user") or {}
+        if login := self.me.get("login"):
+            return bool(user.get("login") == login)
+        return bool(user.get("type") == "Bot")
+
 
 class GitLab(Forge):
     """Merge request notes; pages by the Link header, or X-Next-Page where there is none."""
@@ -208,6 +242,11 @@ class GitLab(Forge):
         if reply.headers.get("X-Next-Page"):
             return url, {"per_page": 100, "page": reply.headers["X-Next-Page"]}
         return None
+
+    def is_ours(self, comment: dict[str, Any]) -> bool:
+        # Every GitLab token (personal, project, job) can read its user.
+        me = self.me.get("id")
+        return me is not None and (comment.get("author") or {}).get("id") == me
 
 
 FORGES: dict[str, type[Forge]] = {f.name: f for f in (GitHub, GitLab)}
