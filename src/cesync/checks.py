@@ -155,7 +155,7 @@ def check_body(kind: str, body: dict[str, Any]) -> list[Finding]:
     return findings
 
 
-CONTEXT_VARIABLE = re.compile(r"^\$context\.variables\.[A-Za-z_][A-Za-z0-9_]*$")
+CONTEXT_VARIABLE = re.compile(r"^\$context\.variables\.[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def _custom_headers(body: dict[str, Any]) -> list[Finding]:

@@ -39,7 +39,7 @@ CONFIG_FILE = "cesync.yaml"
 ID_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_-]{0,127}\Z")  # \Z: "$" would let a trailing newline in
 VAR_SPAN = r"\{([^}]*)\}?"  # what follows "$" (or the escape "$$") in a ${NAME} reference
 VAR_RE = re.compile(r"\$(\$?)" + VAR_SPAN)
-VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 # The process environment gives ${NAME} only as CESYNC_VAR_NAME (as Terraform's TF_VAR_):
 # a pull request's author writes every repo file, so reading plain NAME would let one print
 # GITHUB_TOKEN or any other secret of the CI job in a plan.

@@ -16,7 +16,7 @@ from .errors import CesyncError
 
 __all__ = ["canonical_output", "mock_config", "request_for", "target"]
 
-FULL = re.compile(r"^projects/[^/]+/locations/[^/]+/apps/[^/]+/(tools|toolsets)/([^/]+)(?:/tools/([^/]+))?$")
+FULL = re.compile(r"^projects/[^/]+/locations/[^/]+/apps/[^/]+/(tools|toolsets)/([^/]+)(?:/tools/([^/]+))?\Z")
 
 
 def target(ref: str, parent: str) -> dict[str, Any]:

@@ -27,8 +27,8 @@ from .wire import TOOL_TYPES, Printed, mask_paths, parse, printed, split_known, 
 
 __all__ = ["create_app"]
 
-APP_RE = re.compile(r"^(projects/[^/]+/locations/[^/]+/apps/[^/:]+)(.*)$")
-ID_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_-]{0,127}$")
+APP_RE = re.compile(r"^(projects/[^/]+/locations/[^/]+/apps/[^/:]+)(.*)\Z")
+ID_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_-]{0,127}\Z")
 Handler = Callable[[Request, str, str, str | None], Awaitable[Any]]
 
 

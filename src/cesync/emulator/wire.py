@@ -41,7 +41,7 @@ __all__ = [
 RESOURCES = {"tools": f"{api.PACKAGE}.Tool", "toolsets": f"{api.PACKAGE}.Toolset"}
 # Messages json_format prints as JSON scalars or free objects: nothing inside to check.
 OPAQUE = {f"google.protobuf.{n}" for n in ("Duration", "Timestamp", "Struct", "Value", "ListValue", "FieldMask", "Any")}
-DURATION_RE = re.compile(r"^(-)?(\d+)(?:\.(\d{1,9}))?s$")
+DURATION_RE = re.compile(r"^(-)?(\d+)(?:\.(\d{1,9}))?s\Z")
 # Resource names the server resolves, so a malformed one is INVALID_ARGUMENT there too.
 RESOURCE_NAMES: dict[str, re.Pattern[str]] = {
     f"{api.PACKAGE}.{field}": re.compile(pattern)

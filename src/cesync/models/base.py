@@ -129,7 +129,7 @@ def _float(value: Any) -> Any:
     return value
 
 
-DURATION_RE = re.compile(r"^(-)?(\d+)(?:\.(\d{1,9}))?s$")
+DURATION_RE = re.compile(r"^(-)?(\d+)(?:\.(\d{1,9}))?s\Z")
 
 
 def _duration(value: Any) -> Any:
