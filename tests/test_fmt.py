@@ -77,6 +77,48 @@ def test_any_key_order_formats_to_the_same_text(order: list[str]) -> None:
     ]
 
 
+NESTED = {  # clientFunction's keys, each with a comment above it
+    "name": "  # about name\n  name: ask\n",
+    "description": "  # about description\n  description: Ask.\n",
+    "parameters": "  # about parameters\n  parameters:\n    type: OBJECT\n",
+}
+COMMENTED = {
+    "executionType": "# about executionType\nexecutionType: ASYNCHRONOUS  # eol executionType\n",
+    "timeout": "# about timeout\n\ntimeout: 45s\n",
+    "toolFakeConfig": "# about toolFakeConfig\ntoolFakeConfig:\n  enableFakeMode: true  # eol fake\n",
+    "clientFunction": "# about clientFunction\nclientFunction:\n",
+}
+
+
+def _key_after(lines: list[str], i: int) -> str:
+    """The key of the first line after lines[i] that is neither a comment nor blank."""
+    rest = [line for line in lines[i + 1 :] if line.strip() and not line.lstrip().startswith("#")]
+    return rest[0].split(":")[0].strip() if rest else ""
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.permutations(sorted(COMMENTED)), st.permutations(sorted(NESTED)))
+def test_comments_move_with_their_keys(order: list[str], nested: list[str]) -> None:
+    """A full-line comment above a key stays above that key, and an end-of-line comment on its
+    line, whatever the order was; ruamel files such comments under the preceding key (or the last
+    item of its value), which is where fmt used to leave them. The first key's comment is the
+    file's (or the mapping's) header and stays first."""
+    text = "# header\n" + "".join(
+        COMMENTED[k] + ("".join(NESTED[n] for n in nested) if k == "clientFunction" else "") for k in order
+    )
+    out = format_text(text, Tool)
+    lines = out.splitlines()
+    assert out == format_text(out, Tool)
+    assert lines[0] == "# header"
+    for key in [k for k in order[1:]] + [n for n in nested[1:]]:
+        [i] = [i for i, line in enumerate(lines) if line.strip() == f"# about {key}"]
+        assert _key_after(lines, i) == key, out
+    for key in ("executionType", "fake"):
+        [line] = [line for line in lines if f"# eol {key}" in line]
+        assert line.split(":")[0].strip() == {"fake": "enableFakeMode"}.get(key, key), out
+    assert sorted(COMMENT.findall(out)) == sorted(COMMENT.findall(text))
+
+
 def test_crlf_files_keep_their_line_endings(tmp_path: Path) -> None:
     """A Windows checkout (git autocrlf) is not 'not canonical', and fmt does not turn it into LF."""
     root = tmp_path / "repo"

@@ -9,13 +9,15 @@ values stay as written; OpenAPI documents written as mappings keep their own ord
 from __future__ import annotations
 
 from io import StringIO
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import YAMLError
+from ruamel.yaml.error import CommentMark, YAMLError
+from ruamel.yaml.tokens import CommentToken
 
 from .config import Config
 from .errors import Problem
@@ -119,7 +121,13 @@ def _order(node: CommentedMap, rank: dict[str, int], model: type[BaseModel] | No
 
 
 def _reorder(node: CommentedMap, wanted: list[Any]) -> None:
-    """Reorder in place; each key takes along the comments ruamel attached to it."""
+    """Reorder in place; each key takes along its end-of-line comment and the full-line
+    comments above it. ruamel files a full-line comment under whatever precedes it (the
+    previous key, or the last item of that key's value), so those comments are cut from
+    there first and put back above their key after the move."""
+    keys = list(node)
+    above = {key: _cut_lines(_tail_slot(node, prev)) for prev, key in pairwise(keys)}
+    after_all = _cut_lines(_tail_slot(node, keys[-1]))  # they belong to what follows this mapping
     items = [(k, node[k]) for k in wanted]
     comments = dict(node.ca.items)
     for k in list(node):
@@ -128,3 +136,53 @@ def _reorder(node: CommentedMap, wanted: list[Any]) -> None:
         node.insert(i, k, v)
     node.ca.items.clear()
     node.ca.items.update(comments)
+    for prev, key in pairwise(wanted):
+        _add_lines(_tail_slot(node, prev), above.get(key, ""))
+    if above.get(wanted[0]):  # a key moved first: its comments go between the mapping's own and it
+        slots = node.ca.items.setdefault(wanted[0], [None, None, None, None])
+        slots[1] = [_token(line) for line in above[wanted[0]].splitlines()] + (slots[1] or [])
+    _add_lines(_tail_slot(node, wanted[-1]), after_all)
+
+
+Slot = tuple[list[Any], int]  # a ruamel comment list and the index of the token in it
+
+
+def _tail_slot(node: CommentedMap | CommentedSeq, key: Any) -> Slot:
+    """Where ruamel keeps the comment that follows key's whole subtree."""
+    value = node[key]
+    if isinstance(value, CommentedMap) and value:
+        return _tail_slot(value, list(value)[-1])
+    if isinstance(value, CommentedSeq) and value:
+        return _tail_slot(value, len(value) - 1)
+    return node.ca.items.setdefault(key, [None, None, None, None]), 2 if isinstance(node, CommentedMap) else 0
+
+
+def _cut_lines(slot: Slot) -> str:
+    """Remove and return the full lines of the token at slot, leaving its end-of-line comment."""
+    holder, i = slot
+    token = holder[i]
+    if not isinstance(token, CommentToken):
+        return ""
+    eol, _, lines = token.value.partition("\n")
+    if not lines:
+        return ""
+    if eol.strip():
+        token.value = eol + "\n"
+    else:
+        holder[i] = None
+    return str(lines)
+
+
+def _add_lines(slot: Slot, lines: str) -> None:
+    if not lines:
+        return
+    holder, i = slot
+    if isinstance(holder[i], CommentToken):
+        holder[i].value += lines
+    else:
+        holder[i] = CommentToken("\n" + lines, CommentMark(0), None)
+
+
+def _token(line: str) -> CommentToken:
+    text = line.lstrip()
+    return CommentToken(text + "\n", CommentMark(len(line) - len(text) if text else 0), None)
