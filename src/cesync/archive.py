@@ -28,8 +28,8 @@ from typing import Any
 from .errors import CesyncError, ConfigError, Problem
 from .kinds import KINDS, by_collection, collections, spoken
 from .models import ProtoModel, specs
-from .repo import ENV_VAR, ID_RE
-from .resource import Resource
+from .resource import ID_RE, Resource
+from .templating import ENV_VAR
 from .yamlfile import load_text, read_text
 
 __all__ = ["ArchiveContents", "extract_zip", "find_app_root", "read_archive"]

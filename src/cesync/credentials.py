@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import Problem
-from .repo import CONFIG_FILE, INCLUDABLE, Repo
+from .loading import CONFIG_FILE
+from .repo import Repo
+from .templating import INCLUDABLE
 from .yamlfile import read_text
 
 __all__ = ["HOME", "WARNING", "lint_credentials", "scan_text", "sensitive_literals"]

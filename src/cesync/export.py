@@ -26,8 +26,8 @@ from .jsonschema import render_schemas
 from .kinds import KINDS, REF_ONLY, by_collection
 from .models import ProtoModel, specs
 from .normalize import DOCUMENT_FIELDS, canonical
-from .repo import ENV_VAR, ID_RE, VAR_SPAN
-from .resource import Resource
+from .resource import ID_RE, Resource
+from .templating import ENV_VAR, VAR_SPAN
 from .yamlout import to_yaml
 
 __all__ = ["LOADER_VAR", "ExportedRepo", "export_repo", "file_names", "modeline", "to_yaml"]

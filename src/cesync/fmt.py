@@ -22,9 +22,10 @@ from ruamel.yaml.tokens import CommentToken
 from .config import Config
 from .errors import Problem
 from .kinds import KINDS
+from .loading import CONFIG_FILE
 from .models import ProtoModel, specs
 from .normalize import DOCUMENT_FIELDS
-from .repo import CONFIG_FILE, INCLUDABLE
+from .templating import INCLUDABLE
 from .yamlfile import read_text
 
 __all__ = ["format_repo", "format_text"]

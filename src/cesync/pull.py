@@ -45,15 +45,18 @@ from ruamel.yaml.scalarstring import (
 from .diff import _get as _get
 from .diff import diff_resource
 from .documents import parse_document
+from .environments import VAR_ENV_PREFIX, EnvTarget
 from .errors import CesyncError, Problem
 from .export import LOADER_VAR, _restore_documents, export_repo
 from .kinds import KINDS
+from .loading import SourceFile
 from .models import FieldSpec, Kind, ProtoModel, specs
 from .normalize import DOCUMENT_FIELDS, canonical
 from .normalize import _scalar as _proto_scalar
 from .protojson import is_default
-from .repo import ENV_VAR, INCLUDABLE, VAR_ENV_PREFIX, VAR_RE, EnvTarget, Repo, SourceFile
+from .repo import Repo
 from .resource import Resource
+from .templating import ENV_VAR, INCLUDABLE, VAR_RE
 from .yamlfile import Path_
 from .yamlout import _block_safe
 

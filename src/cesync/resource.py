@@ -7,10 +7,13 @@ empty and takes ``name`` and ``etag`` from the server's body. Everything downstr
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-__all__ = ["Position", "Resource"]
+__all__ = ["ID_RE", "Position", "Resource"]
+
+ID_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_-]{0,127}\Z")  # a resource id; \Z: "$" would let a trailing newline in
 
 
 class Position(NamedTuple):

@@ -239,7 +239,7 @@ def var_options(fn: F) -> F:
 
 def cli_vars(pairs: tuple[str, ...], files: tuple[Path, ...]) -> dict[str, str]:
     """The values of --var-file (in order) then --var; a malformed one is an error."""
-    from ..repo import VAR_NAME as VAR_NAME_RE
+    from ..templating import VAR_NAME as VAR_NAME_RE
     from ..yamlfile import Document, load_text, read_text
 
     out: dict[str, str] = {}

@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 
 from ..config import EMBEDDED, normalize_endpoint
+from ..environments import EnvTarget
 from ..errors import CesyncError
-from ..repo import EnvTarget
 from .api import CesClient, RetryPolicy
 from .auth import GoogleAuth, check_trusted, default_credentials
 
