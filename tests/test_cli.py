@@ -261,7 +261,7 @@ def test_prune_force_delete_and_agent_references(tmp_path: Path) -> None:
         assert forced.returncode == 0, forced.stdout + forced.stderr
         assert forced.stdout.index("done: delete tool card") < forced.stdout.index("done: delete tool src")
         state = httpx.get(f"{server.url}/admin/state").json()
-        assert state["apps"][MINIMAL_APP]["agents"]["support"]["tools"] == []  # force removed the reference
+        assert state["apps"][MINIMAL_APP]["agents"]["support"].get("tools", []) == []  # force removed the reference
         again = cesync("plan", "--dir", str(root), "--prune", "--detailed-exitcode", env=env)
         assert again.returncode == 0, again.stdout
 

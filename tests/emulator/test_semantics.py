@@ -95,7 +95,11 @@ def test_list_pagination_filter_order() -> None:
         ("DELETE", "tools/t1", {"etag": "stale"}, None, "ABORTED"),
         ("DELETE", "tools/end_session", {}, None, "FAILED_PRECONDITION"),
         ("POST", ":executeTool", {}, {}, "INVALID_ARGUMENT"),
-        ("POST", ":retrieveToolSchema", {}, {}, "UNIMPLEMENTED"),
+        ("POST", ":retrieveToolSchema", {}, {}, "INVALID_ARGUMENT"),
+        ("POST", ":retrieveToolSchema", {}, {"tool": f"{APP}/tools/nope"}, "NOT_FOUND"),
+        ("POST", "agents", {"agentId": "a"}, {"displayName": "A", "tools": [f"{APP}/tools/nope"]}, "INVALID_ARGUMENT"),
+        ("POST", "agents", {"agentId": "a"}, {"instruction": "no display name"}, "INVALID_ARGUMENT"),
+        ("PATCH", "versions/v", {}, {}, "NOT_FOUND"),
     ],
     ids=[
         "mcp-direct",
@@ -109,6 +113,10 @@ def test_list_pagination_filter_order() -> None:
         "system-delete",
         "execute-no-target",
         "tool-schema",
+        "tool-schema-missing",
+        "agent-dangling-reference",
+        "agent-no-display-name",
+        "versions-are-not-updated",
     ],
 )
 def test_errors(method: str, path: str, params: dict[str, str], body: Any, status: str) -> None:
@@ -151,7 +159,7 @@ def test_agents_block_delete_unless_forced() -> None:
             assert r.json()["error"]["status"] == "FAILED_PRECONDITION" and "root" in r.json()["error"]["message"]
             assert (await c.delete(f"/v1/{APP}/tools/t1", params={"force": "true"})).status_code == 200
             state = (await c.get("/admin/state")).json()
-            assert state["apps"][APP]["agents"]["root"]["tools"] == []
+            assert "tools" not in state["apps"][APP]["agents"]["root"]  # proto3 JSON omits the emptied list
 
     run(go())
 

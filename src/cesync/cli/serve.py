@@ -25,6 +25,20 @@ from . import (
 @click.option("--rate-503", type=click.FloatRange(0, 1), default=0.0, help="Share of calls answered UNAVAILABLE.")
 @click.option("--drop-rate", type=click.FloatRange(0, 1), default=0.0, help="Share of writes committed, then dropped.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the fault dice.")
+@click.option("--app", "apps", multiple=True, help="Create this app at start (projects/P/locations/L/apps/A); repeatable.")
+@click.option(
+    "--auto-create-apps/--no-auto-create-apps",
+    default=True,
+    show_default=True,
+    help="Create an app on its first use; off, an app exists only once created (CreateApp, importApp or --app).",
+)
+@click.option(
+    "--operation-delay",
+    type=click.FloatRange(0),
+    default=0.2,
+    show_default=True,
+    help="Seconds before a long-running operation (CreateApp, exportApp, ...) is done.",
+)
 @handled
 def emulator(
     host: str,
@@ -36,14 +50,22 @@ def emulator(
     rate_503: float,
     drop_rate: float,
     seed: int,
+    apps: tuple[str, ...],
+    auto_create_apps: bool,
+    operation_delay: float,
 ) -> None:
     """Run the local CES emulator (point cesync at it with CES_EMULATOR_HOST)."""
+    import re
+
     from ..emulator import FaultConfig
     from ..emulator.server import serve
 
     faults = FaultConfig(latency_ms, jitter_ms, rate_429, rate_503, drop_rate, seed=seed)
+    for name in apps:
+        if not re.fullmatch(r"projects/[^/]+/locations/[^/]+/apps/[a-zA-Z0-9][a-zA-Z0-9_-]{0,127}", name):
+            raise CesyncError(f"--app {name}: expected projects/PROJECT/locations/LOCATION/apps/APP")
     click.echo(f"CES emulator on http://{host}:{port} (export CES_EMULATOR_HOST={host}:{port})", err=True)
     try:
-        serve(host, port, state, faults)
+        serve(host, port, state, faults, apps=apps, auto_create_apps=auto_create_apps, operation_delay=operation_delay)
     except OSError as exc:
         raise CesyncError(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None

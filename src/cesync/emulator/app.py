@@ -1,39 +1,68 @@
-"""The emulator's HTTP surface: the CES v1 REST API for tools and toolsets, plus /admin.
+"""The emulator's HTTP surface: the CES REST API (``/v1/`` and ``/v1beta/``), plus /admin.
 
 One Starlette app serves both ways: over a socket through uvicorn
 (``cesync emulator``) and in process through ``httpx.ASGITransport`` (the embedded
 backend). Routing is by regular expression because resource names hold slashes
-and custom methods hold colons.
+and custom methods hold colons. ``/v1beta/`` serves the same resources as ``/v1/``
+(the v1beta messages are v1's plus evaluation settings on the app, which the
+emulator accepts and drops); long-running operations name their payload types in
+the version they were asked in.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import re
+import time
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from google.protobuf import json_format
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from .. import api
+from .archive import ARCHIVED, pack, unpack
 from .errors import RpcError
 from .execute import Executor
 from .faults import FaultConfig, FaultMiddleware
 from .openapi import HTTP_METHODS, parse_document
-from .store import COLLECTIONS, DEFAULT_PAGE, MAX_PAGE, Store, first_function, new_etag, now, page_token, parse_page_token
-from .wire import TOOL_TYPES, Printed, mask_paths, parse, printed, split_known, to_data
+from .resources import COLLECTIONS, REFERRERS, drop_references, references
+from .schemas import tool_schemas, toolset_tool_schemas
+from .store import (
+    DEFAULT_PAGE,
+    MAX_PAGE,
+    Store,
+    app_data,
+    first_function,
+    new_etag,
+    now,
+    page_token,
+    parse_page_token,
+)
+from .wire import TOOL_TYPES, Printed, kind, map_references, mask_paths, parse, printed, split_known, to_data
 
 __all__ = ["create_app"]
 
 APP_RE = re.compile(r"^(projects/[^/]+/locations/[^/]+/apps/[^/:]+)(.*)\Z")
+LOCATION_RE = re.compile(r"^(projects/[^/]+/locations/[^/]+)/(apps|operations)(.*)\Z")
 ID_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_-]{0,127}\Z")
+VERSIONS = ("v1", "v1beta")
+BETA_ONLY = {"evaluationSettings", "evaluation_settings", "evaluationPersonas", "evaluation_personas"}  # App, v1beta
+DEFAULT_OPERATION_DELAY = 0.2
 Handler = Callable[[Request, str, str, str | None], Awaitable[Any]]
 
 
 def _enum_int(request: Request) -> bool:
     return "enum-encoding=int" in request.query_params.get("$alt", "")
+
+
+def _version(request: Request) -> str:
+    return str(request.scope.get("ces_version", "v1"))
 
 
 def _answer(request: Request, res: Printed) -> Response:
@@ -51,6 +80,16 @@ async def _json_body(request: Request) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise RpcError("INVALID_ARGUMENT", "Invalid JSON payload received: expected an object.")
     return body
+
+
+def _request(message: str, body: dict[str, Any]) -> dict[str, Any]:
+    """A request message's body checked by protobuf (unknown fields, types), as proto3 JSON."""
+    msg = api.message_class(f"{api.PACKAGE}.{message}")()
+    try:
+        json_format.ParseDict(body, msg, descriptor_pool=api.pool())
+    except json_format.ParseError as exc:
+        raise RpcError("INVALID_ARGUMENT", f"invalid {message}: {exc}") from None
+    return to_data(msg)
 
 
 def _apply_mask(stored: dict[str, Any], body: dict[str, Any], paths: list[str]) -> dict[str, Any]:
@@ -76,17 +115,22 @@ def _apply_mask(stored: dict[str, Any], body: dict[str, Any], paths: list[str]) 
     return merged
 
 
-def _server_fields(collection: str, parent: str, rid: str, data: dict[str, Any], created: str | None) -> dict[str, Any]:
-    """What the server sets on every write: name, times, etag, display name, docstring description."""
-    data["name"] = f"{parent}/{collection}/{rid}"
+def _stamp(data: dict[str, Any], name: str, created: str | None) -> dict[str, Any]:
+    data["name"] = name
     stamp = now()
     data["createTime"] = created or stamp
     data["updateTime"] = stamp
     data["etag"] = new_etag()
+    return data
+
+
+def _server_fields(collection: str, parent: str, rid: str, data: dict[str, Any], created: str | None) -> dict[str, Any]:
+    """What the server sets on every write: name, times, etag, a tool's display name, docstring description."""
+    _stamp(data, f"{parent}/{collection}/{rid}", created)
     if collection == "tools":
-        kind = next((t for t in TOOL_TYPES if t in data), None)
-        member = data.get(kind, {}) if kind else {}
-        if kind == "pythonFunction":
+        tool_kind = next((t for t in TOOL_TYPES if t in data), None)
+        member = data.get(tool_kind, {}) if tool_kind else {}
+        if tool_kind == "pythonFunction":
             fname, doc = first_function(member.get("pythonCode", ""))
             if not member.get("name") and fname:
                 member["name"] = fname
@@ -95,7 +139,7 @@ def _server_fields(collection: str, parent: str, rid: str, data: dict[str, Any],
             else:
                 member.pop("description", None)
         data["displayName"] = member.get("name") or rid
-    else:
+    elif collection == "toolsets":
         data.setdefault("displayName", rid)
     return data
 
@@ -110,10 +154,41 @@ def _checked(collection: str, body: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def _beta_body(request: Request, collection: str, body: dict[str, Any]) -> dict[str, Any]:
+    if collection == "apps" and _version(request) == "v1beta":
+        return {k: v for k, v in body.items() if k not in BETA_ONLY}
+    return body
+
+
+def _page_args(request: Request, key: str) -> tuple[int, int]:
+    q = request.query_params
+    try:
+        size = int(q.get("pageSize") or DEFAULT_PAGE)
+    except ValueError:
+        raise RpcError("INVALID_ARGUMENT", "pageSize must be an integer") from None
+    if size < 0:
+        raise RpcError("INVALID_ARGUMENT", "pageSize must not be negative")
+    offset = parse_page_token(q["pageToken"], key) if q.get("pageToken") else 0
+    return offset, min(size or DEFAULT_PAGE, MAX_PAGE)
+
+
+def _force_allowed(collection: str) -> bool:
+    """Whether the Delete request of this kind has ``force`` (a version in use cannot be forced away)."""
+    desc = api.message(f"{api.PACKAGE}.Delete{kind(collection).message}Request")
+    return "force" in desc.fields_by_name
+
+
+def _type_url(version: str, message: str) -> str:
+    package = "google.protobuf" if message == "Empty" else f"google.cloud.ces.{version}"
+    return f"type.googleapis.com/{package}.{message}"
+
+
 class Emulator:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, operation_delay: float = DEFAULT_OPERATION_DELAY) -> None:
         self.store = store
+        self.operation_delay = operation_delay
         self.executor = Executor(self._read_copy, self._tools_copy)
+        self._pending = 0  # operations started here and not yet settled: 0 keeps the request path free
 
     def _read_copy(self, parent: str, collection: str, rid: str) -> dict[str, Any] | None:
         self.store.app(parent)
@@ -129,29 +204,67 @@ class Emulator:
     def _existing(self, db: Any, parent: str, collection: str, rid: str) -> Printed:
         found = self.store.get(db, parent, collection, rid)
         if found is None:
-            raise RpcError("NOT_FOUND", f"{collection[:-1]} {parent}/{collection}/{rid} not found")
+            raise RpcError("NOT_FOUND", f"{kind(collection).words} {parent}/{collection}/{rid} not found")
         return found
+
+    def _existing_app(self, db: Any, parent: str) -> Printed:
+        found = self.store.get_app(db, parent)
+        if found is None:
+            raise RpcError("NOT_FOUND", f"app {parent} not found")
+        return found
+
+    # --- references ----------------------------------------------------------------------
+
+    def _check_references(self, db: Any, parent: str, singular: str, data: dict[str, Any]) -> None:
+        """Every resource of the app a write names must exist (so an apply creates what is named first)."""
+        violations = []
+        for path, name, collection, rid in references(data, parent):
+            if name != data.get("name") and self.store.get(db, parent, collection, rid) is None:
+                at = singular + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+                violations.append({"field": at, "description": f"{name} does not exist"})
+        if violations:
+            raise RpcError(
+                "INVALID_ARGUMENT",
+                f"invalid {singular}: " + "; ".join(f"{v['field']}: {v['description']}" for v in violations),
+                details=[{"@type": "type.googleapis.com/google.rpc.BadRequest", "fieldViolations": violations}],
+            )
+
+    def _referrers(self, db: Any, parent: str, target: str) -> list[tuple[str, str, dict[str, Any]]]:
+        """(collection or 'apps', id, data) of everything naming ``target``."""
+        found: list[tuple[str, str, dict[str, Any]]] = []
+        app = self.store.get_app(db, parent)
+        candidates = [("apps", "", app.data)] if app is not None else []
+        candidates += [c for c in self.store.mentioning(db, parent, target) if c[0] in REFERRERS]
+        for collection, rid, data in candidates:
+            if data.get("name") == target:
+                continue
+            if any(n == target or n.startswith(f"{target}/tools/") for _, n, _, _ in references(data, parent)):
+                found.append((collection, rid, data))
+        return found
+
+    def _unreference(self, db: Any, parent: str, target: str, users: list[tuple[str, str, dict[str, Any]]]) -> None:
+        for collection, rid, data in users:
+            changed = drop_references(data, target)
+            changed["updateTime"], changed["etag"] = now(), new_etag()
+            if collection == "apps":
+                self.store.put_app(db, parent, printed("apps", changed))
+            else:
+                self.store.put(db, parent, collection, rid, printed(collection, changed))
 
     # --- collection calls ----------------------------------------------------------------
 
     async def list(self, request: Request, parent: str, collection: str, _: str | None) -> Any:
         q = request.query_params
-        try:
-            size = int(q.get("pageSize") or DEFAULT_PAGE)
-        except ValueError:
-            raise RpcError("INVALID_ARGUMENT", "pageSize must be an integer") from None
-        if size < 0:
-            raise RpcError("INVALID_ARGUMENT", "pageSize must not be negative")
-        size = min(size or DEFAULT_PAGE, MAX_PAGE)
         flt = (q.get("filter") or "").replace(" ", "")
-        if flt not in ("", "include_system_tools=true", "include_system_tools=false"):
+        allowed = ("", "include_system_tools=true", "include_system_tools=false") if collection == "tools" else ("",)
+        if flt not in allowed:
             raise RpcError("INVALID_ARGUMENT", f"unsupported filter '{q.get('filter')}'")
         order = (q.get("orderBy") or "name").strip()
         field, _, direction = order.partition(" ")
         if field not in ("name", "create_time") or direction not in ("", "asc", "desc"):
             raise RpcError("INVALID_ARGUMENT", f"unsupported orderBy '{order}': use name or create_time")
         key = f"{parent}|{collection}|{flt}|{order}"
-        offset = parse_page_token(q["pageToken"], key) if q.get("pageToken") else 0
+        offset, size = _page_args(request, key)
         self.store.app(parent)
         with self.store.transaction() as db:
             rows, total = self.store.page(
@@ -165,26 +278,33 @@ class Emulator:
                 size=size,
             )
         enum_int = _enum_int(request)
-        text = f'{{"{collection}":[' + ",".join(r[1] if enum_int else r[0] for r in rows) + "]"
+        field_name = "appVersions" if collection == "versions" else collection
+        text = f'{{"{field_name}":[' + ",".join(r[1] if enum_int else r[0] for r in rows) + "]"
         if offset + size < total:
             text += f',"nextPageToken":{json.dumps(page_token(offset + size, key))}'
         return Response(text + "}", media_type="application/json")
 
-    async def create(self, request: Request, parent: str, collection: str, _: str | None) -> Any:
-        singular = collection[:-1]
-        data = _checked(collection, await _json_body(request))
-        rid = request.query_params.get(f"{singular}Id")
+    def _new_id(self, request: Request, collection: str) -> str | None:
+        rid = request.query_params.get(kind(collection).id_param)
         if rid is not None and not ID_RE.match(rid):
-            raise RpcError("INVALID_ARGUMENT", f"invalid {singular}Id '{rid}'")
+            raise RpcError("INVALID_ARGUMENT", f"invalid {kind(collection).id_param} '{rid}'")
+        return rid
+
+    async def create(self, request: Request, parent: str, collection: str, _: str | None) -> Any:
+        if collection == "versions":
+            return await self.create_version(request, parent)
+        c = kind(collection)
+        data = _checked(collection, await _json_body(request))
+        rid = self._new_id(request, collection)
         self.store.app(parent)
         with self.store.transaction(write=True) as db:
             if rid is None:
-                rid = self.store.next_id(db, parent, singular)
+                rid = self.store.next_id(db, parent, c.singular)
             if self.store.get(db, parent, collection, rid) is not None:
-                raise RpcError("ALREADY_EXISTS", f"{singular} {parent}/{collection}/{rid} already exists")
+                raise RpcError("ALREADY_EXISTS", f"{c.words} {parent}/{collection}/{rid} already exists")
             data = _server_fields(collection, parent, rid, data, None)
-            if collection == "toolsets":
-                self._unique_display_name(db, parent, data, rid)
+            self._unique_display_name(db, parent, collection, data, rid)
+            self._check_references(db, parent, c.singular, data)
             res = printed(collection, data)
             self.store.put(db, parent, collection, rid, res)
         return _answer(request, res)
@@ -199,6 +319,7 @@ class Emulator:
 
     async def patch(self, request: Request, parent: str, collection: str, rid: str | None) -> Any:
         assert rid is not None
+        c = kind(collection)
         body = await _json_body(request)
         paths = mask_paths(request.query_params.get("updateMask"), collection)
         incoming = _checked(collection, body) if paths is None else to_data(parse(collection, body, complete=False))
@@ -213,8 +334,8 @@ class Emulator:
             known, unknown = split_known(collection, current)
             data = incoming if paths is None else _checked(collection, _apply_mask(known, incoming, paths))
             data = _server_fields(collection, parent, rid, data, current.get("createTime"))
-            if collection == "toolsets":
-                self._unique_display_name(db, parent, data, rid)
+            self._unique_display_name(db, parent, collection, data, rid)
+            self._check_references(db, parent, c.singular, data)
             data.update(unknown)  # fields this emulator was taught out of band survive
             res = printed(collection, data)
             self.store.put(db, parent, collection, rid, res)
@@ -231,16 +352,11 @@ class Emulator:
                 raise RpcError("FAILED_PRECONDITION", f"{current['name']} is a system tool and cannot be deleted")
             if etag and etag != current.get("etag"):
                 raise RpcError("ABORTED", f"etag mismatch for {current['name']}: it was changed since it was read")
-            agents = self.store.agents(db, parent)
-            users = [a for a, tools in agents.items() if current["name"] in tools]
-            if users and not force:
-                raise RpcError(
-                    "FAILED_PRECONDITION",
-                    f"{current['name']} is referenced by agent(s) {', '.join(sorted(users))}; "
-                    "remove the references or delete with force=true",
-                )
-            for a in users:
-                self.store.set_agent(db, parent, a, [t for t in agents[a] if t != current["name"]])
+            users = self._referrers(db, parent, current["name"])
+            if users and not (force and _force_allowed(collection)):
+                how = "remove the references or delete with force=true" if _force_allowed(collection) else "change them first"
+                raise RpcError("FAILED_PRECONDITION", f"{current['name']} is referenced by {_who(users)}; {how}")
+            self._unreference(db, parent, current["name"], users)
             self.store.delete(db, parent, collection, rid)
         return {}
 
@@ -256,10 +372,391 @@ class Emulator:
         text = '{"tools":[' + ",".join(printed("tools", t).text(enum_int) for t in tools) + "]}"
         return Response(text, media_type="application/json")
 
-    def _unique_display_name(self, db: Any, parent: str, data: dict[str, Any], rid: str) -> None:
+    def _unique_display_name(self, db: Any, parent: str, collection: str, data: dict[str, Any], rid: str) -> None:
         name = data.get("displayName")
-        if name and self.store.display_name_taken(db, parent, name, rid):
-            raise RpcError("ALREADY_EXISTS", f"a toolset with displayName '{name}' already exists in the app")
+        if kind(collection).unique_display_name and name and self.store.display_name_taken(db, parent, collection, name, rid):
+            raise RpcError("ALREADY_EXISTS", f"a {kind(collection).words} with displayName '{name}' already exists in the app")
+
+    # --- app versions ----------------------------------------------------------------------
+
+    async def create_version(self, request: Request, parent: str) -> Any:
+        data = _checked("versions", await _json_body(request))
+        rid = self._new_id(request, "versions")
+        self.store.app(parent)
+        with self.store.transaction(write=True) as db:
+            if rid is None:
+                rid = self.store.next_id(db, parent, "version")
+            if self.store.get(db, parent, "versions", rid) is not None:
+                raise RpcError("ALREADY_EXISTS", f"app version {parent}/versions/{rid} already exists")
+            data = _stamp(data, f"{parent}/versions/{rid}", None)
+            data.pop("updateTime")  # an AppVersion has no update time
+            data["creator"] = "emulator@cesync.local"
+            data["snapshot"] = self._snapshot(db, parent)
+            res = printed("versions", data)
+            self.store.put(db, parent, "versions", rid, res)
+        return _answer(request, res)
+
+    def _snapshot(self, db: Any, parent: str) -> dict[str, Any]:
+        """An AppSnapshot: the app and its archived resources (system tools come with every app)."""
+        snapshot: dict[str, Any] = {"app": self._existing_app(db, parent).data}
+        for collection in ARCHIVED:
+            items = [d for d in self.store.all_data(db, parent, collection).values() if "systemTool" not in d]
+            if items:
+                snapshot[collection] = items
+        return snapshot
+
+    async def restore(self, request: Request, parent: str, collection: str, rid: str | None) -> Any:
+        assert rid is not None
+        self.store.app(parent)
+        with self.store.transaction() as db:
+            version = self._existing(db, parent, "versions", rid).data
+        return self._start(request, parent.rsplit("/apps/", 1)[0], {"do": "restore", "version": version["name"]})
+
+    def _do_restore(self, db: Any, version: str) -> dict[str, Any]:
+        parent, _, rid = version.rpartition("/versions/")
+        snapshot = self._existing(db, parent, "versions", rid).data.get("snapshot", {})
+        current = self._existing_app(db, parent).data
+        for collection in ARCHIVED:
+            for old_id, old in self.store.all_data(db, parent, collection).items():
+                if "systemTool" not in old:
+                    self.store.delete(db, parent, collection, old_id)
+            for item in snapshot.get(collection, []):
+                item = {**item, "updateTime": now(), "etag": new_etag()}
+                self.store.put(db, parent, collection, item["name"].rsplit("/", 1)[-1], printed(collection, item))
+        app = {**snapshot.get("app", {}), "name": parent, "createTime": current.get("createTime"), "updateTime": now()}
+        app["etag"] = new_etag()
+        self.store.put_app(db, parent, printed("apps", app))
+        return {}
+
+    # --- apps ------------------------------------------------------------------------------
+
+    async def list_apps(self, request: Request, location: str) -> Any:
+        offset, size = _page_args(request, f"{location}|apps")
+        with self.store.transaction() as db:
+            apps = self.store.list_apps(db, location)
+        text = '{"apps":[' + ",".join(a.text(_enum_int(request)) for a in apps[offset : offset + size]) + "]"
+        if offset + size < len(apps):
+            text += f',"nextPageToken":{json.dumps(page_token(offset + size, f"{location}|apps"))}'
+        return Response(text + "}", media_type="application/json")
+
+    async def create_app(self, request: Request, location: str) -> Any:
+        data = _checked("apps", _beta_body(request, "apps", await _json_body(request)))
+        rid = request.query_params.get("appId") or f"app-{uuid.uuid4().hex[:12]}"
+        if not ID_RE.match(rid):
+            raise RpcError("INVALID_ARGUMENT", f"invalid appId '{rid}'")
+        parent = f"{location}/apps/{rid}"
+        with self.store.transaction() as db:
+            if self.store.get_app(db, parent) is not None:
+                raise RpcError("ALREADY_EXISTS", f"app {parent} already exists")
+            self._check_references(db, parent, "app", data)  # a new app has nothing to name
+        return self._start(request, location, {"do": "create_app", "parent": parent, "data": data})
+
+    def _do_create_app(self, db: Any, parent: str, data: dict[str, Any]) -> dict[str, Any]:
+        if self.store.get_app(db, parent) is not None:
+            raise RpcError("ALREADY_EXISTS", f"app {parent} already exists")
+        res = printed("apps", app_data(parent, data))
+        self.store.create_app(db, parent, res)
+        return res.data
+
+    async def get_app(self, request: Request, parent: str) -> Any:
+        self.store.app(parent)
+        with self.store.transaction() as db:
+            return _answer(request, self._existing_app(db, parent))
+
+    async def patch_app(self, request: Request, parent: str) -> Any:
+        body = _beta_body(request, "apps", await _json_body(request))
+        paths = mask_paths(request.query_params.get("updateMask"), "apps")
+        incoming = _checked("apps", body) if paths is None else to_data(parse("apps", body, complete=False))
+        etag = body.get("etag") or ""
+        self.store.app(parent)
+        with self.store.transaction(write=True) as db:
+            current = self._existing_app(db, parent).data
+            if etag and etag != current.get("etag"):
+                raise RpcError("ABORTED", f"etag mismatch for {parent}: it was changed since it was read")
+            known, unknown = split_known("apps", current)
+            data = incoming if paths is None else _checked("apps", _apply_mask(known, incoming, paths))
+            data = _stamp(data, parent, current.get("createTime"))
+            self._check_references(db, parent, "app", data)
+            data.update(unknown)
+            res = printed("apps", data)
+            self.store.put_app(db, parent, res)
+        return _answer(request, res)
+
+    async def delete_app(self, request: Request, parent: str) -> Any:
+        etag = request.query_params.get("etag") or ""
+        with self.store.transaction() as db:
+            current = self._existing_app(db, parent).data
+        if etag and etag != current.get("etag"):
+            raise RpcError("ABORTED", f"etag mismatch for {parent}: it was changed since it was read")
+        return self._start(request, parent.rsplit("/apps/", 1)[0], {"do": "delete_app", "parent": parent})
+
+    def _do_delete_app(self, db: Any, parent: str) -> dict[str, Any]:
+        self._existing_app(db, parent)
+        self.store.delete_app(db, parent)
+        return {}
+
+    # --- export and import -------------------------------------------------------------------
+
+    async def export_app(self, request: Request, parent: str) -> Any:
+        body = _request("ExportAppRequest", {**await _json_body(request), "name": parent})
+        fmt = body.get("exportFormat")
+        if fmt not in ("JSON", "YAML"):
+            raise RpcError("INVALID_ARGUMENT", "exportFormat is required: JSON or YAML")
+        if body.get("gcsUri"):
+            raise RpcError("INVALID_ARGUMENT", "the emulator has no Cloud Storage: leave gcsUri unset to get appContent")
+        self.store.app(parent)
+        with self.store.transaction() as db:
+            if body.get("appVersion"):
+                vparent, _, vid = str(body["appVersion"]).rpartition("/versions/")
+                if vparent != parent:
+                    raise RpcError("INVALID_ARGUMENT", f"appVersion {body['appVersion']} is not a version of {parent}")
+                snapshot = self._existing(db, parent, "versions", vid).data.get("snapshot", {})
+            else:
+                snapshot = self._snapshot(db, parent)
+        resources = {c: {d["name"].rsplit("/", 1)[-1]: d for d in snapshot.get(c, [])} for c in ARCHIVED}
+        content = pack({**snapshot["app"], "name": parent}, resources, yaml=fmt == "YAML")
+        response = {"appContent": base64.b64encode(content).decode()}
+        return self._start(request, parent.rsplit("/apps/", 1)[0], {"do": "done", "response": response}, "ExportAppResponse")
+
+    async def import_app(self, request: Request, location: str) -> Any:
+        body = _request("ImportAppRequest", {**await _json_body(request), "parent": location})
+        if body.get("gcsUri"):
+            raise RpcError("INVALID_ARGUMENT", "the emulator has no Cloud Storage: send the archive as appContent")
+        if not body.get("appContent"):
+            raise RpcError("INVALID_ARGUMENT", "appContent is required")
+        rid = body.get("appId") or f"app-{uuid.uuid4().hex[:12]}"
+        if not ID_RE.match(rid):
+            raise RpcError("INVALID_ARGUMENT", f"invalid appId '{rid}'")
+        unpack(base64.b64decode(body["appContent"]))  # an unreadable archive is refused at once
+        strategy = (body.get("importOptions") or {}).get("conflictResolutionStrategy") or "REPLACE"
+        action = {
+            "do": "import_app",
+            "parent": f"{location}/apps/{rid}",
+            "content": body["appContent"],
+            "display_name": body.get("displayName") or "",
+            "strategy": strategy,
+        }
+        return self._start(request, location, action, "ImportAppResponse")
+
+    def _do_import_app(self, db: Any, parent: str, content: str, display_name: str, strategy: str) -> dict[str, Any]:
+        bundle = unpack(base64.b64decode(content))
+        existing = self.store.get_app(db, parent)
+        if existing is not None and display_name:
+            raise RpcError("INVALID_ARGUMENT", "displayName must not be set when importing into an existing app")
+        if existing is None:
+            name = display_name or bundle.app.get("displayName") or parent.rsplit("/", 1)[-1]
+            self.store.create_app(db, parent, printed("apps", app_data(parent, {"displayName": name})))
+            self._known_app(parent)
+        warnings = list(bundle.warnings)
+        ids = self._import_ids(db, parent, bundle.resources, strategy)
+        resolve = _resolver(parent, ids, lambda c, r: self.store.get(db, parent, c, r) is not None)
+        valid: dict[str, dict[str, dict[str, Any]]] = {}
+        for collection in ARCHIVED:
+            for folder, data in bundle.resources.get(collection, {}).items():
+                try:
+                    body = _checked(collection, map_references(collection, data, resolve(warnings, f"{collection}/{folder}")))
+                except RpcError as exc:
+                    warnings.append(f"{collection}/{folder}: {exc.message}")
+                    continue
+                valid.setdefault(collection, {})[ids[collection][folder]] = body
+        for collection, items in valid.items():
+            for rid, body in items.items():
+                old = self.store.get(db, parent, collection, rid)
+                data = _server_fields(collection, parent, rid, body, old.data.get("createTime") if old else None)
+                self.store.put(db, parent, collection, rid, printed(collection, data))
+        dangling = {n for items in valid.values() for d in items.values() for _, n, c, r in references(d, parent)} | {
+            n for _, n, c, r in references(bundle.app, parent)
+        }
+        for name in sorted(dangling):
+            collection, rid = name[len(parent) + 1 :].split("/")[:2]
+            if self.store.get(db, parent, collection, rid) is None:
+                warnings.append(f"{name} was not imported; references to it were dropped")
+                self._unreference(db, parent, name, self._referrers(db, parent, name))
+        app = self._existing_app(db, parent).data
+        settings = {k: v for k, v in bundle.app.items() if k != "displayName" or (existing is None and not display_name)}
+        settings = map_references("apps", settings, resolve(warnings, "app"))
+        settings = {k: v for k, v in settings.items() if not (isinstance(v, str) and v in dangling)}
+        try:
+            fields = _checked("apps", {"displayName": app["displayName"], **settings})
+        except RpcError as exc:
+            warnings.append(f"app: {exc.message}")
+            fields = {"displayName": app["displayName"]}
+        self.store.put_app(db, parent, printed("apps", _stamp(fields, parent, app.get("createTime"))))
+        return {"name": parent, **({"warnings": warnings} if warnings else {})}
+
+    def _import_ids(
+        self, db: Any, parent: str, resources: dict[str, dict[str, dict[str, Any]]], strategy: str
+    ) -> dict[str, dict[str, str]]:
+        """Which resource of the app each folder becomes: OVERWRITE empties the app first; REPLACE matches display names."""
+        ids: dict[str, dict[str, str]] = {}
+        for collection in ARCHIVED:
+            current = {rid: d for rid, d in self.store.all_data(db, parent, collection).items() if "systemTool" not in d}
+            if strategy == "OVERWRITE":
+                for rid in current:
+                    self.store.delete(db, parent, collection, rid)
+                current = {}
+            by_display = {d.get("displayName"): rid for rid, d in current.items()}
+            taken = set(current)
+            table = ids.setdefault(collection, {})
+            for folder, data in resources.get(collection, {}).items():
+                match = by_display.get(data.get("displayName") or folder)
+                rid = match or _folder_id(folder) or ""
+                if match is None and (rid in taken or not rid):
+                    rid = self.store.next_id(db, parent, kind(collection).singular)
+                taken.add(rid)
+                table[folder] = rid
+        return ids
+
+    def _known_app(self, parent: str) -> None:
+        self.store._known.add(parent)
+
+    # --- tools: execute and schemas ----------------------------------------------------------------
+
+    async def retrieve_tool_schema(self, request: Request, parent: str) -> Any:
+        body = _request("RetrieveToolSchemaRequest", {**await _json_body(request), "parent": parent})
+        self.store.app(parent)
+        out: dict[str, Any]
+        with self.store.transaction() as db:
+            if body.get("tool"):
+                tool_parent, _, rid = str(body["tool"]).rpartition("/tools/")
+                if tool_parent != parent:
+                    raise RpcError("INVALID_ARGUMENT", f"{body['tool']!r} is not a tool of {parent}")
+                inp, outp = tool_schemas(self._existing(db, parent, "tools", rid).data)
+                out = {"tool": body["tool"]}
+            elif body.get("toolsetTool"):
+                ref = body["toolsetTool"]
+                ts_parent, _, ts_id = str(ref.get("toolset", "")).rpartition("/toolsets/")
+                if ts_parent != parent:
+                    raise RpcError("INVALID_ARGUMENT", f"{ref.get('toolset')!r} is not a toolset of {parent}")
+                inp, outp = toolset_tool_schemas(self._existing(db, parent, "toolsets", ts_id).data, str(ref.get("toolId", "")))
+                out = {"toolsetTool": ref}
+            else:
+                raise RpcError("INVALID_ARGUMENT", "set exactly one of tool or toolsetTool")
+        out.update(inputSchema=inp, outputSchema=outp)
+        return _request("RetrieveToolSchemaResponse", out)
+
+    # --- long-running operations --------------------------------------------------------------------
+
+    def _start(self, request: Request, location: str, action: dict[str, Any], response: str = "") -> Response:
+        """Begin an operation: done once ``operation_delay`` has passed and someone asks (so clients poll)."""
+        name = f"{location}/operations/operation-{uuid.uuid4().hex[:16]}"
+        version = _version(request)
+        record = {
+            "name": name,
+            "metadata": {"@type": _type_url(version, "OperationMetadata"), "createTime": now()},
+            "done": False,
+            "action": action,
+            "version": version,
+            "responseType": response or {"create_app": "App", "restore": "RestoreAppVersionResponse"}.get(action["do"], "Empty"),
+        }
+        with self.store.transaction(write=True) as db:
+            self.store.put_operation(db, name, time.time() + self.operation_delay, record)
+        self._pending += 1
+        if self.operation_delay <= 0:
+            record = self._settle(name) or record
+        return JSONResponse(_operation_json(record))
+
+    def settle_due(self) -> None:
+        """Finish the operations whose time has come (called before each API call while any are pending)."""
+        if self._pending <= 0:
+            return
+        with self.store.transaction() as db:
+            names = [n for n in self.store.operation_names(db, "") if self._due(db, n)]
+        for name in names:
+            self._settle(name)
+
+    def _due(self, db: Any, name: str) -> bool:
+        found = self.store.get_operation(db, name)
+        return found is not None and not found[1]["done"] and found[0] <= time.time()
+
+    def _settle(self, name: str) -> dict[str, Any] | None:
+        with self.store.transaction(write=True) as db:
+            found = self.store.get_operation(db, name)
+            if found is None:
+                return None
+            due, record = found
+            if record["done"] or due > time.time():
+                return record
+            action = dict(record["action"])
+            do = action.pop("do")
+            try:
+                result = action["response"] if do == "done" else getattr(self, f"_do_{do}")(db, **action)
+                record["response"] = {"@type": _type_url(record["version"], record["responseType"]), **result}
+            except RpcError as exc:
+                record["error"] = exc.status_json()
+            except Exception as exc:  # a bug here must not leave the operation running for ever
+                record["error"] = RpcError("INTERNAL", f"{type(exc).__name__}: {exc}").status_json()
+            record["done"] = True
+            record["metadata"]["endTime"] = now()
+            self.store.put_operation(db, name, due, record)
+        self._pending = max(0, self._pending - 1)
+        return record
+
+    async def get_operation(self, request: Request, name: str) -> Any:
+        record = self._settle(name)
+        if record is None:
+            raise RpcError("NOT_FOUND", f"operation {name} not found")
+        return _operation_json(record)
+
+    async def delete_operation(self, request: Request, name: str) -> Any:
+        with self.store.transaction(write=True) as db:
+            if self.store.get_operation(db, name) is None:
+                raise RpcError("NOT_FOUND", f"operation {name} not found")
+            self.store.delete_operation(db, name)
+        return {}
+
+    async def list_operations(self, request: Request, location: str) -> Any:
+        with self.store.transaction() as db:
+            names = self.store.operation_names(db, location)
+        records = [r for n in names if (r := self._settle(n)) is not None]
+        return {"operations": [_operation_json(r) for r in records]}
+
+
+def _operation_json(record: dict[str, Any]) -> dict[str, Any]:
+    """A google.longrunning.Operation as REST prints it."""
+    out = {"name": record["name"], "metadata": record["metadata"], "done": record["done"]}
+    for key in ("response", "error"):
+        if key in record:
+            out[key] = record[key]
+    return out
+
+
+def _who(users: list[tuple[str, str, dict[str, Any]]]) -> str:
+    """'agent(s) a, b and the app' for an error message."""
+    groups: dict[str, list[str]] = {}
+    for collection, rid, _ in users:
+        groups.setdefault(collection, []).append(rid)
+    parts = [f"{kind(c).words}(s) {', '.join(sorted(ids))}" for c, ids in sorted(groups.items()) if c != "apps"]
+    if "apps" in groups:
+        parts.append("the app")
+    return " and ".join(parts)
+
+
+def _folder_id(folder: str) -> str | None:
+    rid = re.sub(r"[^A-Za-z0-9_-]+", "-", folder).strip("-_")[:128]
+    return rid if rid and ID_RE.match(rid) else None
+
+
+def _resolver(parent: str, ids: dict[str, dict[str, str]], exists: Callable[[str, str], bool]) -> Any:
+    """Short names of an archive (folder or display name) -> resource names of the app they are imported into."""
+
+    def for_resource(warnings: list[str], where: str) -> Callable[[str, str], str | None]:
+        def change(collection: str, value: str) -> str | None:
+            if value.startswith("projects/"):
+                return value
+            if "/" in value:
+                return f"{parent}/{value}"
+            rid = ids.get(collection, {}).get(value)
+            if rid is None and exists(collection, value):
+                rid = value
+            if rid is None:
+                warnings.append(f"{where}: {collection}/{value} is not in the archive or the app; the reference was dropped")
+                return None
+            return f"{parent}/{collection}/{rid}"
+
+        return change
+
+    return for_resource
 
 
 def _derived_tools(toolset: dict[str, Any]) -> list[dict[str, Any]]:
@@ -301,41 +798,90 @@ def _derived_tools(toolset: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+COLLECTION_GROUP = "(" + "|".join(COLLECTIONS) + ")"
+WRITABLE_GROUP = "(" + "|".join(c for c in COLLECTIONS if c != "versions") + ")"
 ROUTES: list[tuple[str, re.Pattern[str], str]] = [
-    ("GET", re.compile(r"^/(tools|toolsets)$"), "list"),
-    ("POST", re.compile(r"^/(tools|toolsets)$"), "create"),
-    ("GET", re.compile(r"^/(tools|toolsets)/([^/:]+)$"), "get"),
-    ("PATCH", re.compile(r"^/(tools|toolsets)/([^/:]+)$"), "patch"),
-    ("DELETE", re.compile(r"^/(tools|toolsets)/([^/:]+)$"), "delete"),
-    ("POST", re.compile(r"^/(toolsets)/([^/:]+):retrieveTools$"), "retrieve_tools"),
+    ("GET", re.compile(rf"^/{COLLECTION_GROUP}\Z"), "list"),
+    ("POST", re.compile(rf"^/{COLLECTION_GROUP}\Z"), "create"),
+    ("GET", re.compile(rf"^/{COLLECTION_GROUP}/([^/:]+)\Z"), "get"),
+    ("PATCH", re.compile(rf"^/{WRITABLE_GROUP}/([^/:]+)\Z"), "patch"),
+    ("DELETE", re.compile(rf"^/{COLLECTION_GROUP}/([^/:]+)\Z"), "delete"),
+    ("POST", re.compile(r"^/(toolsets)/([^/:]+):retrieveTools\Z"), "retrieve_tools"),
+    ("POST", re.compile(r"^/(versions)/([^/:]+):restore\Z"), "restore"),
 ]
+APP_METHODS = {
+    ("GET", ""): "get_app",
+    ("PATCH", ""): "patch_app",
+    ("DELETE", ""): "delete_app",
+    ("POST", ":exportApp"): "export_app",
+    ("POST", ":retrieveToolSchema"): "retrieve_tool_schema",
+}
+LOCATION_METHODS = {
+    ("GET", "apps", ""): "list_apps",
+    ("POST", "apps", ""): "create_app",
+    ("POST", "apps", ":importApp"): "import_app",
+    ("GET", "operations", ""): "list_operations",
+}
+OPERATION_RE = re.compile(r"^/([^/:]+)(:cancel)?\Z")
 
 
-def create_app(store: Store | None = None, faults: FaultConfig | None = None) -> Starlette:
+async def _dispatch(emulator: Emulator, request: Request, path: str) -> Any:
+    match = LOCATION_RE.match(path)
+    if not match:
+        raise RpcError("NOT_FOUND", f"unknown resource '{path}'")
+    location, top, rest = match.groups()
+    emulator.settle_due()
+    method = request.method
+    name = LOCATION_METHODS.get((method, top, rest))
+    if name is not None:
+        return await getattr(emulator, name)(request, location)
+    if top == "operations":
+        op = OPERATION_RE.match(rest)
+        if op is None:
+            raise RpcError("NOT_FOUND", f"unknown resource '{path}'")
+        full = f"{location}/operations/{op.group(1)}"
+        if op.group(2) and method == "POST":
+            return {}  # operations here finish on their own; cancelling one changes nothing, as CES may do
+        if not op.group(2) and method in ("GET", "DELETE"):
+            return await (emulator.get_operation if method == "GET" else emulator.delete_operation)(request, full)
+        raise RpcError("NOT_FOUND", f"no method {method} {rest} on {location}/operations")
+    app_match = APP_RE.match(path)
+    if not app_match:
+        raise RpcError("NOT_FOUND", f"no method {method} {rest or '/'} on {location}/{top}")
+    parent, rest = app_match.groups()
+    if rest == ":executeTool" and method == "POST":
+        return await emulator.executor.execute(parent, await _json_body(request))
+    name = APP_METHODS.get((method, rest))
+    if name is not None:
+        return await getattr(emulator, name)(request, parent)
+    for route_method, pattern, handler_name in ROUTES:
+        m = pattern.match(rest)
+        if m and method == route_method:
+            handler: Handler = getattr(emulator, handler_name)
+            return await handler(request, parent, m.group(1), m.group(2) if m.lastindex and m.lastindex > 1 else None)
+    raise RpcError("NOT_FOUND", f"no method {method} {rest or '/'} on {parent}")
+
+
+def create_app(
+    store: Store | None = None,
+    faults: FaultConfig | None = None,
+    *,
+    operation_delay: float = DEFAULT_OPERATION_DELAY,
+) -> Starlette:
     """The emulator as an ASGI app (state in memory unless the store has a file)."""
-    emulator = Emulator(store or Store())
+    emulator = Emulator(store or Store(), operation_delay)
     fault_middleware: list[FaultMiddleware] = []
 
-    async def api(request: Request) -> Response:
-        path = request.path_params["path"]
-        try:
-            match = APP_RE.match(path)
-            if not match:
-                raise RpcError("NOT_FOUND", f"unknown resource '{path}'")
-            parent, rest = match.groups()
-            if rest == ":executeTool" and request.method == "POST":
-                return JSONResponse(await emulator.executor.execute(parent, await _json_body(request)))
-            if rest == ":retrieveToolSchema":
-                raise RpcError("UNIMPLEMENTED", "retrieveToolSchema is not implemented by this emulator")
-            for method, pattern, handler_name in ROUTES:
-                m = pattern.match(rest)
-                if m and method == request.method:
-                    handler: Handler = getattr(emulator, handler_name)
-                    result = await handler(request, parent, m.group(1), m.group(2) if m.lastindex and m.lastindex > 1 else None)
-                    return result if isinstance(result, Response) else JSONResponse(result)
-            raise RpcError("NOT_FOUND", f"no method {request.method} {rest or '/'} on {parent}")
-        except RpcError as exc:
-            return JSONResponse(exc.body(), status_code=exc.http)
+    def api_route(version: str) -> Callable[[Request], Awaitable[Response]]:
+        async def api(request: Request) -> Response:
+            request.scope["ces_version"] = version
+            try:
+                result = await _dispatch(emulator, request, request.path_params["path"])
+                return result if isinstance(result, Response) else JSONResponse(result)
+            except RpcError as exc:
+                return JSONResponse(exc.body(), status_code=exc.http)
+
+        return api
 
     async def admin(request: Request) -> Response:
         try:
@@ -345,7 +891,7 @@ def create_app(store: Store | None = None, faults: FaultConfig | None = None) ->
 
     app = Starlette(
         routes=[
-            Route("/v1/{path:path}", api, methods=["GET", "POST", "PATCH", "DELETE"]),
+            *(Route(f"/{v}/{{path:path}}", api_route(v), methods=["GET", "POST", "PATCH", "DELETE"]) for v in VERSIONS),
             Route("/admin/{action:path}", admin, methods=["GET", "POST"]),
         ]
     )
@@ -365,26 +911,34 @@ async def _admin(emulator: Emulator, request: Request, registry: list[FaultMiddl
         return store.snapshot()
     if action == "apps":
         parent = body.get("name", "")
-        if not APP_RE.match(parent):
+        if not APP_RE.match(parent) or APP_RE.match(parent).group(2):  # type: ignore[union-attr]
             raise RpcError("INVALID_ARGUMENT", "name must be projects/*/locations/*/apps/*")
         store.app(parent, create=True)
         return {"name": parent}
     if action == "config":
         if "autoCreateApps" in body:
             store.auto_create_apps = bool(body["autoCreateApps"])
-        return {"autoCreateApps": store.auto_create_apps}
+        if "operationDelaySeconds" in body:
+            delay = body["operationDelaySeconds"]
+            if isinstance(delay, bool) or not isinstance(delay, (int, float)) or delay < 0:
+                raise RpcError("INVALID_ARGUMENT", "operationDelaySeconds must be a number >= 0")
+            emulator.operation_delay = float(delay)
+        return {"autoCreateApps": store.auto_create_apps, "operationDelaySeconds": emulator.operation_delay}
     if action == "agents":
         parent, agent_id, tools = body.get("app", ""), body.get("agentId", ""), body.get("tools", [])
         store.app(parent)
         with store.transaction(write=True) as db:
-            store.set_agent(db, parent, agent_id, list(tools))
+            old = store.get(db, parent, "agents", agent_id)
+            data = {**(old.data if old else {"displayName": agent_id}), "tools": list(tools)}
+            data = _stamp(data, f"{parent}/agents/{agent_id}", old.data.get("createTime") if old else None)
+            store.put(db, parent, "agents", agent_id, printed("agents", data))
         return {"name": f"{parent}/agents/{agent_id}"}
     if action == "inject":
         name, fields = body.get("name", ""), body.get("fields", {})
         match = APP_RE.match(name)
         parts = match.group(2).strip("/").split("/") if match else []
         if not match or len(parts) != 2 or parts[0] not in COLLECTIONS:
-            raise RpcError("INVALID_ARGUMENT", "name must be a tool or toolset resource name")
+            raise RpcError("INVALID_ARGUMENT", "name must be the name of a resource of an app")
         parent, (collection, rid) = match.group(1), parts
         store.app(parent)
         with store.transaction(write=True) as db:

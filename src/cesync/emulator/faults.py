@@ -73,7 +73,7 @@ class FaultMiddleware:
         return bool(self.config.drop_rate) and self._roll() < self.config.drop_rate
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not scope["path"].startswith("/v1/"):
+        if scope["type"] != "http" or not scope["path"].startswith(("/v1/", "/v1beta/")):
             await self.app(scope, receive, send)
             return
         c = self.config

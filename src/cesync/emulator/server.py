@@ -5,19 +5,37 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import uvicorn
 
-from .app import create_app
+from .app import DEFAULT_OPERATION_DELAY, create_app
 from .faults import FaultConfig
 from .store import Store
 
 __all__ = ["BackgroundServer", "free_port", "serve"]
 
 
-def serve(host: str, port: int, state: Path | None, faults: FaultConfig) -> None:
-    app = create_app(Store(state), faults)
+def seeded_store(state: Path | None, apps: Iterable[str] = (), *, auto_create_apps: bool = True) -> Store:
+    """A store with the given apps created (``--app``), creating others on first use or not."""
+    store = Store(state, auto_create_apps=auto_create_apps)
+    for name in apps:
+        store.app(name, create=True)
+    return store
+
+
+def serve(
+    host: str,
+    port: int,
+    state: Path | None,
+    faults: FaultConfig,
+    *,
+    apps: Iterable[str] = (),
+    auto_create_apps: bool = True,
+    operation_delay: float = DEFAULT_OPERATION_DELAY,
+) -> None:
+    app = create_app(seeded_store(state, apps, auto_create_apps=auto_create_apps), faults, operation_delay=operation_delay)
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
 
 
@@ -30,9 +48,18 @@ def free_port() -> int:
 class BackgroundServer:
     """The emulator on 127.0.0.1 in a daemon thread, for tests and benchmarks."""
 
-    def __init__(self, state: Path | None = None, faults: FaultConfig | None = None) -> None:
+    def __init__(
+        self,
+        state: Path | None = None,
+        faults: FaultConfig | None = None,
+        *,
+        apps: Iterable[str] = (),
+        auto_create_apps: bool = True,
+        operation_delay: float = DEFAULT_OPERATION_DELAY,
+    ) -> None:
         self.port = free_port()
-        self.app = create_app(Store(state), faults)
+        store = seeded_store(state, apps, auto_create_apps=auto_create_apps)
+        self.app = create_app(store, faults, operation_delay=operation_delay)
         config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="critical", access_log=False)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import RpcError
+from .resources import COLLECTIONS as RESOURCE_COLLECTIONS
 from .wire import Printed, printed
 
 SYSTEM_TOOLS = {
@@ -31,18 +32,18 @@ SYSTEM_TOOLS = {
     "transfer_to_human": "Hands the conversation to a human agent.",
     "get_current_time": "Returns the current date and time.",
 }
-COLLECTIONS = ("tools", "toolsets")
+COLLECTIONS = tuple(RESOURCE_COLLECTIONS)
 MAX_PAGE = 1000
 DEFAULT_PAGE = 50
 SCHEMA = """
-CREATE TABLE IF NOT EXISTS apps (name TEXT PRIMARY KEY, seq INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS apps (name TEXT PRIMARY KEY, seq INTEGER NOT NULL DEFAULT 0, names TEXT, ints TEXT);
 CREATE TABLE IF NOT EXISTS resources (
     app TEXT NOT NULL, collection TEXT NOT NULL, id TEXT NOT NULL,
     name TEXT NOT NULL, create_time TEXT NOT NULL, system INTEGER NOT NULL DEFAULT 0,
     display_name TEXT, names TEXT NOT NULL, ints TEXT NOT NULL,
     PRIMARY KEY (app, collection, id)
 );
-CREATE TABLE IF NOT EXISTS agents (app TEXT NOT NULL, id TEXT NOT NULL, tools TEXT NOT NULL, PRIMARY KEY (app, id));
+CREATE TABLE IF NOT EXISTS operations (name TEXT PRIMARY KEY, due REAL NOT NULL, body TEXT NOT NULL);
 """
 
 
@@ -65,6 +66,14 @@ def first_function(code: str) -> tuple[str | None, str | None]:
     return None, None
 
 
+def app_data(parent: str, fields: dict[str, Any] | None = None, created: str | None = None) -> dict[str, Any]:
+    """An app as the server keeps it: the writable fields given, and the server's own."""
+    stamp = now()
+    data = {**(fields or {}), "name": parent, "createTime": created or stamp, "updateTime": stamp, "etag": new_etag()}
+    data.setdefault("displayName", parent.rsplit("/", 1)[-1])
+    return data
+
+
 class Store:
     def __init__(self, path: Path | None = None, *, auto_create_apps: bool = True) -> None:
         self.path = path
@@ -81,19 +90,36 @@ class Store:
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(SCHEMA)
+            self._migrate()
         if legacy is not None:
             self.load(legacy)
+
+    def _migrate(self) -> None:
+        """State files of earlier versions: apps without their data, agents in a table of their own."""
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(apps)")}
+        if "names" not in columns:
+            self._db.execute("ALTER TABLE apps ADD COLUMN names TEXT")
+            self._db.execute("ALTER TABLE apps ADD COLUMN ints TEXT")
+        if self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'agents'").fetchone():
+            with self.transaction(write=True) as db:
+                for parent, aid, tools in db.execute("SELECT app, id, tools FROM agents").fetchall():
+                    self.put(db, parent, "agents", aid, printed("agents", _legacy_agent(parent, aid, json.loads(tools))))
+                db.execute("DROP TABLE agents")
 
     def load(self, state: dict[str, Any]) -> None:
         """Add a whole state as :meth:`snapshot` prints it (a JSON state file of earlier versions)."""
         with self.transaction(write=True) as db:
             for parent, entry in state.get("apps", {}).items():
-                db.execute("INSERT OR REPLACE INTO apps (name, seq) VALUES (?, ?)", (parent, int(entry.get("seq", 0))))
+                app = printed("apps", entry.get("app") or app_data(parent))
+                db.execute(
+                    "INSERT OR REPLACE INTO apps (name, seq, names, ints) VALUES (?, ?, ?, ?)",
+                    (parent, int(entry.get("seq", 0)), app.names, app.ints),
+                )
                 for collection in COLLECTIONS:
                     for rid, data in entry.get(collection, {}).items():
+                        if collection == "agents" and "displayName" not in data:
+                            data = _legacy_agent(parent, rid, list(data.get("tools", [])))
                         self.put(db, parent, collection, rid, printed(collection, data))
-                for aid, agent in entry.get("agents", {}).items():
-                    self.set_agent(db, parent, aid, list(agent.get("tools", [])))
 
     @contextmanager
     def transaction(self, write: bool = False) -> Iterator[sqlite3.Connection]:
@@ -114,31 +140,57 @@ class Store:
     # --- apps ------------------------------------------------------------------------------
 
     def app(self, parent: str, *, create: bool = False) -> None:
-        """Make sure an app exists: created on first use (unless auto_create_apps is off) with its system tools."""
+        """Make sure an app exists: NOT_FOUND, or created on first use when auto_create_apps is on."""
         if parent in self._known:
             return
         with self.transaction(write=True) as db:
             if not db.execute("SELECT 1 FROM apps WHERE name = ?", (parent,)).fetchone():
                 if not (create or self.auto_create_apps):
                     raise RpcError("NOT_FOUND", f"app {parent} not found")
-                db.execute("INSERT INTO apps (name) VALUES (?)", (parent,))
-                stamp = now()
-                for tid, desc in SYSTEM_TOOLS.items():
-                    data = {
-                        "name": f"{parent}/tools/{tid}",
-                        "displayName": tid,
-                        "systemTool": {"name": tid, "description": desc},
-                        "createTime": stamp,
-                        "updateTime": stamp,
-                        "etag": new_etag(),
-                    }
-                    self.put(db, parent, "tools", tid, printed("tools", data))
-        self._known.add(parent)  # apps are never deleted
+                self.create_app(db, parent, printed("apps", app_data(parent)))
+        self._known.add(parent)
+
+    def create_app(self, db: sqlite3.Connection, parent: str, res: Printed) -> None:
+        """A new app with its system tools."""
+        db.execute("INSERT INTO apps (name, names, ints) VALUES (?, ?, ?)", (parent, res.names, res.ints))
+        stamp = res.data.get("createTime") or now()
+        for tid, desc in SYSTEM_TOOLS.items():
+            data = {
+                "name": f"{parent}/tools/{tid}",
+                "displayName": tid,
+                "systemTool": {"name": tid, "description": desc},
+                "createTime": stamp,
+                "updateTime": stamp,
+                "etag": new_etag(),
+            }
+            self.put(db, parent, "tools", tid, printed("tools", data))
+
+    def get_app(self, db: sqlite3.Connection, parent: str) -> Printed | None:
+        row = db.execute("SELECT names, ints FROM apps WHERE name = ?", (parent,)).fetchone()
+        if row is None:
+            return None
+        if row[0] is None:  # an app of an earlier version's state: give it its data now
+            res = printed("apps", app_data(parent))
+            self.put_app(db, parent, res)
+            return res
+        return Printed(json.loads(row[0]), row[0], row[1])
+
+    def put_app(self, db: sqlite3.Connection, parent: str, res: Printed) -> None:
+        db.execute("UPDATE apps SET names = ?, ints = ? WHERE name = ?", (res.names, res.ints, parent))
+
+    def list_apps(self, db: sqlite3.Connection, location: str) -> list[Printed]:
+        rows = db.execute("SELECT name FROM apps WHERE name LIKE ? ORDER BY name", (f"{location}/apps/%",)).fetchall()
+        return [res for (name,) in rows if name.rsplit("/apps/", 1)[0] == location and (res := self.get_app(db, name))]
+
+    def delete_app(self, db: sqlite3.Connection, parent: str) -> None:
+        db.execute("DELETE FROM resources WHERE app = ?", (parent,))
+        db.execute("DELETE FROM apps WHERE name = ?", (parent,))
+        self._known.discard(parent)
 
     def next_id(self, db: sqlite3.Connection, parent: str, singular: str) -> str:
         db.execute("UPDATE apps SET seq = seq + 1 WHERE name = ?", (parent,))
         (seq,) = db.execute("SELECT seq FROM apps WHERE name = ?", (parent,)).fetchone()
-        return f"{singular}-{seq:06d}"
+        return f"{singular.lower()}-{seq:06d}"
 
     # --- resources ---------------------------------------------------------------------------
 
@@ -192,36 +244,54 @@ class Store:
         ).fetchall()
         return [(r[0], r[1]) for r in rows], int(total)
 
-    def display_name_taken(self, db: sqlite3.Connection, parent: str, name: str, rid: str) -> bool:
+    def display_name_taken(self, db: sqlite3.Connection, parent: str, collection: str, name: str, rid: str) -> bool:
         return bool(
             db.execute(
-                "SELECT 1 FROM resources WHERE app = ? AND collection = 'toolsets' AND display_name = ? AND id != ?",
-                (parent, name, rid),
+                "SELECT 1 FROM resources WHERE app = ? AND collection = ? AND display_name = ? AND id != ?",
+                (parent, collection, name, rid),
             ).fetchone()
         )
 
     def all_data(self, db: sqlite3.Connection, parent: str, collection: str) -> dict[str, dict[str, Any]]:
-        rows = db.execute("SELECT id, names FROM resources WHERE app = ? AND collection = ?", (parent, collection)).fetchall()
+        rows = db.execute(
+            "SELECT id, names FROM resources WHERE app = ? AND collection = ? ORDER BY name", (parent, collection)
+        ).fetchall()
         return {rid: json.loads(data) for rid, data in rows}
 
-    # --- agents --------------------------------------------------------------------------------
+    def mentioning(self, db: sqlite3.Connection, parent: str, text: str) -> list[tuple[str, str, dict[str, Any]]]:
+        """(collection, id, data) of the resources whose JSON holds ``text`` anywhere (a cheap first cut)."""
+        rows = db.execute(
+            "SELECT collection, id, names FROM resources WHERE app = ? AND instr(names, ?) > 0 ORDER BY collection, id",
+            (parent, json.dumps(text)[:-1]),  # no closing quote: a toolset's tools are named under it
+        ).fetchall()
+        return [(c, rid, json.loads(data)) for c, rid, data in rows]
 
-    def agents(self, db: sqlite3.Connection, parent: str) -> dict[str, list[str]]:
-        rows = db.execute("SELECT id, tools FROM agents WHERE app = ?", (parent,)).fetchall()
-        return {aid: json.loads(tools) for aid, tools in rows}
+    # --- long-running operations ------------------------------------------------------------------
 
-    def set_agent(self, db: sqlite3.Connection, parent: str, aid: str, tools: list[str]) -> None:
-        db.execute("INSERT OR REPLACE INTO agents (app, id, tools) VALUES (?, ?, ?)", (parent, aid, json.dumps(tools)))
+    def put_operation(self, db: sqlite3.Connection, name: str, due: float, body: dict[str, Any]) -> None:
+        db.execute("INSERT OR REPLACE INTO operations (name, due, body) VALUES (?, ?, ?)", (name, due, json.dumps(body)))
+
+    def get_operation(self, db: sqlite3.Connection, name: str) -> tuple[float, dict[str, Any]] | None:
+        row = db.execute("SELECT due, body FROM operations WHERE name = ?", (name,)).fetchone()
+        return (float(row[0]), json.loads(row[1])) if row else None
+
+    def operation_names(self, db: sqlite3.Connection, location: str) -> list[str]:
+        rows = db.execute("SELECT name FROM operations WHERE name LIKE ? ORDER BY name", (f"{location}/operations/%",))
+        return [name for (name,) in rows.fetchall()]
+
+    def delete_operation(self, db: sqlite3.Connection, name: str) -> None:
+        db.execute("DELETE FROM operations WHERE name = ?", (name,))
 
     # --- whole state -----------------------------------------------------------------------------
 
     def snapshot(self) -> dict[str, Any]:
-        """Everything, as ``{"apps": {parent: {"tools": {id: tool}, "toolsets": {...}, "agents": {...}, "seq": n}}}``."""
+        """Everything, as ``{"apps": {parent: {"app": app, "tools": {id: tool}, "agents": {...}, ..., "seq": n}}}``."""
         with self.transaction() as db:
             apps: dict[str, Any] = {}
             for parent, seq in db.execute("SELECT name, seq FROM apps ORDER BY name").fetchall():
-                entry: dict[str, Any] = {c: self.all_data(db, parent, c) for c in COLLECTIONS}
-                entry["agents"] = {aid: {"tools": tools} for aid, tools in self.agents(db, parent).items()}
+                app = self.get_app(db, parent)
+                entry: dict[str, Any] = {"app": app.data if app else {}}
+                entry.update({c: self.all_data(db, parent, c) for c in COLLECTIONS})
                 entry["seq"] = seq
                 apps[parent] = entry
             return {"apps": apps}
@@ -229,6 +299,16 @@ class Store:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _legacy_agent(parent: str, aid: str, tools: list[str]) -> dict[str, Any]:
+    """An agent of an earlier state (an id and its tools) as a resource."""
+    stamp = now()
+    data: dict[str, Any] = {"name": f"{parent}/agents/{aid}", "displayName": aid, "createTime": stamp, "updateTime": stamp}
+    if tools:
+        data["tools"] = tools
+    data["etag"] = new_etag()
+    return data
 
 
 def _legacy_state(path: Path) -> dict[str, Any] | None:

@@ -23,6 +23,7 @@ from google.protobuf.message import Message
 
 from .. import api
 from .errors import RpcError
+from .resources import APP, COLLECTIONS, Collection
 
 __all__ = [
     "RESOURCES",
@@ -38,7 +39,7 @@ __all__ = [
     "to_data",
 ]
 
-RESOURCES = {"tools": f"{api.PACKAGE}.Tool", "toolsets": f"{api.PACKAGE}.Toolset"}
+RESOURCES = {c.name: c.full_message for c in (*COLLECTIONS.values(), APP)}
 # Messages json_format prints as JSON scalars or free objects: nothing inside to check.
 OPAQUE = {f"google.protobuf.{n}" for n in ("Duration", "Timestamp", "Struct", "Value", "ListValue", "FieldMask", "Any")}
 DURATION_RE = re.compile(r"^(-)?(\d+)(?:\.(\d{1,9}))?s\Z")
@@ -177,6 +178,10 @@ def _invalid(singular: str, violations: list[dict[str, str]]) -> RpcError:
     )
 
 
+def kind(collection: str) -> Collection:
+    return APP if collection == APP.name else COLLECTIONS[collection]
+
+
 def parse(collection: str, body: dict[str, Any], *, complete: bool = True) -> Message:
     """A request body as a message (output-only fields, name and etag dropped), or INVALID_ARGUMENT.
 
@@ -184,7 +189,7 @@ def parse(collection: str, body: dict[str, Any], *, complete: bool = True) -> Me
     checked, required fields only once it is merged into the stored resource.
     """
     desc = descriptor(collection)
-    singular = collection[:-1]
+    singular = kind(collection).singular
     unknown = _unknown(desc, body, singular)
     if unknown:
         raise _invalid(singular, unknown)
@@ -202,10 +207,10 @@ def parse(collection: str, body: dict[str, Any], *, complete: bool = True) -> Me
     if not complete:
         return message
     violations = _missing(message, singular)
-    kinds = TOOL_TYPES if collection == "tools" else TOOLSET_TYPES
-    oneof = "tool_type" if collection == "tools" else "toolset_type"
-    if message.WhichOneof(oneof) is None:
-        violations.append({"field": singular, "description": f"exactly one of {', '.join(kinds)} must be set"})
+    oneof = kind(collection).oneof
+    if oneof is not None and message.WhichOneof(oneof) is None:
+        members = _oneof_members(desc.full_name, oneof)
+        violations.append({"field": singular, "description": f"exactly one of {', '.join(members)} must be set"})
     if violations:
         raise _invalid(singular, violations)
     return message
@@ -255,7 +260,9 @@ def mask_paths(raw: str | None, collection: str) -> list[str] | None:
         for part in path.split("."):
             f = _fields(current).get(part) if current is not None else None
             if f is None:
-                raise RpcError("INVALID_ARGUMENT", f"invalid update_mask path '{path}': no field '{part}' in {collection[:-1]}")
+                raise RpcError(
+                    "INVALID_ARGUMENT", f"invalid update_mask path '{path}': no field '{part}' in {kind(collection).singular}"
+                )
             parts.append(f.json_name)
             current = f.message_type if not (f.is_repeated or f.message_type is None) else None
             if current is not None and current.full_name in OPAQUE:
@@ -271,3 +278,55 @@ def duration_nanos(text: str) -> int:
     sign, seconds, frac = match.groups()
     nanos = int(seconds) * 1_000_000_000 + int((frac or "").ljust(9, "0") or 0)
     return -nanos if sign else nanos
+
+
+def writable(collection: str, data: dict[str, Any]) -> dict[str, Any]:
+    """A stored resource without what the server sets: name, etag and output-only fields."""
+    out: dict[str, Any] = _without_output_only(descriptor(collection), data)
+    for key in ("name", "etag"):
+        out.pop(key, None)
+    return out
+
+
+_REF_DOC = re.compile(r"apps/\{app\}/(\w+)/\{\w+\}``")
+
+
+@cache
+def reference_fields() -> dict[tuple[str, str], str]:
+    """(message, proto field) -> the collection its resource names point into, from the field docs ("Format: ...")."""
+    out: dict[tuple[str, str], str] = {}
+    for message, entry in api.facts()["messages"].items():
+        for field, facts in entry.get("fields", {}).items():
+            match = _REF_DOC.search(facts.get("doc") or "")
+            if match and field != "name" and match.group(1) in COLLECTIONS:
+                out[(message, field)] = match.group(1)
+    return out
+
+
+def map_references(collection: str, data: Any, change: Any) -> Any:
+    """``data`` with every resource-name field's value replaced by ``change(collection, value)`` (None drops it)."""
+    return _map_refs(descriptor(collection), data, change)
+
+
+def _map_refs(desc: Descriptor, value: Any, change: Any) -> Any:
+    if not isinstance(value, dict):
+        return value
+    table, refs = _fields(desc), reference_fields()
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        f = table.get(key)
+        target = refs.get((desc.full_name, f.name)) if f is not None else None
+        if target is not None:
+            if isinstance(item, list):
+                item = [r for v in item if (r := change(target, v) if isinstance(v, str) else v) is not None]
+            elif isinstance(item, str):
+                item = change(target, item)
+                if item is None:
+                    continue  # the change dropped the reference
+        elif f is not None and f.message_type is not None and f.message_type.full_name not in OPAQUE and not _is_map(f):
+            if f.is_repeated and isinstance(item, list):
+                item = [_map_refs(f.message_type, v, change) for v in item]
+            elif not f.is_repeated:
+                item = _map_refs(f.message_type, item, change)
+        out[key] = item
+    return out

@@ -1,0 +1,118 @@
+"""The collections an app holds, and the references between its resources.
+
+A reference is any string field holding the full name of a resource of the same
+app (``Agent.tools``, ``Agent.toolsets[].toolset``, ``App.rootAgent``,
+``Deployment.appVersion``, ...): the emulator finds them by walking the stored
+JSON, so every field the API has, or gains, that names a resource is covered
+without a table to keep.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .. import api
+
+__all__ = [
+    "COLLECTIONS",
+    "REFERRERS",
+    "Collection",
+    "drop_references",
+    "references",
+]
+
+
+@dataclass(frozen=True)
+class Collection:
+    """One collection under an app: its path segment, message and request names."""
+
+    name: str  # path segment: tools, versions, ...
+    message: str  # short message name in the API package
+    singular: str  # JSON name of the resource in requests: tool, appVersion, ...
+    oneof: str | None = None  # a oneof the resource must set (its type)
+    unique_display_name: bool = False
+
+    @property
+    def full_message(self) -> str:
+        return f"{api.PACKAGE}.{self.message}"
+
+    @property
+    def id_param(self) -> str:
+        return f"{self.singular}Id"
+
+    @property
+    def words(self) -> str:
+        """How messages name one of them: 'tool', 'app version'."""
+        return re.sub(r"([A-Z])", lambda m: " " + m.group(1).lower(), self.singular)
+
+
+COLLECTIONS: dict[str, Collection] = {
+    c.name: c
+    for c in (
+        Collection("tools", "Tool", "tool", "tool_type"),
+        Collection("toolsets", "Toolset", "toolset", "toolset_type", unique_display_name=True),
+        Collection("agents", "Agent", "agent", unique_display_name=True),
+        Collection("guardrails", "Guardrail", "guardrail", "guardrail_type", unique_display_name=True),
+        Collection("examples", "Example", "example", unique_display_name=True),
+        Collection("deployments", "Deployment", "deployment"),
+        Collection("versions", "AppVersion", "appVersion"),
+    )
+}
+APP = Collection("apps", "App", "app")
+# Whose fields may name other resources of the app: everything but the versions
+# (a version's snapshot is a record, not a user of what it names).
+REFERRERS = ("tools", "toolsets", "agents", "guardrails", "examples", "deployments")
+# A toolset's own tools (``{toolset}/tools/{id}``) count as references to the toolset.
+_NAME = re.compile(r"^(projects/[^/]+/locations/[^/]+/apps/[^/]+)/(" + "|".join(COLLECTIONS) + r")/([^/]+)(/tools/[^/]+)?\Z")
+
+Path = tuple[str | int, ...]
+
+
+def references(data: Any, app: str, path: Path = ()) -> Iterator[tuple[Path, str, str, str]]:
+    """(path, name, collection, id) of every string in ``data`` naming a resource of ``app``."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if key not in ("name", "snapshot"):
+                yield from references(value, app, (*path, key))
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            yield from references(value, app, (*path, i))
+    elif isinstance(data, str):
+        match = _NAME.match(data)
+        if match and match.group(1) == app and match.group(3) != "-" and (match.group(4) is None or match.group(2) == "toolsets"):
+            yield path, data, match.group(2), match.group(3)
+
+
+def drop_references(data: dict[str, Any], target: str) -> dict[str, Any]:
+    """``data`` without its references to ``target``.
+
+    A name in a list leaves the list; a name that identifies a list entry (an
+    agent's ``toolsets[].toolset``, ``transferRules[].childAgent``) takes the
+    entry with it; any other field naming it is cleared.
+    """
+    return _drop(data, target)  # type: ignore[no-any-return]
+
+
+def _names(value: Any, target: str) -> bool:
+    return isinstance(value, str) and (value == target or value.startswith(f"{target}/tools/"))
+
+
+def _drop(value: Any, target: str) -> Any:
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            kept = _drop(v, target)
+            if not _names(v, target) and not (kept == [] and v != []):  # proto3 JSON omits an emptied list
+                out[k] = kept
+        return out
+    if isinstance(value, list):
+        kept = []
+        for item in value:
+            if _names(item, target) or (isinstance(item, dict) and any(_names(v, target) for v in item.values())):
+                continue
+            kept.append(_drop(item, target))
+        return kept
+    return value

@@ -1,0 +1,296 @@
+"""The whole app through Google's official client: apps and their operations, every kind, versions, references, archives.
+
+The emulator runs with ``autoCreateApps`` off, as CES does: an app exists once
+CreateApp (a long-running operation the client polls) or importApp made it.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from google.api_core import exceptions
+from google.api_core.client_options import ClientOptions
+from google.auth.credentials import AnonymousCredentials
+from google.cloud import ces_v1
+from google.protobuf import field_mask_pb2
+
+from cesync.archive import find_app_root, read_archive
+from cesync.emulator.server import BackgroundServer
+
+LOCATION = "projects/p/locations/us"
+APP = f"{LOCATION}/apps/shop"
+CODE = 'def lookup(order_id: str, verbose: bool = False) -> dict:\n    """Finds an order."""\n    return {"id": order_id}\n'
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[BackgroundServer]:
+    with BackgroundServer(auto_create_apps=False, operation_delay=0.3) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def client(server: BackgroundServer) -> ces_v1.AgentServiceClient:
+    return ces_v1.AgentServiceClient(
+        credentials=AnonymousCredentials(), transport="rest", client_options=ClientOptions(api_endpoint=server.url)
+    )
+
+
+def _create_app(client: ces_v1.AgentServiceClient, app_id: str, **fields: object) -> ces_v1.App:
+    operation = client.create_app(parent=LOCATION, app=ces_v1.App(display_name=app_id.title(), **fields), app_id=app_id)
+    assert not operation.done()  # the operation takes its time: the client polls it
+    return operation.result(timeout=30)
+
+
+def _tool(client: ces_v1.AgentServiceClient, app: str, tid: str) -> ces_v1.Tool:
+    fn = ces_v1.PythonFunction(python_code=CODE.replace("lookup", tid))
+    return client.create_tool(parent=app, tool=ces_v1.Tool(python_function=fn), tool_id=tid)
+
+
+def _agent(client: ces_v1.AgentServiceClient, app: str, aid: str, **fields: object) -> ces_v1.Agent:
+    agent = ces_v1.Agent(display_name=aid.title(), instruction=f"You are {aid}.", **fields)
+    return client.create_agent(parent=app, agent=agent, agent_id=aid)
+
+
+def test_apps_exist_once_created(client: ces_v1.AgentServiceClient) -> None:
+    with pytest.raises(exceptions.NotFound):
+        client.get_app(name=f"{LOCATION}/apps/never")
+    with pytest.raises(exceptions.NotFound):
+        list(client.list_tools(parent=f"{LOCATION}/apps/never"))
+    app = _create_app(client, "first", description="d")
+    assert app.name == f"{LOCATION}/apps/first" and app.etag and app.create_time
+    with pytest.raises(exceptions.Conflict):
+        client.create_app(parent=LOCATION, app=ces_v1.App(display_name="again"), app_id="first")
+    with pytest.raises(exceptions.BadRequest):
+        client.create_app(parent=LOCATION, app=ces_v1.App(description="no display name"), app_id="second")
+    assert f"{LOCATION}/apps/first" in [a.name for a in client.list_apps(parent=LOCATION)]
+    system = [t.name for t in client.list_tools(request={"parent": app.name, "filter": "include_system_tools=true"})]
+    assert f"{app.name}/tools/end_session" in system  # an app comes with its system tools
+
+    patched = client.update_app(
+        app=ces_v1.App(name=app.name, etag=app.etag, global_instruction="Be brief."),
+        update_mask=field_mask_pb2.FieldMask(paths=["global_instruction"]),
+    )
+    assert patched.global_instruction == "Be brief." and patched.description == "d" and patched.etag != app.etag
+    with pytest.raises(exceptions.Conflict):  # the etag it was read with is stale now
+        client.update_app(
+            app=ces_v1.App(name=app.name, etag=app.etag, description="x"),
+            update_mask=field_mask_pb2.FieldMask(paths=["description"]),
+        )
+    variables = [ces_v1.App.VariableDeclaration(name="tier", description="customer tier", schema={"type_": "STRING"})]
+    client.update_app(
+        app=ces_v1.App(name=app.name, variable_declarations=variables),
+        update_mask=field_mask_pb2.FieldMask(paths=["variable_declarations"]),
+    )
+    assert [v.name for v in client.get_app(name=app.name).variable_declarations] == ["tier"]
+
+    client.delete_app(name=app.name).result(timeout=30)
+    with pytest.raises(exceptions.NotFound):
+        client.get_app(name=app.name)
+
+
+def test_every_kind_with_etags_and_references(client: ces_v1.AgentServiceClient) -> None:
+    app = _create_app(client, "shop").name
+    tool = _tool(client, app, "lookup")
+    guard = client.create_guardrail(
+        parent=app,
+        guardrail=ces_v1.Guardrail(
+            display_name="No PII",
+            content_filter=ces_v1.Guardrail.ContentFilter(
+                banned_contents=["ssn"], match_type=ces_v1.Guardrail.ContentFilter.MatchType.SIMPLE_STRING_MATCH
+            ),
+        ),
+        guardrail_id="no-pii",
+    )
+    with pytest.raises(exceptions.BadRequest) as missing_type:
+        client.create_guardrail(parent=app, guardrail=ces_v1.Guardrail(display_name="typeless"), guardrail_id="g2")
+    assert "guardrail" in missing_type.value.message
+    child = _agent(client, app, "refunds", tools=[tool.name])
+    root = _agent(client, app, "root", child_agents=[child.name], guardrails=[guard.name])
+    assert root.etag and root.create_time and root.child_agents == [child.name]
+    with pytest.raises(exceptions.BadRequest):  # a name that does not exist
+        _agent(client, app, "broken", tools=[f"{app}/tools/nope"])
+    with pytest.raises(exceptions.Conflict):  # display names are unique among agents
+        client.create_agent(parent=app, agent=ces_v1.Agent(display_name="Root"), agent_id="root2")
+
+    app_now = client.update_app(
+        app=ces_v1.App(name=app, root_agent=root.name, guardrails=[guard.name]),
+        update_mask=field_mask_pb2.FieldMask(paths=["root_agent", "guardrails"]),
+    )
+    assert app_now.root_agent == root.name
+    example = client.create_example(
+        parent=app,
+        example=ces_v1.Example(display_name="Refund", entry_agent=child.name),
+        example_id="refund",
+    )
+    assert example.entry_agent == child.name
+
+    # deleting what is referenced: refused, naming who refers; force removes the references
+    for name, delete, who in (
+        (tool.name, client.delete_tool, "agent(s) refunds"),
+        (child.name, client.delete_agent, "agent(s) root"),
+        (guard.name, client.delete_guardrail, "the app"),
+    ):
+        with pytest.raises(exceptions.BadRequest) as refused:
+            delete(name=name)
+        error = refused.value.response.json()["error"]
+        assert error["status"] == "FAILED_PRECONDITION" and who in error["message"], error
+    client.delete_tool(request={"name": tool.name, "force": True})
+    assert list(client.get_agent(name=child.name).tools) == []
+    client.delete_guardrail(request={"name": guard.name, "force": True})
+    assert list(client.get_app(name=app).guardrails) == [] and list(client.get_agent(name=root.name).guardrails) == []
+    with pytest.raises(exceptions.BadRequest):
+        client.delete_agent(name=root.name)  # the app's root agent
+    client.delete_agent(request={"name": child.name, "force": True})
+    assert list(client.get_agent(name=root.name).child_agents) == []
+    assert client.get_example(name=example.name).entry_agent == ""
+
+    # updates: masks and etags as for tools
+    fresh = client.get_agent(name=root.name)
+    updated = client.update_agent(
+        agent=ces_v1.Agent(name=root.name, etag=fresh.etag, instruction="New."),
+        update_mask=field_mask_pb2.FieldMask(paths=["instruction"]),
+    )
+    assert updated.instruction == "New." and updated.display_name == "Root"
+    with pytest.raises(exceptions.Conflict):
+        client.delete_agent(request={"name": root.name, "etag": fresh.etag, "force": True})
+    assert [e.name for e in client.list_examples(parent=app)] == [example.name]
+    assert [g.name for g in client.list_guardrails(parent=app)] == []
+
+
+def test_versions_deployments_and_restore(client: ces_v1.AgentServiceClient) -> None:
+    app = _create_app(client, "versioned").name
+    tool = _tool(client, app, "lookup")
+    _agent(client, app, "root", tools=[tool.name])
+    version = client.create_app_version(
+        parent=app, app_version=ces_v1.AppVersion(display_name="v1", description="first"), app_version_id="v1"
+    )
+    assert version.snapshot.app.name == app and [a.display_name for a in version.snapshot.agents] == ["Root"]
+    assert [t.name for t in version.snapshot.tools] == [tool.name] and version.creator and version.etag
+    assert [v.name for v in client.list_app_versions(parent=app)] == [version.name]
+    assert client.get_app_version(name=version.name).display_name == "v1"
+
+    profile = ces_v1.ChannelProfile(channel_type=ces_v1.ChannelProfile.ChannelType.WEB_UI)
+    deployment = client.create_deployment(
+        parent=app,
+        deployment=ces_v1.Deployment(display_name="web", app_version=version.name, channel_profile=profile),
+        deployment_id="web",
+    )
+    assert deployment.app_version == version.name and deployment.etag
+    with pytest.raises(exceptions.BadRequest) as in_use:
+        client.delete_app_version(name=version.name)
+    assert "deployment(s) web" in in_use.value.message
+
+    # change the app, then restore the version: what the version holds comes back
+    client.delete_agent(name=f"{app}/agents/root")
+    client.delete_tool(name=tool.name)
+    _tool(client, app, "other")
+    operation = client.restore_app_version(name=version.name)
+    assert not operation.done()
+    operation.result(timeout=30)
+    assert [t.name for t in client.list_tools(parent=app)] == [tool.name]
+    assert [a.name for a in client.list_agents(parent=app)] == [f"{app}/agents/root"]
+
+    client.update_deployment(
+        deployment=ces_v1.Deployment(name=deployment.name, app_version=f"{app}/versions/-"),
+        update_mask=field_mask_pb2.FieldMask(paths=["app_version"]),
+    )
+    client.delete_app_version(name=version.name)  # no longer in use
+    client.delete_deployment(name=deployment.name)
+    assert list(client.list_deployments(parent=app)) == []
+
+
+def test_export_import_round_trip(client: ces_v1.AgentServiceClient, tmp_path: Path) -> None:
+    app = _create_app(client, "exported").name
+    tool = _tool(client, app, "lookup")
+    root = _agent(client, app, "root", tools=[tool.name, f"{app}/tools/end_session"])
+    client.update_app(
+        app=ces_v1.App(name=app, root_agent=root.name, global_instruction="Be kind."),
+        update_mask=field_mask_pb2.FieldMask(paths=["root_agent", "global_instruction"]),
+    )
+    request = ces_v1.ExportAppRequest(name=app, export_format=ces_v1.ExportAppRequest.ExportFormat.JSON)
+    content = client.export_app(request=request).result(timeout=30).app_content
+    with zipfile.ZipFile(io.BytesIO(content)) as zf:
+        names = set(zf.namelist())
+        app_json = zf.read("exported/app.json").decode()
+        zf.extractall(tmp_path)
+    assert {"exported/app.json", "exported/agents/root/root.json", "exported/agents/root/instruction.txt"} <= names
+    assert "exported/tools/lookup/python_function/python_code.py" in names and '"rootAgent": "root"' in app_json
+
+    read = read_archive(find_app_root(tmp_path))  # what `cesync import-archive` reads
+    assert [(r.kind, r.id) for r in read.resources] == [("tool", "lookup")]
+    assert read.resources[0].body["pythonFunction"]["pythonCode"] == CODE
+
+    imported = client.import_app(
+        request=ces_v1.ImportAppRequest(parent=LOCATION, app_content=content, app_id="copy", display_name="Copy")
+    ).result(timeout=30)
+    assert imported.name == f"{LOCATION}/apps/copy" and not imported.warnings
+    copy = client.get_app(name=imported.name)
+    assert copy.display_name == "Copy" and copy.root_agent == f"{imported.name}/agents/root"
+    assert copy.global_instruction == "Be kind."
+    agent = client.get_agent(name=f"{imported.name}/agents/root")
+    assert list(agent.tools) == [f"{imported.name}/tools/lookup", f"{imported.name}/tools/end_session"]
+    assert agent.instruction == "You are root."
+    assert client.get_tool(name=f"{imported.name}/tools/lookup").python_function.python_code == CODE
+
+    # re-import into the same app (REPLACE): display names match, nothing is duplicated
+    again = client.import_app(request=ces_v1.ImportAppRequest(parent=LOCATION, app_content=content, app_id="copy")).result(
+        timeout=30
+    )
+    assert not again.warnings and len(list(client.list_agents(parent=imported.name))) == 1
+
+
+def test_import_reports_rejected_resources_and_bad_archives(client: ces_v1.AgentServiceClient) -> None:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        zf.writestr("x/app.json", '{"displayName": "X", "rootAgent": "root"}')
+        zf.writestr("x/agents/root/root.json", '{"displayName": "Root", "tools": ["broken"]}')
+        zf.writestr("x/tools/broken/broken.json", '{"pythonFunction": {"pythonCode": 1}, "bogus": true}')
+    result = client.import_app(
+        request=ces_v1.ImportAppRequest(parent=LOCATION, app_content=buffer.getvalue(), app_id="partial")
+    ).result(timeout=30)
+    assert any(w.startswith("tools/broken:") for w in result.warnings), result.warnings
+    assert list(client.get_agent(name=f"{result.name}/agents/root").tools) == []  # the reference to it was dropped
+    with pytest.raises(exceptions.BadRequest):
+        client.import_app(request=ces_v1.ImportAppRequest(parent=LOCATION, app_content=b"not a zip", app_id="bad"))
+
+
+def test_operations_poll_and_report_errors(server: BackgroundServer) -> None:
+    with httpx.Client(base_url=server.url) as h:
+        first = h.post(f"/v1/{LOCATION}/apps", params={"appId": "racy"}, json={"displayName": "Racy"}).json()
+        second = h.post(f"/v1/{LOCATION}/apps", params={"appId": "racy"}, json={"displayName": "Racy"}).json()
+        assert first["done"] is False and first["metadata"]["@type"].endswith("ces.v1.OperationMetadata")
+        assert h.get(f"/v1/{first['name']}").json()["done"] is False
+        time.sleep(0.4)
+        done, failed = h.get(f"/v1/{first['name']}").json(), h.get(f"/v1/{second['name']}").json()
+        outcomes = sorted([done, failed], key=lambda o: "error" in o)
+        assert outcomes[0]["response"]["@type"] == "type.googleapis.com/google.cloud.ces.v1.App"
+        assert outcomes[1]["error"]["code"] == 6  # ALREADY_EXISTS: the second create lost the race
+        assert h.get(f"/v1/{LOCATION}/operations/nope").status_code == 404
+
+
+def test_seeded_apps_and_the_settings() -> None:
+    seeded = f"{LOCATION}/apps/seeded"
+    with BackgroundServer(apps=[seeded], auto_create_apps=False) as s, httpx.Client(base_url=s.url) as h:
+        assert h.get(f"/v1/{seeded}").json()["displayName"] == "seeded"
+        assert h.get(f"/v1/{LOCATION}/apps/other/tools").json()["error"]["status"] == "NOT_FOUND"
+        config = h.post("/admin/config", json={"autoCreateApps": True, "operationDelaySeconds": 0}).json()
+        assert config == {"autoCreateApps": True, "operationDelaySeconds": 0.0}
+        assert h.get(f"/v1/{LOCATION}/apps/other/tools").status_code == 200  # the old default: made on first use
+        done = h.post(f"/v1/{LOCATION}/apps", params={"appId": "now"}, json={"displayName": "Now"}).json()
+        assert done["done"] is True and done["response"]["name"] == f"{LOCATION}/apps/now"
+        assert h.post("/admin/config", json={"operationDelaySeconds": -1}).status_code == 400
+
+
+def test_the_command_checks_its_app_names() -> None:
+    from click.testing import CliRunner
+
+    from cesync.cli import main
+
+    result = CliRunner().invoke(main, ["emulator", "--app", "apps/nope", "--no-auto-create-apps"])
+    assert result.exit_code != 0 and "expected projects/PROJECT/locations/LOCATION/apps/APP" in result.output
