@@ -216,7 +216,13 @@ class Emulator:
     # --- references ----------------------------------------------------------------------
 
     def _check_references(self, db: Any, parent: str, singular: str, data: dict[str, Any]) -> None:
-        """Every resource of the app a write names must exist (so an apply creates what is named first)."""
+        """Every resource of the app a write names must exist (so an apply creates what is named first).
+
+        A tool's own reference (``agentTool.agent``) is not checked: tools come first in
+        every apply order, before the agents they may hand over to.
+        """
+        if singular in ("tool", "toolset"):
+            return
         violations = []
         for path, name, collection, rid in references(data, parent):
             if name != data.get("name") and self.store.get(db, parent, collection, rid) is None:
