@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import io
 import json
-import re
 import zipfile
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,7 +46,6 @@ FILE_FIELDS: dict[str, dict[tuple[str, ...], str]] = {
 }
 MAX_MEMBERS = 20_000
 MAX_BYTES = 200 * 1024 * 1024
-ID_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_-]{0,127}\Z")
 
 
 def _short(app: str) -> Any:
