@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
-from cesync.checks import parse_document
+from cesync.documents import parse_document
 from cesync.yamlfile import SLOW, Document, _load_rt, fast_load, load_text
 
 # Plain scalars whose meaning differs between YAML 1.1, YAML 1.2 and JSON, or that

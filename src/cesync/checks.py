@@ -18,8 +18,7 @@ from .documents import parse_document, python_functions
 from .models import ProtoModel, specs
 from .yamlfile import Path_
 
-# parse_document and python_functions stay importable from here for existing callers.
-__all__ = ["Finding", "check_body", "lint_keys", "parse_document", "python_functions", "suggest"]
+__all__ = ["Finding", "check_body", "lint_keys", "suggest"]
 
 HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 

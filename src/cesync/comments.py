@@ -85,7 +85,17 @@ class Forge(ABC):
 
     @staticmethod
     @abstractmethod
+    def detect(env: Mapping[str, str]) -> bool:
+        """Whether this job runs in this forge's CI (the default forge when none says so)."""
+
+    @staticmethod
+    @abstractmethod
     def locate(env: Mapping[str, str], number: int | None) -> Located: ...
+
+    @staticmethod
+    @abstractmethod
+    def run_link(env: Mapping[str, str]) -> str | None:
+        """A Markdown link to this CI run's artifacts, where the job's variables give one."""
 
     @staticmethod
     @abstractmethod
@@ -171,6 +181,17 @@ class GitHub(Forge):
     edit_method = "PATCH"
 
     @staticmethod
+    def detect(env: Mapping[str, str]) -> bool:
+        return bool(env.get("GITHUB_ACTIONS"))
+
+    @staticmethod
+    def run_link(env: Mapping[str, str]) -> str | None:
+        if env.get("GITHUB_RUN_ID") and env.get("GITHUB_REPOSITORY"):
+            server = env.get("GITHUB_SERVER_URL", "https://github.com")
+            return f"[this run's artifacts]({server}/{env['GITHUB_REPOSITORY']}/actions/runs/{env['GITHUB_RUN_ID']})"
+        return None
+
+    @staticmethod
     def locate(env: Mapping[str, str], number: int | None) -> Located:
         repo, token = env.get("GITHUB_REPOSITORY", ""), env.get("GITHUB_TOKEN", "")
         if number is None and env.get("GITHUB_EVENT_PATH"):
@@ -215,6 +236,14 @@ class GitLab(Forge):
     edit_method = "PUT"
 
     @staticmethod
+    def detect(env: Mapping[str, str]) -> bool:
+        return bool(env.get("GITLAB_CI"))
+
+    @staticmethod
+    def run_link(env: Mapping[str, str]) -> str | None:
+        return f"[this job's artifacts]({env['CI_JOB_URL']}/artifacts/browse)" if env.get("CI_JOB_URL") else None
+
+    @staticmethod
     def locate(env: Mapping[str, str], number: int | None) -> Located:
         repo, token = env.get("CI_PROJECT_ID", ""), env.get("GITLAB_TOKEN", "")
         if number is None and env.get("CI_MERGE_REQUEST_IID", "").isdigit():
@@ -250,11 +279,12 @@ class GitLab(Forge):
 
 
 FORGES: dict[str, type[Forge]] = {f.name: f for f in (GitHub, GitLab)}
+DEFAULT_FORGE = GitHub  # where no CI variable names one
 
 
 def find_target(env: Mapping[str, str], *, provider: str | None = None, number: int | None = None) -> CommentTarget:
     """The pull/merge request this CI job runs for, from the CI's own variables."""
-    provider = provider or ("gitlab" if env.get("GITLAB_CI") else "github")
+    provider = provider or next((f for f in FORGES.values() if f.detect(env)), DEFAULT_FORGE).name
     forge = FORGES.get(provider)
     if forge is None:
         raise CesyncError(f"unknown provider {provider!r}: {' or '.join(FORGES)}")
@@ -305,9 +335,4 @@ def _check(reply: httpx.Response, what: str) -> httpx.Response:
 
 def run_link(env: Mapping[str, str]) -> str | None:
     """Where this CI run's artifacts are, for the note on a cut comment."""
-    if env.get("GITHUB_RUN_ID") and env.get("GITHUB_REPOSITORY"):
-        server = env.get("GITHUB_SERVER_URL", "https://github.com")
-        return f"[this run's artifacts]({server}/{env['GITHUB_REPOSITORY']}/actions/runs/{env['GITHUB_RUN_ID']})"
-    if env.get("CI_JOB_URL"):
-        return f"[this job's artifacts]({env['CI_JOB_URL']}/artifacts/browse)"
-    return None
+    return next((link for f in FORGES.values() if (link := f.run_link(env))), None)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ..comments import find_target, run_link, upsert_comment
+from ..comments import FORGES, find_target, run_link, upsert_comment
 from ..errors import CesyncError
 from ..render import MARKER, render_markdown
 from ..render.markdown import GITHUB_COMMENT_LIMIT
@@ -24,7 +24,7 @@ from . import (
 
 @main.command()
 @click.argument("planfile", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--provider", type=click.Choice(["github", "gitlab"]), help="Default: gitlab under GitLab CI, else github.")
+@click.option("--provider", type=click.Choice(list(FORGES)), help="Default: gitlab under GitLab CI, else github.")
 @click.option("--pr", "number", type=int, help="The pull/merge request (default: the one this CI run is for).")
 @click.option(
     "--max-chars",
