@@ -2,18 +2,25 @@
 
     python benchmarks/bench.py                     # 100 and 1,000 tools, 3 repeats
     python benchmarks/bench.py --sizes 100,1000,10000
+    python benchmarks/bench.py --sizes 1000,10000 --only plan   # the growth targets alone
 
 For each size a repo is generated (benchmarks/generate.py), the emulator runs in its
 own process (`cesync emulator --latency-ms 20`), and every measure is the median of
 --repeats runs of a child process: wall time from start to exit, and the child's peak
 resident memory (wait4 rusage). The official-client baselines (benchmarks/official.py)
 run in the same session against the same emulator. Each target prints as PASS or FAIL;
-the exit status is 1 if any failed.
+the exit status is 1 if any failed. ``--only`` runs some measures (help, validate, plan,
+apply, official); targets whose measures did not run are not printed.
+
+cesync's modules are compiled to bytecode first, as installing a wheel does: with
+PYTHONDONTWRITEBYTECODE set (CI images often set it) an editable install would otherwise
+compile every module again in every run, which no installed cesync does.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import contextlib
 import json
 import os
@@ -44,6 +51,7 @@ class Run:
     rss_mb: float
     stdout: str
     cpu: float = 0.0  # the child's user + system CPU seconds: what load on the machine cannot inflate much
+    server_cpu: float = 0.0  # the emulator's CPU seconds during the run (it shares the machine's cores)
 
 
 @dataclass
@@ -61,12 +69,18 @@ class Measure:
     def spread(self) -> str:
         times = sorted(r.seconds for r in self.runs)
         cpu = statistics.median(r.cpu for r in self.runs)
-        return f"{self.seconds:7.2f} s  (runs {', '.join(f'{t:.2f}' for t in times)}; CPU {cpu:.2f} s; peak RSS {self.rss_mb:.0f} MB)"
+        server = statistics.median(r.server_cpu for r in self.runs)
+        emulator = f"; emulator CPU {server:.2f} s" if server else ""
+        return (
+            f"{self.seconds:7.2f} s  (runs {', '.join(f'{t:.2f}' for t in times)}; CPU {cpu:.2f} s{emulator};"
+            f" peak RSS {self.rss_mb:.0f} MB)"
+        )
 
 
-def run(cmd: list[str], *, ok: tuple[int, ...] = (0,), env: dict[str, str] | None = None) -> Run:
+def run(cmd: list[str], *, ok: tuple[int, ...] = (0,), env: dict[str, str] | None = None, server: Emulator | None = None) -> Run:
     """One child process: wall time from spawn to exit, its peak RSS (wait4), its stdout."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        server_start = server.cpu() if server else 0.0
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env={**os.environ, **(env or {})})
         _, status, usage = os.wait4(proc.pid, 0)
@@ -77,11 +91,21 @@ def run(cmd: list[str], *, ok: tuple[int, ...] = (0,), env: dict[str, str] | Non
         stdout, stderr = out.read().decode(), err.read().decode()
     if proc.returncode not in ok:
         raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}:\n{stderr[-3000:]}")
-    return Run(elapsed, usage.ru_maxrss / 1024, stdout, usage.ru_utime + usage.ru_stime)  # ru_maxrss is in KiB on Linux
+    server_cpu = server.cpu() - server_start if server else 0.0
+    return Run(elapsed, usage.ru_maxrss / 1024, stdout, usage.ru_utime + usage.ru_stime, server_cpu)  # ru_maxrss: KiB on Linux
 
 
 def repeat(cmd: list[str], times: int, **kw: object) -> Measure:
     return Measure([run(cmd, **kw) for _ in range(times)])  # type: ignore[arg-type]
+
+
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds of a running process (Linux /proc; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def free_port() -> int:
@@ -90,8 +114,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@dataclass
+class Emulator:
+    url: str
+    pid: int
+
+    def cpu(self) -> float:
+        return process_cpu(self.pid)
+
+
 @contextlib.contextmanager
-def emulator(latency_ms: float) -> Iterator[str]:
+def emulator(latency_ms: float) -> Iterator[Emulator]:
     """`cesync emulator` in its own process, in memory, with a fixed latency per API call."""
     port = free_port()
     proc = subprocess.Popen(
@@ -110,7 +143,7 @@ def emulator(latency_ms: float) -> Iterator[str]:
                 if time.monotonic() > deadline or proc.poll() is not None:
                     raise SystemExit("the emulator did not start") from None
                 time.sleep(0.05)
-        yield url
+        yield Emulator(url, proc.pid)
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -149,45 +182,50 @@ def bench_size(n: int, opts: argparse.Namespace, work: Path) -> dict[str, float]
     root = generate(work / f"repo{n}", n)
     r: dict[str, float] = {}
     print(f"\n== {n} tools ({root}) ==", flush=True)
+    baselines = "official" in opts.only and n <= opts.baseline_max
 
-    one = repeat([*CESYNC, "validate", "--dir", str(root), "--env", ENV], opts.repeats)
-    every = repeat([*CESYNC, "validate", "--dir", str(root)], opts.repeats)
-    print(f"validate, 1 environment          {one.spread()}")
-    print(f"validate, {len(ENVIRONMENTS)} environments         {every.spread()}", flush=True)
-    r["validate"], r["validate_all"] = one.seconds, every.seconds
+    if "validate" in opts.only:
+        one = repeat([*CESYNC, "validate", "--dir", str(root), "--env", ENV], opts.repeats)
+        every = repeat([*CESYNC, "validate", "--dir", str(root)], opts.repeats)
+        print(f"validate, 1 environment          {one.spread()}")
+        print(f"validate, {len(ENVIRONMENTS)} environments         {every.spread()}", flush=True)
+        r["validate"], r["validate_all"] = one.seconds, every.seconds
 
     endpoint = ["--dir", str(root), "--env", ENV, "--endpoint"]
-    with emulator(0) as url:
-        run([*CESYNC, "apply", *endpoint, url, "--auto-approve", "--parallelism", "32", "--format", "json"])
-        set_latency(url, opts.latency_ms)
-        plan = repeat([*CESYNC, "plan", *endpoint, url, "--detailed-exitcode"], opts.repeats)
-        r["plan"], r["plan_rss"] = plan.seconds, plan.rss_mb
-        print(f"plan, unchanged                  {plan.spread()}", flush=True)
-        if n <= opts.baseline_max:
-            lists = [official("list", url) for _ in range(opts.repeats)]
-            r["official_list"] = statistics.median(lists)
-            print(f"  official client, list only     {r['official_list']:7.2f} s", flush=True)
-            gets = [official("get", url) for _ in range(opts.repeats)]
-            r["official_get"] = statistics.median(gets)
-            print(
-                f"  official client, GET per tool  {r['official_get']:7.2f} s  (runs {', '.join(f'{t:.2f}' for t in sorted(gets))})"
-            )
+    if "plan" in opts.only or baselines:
+        with emulator(0) as emu:
+            run([*CESYNC, "apply", *endpoint, emu.url, "--auto-approve", "--parallelism", "32", "--format", "json"])
+            set_latency(emu.url, opts.latency_ms)
+            if "plan" in opts.only:
+                plan = repeat([*CESYNC, "plan", *endpoint, emu.url, "--detailed-exitcode"], opts.repeats, server=emu)
+                r["plan"], r["plan_rss"] = plan.seconds, plan.rss_mb
+                print(f"plan, unchanged                  {plan.spread()}", flush=True)
+            if baselines:
+                lists = [official("list", emu.url) for _ in range(opts.repeats)]
+                r["official_list"] = statistics.median(lists)
+                print(f"  official client, list only     {r['official_list']:7.2f} s", flush=True)
+                gets = [official("get", emu.url) for _ in range(opts.repeats)]
+                r["official_get"] = statistics.median(gets)
+                print(
+                    f"  official client, GET per tool  {r['official_get']:7.2f} s  (runs {', '.join(f'{t:.2f}' for t in sorted(gets))})"
+                )
 
-    apply_runs = []
-    for _ in range(opts.repeats):
-        with emulator(opts.latency_ms) as url:
-            cmd = [*CESYNC, "apply", *endpoint, url, "--auto-approve", "--parallelism", str(opts.parallelism)]
-            apply_runs.append(run(cmd))
-    apply = Measure(apply_runs)
-    r["apply"], r["apply_rss"] = apply.seconds, apply.rss_mb
-    print(f"apply, {n} creates, -p {opts.parallelism:<3}      {apply.spread()}", flush=True)
-    if n <= opts.baseline_max:
+    if "apply" in opts.only and n <= opts.apply_max:
+        apply_runs = []
+        for _ in range(opts.repeats):
+            with emulator(opts.latency_ms) as emu:
+                cmd = [*CESYNC, "apply", *endpoint, emu.url, "--auto-approve", "--parallelism", str(opts.parallelism)]
+                apply_runs.append(run(cmd, server=emu))
+        apply = Measure(apply_runs)
+        r["apply"], r["apply_rss"] = apply.seconds, apply.rss_mb
+        print(f"apply, {n} creates, -p {opts.parallelism:<3}      {apply.spread()}", flush=True)
+    if baselines and n <= opts.apply_max:
         bodies = work / f"bodies{n}.json"
         rendered_bodies(root, bodies)
         creates = []
         for _ in range(opts.repeats):
-            with emulator(opts.latency_ms) as url:
-                creates.append(official("create", url, str(bodies)))
+            with emulator(opts.latency_ms) as emu:
+                creates.append(official("create", emu.url, str(bodies)))
         r["official_create"] = statistics.median(creates)
         print(
             f"  official client, sequential    {r['official_create']:7.2f} s  (runs {', '.join(f'{t:.2f}' for t in sorted(creates))})"
@@ -207,9 +245,10 @@ class Targets:
 def report(results: Results, opts: argparse.Namespace) -> int:
     print("\n== targets ==")
     t = Targets()
-    t.check("cesync --help (s)", results.help_s, "<= 0.15", results.help_s <= 0.15)
-    k = results.sizes.get(1000)
-    if k:
+    if results.help_s:
+        t.check("cesync --help (s)", results.help_s, "<= 0.15", results.help_s <= 0.15)
+    k = results.sizes.get(1000, {})
+    if "plan" in k:
         t.check("plan 1,000 unchanged (s)", k["plan"], "<= 1.5", k["plan"] <= 1.5)
         if "official_get" in k:
             t.check(
@@ -218,6 +257,7 @@ def report(results: Results, opts: argparse.Namespace) -> int:
                 ">= 10",
                 k["official_get"] / k["plan"] >= 10,
             )
+    if "apply" in k:
         ideal = 1000 * opts.latency_ms / 1000 / opts.parallelism
         if "official_create" in k:
             speed = k["official_create"] / k["apply"]
@@ -228,16 +268,29 @@ def report(results: Results, opts: argparse.Namespace) -> int:
             "<= 1.5",
             k["apply"] / ideal <= 1.5,
         )
+    if "validate" in k:
         t.check("validate 1,000 files (s)", k["validate"], "<= 2", k["validate"] <= 2)
         ratio = k["validate_all"] / k["validate"]
         t.check(f"validate {len(ENVIRONMENTS)} environments / 1 (x)", ratio, "<= 2", ratio <= 2)
-    big = results.sizes.get(10000)
-    if k and big:
-        growth = big["plan"] / k["plan"]
-        t.check("plan 10,000 / plan 1,000 (x)", growth, "<= 12", growth <= 12)
+    big = results.sizes.get(10000, {})
+    if "plan" in big:
+        if "plan" in k:
+            growth = big["plan"] / k["plan"]
+            t.check("plan 10,000 / plan 1,000 (x)", growth, "<= 12", growth <= 12)
         t.check("plan 10,000 peak RSS (MB)", big["plan_rss"], "<= 300", big["plan_rss"] <= 300)
     print(f"{'all targets met' if not t.failed else f'{t.failed} target(s) missed'}")
     return 1 if t.failed else 0
+
+
+MEASURES = ("help", "validate", "plan", "apply", "official")
+
+
+def compile_cesync() -> None:
+    """Bytecode for every cesync module, as a wheel install leaves it (see the module docstring)."""
+    import cesync
+
+    for folder in cesync.__path__:
+        compileall.compile_dir(folder, quiet=1)
 
 
 def main() -> None:
@@ -247,13 +300,20 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=20.0, help="Emulator latency per API call.")
     parser.add_argument("--parallelism", type=int, default=16)
     parser.add_argument("--baseline-max", type=int, default=1000, help="Run the official-client baselines up to this size.")
+    parser.add_argument("--apply-max", type=int, default=1000, help="Measure apply up to this size (no target above 1,000).")
+    parser.add_argument("--only", default=",".join(MEASURES), help=f"Comma-separated measures to run, of: {', '.join(MEASURES)}.")
     opts = parser.parse_args()
     opts.repeats = max(3, opts.repeats)
+    opts.only = {m.strip() for m in opts.only.split(",") if m.strip()}
+    if not opts.only <= set(MEASURES):
+        parser.error(f"--only: unknown measure(s) {', '.join(sorted(opts.only - set(MEASURES)))}; known: {', '.join(MEASURES)}")
+    compile_cesync()
     print(f"cesync benchmark: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, python {sys.version.split()[0]}")
     results = Results()
-    helps = repeat([*CESYNC, "--help"], max(5, opts.repeats))
-    results.help_s = helps.seconds
-    print(f"cesync --help                    {helps.spread()}", flush=True)
+    if "help" in opts.only:
+        helps = repeat([*CESYNC, "--help"], max(5, opts.repeats))
+        results.help_s = helps.seconds
+        print(f"cesync --help                    {helps.spread()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="cesync-bench-") as tmp:
         for n in sorted(int(s) for s in opts.sizes.split(",")):
             results.sizes[n] = bench_size(n, opts, Path(tmp))
