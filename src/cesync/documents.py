@@ -56,15 +56,28 @@ class _KeyPlaceholder(Exception):
 
 
 def _substituted(data: Any, placeholder: str, url: str) -> Any:
-    """A copy of parsed (shared, cached) data with placeholder replaced in every string."""
+    """parsed (shared, cached) data with placeholder replaced in every string.
+
+    Copy on write: a mapping or list none of whose strings holds the placeholder is the
+    parsed one itself, so the two documents share it (less memory, and the diff sees
+    one object on both sides).
+    """
     if isinstance(data, str):
         return data.replace(placeholder, url) if placeholder in data else data
     if isinstance(data, dict):
-        if any(isinstance(k, str) and placeholder in k for k in data):
-            raise _KeyPlaceholder
-        return {k: _substituted(v, placeholder, url) for k, v in data.items()}
+        copy: dict[Any, Any] | None = None
+        for k, v in data.items():
+            if isinstance(k, str) and placeholder in k:
+                raise _KeyPlaceholder
+            new = _substituted(v, placeholder, url)
+            if new is not v:
+                if copy is None:
+                    copy = dict(data)
+                copy[k] = new
+        return data if copy is None else copy
     if isinstance(data, list):
-        return [_substituted(v, placeholder, url) for v in data]
+        items = [_substituted(v, placeholder, url) for v in data]
+        return data if all(a is b for a, b in zip(items, data, strict=True)) else items
     return data
 
 

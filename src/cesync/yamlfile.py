@@ -13,12 +13,12 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from sys import intern
 from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
-from ruamel.yaml.nodes import ScalarNode as RuamelScalarNode
 from ruamel.yaml.resolver import VersionedResolver
 from yaml import YAMLError as PyYAMLError
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
@@ -272,10 +272,18 @@ class _NodeLoader(CParser, BaseResolver):
         CParser.__init__(self, text)
         BaseResolver.__init__(self)
 
+    # libyaml calls these three for every node: kept to what BaseResolver does without
+    # path resolvers (cesync adds none), at the cost of one call each.
     def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
-        if kind is ScalarNode and implicit[0]:
-            return _PLAIN
-        return str(BaseResolver.resolve(self, kind, value, implicit))  # type: ignore[no-untyped-call]
+        if kind is ScalarNode:
+            return _PLAIN if implicit[0] else _STR
+        return _MAP if kind is MappingNode else _SEQ
+
+    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+        pass
+
+    def ascend_resolver(self) -> None:
+        pass
 
 
 def fast_load(text: str) -> Any:
@@ -287,47 +295,69 @@ def fast_load(text: str) -> Any:
     loader = _NodeLoader(text)
     try:
         node = loader.get_single_node()
-        return None if node is None else _value(node, [0])
+        return None if node is None else _data(node)
     except (_Slow, PyYAMLError, RecursionError, UnicodeError, ValueError):
         return SLOW
     finally:
         loader.dispose()
 
 
-def _value(node: Any, count: list[int]) -> Any:
-    count[0] += 1 + (len(node.value) // TEXT_PER_NODE if isinstance(node, ScalarNode) else 0)
-    if count[0] > MAX_NODES:
-        raise _Slow
-    if isinstance(node, ScalarNode):
-        if node.tag == _PLAIN:
-            return _plain_scalar(node.value)
-        if node.tag != _STR:
-            raise _Slow
+def _data(root: Any) -> Any:
+    """The node graph as plain data; _Slow for anything outside the common subset.
+
+    One closure over a local counter: this walk meets every node of every document
+    (most of them scalars, handled inline), so it avoids a call per scalar.
+    """
+    count = 0
+
+    def scalar(node: Any) -> Any:
+        nonlocal count
         value = node.value
-        value.encode("utf-8")  # an unpaired surrogate: ruamel reports it
-        return str(value)
-    if isinstance(node, MappingNode):
-        if node.tag != _MAP:
+        count += 1 + len(value) // TEXT_PER_NODE
+        if count > MAX_NODES:
             raise _Slow
-        out: dict[str, Any] = {}
-        for key_node, value_node in node.value:
-            if not isinstance(key_node, ScalarNode) or key_node.tag not in (_PLAIN, _STR):
+        tag = node.tag
+        if tag == _PLAIN:
+            return _plain_scalar(value)
+        if tag != _STR:
+            raise _Slow
+        value.encode("utf-8")  # an unpaired surrogate: ruamel reports it
+        return value
+
+    def walk(node: Any) -> Any:
+        nonlocal count
+        kind = node.__class__
+        if kind is ScalarNode:
+            return scalar(node)
+        count += 1
+        if count > MAX_NODES:
+            raise _Slow
+        if kind is MappingNode:
+            if node.tag != _MAP:
                 raise _Slow
-            key = key_node.value
-            count[0] += len(key) // TEXT_PER_NODE
-            if key in out or (key_node.tag == _PLAIN and not isinstance(_plain_scalar(key), str)):
-                raise _Slow  # duplicate keys are ruamel's error; non-string keys its spelling
-            key.encode("utf-8")
-            out[key] = _value(value_node, count)
-        return out
-    if isinstance(node, SequenceNode) and node.tag == _SEQ:
-        return [_value(v, count) for v in node.value]
-    raise _Slow
+            out: dict[str, Any] = {}
+            for key_node, value_node in node.value:
+                if key_node.__class__ is not ScalarNode or key_node.tag not in (_PLAIN, _STR):
+                    raise _Slow
+                key = key_node.value
+                count += len(key) // TEXT_PER_NODE
+                if key in out or (key_node.tag == _PLAIN and not isinstance(_plain_scalar(key), str)):
+                    raise _Slow  # duplicate keys are ruamel's error; non-string keys its spelling
+                key.encode("utf-8")
+                # Keys repeat across documents ('type', 'description'): one string each, not
+                # one per occurrence (a third of a 10,000-tool plan's parsed data).
+                out[intern(key)] = scalar(value_node) if value_node.__class__ is ScalarNode else walk(value_node)
+            return out
+        if kind is SequenceNode and node.tag == _SEQ:
+            return [scalar(v) if v.__class__ is ScalarNode else walk(v) for v in node.value]
+        raise _Slow
+
+    return walk(root)
 
 
 @functools.lru_cache(maxsize=8192)
 def _plain_scalar(value: str) -> Any:
-    tag = str(_RESOLVER.resolve(RuamelScalarNode, value, (True, False)))
+    tag = _implicit_tag(value)
     if tag == _STR:
         value.encode("utf-8")  # an unpaired surrogate: ruamel reports it
         return value
@@ -340,3 +370,21 @@ def _plain_scalar(value: str) -> Any:
     if tag == _FLOAT and _POINT.fullmatch(value):
         return float(value)
     raise _Slow  # numbers in other spellings, .inf/.nan, timestamps, merge keys, '='
+
+
+def _implicit_tag(value: str) -> str:
+    """ruamel's VersionedResolver.resolve for a plain scalar, from its YAML 1.2 table.
+
+    The table (first character -> [(tag, regexp)]) is read once instead of on every
+    call, which spent most of its time finding out which YAML version applies.
+    """
+    table = _resolver_table()
+    for tag, regexp in (*table.get(value[0] if value else "", ()), *table.get(None, ())):
+        if regexp.match(value):
+            return str(tag)
+    return _STR
+
+
+@functools.cache
+def _resolver_table() -> dict[str | None, list[tuple[str, Any]]]:
+    return dict(_RESOLVER.versioned_resolver)

@@ -127,7 +127,7 @@ class CesClient:
         limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
         self.http = httpx.AsyncClient(
             base_url=self.base_url,
-            transport=transport or http_transport(limits),
+            transport=transport or http_transport(limits, tls=not self.base_url.startswith("http://")),
             auth=auth,
             timeout=timeout,
             limits=limits,

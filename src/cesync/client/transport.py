@@ -10,6 +10,7 @@ from the socket kept when the connection opened; everything else is anyio's, unc
 from __future__ import annotations
 
 import socket
+import ssl
 from collections.abc import Iterable
 from typing import Any
 
@@ -68,9 +69,15 @@ class _Backend(httpcore.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
-def http_transport(limits: httpx.Limits) -> httpx.AsyncHTTPTransport:
-    """httpx's default transport with the backend above (kept as is if httpcore's pool changes shape)."""
-    transport = httpx.AsyncHTTPTransport(limits=limits)
+def http_transport(limits: httpx.Limits, *, tls: bool = True) -> httpx.AsyncHTTPTransport:
+    """httpx's default transport with the backend above (kept as is if httpcore's pool changes shape).
+
+    tls=False, for a plain-http endpoint (an emulator): loading the CA bundle into an SSL
+    context costs tens of milliseconds per command, so the context given instead loads
+    none; it still requires a verified certificate, so it could open no TLS connection.
+    """
+    verify: ssl.SSLContext | bool = True if tls else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    transport = httpx.AsyncHTTPTransport(limits=limits, verify=verify)
     pool = getattr(transport, "_pool", None)  # httpx exposes no network_backend option
     if isinstance(pool, httpcore.AsyncConnectionPool) and hasattr(pool, "_network_backend"):
         pool._network_backend = _Backend()
