@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -19,11 +21,12 @@ from cesync.emulator.app import create_app
 from cesync.emulator.server import BackgroundServer
 from cesync.emulator.store import Store
 from cesync.errors import UnsafePlanError
-from cesync.plan import Plan, build_plan, check_safety
+from cesync.plan import Plan, build_plan, check_safety, desired_digest
 from cesync.remote import read_remote
 from cesync.resource import Resource
 from cesync.workflow import make_plan, open_context
 from tests.conftest import EXAMPLES
+from tests.strategies import json_values
 
 FAST = RetryPolicy(attempts=10, initial=0.001, maximum=0.01)
 
@@ -271,3 +274,21 @@ def test_generated_tools_round_trip_without_changes(body: dict[str, Any]) -> Non
 
     again = asyncio.run(go())
     assert not again.has_changes, again.changes
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    env=st.text(max_size=8),
+    app=st.text(max_size=20),
+    resources=st.dictionaries(
+        st.tuples(st.sampled_from(["tool", "toolset"]), st.text(min_size=1, max_size=6)),
+        st.dictionaries(st.text(max_size=6), json_values()),
+        max_size=4,
+    ),
+)
+def test_desired_digest_is_the_hash_of_the_whole_text(env: str, app: str, resources: dict[tuple[str, str], Any]) -> None:
+    """Hashed one resource at a time, the digest is still that of one json.dumps of everything (saved plans keep it)."""
+    desired = [Resource(kind, rid, body) for (kind, rid), body in resources.items()]
+    listed = sorted(([d.kind, d.id, d.body] for d in desired), key=lambda d: (d[0], d[1]))
+    whole = json.dumps({"env": env, "app": app, "resources": listed}, sort_keys=True)
+    assert desired_digest(env, app, desired) == "sha256:" + hashlib.sha256(whole.encode()).hexdigest()

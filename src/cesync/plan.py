@@ -143,10 +143,23 @@ def _from_file(f: PlanFile) -> Plan:
 
 
 def desired_digest(env: str, app: str, desired: list[Resource]) -> str:
-    """sha256 of the rendered desired configuration (what apply would send)."""
+    """sha256 of the rendered desired configuration (what apply would send).
+
+    The hash of json.dumps({"env": env, "app": app, "resources": [[kind, id, body], ...]},
+    sort_keys=True), fed one resource at a time: the whole text at once (and its bytes)
+    was the peak of a 10,000-tool plan's memory.
+    """
     resources = sorted(((d.kind, d.id, d.body) for d in desired), key=lambda d: (d[0], d[1]))
-    payload = json.dumps({"env": env, "app": app, "resources": resources}, sort_keys=True)
-    return "sha256:" + hashlib.sha256(payload.encode()).hexdigest()
+    digest = hashlib.sha256(f'{{"app": {json.dumps(app)}, "env": {json.dumps(env)}, "resources": ['.encode())
+    for n, resource in enumerate(resources):
+        digest.update(((", " if n else "") + json.dumps(resource, sort_keys=True)).encode())
+    digest.update(b"]}")
+    return "sha256:" + digest.hexdigest()
+
+
+def masked(resource: Resource, paths: Sequence[Path_] | None) -> Resource:
+    """The resource with its sensitive paths masked; itself when it has none (mask copies)."""
+    return replace(resource, body=mask(resource.body, paths)) if paths else resource
 
 
 def _references(body: Any, parent: str) -> set[str]:
@@ -272,7 +285,7 @@ def build_plan(
     return Plan(
         environment=env,
         app=parent,
-        digest=desired_digest(env, parent, [replace(d, body=mask(d.body, hidden.get(d.key, []))) for d in desired]),
+        digest=desired_digest(env, parent, [masked(d, hidden.get(d.key)) for d in desired]),
         changes=tuple(changes + deletes),
         unmanaged=tuple(sorted(unmanaged)),
         unknown_fields=unknown,

@@ -20,11 +20,11 @@ from .export import ExportedRepo, export_repo, modeline
 from .files import write_tree
 from .kinds import KINDS
 from .models import TOOL_TYPES
-from .plan import Plan, build_plan, desired_digest, narrow, safety_refusal
+from .plan import Plan, build_plan, desired_digest, masked, narrow, safety_refusal
 from .remote import list_app, read_remote
 from .repo import EnvTarget, Repo, load_repo
 from .resource import Resource
-from .sensitive import KEY_ENV, field_paths, mask, new_salt, plan_key, remember, same, seal
+from .sensitive import KEY_ENV, field_paths, new_salt, plan_key, remember, same, seal
 from .targets import resolve_targets, target_keys
 from .yamlfile import Path_
 from .yamlout import to_yaml
@@ -55,8 +55,7 @@ class Context:
 
     @property
     def digest(self) -> str:
-        masked = [dataclasses.replace(d, body=mask(d.body, self.hidden.get(d.key, []))) for d in self.desired]
-        return desired_digest(self.env.name, self.env.parent, masked)
+        return desired_digest(self.env.name, self.env.parent, [masked(d, self.hidden.get(d.key)) for d in self.desired])
 
     @property
     def endpoint_url(self) -> str:
