@@ -253,3 +253,30 @@ def test_check_expected_api_error() -> None:
     error = ApiError("runs in the client", code=400, status="FAILED_PRECONDITION", operation="execute tool")
     assert check(Case("f", 1, "n", "t", api_error="FAILED_PRECONDITION"), None, error) == []
     assert "the call failed" in check(Case("f", 1, "n", "t"), None, error)[0]
+
+
+APP_VARIABLES = {
+    "variableDeclarations": [
+        {"name": "tier", "description": "d", "schema": {"type": "STRING", "default": "gold"}},
+        {"name": "count", "description": "d", "schema": {"type": "INTEGER", "default": 0}},
+    ]
+}
+
+
+@pytest.mark.parametrize(
+    ("variables", "context", "sent"),
+    [
+        (None, None, ({"tier": "gold", "count": {}}, None)),  # scrapi's `default or value or {}`: 0 becomes {}
+        ({"tier": None}, None, ({"tier": "gold"}, None)),
+        ({"tier": "tin", "x": None}, None, ({"tier": "tin"}, None)),
+        ({"x": None}, None, ({"tier": "gold", "count": {}}, None)),
+        (None, {"state": {"a": 1}, "k": 2}, (None, {"state": {"a": 1}, "k": 2})),
+        (None, {"state": {}}, (None, {"state": {"tier": "gold", "count": {}}})),
+        (None, {"k": 2}, (None, {"k": 2})),
+        (None, {}, ({"tier": "gold", "count": {}}, None)),  # an empty context is no context to scrapi
+    ],
+)
+def test_scrapi_request_is_what_scrapi_sends(variables: Any, context: Any, sent: Any) -> None:
+    from cesync.tooltests.scrapi import app_variables, scrapi_request
+
+    assert scrapi_request(variables, context, app_variables(APP_VARIABLES)) == sent

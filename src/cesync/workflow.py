@@ -11,10 +11,12 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from .client import connect
 from .client.api import CesClient, RetryPolicy
 from .client.connect import endpoint_for
+from .documents import parse_document
 from .errors import CesyncError, ConfigError, PlanFileError
 from .export import ExportedRepo, export_repo, modeline
 from .files import write_tree
@@ -278,7 +280,26 @@ async def tool_names(client: CesClient, parent: str) -> dict[str, str]:
         rid = str(ts.get("name", "")).rsplit("/", 1)[-1]
         if isinstance(ts.get("displayName"), str) and ts["displayName"] != rid:
             names.setdefault(ts["displayName"], rid)
+        for operation in _operation_ids(ts):  # cxas-scrapi names an OpenAPI toolset's tool <toolset>_<operationId>
+            names.setdefault(f"{ts.get('displayName') or rid}_{operation}", f"{rid}/{operation}")
     return names
+
+
+def _operation_ids(toolset: dict[str, Any]) -> list[str]:
+    spec = toolset.get("openApiToolset")
+    schema = spec.get("openApiSchema") if isinstance(spec, dict) else None
+    try:
+        doc = parse_document(schema) if isinstance(schema, str) else None
+    except ValueError:
+        return []
+    paths = doc.get("paths") if isinstance(doc, dict) else None
+    return [
+        str(op["operationId"])
+        for item in (paths.values() if isinstance(paths, dict) else [])
+        if isinstance(item, dict)
+        for op in item.values()
+        if isinstance(op, dict) and op.get("operationId")
+    ]
 
 
 # --- several apps in one repo -----------------------------------------------------------------

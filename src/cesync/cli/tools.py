@@ -18,6 +18,7 @@ from ..repo import load_repo
 from ..toolcall import canonical_output, request_for
 from ..tooltests import Case, junit_xml, load_tests, report, results_json, run_cases
 from ..tooltests import Result as TestResult
+from ..tooltests.scrapi import app_variables, scrapi_request
 from ..workflow import (
     tool_names,
 )
@@ -158,9 +159,14 @@ def test_cmd(
     async def run() -> list[TestResult]:
         async with connect(env, repo.root, override=endpoint) as client:
             names = await tool_names(client, env.parent)
+            # cxas-scrapi fills a test's variables from the app's declarations: read them as it does (GetApp)
+            app = app_variables(await client.get(env.parent)) if any(c.style == "cxas-scrapi" for c in cases) else {}
 
             async def call(case: Case) -> dict[str, Any]:
-                return await _execute(client, env.parent, names, case.tool, case.args, case.variables, case.context, case.mocks)
+                variables, context = case.variables, case.context
+                if case.style == "cxas-scrapi":
+                    variables, context = scrapi_request(variables, context, app)
+                return await _execute(client, env.parent, names, case.tool, case.args, variables, context, case.mocks)
 
             return await run_cases(cases, call, parallelism)
 

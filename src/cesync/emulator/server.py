@@ -56,11 +56,21 @@ class BackgroundServer:
         apps: Iterable[str] = (),
         auto_create_apps: bool = True,
         operation_delay: float = DEFAULT_OPERATION_DELAY,
+        tls: tuple[Path, Path] | None = None,
     ) -> None:
         self.port = free_port()
+        self.tls = tls  # (certificate, key): serve https, as clients that insist on it need
         store = seeded_store(state, apps, auto_create_apps=auto_create_apps)
         self.app = create_app(store, faults, operation_delay=operation_delay)
-        config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="critical", access_log=False)
+        config = uvicorn.Config(
+            self.app,
+            host="127.0.0.1",
+            port=self.port,
+            log_level="critical",
+            access_log=False,
+            ssl_certfile=str(tls[0]) if tls else None,
+            ssl_keyfile=str(tls[1]) if tls else None,
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
@@ -70,7 +80,7 @@ class BackgroundServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}"
+        return f"{'https' if self.tls else 'http'}://{self.host}"
 
     def __enter__(self) -> BackgroundServer:
         self.thread.start()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from jsonpath_ng.ext.parser import parse as jsonpath
+from jsonpath_ng.parser import parse as jsonpath  # cxas-scrapi's parser: its paths mean the same here
 
 from ..errors import ApiError
 from .schema import REGEX, Case, Expectation

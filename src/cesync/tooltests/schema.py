@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from jsonpath_ng.exceptions import JsonPathParserError
-from jsonpath_ng.ext.parser import parse as jsonpath
+from jsonpath_ng.parser import parse as jsonpath  # cxas-scrapi's parser (jsonpath_ng.parse), not the extended one
 from pydantic.dataclasses import dataclass
 
 from ..checks import suggest
@@ -34,7 +34,7 @@ OPERATORS = (
     "is_not_null",
 )
 NATIVE_KEYS = {"name", "toolCall", "toolResponse", "variables", "context", "mockConfig", "expectVariables", "description"}
-SCRAPI_KEYS = {"name", "tool", "args", "variables", "context", "expectations", "mockConfig", "description"}
+SCRAPI_KEYS = {"name", "tool", "args", "agrs", "variables", "context", "expectations", "description"}
 CAPTURED = {"id", "displayName", "parentToolCallId", "agentName", "targetApp"}  # output-only chunk fields
 REGEX = "$regex"
 
@@ -205,6 +205,26 @@ def _regexes(doc: Document, value: Any, at: tuple[str | int, ...], found: list[P
 
 
 def _scrapi(doc: Document, raw: dict[str, Any], at: tuple[str | int, ...], found: list[Problem]) -> Case | None:
+    """A cxas-scrapi test, read as cxas-scrapi 1.10 reads it (see scrapi.py for what it sends)."""
+    if "mockConfig" in raw:
+        found.append(
+            doc.problem(
+                (*at, "mockConfig"),
+                "cxas-scrapi's tool tests have no mockConfig: cxas-scrapi ignores it and runs the real tools it calls; "
+                "write this test in cesync's format (toolCall, toolResponse) to mock them",
+                key=True,
+            )
+        )
+    raw = {k: v for k, v in raw.items() if k != "mockConfig"}
+    if isinstance(raw.get("variables"), list):  # names only: the app's values
+        names = raw["variables"]
+        if not all(isinstance(n, str) for n in names):
+            found.append(doc.problem((*at, "variables"), "variables is a mapping, or a list of the app's variable names"))
+        raw = {**raw, "variables": {n: None for n in names if isinstance(n, str)}}
+    if "agrs" in raw:  # scrapi's alias for args
+        if "args" in raw:
+            found.append(doc.problem((*at, "agrs"), "give args or agrs (cxas-scrapi's alias), not both", key=True))
+        raw = {**{k: v for k, v in raw.items() if k != "agrs"}, "args": raw["agrs"]}
     _unknown(doc, raw, SCRAPI_KEYS, at, found)
     common = _common(doc, raw, at, found)
     tool = raw.get("tool")
