@@ -273,6 +273,12 @@ def test_operations_poll_and_report_errors(server: BackgroundServer) -> None:
         assert outcomes[1]["error"]["code"] == 6  # ALREADY_EXISTS: the second create lost the race
         assert h.get(f"/v1/{LOCATION}/operations/nope").status_code == 404
 
+        # an operation nobody polls still finishes once its time has come: the app is there
+        h.post(f"/v1/{LOCATION}/apps", params={"appId": "unpolled"}, json={"displayName": "Unpolled"})
+        assert h.get(f"/v1/{LOCATION}/apps/unpolled").status_code == 404  # not yet
+        time.sleep(0.4)
+        assert h.get(f"/v1/{LOCATION}/apps/unpolled").json()["displayName"] == "Unpolled"
+
 
 def test_seeded_apps_and_the_settings() -> None:
     seeded = f"{LOCATION}/apps/seeded"
@@ -294,3 +300,36 @@ def test_the_command_checks_its_app_names() -> None:
 
     result = CliRunner().invoke(main, ["emulator", "--app", "apps/nope", "--no-auto-create-apps"])
     assert result.exit_code != 0 and "expected projects/PROJECT/locations/LOCATION/apps/APP" in result.output
+
+
+def test_force_takes_a_toolset_entry_and_transfer_rule_along(client: ces_v1.AgentServiceClient) -> None:
+    app = _create_app(client, "entries").name
+    toolset = client.create_toolset(
+        parent=app,
+        toolset=ces_v1.Toolset(mcp_toolset=ces_v1.McpToolset(server_address="https://mcp.example/x")),
+        toolset_id="docs",
+    )
+    child = _agent(client, app, "child")
+    rule = ces_v1.TransferRule(
+        child_agent=child.name,
+        direction=ces_v1.TransferRule.Direction.PARENT_TO_CHILD,
+        disable_planner_transfer=ces_v1.TransferRule.DisablePlannerTransfer(
+            expression_condition=ces_v1.ExpressionCondition(expression="true")
+        ),
+    )
+    root = _agent(
+        client,
+        app,
+        "root",
+        toolsets=[ces_v1.Agent.AgentToolset(toolset=toolset.name, tool_ids=["search"])],
+        transfer_rules=[rule],
+        tools=[f"{toolset.name}/tools/search"],
+    )
+    assert root.toolsets[0].toolset == toolset.name
+    with pytest.raises(exceptions.BadRequest) as refused:
+        client.delete_toolset(name=toolset.name)
+    assert "agent(s) root" in refused.value.message
+    client.delete_toolset(request={"name": toolset.name, "force": True})
+    client.delete_agent(request={"name": child.name, "force": True})
+    after = client.get_agent(name=root.name)
+    assert list(after.toolsets) == [] and list(after.transfer_rules) == [] and list(after.tools) == []

@@ -667,13 +667,9 @@ class Emulator:
         if self._pending <= 0:
             return
         with self.store.transaction() as db:
-            names = [n for n in self.store.operation_names(db, "") if self._due(db, n)]
+            names = self.store.due_operations(db, time.time())
         for name in names:
             self._settle(name)
-
-    def _due(self, db: Any, name: str) -> bool:
-        found = self.store.get_operation(db, name)
-        return found is not None and not found[1]["done"] and found[0] <= time.time()
 
     def _settle(self, name: str) -> dict[str, Any] | None:
         with self.store.transaction(write=True) as db:

@@ -43,7 +43,9 @@ CREATE TABLE IF NOT EXISTS resources (
     display_name TEXT, names TEXT NOT NULL, ints TEXT NOT NULL,
     PRIMARY KEY (app, collection, id)
 );
-CREATE TABLE IF NOT EXISTS operations (name TEXT PRIMARY KEY, due REAL NOT NULL, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS operations (
+    name TEXT PRIMARY KEY, due REAL NOT NULL, body TEXT NOT NULL, done INTEGER NOT NULL DEFAULT 0
+);
 """
 
 
@@ -96,6 +98,8 @@ class Store:
 
     def _migrate(self) -> None:
         """State files of earlier versions: apps without their data, agents in a table of their own."""
+        if "done" not in {row[1] for row in self._db.execute("PRAGMA table_info(operations)")}:
+            self._db.execute("ALTER TABLE operations ADD COLUMN done INTEGER NOT NULL DEFAULT 0")
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(apps)")}
         if "names" not in columns:
             self._db.execute("ALTER TABLE apps ADD COLUMN names TEXT")
@@ -269,7 +273,15 @@ class Store:
     # --- long-running operations ------------------------------------------------------------------
 
     def put_operation(self, db: sqlite3.Connection, name: str, due: float, body: dict[str, Any]) -> None:
-        db.execute("INSERT OR REPLACE INTO operations (name, due, body) VALUES (?, ?, ?)", (name, due, json.dumps(body)))
+        db.execute(
+            "INSERT OR REPLACE INTO operations (name, due, body, done) VALUES (?, ?, ?, ?)",
+            (name, due, json.dumps(body), int(bool(body.get("done")))),
+        )
+
+    def due_operations(self, db: sqlite3.Connection, now: float) -> list[str]:
+        """Operations still running whose time has come."""
+        rows = db.execute("SELECT name FROM operations WHERE done = 0 AND due <= ? ORDER BY due", (now,))
+        return [name for (name,) in rows.fetchall()]
 
     def get_operation(self, db: sqlite3.Connection, name: str) -> tuple[float, dict[str, Any]] | None:
         row = db.execute("SELECT due, body FROM operations WHERE name = ?", (name,)).fetchone()
