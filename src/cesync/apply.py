@@ -133,7 +133,7 @@ class _Run:
         except ApiError as exc:  # reading the resource back failed
             written, lost_reply = Written(error=exc), False
         if written.error is None:
-            outcome.status, outcome.etag = DONE, str(written.body.get("etag", ""))
+            outcome.status, outcome.etag = DONE, written.etag
             if lost_reply:
                 outcome.message = "the reply was lost; read back: " + ("gone" if c.action == "delete" else "as sent")
             return
@@ -151,7 +151,7 @@ class _Run:
     async def _settle(self, c: Change, written: Written) -> Written:
         """After a resend met a conflict: is the resource what we sent (our lost write), or not?"""
         try:
-            current: dict[str, Any] | None = await self.client.get(c.name)
+            current: dict[str, Any] | None = (await self.client.read(c.name)).body
         except NotFound:
             current = None
         if _as_sent(c, current):

@@ -270,14 +270,12 @@ async def tool_names(client: CesClient, parent: str) -> dict[str, str]:
     listed = await list_app(client, parent)
     tools, toolsets = listed["tool"], listed["toolset"]
     names: dict[str, str] = {}
-    for t in tools:
-        rid = str(t.get("name", "")).rsplit("/", 1)[-1]
+    for rid, t in ((r.id, r.body) for r in tools):
         kind = next((k for k in TOOL_TYPES if isinstance(t.get(k), dict)), None)
         for alias in (t.get("displayName"), t[kind].get("name") if kind else None):
             if isinstance(alias, str) and alias and alias != rid:
                 names.setdefault(alias, rid)
-    for ts in toolsets:
-        rid = str(ts.get("name", "")).rsplit("/", 1)[-1]
+    for rid, ts in ((r.id, r.body) for r in toolsets):
         if isinstance(ts.get("displayName"), str) and ts["displayName"] != rid:
             names.setdefault(ts["displayName"], rid)
         for operation in _operation_ids(ts):  # cxas-scrapi names an OpenAPI toolset's tool <toolset>_<operationId>

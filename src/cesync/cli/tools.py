@@ -113,8 +113,8 @@ def exec_cmd(
             try:
                 return await _execute(client, env.parent, names, tool, arguments, given_variables, given_context, mocks)
             except NotFound as exc:
-                tools = await client.list_all(env.parent, "tools")
-                known = sorted({str(t.get("name", "")).rsplit("/", 1)[-1] for t in tools} | set(names))
+                tools = await client.resources(env.parent, "tool")
+                known = sorted({t.id for t in tools} | set(names))
                 close = difflib.get_close_matches(tool, known, n=3, cutoff=0.5)
                 hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
                 raise CesyncError(f"no tool {tool!r} in {env.parent}{hint} ({exc})") from None

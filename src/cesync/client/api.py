@@ -1,4 +1,9 @@
-"""The CES REST client (async httpx): tools and toolsets, retries, one error tree.
+"""The CES REST client (async httpx): the app's resources, retries, one error tree.
+
+Reads come back as :class:`cesync.resource.Resource` records (``resources``, ``read``);
+``list_all`` and ``get`` give the raw JSON for callers that need every listed item as
+the server sent it. Errors are the typed tree of :mod:`cesync.errors`, chosen by the
+``google.rpc.Status`` of the answer; a write's error is returned in its ``Written``.
 
 Retries follow SPEC section 5 (AIP-194): only UNAVAILABLE, DEADLINE_EXCEEDED,
 RESOURCE_EXHAUSTED (waiting at least its ``RetryInfo`` delay) and connection
@@ -25,6 +30,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, sto
 
 from ..errors import BY_STATUS, ApiError, RetryableError, TransportError
 from ..kinds import KINDS, by_collection, by_word, kind_of_name
+from ..resource import Resource
 from ..sensitive import scrub
 from .transport import http_transport
 
@@ -52,6 +58,11 @@ class Written:
     body: dict[str, Any] = field(default_factory=dict)
     error: ApiError | None = None
     retried: bool = False
+
+    @property
+    def etag(self) -> str:
+        """The resource's new etag after a create or update ("" after a delete or an error)."""
+        return str(self.body.get("etag", ""))
 
     def unwrap(self) -> dict[str, Any]:
         """The answer, or the error raised: for callers that do not settle lost replies."""
@@ -246,6 +257,14 @@ class CesClient:
             if not token:
                 return items
 
+    async def resources(self, parent: str, kind: str) -> list[Resource]:
+        """Every listed resource of one kind (a key of KINDS), as records: unfiltered, ids from their names."""
+        return [_record(kind, body) for body in await self.list_all(parent, KINDS[kind].collection)]
+
+    async def read(self, name: str) -> Resource:
+        """One resource by its full name; NotFound (typed) when it does not exist."""
+        return _record(kind_of_name(name).name, await self.get(name))
+
     async def get(self, name: str) -> dict[str, Any]:
         kind = _kind(name)
         return await self._retrying(lambda: self._call("GET", name, f"get {kind}", name))
@@ -294,6 +313,10 @@ def retry_line(exc: ApiError, wait: float, attempt: int, attempts: int) -> str:
         if hinted is not None:
             why += f", server asks to wait {hinted:g}s"
     return f"retry {attempt}/{attempts - 1}: {what}: {why}; next attempt in {wait:.2f}s"
+
+
+def _record(kind: str, body: dict[str, Any]) -> Resource:
+    return Resource(kind, str(body.get("name", "")).rsplit("/", 1)[-1], body)
 
 
 def _kind(name: str) -> str:
