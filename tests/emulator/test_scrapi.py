@@ -10,8 +10,6 @@ A second, plain-HTTP emulator shares the state file, for cesync and for setup.
 from __future__ import annotations
 
 import asyncio
-import datetime
-import ipaddress
 import json
 import os
 import shutil
@@ -26,10 +24,6 @@ from typing import Any
 import httpx
 import pytest
 from click.testing import CliRunner
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from cesync.cli import main
 from cesync.client import connect
@@ -38,6 +32,7 @@ from cesync.repo import load_repo
 from cesync.workflow import tool_names
 
 from ..conftest import EXAMPLES
+from ..google_fake import self_signed
 
 LOCATION = "projects/p/locations/us"
 EXAMPLE_APP = "projects/local/locations/us/apps/support-bot"
@@ -50,35 +45,10 @@ class Pair:
     ca: Path
 
 
-def _certificate(folder: Path) -> tuple[Path, Path]:
-    """A self-signed certificate for 127.0.0.1 (its own CA), and its key."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=2))
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    return cert_path, key_path
-
-
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
     folder = tmp_path_factory.mktemp("scrapi")
-    cert, key = _certificate(folder)
+    cert, key = self_signed(folder)
     state = folder / "state.db"
     settings: dict[str, Any] = {"auto_create_apps": False, "operation_delay": 0.3}
     with (
