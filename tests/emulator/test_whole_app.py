@@ -395,3 +395,47 @@ def test_operations_through_the_client(client: ces_v1.AgentServiceClient) -> Non
     client.delete_operation(request={"name": name})
     with pytest.raises(exceptions.NotFound):
         client.get_operation(request={"name": name})
+
+
+def test_a_state_file_of_an_earlier_version_opens(tmp_path: Path) -> None:
+    """Apps without their data and agents in a table of their own (before apps and agents were resources)."""
+    import sqlite3
+
+    path = tmp_path / "old.db"
+    db = sqlite3.connect(path)
+    db.executescript(
+        """
+        CREATE TABLE apps (name TEXT PRIMARY KEY, seq INTEGER NOT NULL DEFAULT 0);
+        CREATE TABLE resources (
+            app TEXT NOT NULL, collection TEXT NOT NULL, id TEXT NOT NULL,
+            name TEXT NOT NULL, create_time TEXT NOT NULL, system INTEGER NOT NULL DEFAULT 0,
+            display_name TEXT, names TEXT NOT NULL, ints TEXT NOT NULL,
+            PRIMARY KEY (app, collection, id)
+        );
+        CREATE TABLE agents (app TEXT NOT NULL, id TEXT NOT NULL, tools TEXT NOT NULL, PRIMARY KEY (app, id));
+        """
+    )
+    db.execute("INSERT INTO apps (name, seq) VALUES (?, 3)", (APP,))
+    db.execute("INSERT INTO agents VALUES (?, 'support', ?)", (APP, f'["{APP}/tools/t"]'))
+    db.commit()
+    db.close()
+    with BackgroundServer(path, auto_create_apps=False) as s, httpx.Client(base_url=s.url) as h:
+        app = h.get(f"/v1/{APP}").json()
+        assert app["name"] == APP and app["displayName"] == "shop" and app["etag"]
+        agent = h.get(f"/v1/{APP}/agents/support").json()
+        assert agent["displayName"] == "support" and agent["tools"] == [f"{APP}/tools/t"]
+
+
+def test_yaml_export_imports_back(client: ces_v1.AgentServiceClient) -> None:
+    app = _create_app(client, "yamly").name
+    _tool(client, app, "lookup")
+    _agent(client, app, "root", tools=[f"{app}/tools/lookup"])
+    request = ces_v1.ExportAppRequest(name=app, export_format=ces_v1.ExportAppRequest.ExportFormat.YAML)
+    content = client.export_app(request=request).result(timeout=30).app_content
+    with zipfile.ZipFile(io.BytesIO(content)) as zf:
+        assert {"yamly/app.yaml", "yamly/agents/root/root.yaml", "yamly/tools/lookup/lookup.yaml"} <= set(zf.namelist())
+    result = client.import_app(request=ces_v1.ImportAppRequest(parent=LOCATION, app_content=content, app_id="yamly-copy")).result(
+        timeout=30
+    )
+    assert not result.warnings
+    assert list(client.get_agent(name=f"{result.name}/agents/root").tools) == [f"{result.name}/tools/lookup"]
