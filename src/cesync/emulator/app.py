@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -31,6 +30,8 @@ from .errors import RpcError
 from .execute import Executor
 from .faults import FaultConfig, FaultMiddleware
 from .openapi import HTTP_METHODS, parse_document
+from .operations import DEFAULT_DELAY as DEFAULT_OPERATION_DELAY
+from .operations import Action, Operations
 from .resources import COLLECTIONS, REFERRERS, drop_references, references
 from .schemas import tool_schemas, toolset_tool_schemas
 from .store import (
@@ -53,7 +54,6 @@ LOCATION_RE = re.compile(r"^(projects/[^/]+/locations/[^/]+)/(apps|operations)(.
 ID_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_-]{0,127}\Z")
 VERSIONS = ("v1", "v1beta")
 BETA_ONLY = {"evaluationSettings", "evaluation_settings", "evaluationPersonas", "evaluation_personas"}  # App, v1beta
-DEFAULT_OPERATION_DELAY = 0.2
 Handler = Callable[[Request, str, str, str | None], Awaitable[Any]]
 
 
@@ -178,17 +178,17 @@ def _force_allowed(collection: str) -> bool:
     return "force" in desc.fields_by_name
 
 
-def _type_url(version: str, message: str) -> str:
-    package = "google.protobuf" if message == "Empty" else f"google.cloud.ces.{version}"
-    return f"type.googleapis.com/{package}.{message}"
-
-
 class Emulator:
     def __init__(self, store: Store, operation_delay: float = DEFAULT_OPERATION_DELAY) -> None:
         self.store = store
-        self.operation_delay = operation_delay
         self.executor = Executor(self._read_copy, self._tools_copy)
-        self._pending = 0  # operations started here and not yet settled: 0 keeps the request path free
+        actions: dict[str, Action] = {
+            "create_app": self._do_create_app,
+            "delete_app": self._do_delete_app,
+            "import_app": self._do_import_app,
+            "restore": self._do_restore,
+        }
+        self.operations = Operations(store, actions, operation_delay)
 
     def _read_copy(self, parent: str, collection: str, rid: str) -> dict[str, Any] | None:
         self.store.app(parent)
@@ -644,83 +644,17 @@ class Emulator:
     # --- long-running operations --------------------------------------------------------------------
 
     def _start(self, request: Request, location: str, action: dict[str, Any], response: str = "") -> Response:
-        """Begin an operation: done once ``operation_delay`` has passed and someone asks (so clients poll)."""
-        name = f"{location}/operations/operation-{uuid.uuid4().hex[:16]}"
-        version = _version(request)
-        record = {
-            "name": name,
-            "metadata": {"@type": _type_url(version, "OperationMetadata"), "createTime": now()},
-            "done": False,
-            "action": action,
-            "version": version,
-            "responseType": response or {"create_app": "App", "restore": "RestoreAppVersionResponse"}.get(action["do"], "Empty"),
-        }
-        with self.store.transaction(write=True) as db:
-            self.store.put_operation(db, name, time.time() + self.operation_delay, record)
-        self._pending += 1
-        if self.operation_delay <= 0:
-            record = self._settle(name) or record
-        return JSONResponse(_operation_json(record))
-
-    def settle_due(self) -> None:
-        """Finish the operations whose time has come (called before each API call while any are pending)."""
-        if self._pending <= 0:
-            return
-        with self.store.transaction() as db:
-            names = self.store.due_operations(db, time.time())
-        for name in names:
-            self._settle(name)
-
-    def _settle(self, name: str) -> dict[str, Any] | None:
-        with self.store.transaction(write=True) as db:
-            found = self.store.get_operation(db, name)
-            if found is None:
-                return None
-            due, record = found
-            if record["done"] or due > time.time():
-                return record
-            action = dict(record["action"])
-            do = action.pop("do")
-            try:
-                result = action["response"] if do == "done" else getattr(self, f"_do_{do}")(db, **action)
-                record["response"] = {"@type": _type_url(record["version"], record["responseType"]), **result}
-            except RpcError as exc:
-                record["error"] = exc.status_json()
-            except Exception as exc:  # a bug here must not leave the operation running for ever
-                record["error"] = RpcError("INTERNAL", f"{type(exc).__name__}: {exc}").status_json()
-            record["done"] = True
-            record["metadata"]["endTime"] = now()
-            self.store.put_operation(db, name, due, record)
-        self._pending = max(0, self._pending - 1)
-        return record
+        response = response or {"create_app": "App", "restore": "RestoreAppVersionResponse"}.get(action["do"], "Empty")
+        return JSONResponse(self.operations.start(_version(request), location, action, response))
 
     async def get_operation(self, request: Request, name: str) -> Any:
-        record = self._settle(name)
-        if record is None:
-            raise RpcError("NOT_FOUND", f"operation {name} not found")
-        return _operation_json(record)
+        return self.operations.get(name)
 
     async def delete_operation(self, request: Request, name: str) -> Any:
-        with self.store.transaction(write=True) as db:
-            if self.store.get_operation(db, name) is None:
-                raise RpcError("NOT_FOUND", f"operation {name} not found")
-            self.store.delete_operation(db, name)
-        return {}
+        return self.operations.delete(name)
 
     async def list_operations(self, request: Request, location: str) -> Any:
-        with self.store.transaction() as db:
-            names = self.store.operation_names(db, location)
-        records = [r for n in names if (r := self._settle(n)) is not None]
-        return {"operations": [_operation_json(r) for r in records]}
-
-
-def _operation_json(record: dict[str, Any]) -> dict[str, Any]:
-    """A google.longrunning.Operation as REST prints it."""
-    out = {"name": record["name"], "metadata": record["metadata"], "done": record["done"]}
-    for key in ("response", "error"):
-        if key in record:
-            out[key] = record[key]
-    return out
+        return self.operations.list(location)
 
 
 def _who(users: list[tuple[str, str, dict[str, Any]]]) -> str:
@@ -832,7 +766,7 @@ async def _dispatch(emulator: Emulator, request: Request, path: str) -> Any:
     if not match:
         raise RpcError("NOT_FOUND", f"unknown resource '{path}'")
     location, top, rest = match.groups()
-    emulator.settle_due()
+    emulator.operations.settle_due()
     method = request.method
     name = LOCATION_METHODS.get((method, top, rest))
     if name is not None:
@@ -924,8 +858,8 @@ async def _admin(emulator: Emulator, request: Request, registry: list[FaultMiddl
             delay = body["operationDelaySeconds"]
             if isinstance(delay, bool) or not isinstance(delay, (int, float)) or delay < 0:
                 raise RpcError("INVALID_ARGUMENT", "operationDelaySeconds must be a number >= 0")
-            emulator.operation_delay = float(delay)
-        return {"autoCreateApps": store.auto_create_apps, "operationDelaySeconds": emulator.operation_delay}
+            emulator.operations.delay = float(delay)
+        return {"autoCreateApps": store.auto_create_apps, "operationDelaySeconds": emulator.operations.delay}
     if action == "agents":
         parent, agent_id, tools = body.get("app", ""), body.get("agentId", ""), body.get("tools", [])
         store.app(parent)

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import uvicorn
 
-from .app import DEFAULT_OPERATION_DELAY, create_app
+from .app import create_app
 from .faults import FaultConfig
+from .operations import DEFAULT_DELAY as DEFAULT_OPERATION_DELAY
 from .store import Store
 
 __all__ = ["BackgroundServer", "free_port", "serve"]
