@@ -7,6 +7,7 @@ CreateApp (a long-running operation the client polls) or importApp made it.
 from __future__ import annotations
 
 import io
+import json
 import time
 import zipfile
 from collections.abc import Iterator
@@ -439,3 +440,19 @@ def test_yaml_export_imports_back(client: ces_v1.AgentServiceClient) -> None:
     )
     assert not result.warnings
     assert list(client.get_agent(name=f"{result.name}/agents/root").tools) == [f"{result.name}/tools/lookup"]
+
+
+def test_import_fills_env_var_from_environment_json(client: ces_v1.AgentServiceClient) -> None:
+    schema = "openapi: 3.0.0\nservers: [{url: $env_var}]\npaths:\n  /o: {get: {operationId: o, responses: {'200': {description: ok}}}}\n"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        zf.writestr("Shop/app.json", '{"displayName": "Shop"}')
+        zf.writestr("Shop/tools/orders/orders.json", json.dumps({"openApiTool": {"name": "orders", "openApiSchema": schema}}))
+        env = {"tools": {"orders": {"open_api_tool.url": "https://orders.dev.example"}}, "agents": {"ghost": {"x": 1}}}
+        zf.writestr("Shop/environment.json", json.dumps(env))
+    result = client.import_app(
+        request=ces_v1.ImportAppRequest(parent=LOCATION, app_content=buffer.getvalue(), app_id="env")
+    ).result(timeout=30)
+    assert any("agents/ghost" in w for w in result.warnings)
+    tool = client.get_tool(name=f"{result.name}/tools/orders").open_api_tool
+    assert tool.url == "https://orders.dev.example" and "https://orders.dev.example" in tool.open_api_schema

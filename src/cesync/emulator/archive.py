@@ -14,8 +14,9 @@ A field whose text lives in a file holds the file's path in the archive (from th
 app folder). Resource names become short: a reference to a tool of the app is the
 tool's folder name (``end_session``, ``lookup``), so an archive moves between apps.
 Folders are named by resource id here (CES names them by display name); import
-resolves a short name by folder, then by display name. Deployments and versions
-are not part of an archive, as in CES.
+resolves a short name by folder, then by display name, and fills the ``$env_var``
+places from ``<app>/environment.json`` (``{collection: {resource: {field: value}}}``) as
+CES does. Deployments and versions are not part of an archive, as in CES.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ FILE_FIELDS: dict[str, dict[tuple[str, ...], str]] = {
     },
     "toolsets": {("openApiToolset", "openApiSchema"): "open_api_toolset/open_api_schema.yaml"},
 }
+ENV_VAR = "$env_var"
 MAX_MEMBERS = 20_000
 MAX_BYTES = 200 * 1024 * 1024
 
@@ -147,7 +149,52 @@ def unpack(content: bytes) -> Bundle:
                     bundle.warnings.append(exc.message)
                     continue
                 bundle.resources.setdefault(collection, {})[parts[1]] = _inline(collection, data, files)
+    if "environment.json" in files:
+        try:
+            _environment(bundle, _load(files["environment.json"], "environment.json"))
+        except RpcError as exc:
+            bundle.warnings.append(exc.message)
     return bundle
+
+
+def _camel(key: str) -> str:
+    head, *rest = key.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+def _environment(bundle: Bundle, env: dict[str, Any]) -> None:
+    """environment.json ({collection: {resource: {field: value}}}) fills the ``$env_var`` places, as CES's import does."""
+    for collection, entries in env.items():
+        resources = bundle.resources.get(_camel(collection), {})
+        for name, fields in entries.items() if isinstance(entries, dict) else []:
+            by_display = {str(d.get("displayName")): d for d in resources.values()}
+            target = resources.get(name) or by_display.get(name)
+            if target is None or not isinstance(fields, dict):
+                bundle.warnings.append(f"environment.json: {collection}/{name} is not in the archive; its values were not used")
+                continue
+            for path, value in _leaves(fields, ()):
+                _put(target, path, value)
+
+
+def _leaves(data: dict[str, Any], path: tuple[str, ...]) -> list[tuple[tuple[str, ...], Any]]:
+    out: list[tuple[tuple[str, ...], Any]] = []
+    for key, value in data.items():
+        here = (*path, *(_camel(k) for k in str(key).split(".")))
+        out += _leaves(value, here) if isinstance(value, dict) and value else [(here, value)]
+    return out
+
+
+def _put(data: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    holder = data
+    for key in path[:-1]:
+        holder = holder.setdefault(key, {}) if isinstance(holder.get(key, {}), dict) else {}
+    current = holder.get(path[-1])
+    if isinstance(current, str) and isinstance(value, str) and ENV_VAR in current:
+        holder[path[-1]] = current.replace(ENV_VAR, value)
+    else:
+        holder[path[-1]] = value
+    if path[-1] == "url" and isinstance(value, str) and isinstance(holder.get("openApiSchema"), str):
+        holder["openApiSchema"] = holder["openApiSchema"].replace(ENV_VAR, value)  # the schema's server is the url
 
 
 def _root(texts: dict[str, str]) -> str:
