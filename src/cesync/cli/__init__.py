@@ -9,6 +9,7 @@ of this package by theme, each imported when one of its commands runs.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -169,8 +170,20 @@ class _Main(click.Group):
             return super().make_context(*args, **kwargs)
 
     def invoke(self, ctx: click.Context) -> Any:
+        _fewer_collections()
         with _exit_130_on_interrupt():
             return super().invoke(ctx)
+
+
+def _fewer_collections() -> None:
+    """Run the cyclic garbage collector every 50,000 net allocations, not every 700.
+
+    A plan allocates hundreds of thousands of dicts, lists and strings (parsed YAML and
+    JSON) that live to the end, and almost none in cycles; at the default threshold the
+    collector kept walking them: a seventh of plan's CPU at 1,000 tools, a quarter at
+    10,000 (whose peak RSS grows by 4 MB). Reference counting frees everything else as before.
+    """
+    gc.set_threshold(50_000, *gc.get_threshold()[1:])
 
 
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
