@@ -354,8 +354,15 @@ def test_cxas_pull_and_push(pair: Pair, example: Path, tmp_path: Path) -> None:
         assert app["displayName"] == "Pushed" and app["description"] == "pushed"
         tools = {t["name"].rsplit("/", 1)[1] for t in h.get(f"/v1/{new_app}/tools", params={"pageSize": 100}).json()["tools"]}
         assert {"refund-policy", "order-status", "lookup-order"} <= tools
-    again = scrapi(pair, cli, "push", "--app-dir", str(app_dir), "--to", new_app, "--overwrite")
+    again = scrapi(
+        pair, cli, "push", "--app-dir", str(app_dir), "--to", new_app, "--overwrite", "--create-version", "--version-name", "v1"
+    )
     assert again.returncode == 0 and f"Successfully pushed to: {new_app}" in again.stdout, again.stdout + again.stderr
+    assert "Created app version" in again.stdout and "with display name v1" in again.stdout
+    versioned = scrapi(pair, cli, "pull", new_app, "--version-id", "v1", "--target-dir", str(tmp_path / "v1"))
+    assert versioned.returncode == 0, versioned.stdout + versioned.stderr
+    top = new_app.rsplit("/", 1)[1]
+    assert json.loads((tmp_path / "v1" / top / "app.json").read_text())["description"] == "pushed"  # the version's snapshot
 
     broken = app_dir / "tools" / "refund-policy" / "refund-policy.json"
     broken.write_text(json.dumps({**json.loads(broken.read_text()), "bogusField": 1}))
