@@ -19,8 +19,9 @@ from typing import Any
 
 from .documents import parse_document
 from .kinds import KINDS
-from .models import Kind, ProtoModel, specs
+from .models import FieldSpec, Kind, ProtoModel
 from .protojson import canonical_duration, float32, is_default
+from .walk import DROP, Path, SpecWalker
 
 __all__ = ["DOCUMENT_FIELDS", "Canonical", "canonical"]
 
@@ -35,55 +36,52 @@ class Canonical:
 
 
 def canonical(kind: str, rid: str, body: dict[str, Any]) -> Canonical:
-    unknown: list[str] = []
-    out = _message(body, KINDS[kind].model, (), unknown)
+    walker = _Normalize()
+    out = walker.walk(body, KINDS[kind].model)
     for key in ("name", "etag"):
         out.pop(key, None)
     hook = KINDS[kind].server_defaults
     if hook is not None:
         hook(rid, out)
-    return Canonical(out, unknown)
+    return Canonical(out, walker.unknown_paths)
 
 
-def _message(data: Any, model: type[ProtoModel], path: tuple[str, ...], unknown: list[str]) -> dict[str, Any]:
-    if not isinstance(data, dict):
+class _Normalize(SpecWalker):
+    """Output-only and unset fields dropped, empty lists and maps dropped, scalars in one spelling."""
+
+    def __init__(self) -> None:
+        self.unknown_paths: list[str] = []  # dotted, without list indices
+
+    def not_a_message(self, data: Any, model: type[ProtoModel], path: Path) -> Any:
         return {}
-    table = specs(model)
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        spec = table.get(key)
-        here = (*path, key)
-        if spec is None:
-            unknown.append(".".join(here))
-            continue
-        if spec.output_only or value is None:
-            continue
-        if spec.message is not None:
-            if spec.repeated:
-                if value:
-                    out[key] = [_message(v, spec.message, here, unknown) for v in value]
-            elif spec.map:
-                if value:
-                    out[key] = {k: _message(v, spec.message, (*here, str(k)), unknown) for k, v in value.items()}
-            else:
-                out[key] = _message(value, spec.message, here, unknown)
-            continue
+
+    def unknown(self, key: str, value: Any, model: type[ProtoModel], path: Path) -> Any:
+        self.unknown_paths.append(".".join(map(str, path)))
+        return DROP
+
+    def skip(self, spec: FieldSpec, value: Any, path: Path) -> bool:
+        return spec.output_only or value is None
+
+    def item_path(self, path: Path, index: int) -> Path:
+        return path
+
+    def message(self, spec: FieldSpec, value: Any, path: Path) -> Any:
+        if (spec.repeated or spec.map) and not value:
+            return DROP
+        return super().message(spec, value, path)
+
+    def value(self, spec: FieldSpec, value: Any, path: Path, parent: dict[str, Any]) -> Any:
         if spec.repeated:
-            if value:
-                out[key] = [_scalar(v, spec.kind, spec.enum) for v in value]
-        elif spec.map or spec.kind is Kind.STRUCT:
-            if value:
-                out[key] = value
-        elif spec.kind is Kind.VALUE:
-            out[key] = value
-        elif key in DOCUMENT_FIELDS and isinstance(value, str):
-            out[key] = _document(value, data.get("url"))
-        else:
-            scalar = _scalar(value, spec.kind, spec.enum)
-            # Judged after conversion: a float32 that rounds to 0 (1e-300) is the default.
-            if spec.presence or not is_default(scalar, spec.kind, spec.enum):
-                out[key] = scalar
-    return out
+            return [_scalar(v, spec.kind, spec.enum) for v in value] if value else DROP
+        if spec.map or spec.kind is Kind.STRUCT:
+            return value if value else DROP
+        if spec.kind is Kind.VALUE:
+            return value
+        if path[-1] in DOCUMENT_FIELDS and isinstance(value, str):
+            return _document(value, parent.get("url"))
+        scalar = _scalar(value, spec.kind, spec.enum)
+        # Judged after conversion: a float32 that rounds to 0 (1e-300) is the default.
+        return scalar if spec.presence or not is_default(scalar, spec.kind, spec.enum) else DROP
 
 
 def _scalar(value: Any, kind: Kind, enum_table: dict[str, int]) -> Any:
