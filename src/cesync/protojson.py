@@ -1,8 +1,8 @@
 """proto3 JSON rules for CES messages (pure): how values travel on the wire.
 
-Used both ways: the emulator answers with :func:`encode` exactly as the real
-service does, and normalization reads answers with :func:`canonical_duration`
-and friends. Keys the model does not know are passed through untouched.
+Normalization reads answers with :func:`canonical_duration` and friends (its walk is
+:mod:`cesync.normalize` on :mod:`cesync.walk`). The emulator does not use this module:
+it prints and parses with protobuf's own JSON support over the descriptor snapshot.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import struct
 from decimal import Decimal
 from typing import Any
 
-from .models import Kind, ProtoModel, specs
+from .models import Kind
 from .models.base import DURATION_RE
 
-__all__ = ["canonical_duration", "duration_nanos", "encode", "float32", "is_default"]
+__all__ = ["canonical_duration", "duration_nanos", "float32", "is_default"]
 
 
 def duration_nanos(text: str) -> int:
@@ -68,56 +68,3 @@ def is_default(value: Any, kind: Kind, enum_table: dict[str, int] | None = None)
     if kind is Kind.DURATION:
         return False  # a message type: presence counts
     return False
-
-
-def _scalar(value: Any, kind: Kind, enum_table: dict[str, int], enum_int: bool) -> Any:
-    if kind is Kind.ENUM:
-        if enum_int:
-            return enum_table.get(value, value) if isinstance(value, str) else value
-        if isinstance(value, int):
-            return next((n for n, i in enum_table.items() if i == value), value)
-        return value
-    if kind is Kind.INT64:
-        return str(int(value))
-    if kind is Kind.DURATION:
-        return canonical_duration(value)
-    if kind is Kind.FLOAT:
-        return float32(float(value))
-    if kind is Kind.DOUBLE:
-        return float(value)
-    return value
-
-
-def encode(data: dict[str, Any], model: type[ProtoModel], *, enum_int: bool = False) -> dict[str, Any]:
-    """A stored message as the server prints it: defaults omitted, wire spellings."""
-    table = specs(model)
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        spec = table.get(key)
-        if spec is None:
-            out[key] = value  # unknown to us: pass through
-            continue
-        if spec.message is not None:
-            if spec.repeated:
-                if value:
-                    out[key] = [encode(v, spec.message, enum_int=enum_int) for v in value]
-            elif spec.map:
-                if value:
-                    out[key] = {k: encode(v, spec.message, enum_int=enum_int) for k, v in value.items()}
-            elif value is not None:
-                out[key] = encode(value, spec.message, enum_int=enum_int)
-            continue
-        if spec.repeated:
-            if value:
-                out[key] = [_scalar(v, spec.kind, spec.enum, enum_int) for v in value]
-            continue
-        if spec.map or spec.kind in (Kind.STRUCT, Kind.VALUE):
-            if value or (spec.kind is Kind.VALUE and value is not None):
-                out[key] = value
-            continue
-        if value is None:
-            continue
-        scalar = _scalar(value, spec.kind, spec.enum, enum_int)
-        if spec.presence or not is_default(scalar, spec.kind, spec.enum):  # after float32 rounding
-            out[key] = scalar
-    return out
