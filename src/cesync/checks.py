@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .documents import parse_document, python_functions
-from .models import ProtoModel, specs
+from .models import FieldSpec, ProtoModel, specs
+from .walk import DROP, SpecWalker
 from .yamlfile import Path_
 
 __all__ = ["Finding", "check_body", "lint_keys", "suggest"]
@@ -49,44 +50,23 @@ def suggest(key: str, known: list[str]) -> str:
 
 def lint_keys(data: Any, model: type[ProtoModel], path: Path_ = ()) -> tuple[Any, list[Finding]]:
     """Report unknown and output-only keys (with suggestions) and return data without them."""
-    if not isinstance(data, dict):
-        return data, []
-    table = specs(model)
-    out: dict[str, Any] = {}
-    findings: list[Finding] = []
-    for key, value in data.items():
-        spec = table.get(key)
-        here = (*path, key)
-        if spec is None:
-            findings.append(Finding(here, f"unknown field '{key}' in {model.__name__}{suggest(key, list(table))}", key=True))
-            continue
+    walker = _LintKeys()
+    return walker.walk(data, model, path), walker.findings
+
+
+class _LintKeys(SpecWalker):
+    def __init__(self) -> None:
+        self.findings: list[Finding] = []
+
+    def unknown(self, key: str, value: Any, model: type[ProtoModel], path: Path_) -> Any:
+        known = list(specs(model))
+        self.findings.append(Finding(path, f"unknown field '{key}' in {model.__name__}{suggest(key, known)}", key=True))
+        return DROP
+
+    def skip(self, spec: FieldSpec, value: Any, path: Path_) -> bool:
         if spec.output_only:
-            findings.append(Finding(here, f"'{key}' is output only (set by the server); remove it", key=True))
-            continue
-        if spec.message is not None:
-            value, sub = _lint_nested(value, spec.message, here, spec.repeated, spec.map)
-            findings += sub
-        out[key] = value
-    return out, findings
-
-
-def _lint_nested(value: Any, model: type[ProtoModel], path: Path_, repeated: bool, is_map: bool) -> tuple[Any, list[Finding]]:
-    findings: list[Finding] = []
-    if repeated and isinstance(value, list):
-        items = []
-        for i, item in enumerate(value):
-            cleaned, sub = lint_keys(item, model, (*path, i))
-            items.append(cleaned)
-            findings += sub
-        return items, findings
-    if is_map and isinstance(value, dict):
-        entries = {}
-        for k, item in value.items():
-            cleaned, sub = lint_keys(item, model, (*path, k))
-            entries[k] = cleaned
-            findings += sub
-        return entries, findings
-    return lint_keys(value, model, path)
+            self.findings.append(Finding(path, f"'{path[-1]}' is output only (set by the server); remove it", key=True))
+        return spec.output_only
 
 
 def check_openapi(text: str, path: Path_) -> list[Finding]:
