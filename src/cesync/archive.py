@@ -27,9 +27,10 @@ from typing import Any
 
 from .errors import CesyncError, ConfigError, Problem
 from .kinds import KINDS, by_collection, collections, spoken
-from .models import ProtoModel, specs
+from .models import FieldSpec, ProtoModel
 from .resource import ID_RE, Resource
 from .templating import ENV_VAR
+from .walk import SpecWalker
 from .yamlfile import load_text, read_text
 
 __all__ = ["ArchiveContents", "extract_zip", "find_app_root", "read_archive"]
@@ -158,20 +159,15 @@ def _snake_to_camel(key: str) -> str:
 
 def _camel(data: dict[str, Any], model: type[ProtoModel]) -> dict[str, Any]:
     """snake_case keys (YAML exports) to the JSON names; map and Struct keys stay as they are."""
-    table = specs(model)
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        name = key if key in table else _snake_to_camel(key)
-        spec = table.get(name)
-        if spec is None or spec.message is None or spec.map:
-            out[name if spec else key] = value
-        elif spec.repeated and isinstance(value, list):
-            out[name] = [_camel(v, spec.message) if isinstance(v, dict) else v for v in value]
-        elif isinstance(value, dict):
-            out[name] = _camel(value, spec.message)
-        else:
-            out[name] = value
+    out: dict[str, Any] = _Camel().walk(data, model)
     return out
+
+
+class _Camel(SpecWalker):
+    maps = False  # a map's keys are data, not field names
+
+    def field_name(self, key: str, table: dict[str, FieldSpec]) -> str:
+        return key if key in table else _snake_to_camel(key)
 
 
 def _inline_files(data: Any, root: Path, display: str, problems: list[Problem]) -> Any:

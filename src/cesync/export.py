@@ -17,17 +17,18 @@ which the round-trip tests check (export, then plan: no changes).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import CesyncError
 from .jsonschema import render_schemas
 from .kinds import KINDS, REF_ONLY, by_collection
-from .models import ProtoModel, specs
+from .models import FieldSpec, ProtoModel
 from .normalize import DOCUMENT_FIELDS, canonical
 from .resource import ID_RE, Resource
 from .templating import ENV_VAR, VAR_SPAN
+from .walk import SpecWalker
 from .yamlout import to_yaml
 
 __all__ = ["LOADER_VAR", "ExportedRepo", "export_repo", "file_names", "modeline", "to_yaml"]
@@ -124,18 +125,20 @@ def _portable(
 
 def _ordered(data: dict[str, Any], model: type[ProtoModel]) -> dict[str, Any]:
     """Keys in the order the API declares them (name and description first), as people write them."""
-    table = specs(model)
-    rank = {name: i for i, name in enumerate(table)}
-    out: dict[str, Any] = {}
-    for key in sorted(data, key=lambda k: rank.get(k, len(rank))):
-        value, spec = data[key], table.get(key)
-        sub = spec.message if spec is not None and not spec.map else None
-        if sub is not None and isinstance(value, dict) and set(value) not in ({"ref"}, {"file"}):
-            value = _ordered(value, sub)
-        elif sub is not None and isinstance(value, list):
-            value = [_ordered(v, sub) if isinstance(v, dict) else v for v in value]
-        out[key] = value
+    out: dict[str, Any] = _Ordered().walk(data, model)
     return out
+
+
+class _Ordered(SpecWalker):
+    maps = False  # a map keeps its entries in the server's order
+
+    def order(self, data: dict[str, Any], table: dict[str, FieldSpec]) -> Iterable[str]:
+        rank = _rank(table)
+        return sorted(data, key=lambda k: rank.get(k, len(rank)))
+
+
+def _rank(table: dict[str, FieldSpec]) -> dict[str, int]:
+    return {name: i for i, name in enumerate(table)}
 
 
 def _restore_documents(canon: Any, raw: Any) -> Any:
