@@ -552,7 +552,6 @@ class Emulator:
         if existing is None:
             name = display_name or bundle.app.get("displayName") or parent.rsplit("/", 1)[-1]
             self.store.create_app(db, parent, printed("apps", app_data(parent, {"displayName": name})))
-            self._known_app(parent)
         warnings = list(bundle.warnings)
         ids = self._import_ids(db, parent, bundle.resources, strategy)
         resolve = _resolver(parent, ids, lambda c, r: self.store.get(db, parent, c, r) is not None)
@@ -612,9 +611,6 @@ class Emulator:
                 taken.add(rid)
                 table[folder] = rid
         return ids
-
-    def _known_app(self, parent: str) -> None:
-        self.store._known.add(parent)
 
     # --- tools: execute and schemas ----------------------------------------------------------------
 
