@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import string
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from cesync import credentials
 from cesync.credentials import scan_text
 from tests.helpers import cesync, make_repo
 
@@ -118,3 +120,26 @@ def test_mcp_custom_headers_must_be_context_variables(tmp_path: Path, value: str
     assert result.returncode == 1
     assert "toolsets/mcp.yaml:5:16: customHeaders.X-Api-Key must be $context.variables.<name>" in result.stderr
     assert "apiKeySecretVersion" in result.stderr and "from-the-environment" not in result.stderr
+
+
+# Pieces of every rule (and letters that match others under IGNORECASE: the Kelvin sign, the long s).
+PIECES = st.sampled_from(
+    [
+        "Bearer ", "AIza", "ghp_", "github_pat_", "AKIA", "ASIA", "xoxb-", "-----BEGIN RSA PRIVATE KEY-----",
+        "api_key", "KEY", "\u212aey", "\u017fecret", "Token", "passwd", "pwd", "Credentials", ": ", "=", "'", "\n", " ",
+    ]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(st.one_of(PIECES, token, st.text(max_size=4)), max_size=12))
+@example(parts=["API_KEY", ": ", "Zx9Qw8Er7Ty6Ui5Op4As3Df2"])
+@example(parts=["\u212aey", "=", "Zx9Qw8Er7Ty6Ui5Op4As3Df2"])
+@example(parts=["\u017fecret", "'", ": ", "Zx9Qw8Er7Ty6Ui5Op4As3Df2"])
+def test_rules_skipped_by_their_needle_would_not_have_matched(parts: list[str]) -> None:
+    """The per-file needle only saves time: the warnings are those of every rule on every line."""
+    text = "".join(parts)
+    fast = scan_text(text, "f.yaml")
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(credentials, "RULES", tuple(replace(rule, needle=None) for rule in credentials.RULES))
+        assert fast == scan_text(text, "f.yaml")

@@ -36,15 +36,22 @@ class _Rule:
     what: str
     pattern: re.Pattern[str]
     group: int = 0  # the part of the match that must look random (0: no entropy test)
+    # Text every match contains (a pattern of literals, same flags): a file without it skips
+    # the rule, instead of running the rule on each of its lines (most of validate's lint time).
+    needle: re.Pattern[str] | None = None
 
 
 RULES = (
-    _Rule("a private key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----")),
-    _Rule("a bearer token", re.compile(rf"\bBearer\s+({_TOKEN}{{16,}}=*)"), 1),
-    _Rule("a Google API key", re.compile(r"\bAIza[0-9A-Za-z\-_]{35}")),
-    _Rule("a GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})")),
-    _Rule("an AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    _Rule("a Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
+    _Rule("a private key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----"), needle=re.compile("PRIVATE KEY-----")),
+    _Rule("a bearer token", re.compile(rf"\bBearer\s+({_TOKEN}{{16,}}=*)"), 1, re.compile("Bearer")),
+    _Rule("a Google API key", re.compile(r"\bAIza[0-9A-Za-z\-_]{35}"), needle=re.compile("AIza")),
+    _Rule(
+        "a GitHub token",
+        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})"),
+        needle=re.compile("gh[pousr]_|github_pat_"),
+    ),
+    _Rule("an AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), needle=re.compile("AKIA|ASIA")),
+    _Rule("a Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), needle=re.compile("xox")),
     _Rule(
         "a literal key/token value",
         re.compile(
@@ -52,6 +59,7 @@ RULES = (
             rf"({_TOKEN}{{16,}}=*)"
         ),
         1,
+        re.compile("(?i)key|token|secret|password|passwd|pwd|credential"),
     ),
 )
 
@@ -69,9 +77,12 @@ def _random_looking(value: str) -> bool:
 def scan_text(text: str, file: str) -> list[Problem]:
     """One warning per credential-looking literal in text, at its line and column."""
     found: list[Problem] = []
+    rules = [rule for rule in RULES if rule.needle is None or rule.needle.search(text)]
+    if not rules:
+        return found
     for number, line in enumerate(text.splitlines(), 1):
         taken: set[int] = set()
-        for rule in RULES:
+        for rule in rules:
             for m in rule.pattern.finditer(line):
                 if rule.group and not _random_looking(m.group(rule.group)):
                     continue
