@@ -21,6 +21,7 @@ from typing import Any
 from .kinds import KINDS
 from .models import FieldSpec, Kind, ProtoModel, specs
 from .normalize import DOCUMENT_FIELDS, canonical
+from .walk import specs_along
 
 __all__ = [
     "DEEPDIFF_OPTIONS",
@@ -97,17 +98,10 @@ class ResourceDiff:
 def mask_path(parts: list[str | int], model: type[ProtoModel]) -> list[str]:
     """Cut a deep path at the first list, map, struct or document field."""
     out: list[str] = []
-    current: type[ProtoModel] | None = model
-    for part in parts:
-        if current is None or not isinstance(part, str):
-            break
-        spec = specs(current).get(part)
-        if spec is None:
-            break
-        out.append(part)
+    for spec in specs_along(model, parts):
+        out.append(spec.name)
         if _mask_leaf(spec):
             break
-        current = spec.message
     return out
 
 

@@ -57,6 +57,7 @@ from .protojson import is_default
 from .repo import Repo
 from .resource import Resource
 from .templating import ENV_VAR, INCLUDABLE, VAR_RE
+from .walk import specs_along
 from .yamlfile import Path_
 from .yamlout import _block_safe
 
@@ -339,14 +340,8 @@ class _Editor:
             self.result.files[rel] = text
 
     def _spec_at(self, path: Path_) -> FieldSpec | None:
-        model: type[ProtoModel] | None = KINDS[self.src.kind].model
-        spec = None
-        for part in path:
-            spec = specs(model).get(str(part)) if model is not None else None
-            if spec is None:
-                return None
-            model = spec.message
-        return spec
+        found = list(specs_along(KINDS[self.src.kind].model, [str(p) for p in path]))
+        return found[-1] if found and len(found) == len(path) else None
 
     def _model_at(self, path: Path_) -> dict[str, int]:
         """The rank of each field of the message at path (where a new key goes)."""

@@ -9,12 +9,12 @@ at a field (hooks). The field specs come from the generated models
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final
 
 from .models import FieldSpec, ProtoModel, specs
 
-__all__ = ["DROP", "Path", "SpecWalker"]
+__all__ = ["DROP", "Path", "SpecWalker", "specs_along"]
 
 Path = tuple[str | int, ...]
 
@@ -106,3 +106,15 @@ class SpecWalker:
 
     def item_path(self, path: Path, index: int) -> Path:
         return (*path, index)
+
+
+def specs_along(model: type[ProtoModel] | None, path: Sequence[Any]) -> Iterator[FieldSpec]:
+    """The spec of each field on ``path`` from ``model``, as far as the path follows known fields
+    (it stops at a list index, a map key, a scalar or a key the message does not have)."""
+    current = model
+    for part in path:
+        spec = specs(current).get(part) if current is not None and isinstance(part, str) else None
+        if spec is None:
+            return
+        yield spec
+        current = spec.message
