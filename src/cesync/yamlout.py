@@ -63,7 +63,7 @@ def _block_safe(text: str) -> bool:
         not any(line != line.rstrip() for line in lines)
         and not text.startswith((" ", "\t"))
         and "\t" not in text
-        and all(c.isprintable() or c == "\n" for c in text)
+        and text.replace("\n", "").isprintable()  # every character printable or a line break; in C, not per character
     )
 
 
