@@ -16,19 +16,20 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Literal, get_args
+from typing import Any, get_args
 
 from . import __version__
 from .diff import FieldChange, diff_resource
 from .errors import ConfigError, PlanFileError, Problem, UnsafePlanError
 from .kinds import KINDS, names_pattern
-from .planfile import PlanFile, parse_plan_file
+from .planfile import Action, PlanFile, parse_plan_file
 from .resource import Resource
 from .sensitive import CHANGED, cut, mask, overlaps
 from .yamlfile import Path_
 
 __all__ = [
     "FORMAT_VERSION",
+    "Action",
     "Change",
     "Plan",
     "Sealed",
@@ -40,7 +41,6 @@ __all__ = [
 ]
 
 FORMAT_VERSION = 2
-Action = Literal["create", "update", "delete"]
 ACTIONS: tuple[Action, ...] = get_args(Action)
 
 

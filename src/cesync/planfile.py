@@ -15,9 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .errors import PlanFileError
 from .kinds import KINDS
 
-__all__ = ["PlanFile", "parse_plan_file"]
+__all__ = ["Action", "PlanFile", "parse_plan_file"]
 
 MAX_ERRORS = 5
+Action = Literal["create", "update", "delete"]  # what a change does (cesync.plan.Change.action)
 
 
 class _Strict(BaseModel):
@@ -33,7 +34,7 @@ class FieldChangeFile(_Strict):
 class ChangeFile(_Strict):
     kind: str
     id: str = Field(min_length=1)
-    action: Literal["create", "update", "delete"]
+    action: Action
     name: str = Field(min_length=1)
     etag: str = ""
     before: dict[str, Any] | None = None
