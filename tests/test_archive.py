@@ -101,8 +101,10 @@ def test_import_archive_gives_a_repo_that_applies(tmp_path: Path, packed: bool) 
     out = tmp_path / "repo"
     r = cesync("import-archive", str(source), "--out", str(out))
     assert r.returncode == 0, r.stderr
-    assert "imported 2 tools and 1 toolsets (3 environment values as vars)" in r.stdout
-    assert "skipped agents/" in r.stderr and "agents/root is not a tool or toolset" in r.stderr
+    assert "imported the app's settings, 2 tools, 1 toolsets and 1 agents (4 environment values as vars)" in r.stdout
+    # the agent names its tool by folder, as CES exports do: a ref in the repo
+    assert "tools:\n  - {ref: tools/get_weather}" in (out / "agents" / "root.yaml").read_text()
+    assert "displayName: Support Bot" in (out / "app.yaml").read_text()
 
     config = (out / "cesync.yaml").read_text()
     assert "LOOKUP_ORDER_URL: https://orders.dev.example" in config
@@ -116,7 +118,7 @@ def test_import_archive_gives_a_repo_that_applies(tmp_path: Path, packed: bool) 
 
     assert cesync("validate", "--dir", str(out)).returncode == 0
     applied = cesync("apply", "--dir", str(out), "--auto-approve")
-    assert applied.returncode == 0 and "3 created" in applied.stdout, applied.stdout + applied.stderr
+    assert applied.returncode == 0 and "4 created, 1 updated" in applied.stdout, applied.stdout + applied.stderr
     state = Store(out / ".cesync" / "local.json").snapshot()
     app_state = next(iter(state["apps"].values()))
     sent = app_state["tools"]["lookup_order"]["openApiTool"]

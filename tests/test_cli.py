@@ -28,7 +28,7 @@ def repo(tmp_path: Path) -> Path:
 
 def test_validate_example_and_broken_copy(repo: Path) -> None:
     ok = cesync("validate", "--dir", str(repo))
-    assert ok.returncode == 0 and "14 files valid" in ok.stdout
+    assert ok.returncode == 0 and "21 files valid" in ok.stdout
     (repo / "tools" / "web-search.yaml").write_text("googleSearchTool:\n  nme: x\n")
     bad = cesync("validate", "--dir", str(repo))
     assert bad.returncode == 1
@@ -58,7 +58,7 @@ def test_saved_plan_apply_and_digest_guard(repo: Path) -> None:
     md = cesync("show", str(out), "--format", "markdown")
     assert (
         "<!-- cesync-plan:local:projects/local/locations/us/apps/support-bot -->" in md.stdout
-        and "| 14 | 0 | 0 | 0 |" in md.stdout
+        and "| 20 | 1 | 0 | 0 |" in md.stdout  # the emulator made the app on first use: its settings change
     )
     (repo / "tools" / "manuals.yaml").write_text((repo / "tools" / "manuals.yaml").read_text().replace("manuals.", "manuals!"))
     stale = cesync("apply", str(out), "--dir", str(repo), "--auto-approve")
@@ -67,7 +67,9 @@ def test_saved_plan_apply_and_digest_guard(repo: Path) -> None:
     assert fresh.returncode == 0
     applied = cesync("apply", str(out), "--dir", str(repo), "--auto-approve", "--format", "json")
     result = json.loads(applied.stdout)
-    assert applied.returncode == 0 and result["counts"]["created"] == 14 and all(o["etag"] for o in result["outcomes"])
+    counts = result["counts"]
+    assert applied.returncode == 0 and (counts["created"], counts["updated"]) == (20, 1)
+    assert all(o["etag"] for o in result["outcomes"])
 
 
 def test_apply_without_terminal_needs_auto_approve(repo: Path) -> None:
@@ -81,11 +83,10 @@ def test_apply_without_terminal_needs_auto_approve(repo: Path) -> None:
         ({"fail_status": "UNAUTHENTICATED"}, "UNAUTHENTICATED (401)"),
         (
             {"fail_status": "PERMISSION_DENIED"},
-            re.compile(r"needs permission ces\.(tools|toolsets)\.list"),
-        ),  # both lists run at once
-        ({"autoCreateApps": False}, "does the app exist?"),
+            re.compile(r"needs permission ces\.(apps\.get|(tools|toolsets|agents|guardrails|examples|deployments)\.list)"),
+        ),  # the app and every list are read at once
     ],
-    ids=["401", "403", "404-app"],
+    ids=["401", "403"],
 )
 def test_api_errors_are_one_clear_line(repo: Path, setup: dict[str, object], expected: str | re.Pattern[str]) -> None:
     import httpx
@@ -190,8 +191,8 @@ def test_ctrl_c_stops_new_actions_and_reports(repo: Path) -> None:
         out = "\n".join(run.out)
         assert "Interrupted:" in out and "not started" in out and "Traceback" not in "\n".join(run.err)
         httpx.post(f"{server.url}/admin/faults", json={"latency_ms": 0})
-        created = out.count("done: create")
-        assert created >= 1 and len(_remaining(repo, server.host, "prod")) == 14 - created  # plan shows exactly the rest
+        created = out.count("done: ")
+        assert created >= 1 and len(_remaining(repo, server.host, "prod")) == 21 - created  # plan shows exactly the rest
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -223,16 +224,16 @@ def test_ctrl_c_at_a_random_moment(repo: Path, seed: int) -> None:
         httpx.post(f"{server.url}/admin/faults", json={"latency_ms": 0})
         remaining = _remaining(repo, server.host, "prod")
     assert "Traceback" not in "\n".join(errors), errors
-    created = out.count("done: create")
+    created = out.count("done: ")
     if code == 0:  # it finished before the signal came
-        assert "Apply: 14 created" in out and remaining == []
+        assert "Apply: 20 created, 1 updated" in out and remaining == []
         return
     assert code == 130, (delay, errors)
     if "Interrupted:" in out:  # during apply: running calls finish, the rest is reported
         assert errors == [], errors
     else:
         assert errors == ["interrupted"] and created == 0, (delay, errors, out)
-    assert len(remaining) == 14 - created, (delay, out)  # nothing half-applied or unaccounted for
+    assert len(remaining) == 21 - created, (delay, out)  # nothing half-applied or unaccounted for
 
 
 SOURCE = "googleSearchTool:\n  name: src\n  description: Search.\n"
@@ -252,18 +253,20 @@ def test_prune_force_delete_and_agent_references(tmp_path: Path) -> None:
         httpx.post(f"{server.url}/admin/agents", json={"app": MINIMAL_APP, "agentId": "support", "tools": [card]})
         for name in ("src", "card"):
             (root / "tools" / f"{name}.yaml").unlink()
-        refused = cesync("apply", "--dir", str(root), "--prune", "--auto-approve", env=env)
+        # the agent is not the repo's, yet prune would delete it first: only the tools are targeted
+        tools = ("--target", "tools/src", "--target", "tools/card")
+        refused = cesync("apply", "--dir", str(root), "--prune", "--auto-approve", *tools, env=env)
         assert refused.returncode == 1 and "Traceback" not in refused.stderr
         assert f"failed: delete tool card ({card} is referenced by agent(s) support" in refused.stdout
         assert "pass --force-delete" in refused.stdout
         assert "skipped: delete tool src (tool card was not deleted)" in refused.stdout  # the referenced one waits
-        forced = cesync("apply", "--dir", str(root), "--prune", "--force-delete", "--auto-approve", env=env)
+        forced = cesync("apply", "--dir", str(root), "--prune", "--force-delete", "--auto-approve", *tools, env=env)
         assert forced.returncode == 0, forced.stdout + forced.stderr
         assert forced.stdout.index("done: delete tool card") < forced.stdout.index("done: delete tool src")
         state = httpx.get(f"{server.url}/admin/state").json()
         assert state["apps"][MINIMAL_APP]["agents"]["support"].get("tools", []) == []  # force removed the reference
-        again = cesync("plan", "--dir", str(root), "--prune", "--detailed-exitcode", env=env)
-        assert again.returncode == 0, again.stdout
+        again = cesync("plan", "--dir", str(root), "--detailed-exitcode", env=env)
+        assert again.returncode == 0 and "+" not in again.stdout, again.stdout  # the agent stays, unmanaged
 
 
 def test_delete_of_a_resource_already_gone_is_done(tmp_path: Path) -> None:

@@ -52,7 +52,10 @@ def test_export_then_plan_shows_no_changes(bot: Path, tmp_path: Path, emulator: 
     out = tmp_path / "exported"
     r = cesync("export", "--dir", str(bot), "--env", env, "--endpoint", emulator.url, "--out", str(out))
     assert r.returncode == 0, r.stderr
-    assert "warning" not in r.stderr and "exported 11 tools and 3 toolsets" in r.stdout
+    assert (
+        "warning" not in r.stderr
+        and "exported the app's settings, 11 tools, 3 toolsets, 2 guardrails, 2 agents, 1 examples and 1 deployments" in r.stdout
+    )
     plan = cesync("plan", "--dir", str(out), "--env", env, "--endpoint", emulator.url, "--detailed-exitcode")
     assert plan.returncode == 0, plan.stdout + plan.stderr
     assert "No changes" in plan.stdout
@@ -196,14 +199,15 @@ def test_references_in_lists_round_trip() -> None:
         "googleSearchTool": {
             "name": "s",
             "description": "Search ${literal} in eu-west",
-            "contextUrls": ["https://a.example", f"{APP}/agents/help"],
+            "contextUrls": ["https://a.example", f"{APP}/versions/help"],
         }
     }
     remote = [_tool("s", body)]
     exported = export_repo(remote, parent=APP, variables={"REGION": "eu-west"}, urls={}, config_text=config)
     text = exported.files["tools/s.yaml"]
-    assert "{ref: agents/help}" in text and "$${literal} in ${REGION}" in text
-    plan = plan_files(exported.files, "local", [Resource("tool", "s", remote[0].body)])
+    assert "{ref: versions/help}" in text and "$${literal} in ${REGION}" in text
+    app = Resource("app", "app", {"name": APP, "displayName": "a"})  # the app exists
+    plan = plan_files(exported.files, "local", [app, Resource("tool", "s", remote[0].body)])
     assert not plan.has_changes, [c.fields for c in plan.changes]
 
 

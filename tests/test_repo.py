@@ -167,7 +167,8 @@ def test_all_problems_reported_at_once(tmp_path: Path) -> None:
 def test_example_is_valid_for_every_environment() -> None:
     repo = load_repo(EXAMPLES / "support-bot")
     assert repo.validate() == []
-    urls = {repo.render(repo.env(e))[0].body["agentTool"]["agent"] for e in repo.env_names}
+    tools = [{r.key: r for r in repo.render(repo.env(e))}[("tool", "billing-agent")] for e in repo.env_names]
+    urls = {t.body["agentTool"]["agent"] for t in tools}
     assert len(urls) == 4  # references resolve per environment
 
 
@@ -254,10 +255,10 @@ def test_lone_surrogate_escape_is_a_problem(tmp_path: Path) -> None:
 
 
 def test_references_inside_lists(tmp_path: Path) -> None:
-    files = {"tools/s.yaml": "googleSearchTool: {name: s, contextUrls: [https://a.example, {ref: agents/help}]}\n"}
+    files = {"tools/s.yaml": "googleSearchTool: {name: s, contextUrls: [https://a.example, {ref: versions/help}]}\n"}
     repo = load_repo(make_repo(tmp_path, files))
     [_, s] = sorted(repo.render(repo.env("local")), key=lambda d: d.id)
-    assert s.body["googleSearchTool"]["contextUrls"] == ["https://a.example", "projects/p/locations/us/apps/a/agents/help"]
+    assert s.body["googleSearchTool"]["contextUrls"] == ["https://a.example", "projects/p/locations/us/apps/a/versions/help"]
 
 
 SYMLINKS = [

@@ -44,8 +44,8 @@ def test_targets_accept_every_spelling(given: list[str], selected: set[tuple[str
     [
         ("gret", "did you mean 'greet'"),
         ("tools/shopp", "did you mean 'tools/shop' or 'toolsets/shop'"),
-        ("toolsets/greet", "names no tool or toolset"),
-        ("agents/x", "the kind must be tool(s) or toolset(s)"),
+        ("toolsets/greet", "names no tool, toolset, guardrail, agent, app, example or deployment"),
+        ("widgets/x", "the kind must be tool(s), toolset(s), guardrail(s), agent(s), app(s), example(s) or deployment(s)"),
     ],
 )
 def test_unknown_target_is_an_error_with_a_suggestion(given: str, message: str) -> None:

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from .client import CesClient
 from .client.api import Written
+from .client.apps import Polling, create_app
 from .diff import diff_resource
 from .errors import Aborted, AlreadyExists, ApiError, FailedPrecondition, NotFound
 from .kinds import KINDS
@@ -55,6 +56,7 @@ class ApplyResult:
     app: str
     outcomes: list[Outcome] = field(default_factory=list)
     interrupted: bool = False
+    snapshot: str = ""  # the app version apply --snapshot created
 
     @property
     def ok(self) -> bool:
@@ -83,6 +85,7 @@ class ApplyResult:
             "interrupted": self.interrupted,
             "counts": self.counts(),
             "outcomes": [asdict(o) for o in self.outcomes],
+            **({"snapshot": self.snapshot} if self.snapshot else {}),
         }
 
 
@@ -92,12 +95,17 @@ class _Run:
     ) -> None:
         self.client = client
         self.plan = plan
+        self.polling: Polling | None = None  # how CreateApp's operation is waited for (default: Polling())
         self.sem = asyncio.Semaphore(max(1, parallelism))
         self.force_delete = force_delete
         self.on_event = on_event
         self.stop = asyncio.Event()  # set by a conflict: start nothing new
         self.interrupt = asyncio.Event()  # set by Ctrl-C: start nothing new
         self.finished: dict[str, asyncio.Event] = {c.name: asyncio.Event() for c in plan.changes}
+        # set once a resource exists as its dependents need it: after the create of a create-then-patch,
+        # after the whole change otherwise; ready_ok says whether it got there
+        self.ready: dict[str, asyncio.Event] = {c.name: asyncio.Event() for c in plan.changes}
+        self.ready_ok: dict[str, bool] = {}
         self.outcomes = {c.name: Outcome(c.kind, c.id, c.action) for c in plan.changes}
 
     async def run_phase(self, changes: list[Change]) -> None:
@@ -106,23 +114,50 @@ class _Run:
     async def _one(self, c: Change) -> None:
         outcome = self.outcomes[c.name]
         try:
-            for dep in c.depends_on:
-                if dep in self.finished:
-                    await self.finished[dep].wait()
-                    if self.outcomes[dep].status != DONE:
-                        outcome.status, outcome.message = (
-                            SKIPPED,
-                            f"{dep.rsplit('/', 2)[-2][:-1]} {dep.rsplit('/', 1)[-1]} was not {self.outcomes[dep].action}d",
-                        )
-                        self.on_event(outcome)
-                        return
+            if not await self._wait_for(c.depends_on, outcome):
+                return
             async with self.sem:
                 if self.stop.is_set() or self.interrupt.is_set():
                     return  # stays NOT_STARTED
                 await self._call(c, outcome)
+            if c.deferred and outcome.status == DONE:
+                await self._patch_deferred(c, outcome)
             self.on_event(outcome)
         finally:
+            self._ready(c.name, outcome.status == DONE)
             self.finished[c.name].set()
+
+    def _ready(self, name: str, ok: bool) -> None:
+        if not self.ready[name].is_set():
+            self.ready_ok[name] = ok
+            self.ready[name].set()
+
+    async def _wait_for(self, names: tuple[str, ...], outcome: Outcome) -> bool:
+        """Wait until each of names (that this apply writes) exists; False (outcome skipped) if one never will."""
+        for dep in names:
+            if dep in self.ready:
+                await self.ready[dep].wait()
+                if not self.ready_ok[dep]:
+                    other = self.outcomes[dep]
+                    outcome.status, outcome.message = SKIPPED, f"{other.kind} {other.id} was not {other.action}d"
+                    self.on_event(outcome)
+                    return False
+        return True
+
+    async def _patch_deferred(self, c: Change, outcome: Outcome) -> None:
+        """Create-then-patch: the fields left out of the create (a reference cycle) once what they name exists."""
+        self._ready(c.name, True)
+        if not await self._wait_for(c.patch_after, outcome):
+            outcome.message = f"created without {', '.join(c.deferred)}: " + outcome.message
+            return
+        patch = Change(kind=c.kind, id=c.id, action="update", name=c.name, etag=outcome.etag, body=c.body, update_mask=c.deferred)
+        async with self.sem:
+            if self.stop.is_set() or self.interrupt.is_set():
+                outcome.status, outcome.message = NOT_STARTED, f"created without {', '.join(c.deferred)}; not patched"
+                return
+            await self._call(patch, outcome)
+        if outcome.status != DONE:
+            outcome.message = f"created, but setting {', '.join(c.deferred)} failed: {outcome.message}"
 
     async def _call(self, c: Change, outcome: Outcome) -> None:
         try:
@@ -143,7 +178,10 @@ class _Run:
 
     async def _send(self, c: Change) -> Written:
         if c.action == "create":
-            return await self.client.create(self.plan.app, KINDS[c.kind].collection, c.id, c.body or {})
+            body = {k: v for k, v in (c.body or {}).items() if k not in c.deferred}
+            if c.kind == "app":
+                return await create_app(self.client, c.name, body, self.polling)
+            return await self.client.create(self.plan.app, KINDS[c.kind].collection, c.id, body)
         if c.action == "update":
             return await self.client.patch(c.name, {**(c.body or {}), "etag": c.etag}, list(c.update_mask))
         return await self.client.delete(c.name, c.etag or None, force=self.force_delete)
@@ -170,7 +208,8 @@ def _as_sent(c: Change, current: dict[str, Any] | None) -> bool:
     """Canonical comparison of what was sent with what is there (only the masked fields of an update)."""
     if c.action == "delete" or current is None:
         return c.action == "delete" and current is None
-    differs = diff_resource(c.kind, c.id, c.body, current).update_mask
+    sent = {k: v for k, v in (c.body or {}).items() if c.action != "create" or k not in c.deferred}
+    differs = diff_resource(c.kind, c.id, sent, current).update_mask
     if c.action == "create":
         return not differs
     return not any(d == m or d.startswith(m + ".") or m.startswith(d + ".") for d in differs for m in c.update_mask)
@@ -201,19 +240,29 @@ async def apply_plan(
     force_delete: bool = False,
     on_event: Callable[[Outcome], None] = lambda o: None,
     interrupt: asyncio.Event | None = None,
+    polling: Polling | None = None,
 ) -> ApplyResult:
     run = _Run(client, plan, parallelism, force_delete, on_event)
+    run.polling = polling
     if interrupt is not None:
         run.interrupt = interrupt
-    writes = [c for c in plan.changes if c.action != "delete"]
-    deletes = [c for c in plan.changes if c.action == "delete"]
-    await run.run_phase(writes)
-    if all(run.outcomes[c.name].status == DONE for c in writes) and not (run.stop.is_set() or run.interrupt.is_set()):
-        await run.run_phase(deletes)
-    else:
-        for c in deletes:
-            run.outcomes[c.name].status = SKIPPED
-            run.outcomes[c.name].message = "deletes run only after every create and update succeeded"
+    # Examples and deployments (kinds written last) see the whole app; deletes run after every write.
+    phases = [
+        ([c for c in plan.changes if c.action != "delete" and not KINDS[c.kind].written_last], ""),
+        (
+            [c for c in plan.changes if c.action != "delete" and KINDS[c.kind].written_last],
+            "examples and deployments are written only after every other create and update succeeded",
+        ),
+        ([c for c in plan.changes if c.action == "delete"], "deletes run only after every create and update succeeded"),
+    ]
+    done: list[Change] = []
+    for changes, why in phases:
+        if all(run.outcomes[c.name].status == DONE for c in done) and not (run.stop.is_set() or run.interrupt.is_set()):
+            await run.run_phase(changes)
+        else:
+            for c in changes:
+                run.outcomes[c.name].status, run.outcomes[c.name].message = SKIPPED, why
+        done += changes
     return ApplyResult(
         plan.environment, plan.app, [run.outcomes[c.name] for c in plan.changes], interrupted=run.interrupt.is_set()
     )

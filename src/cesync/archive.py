@@ -2,17 +2,18 @@
 
 The layout read (see the README, "Import a CES app export"):
 
-    <app>/app.json | app.yaml                  the app itself (read for nothing but its place)
+    <app>/app.json | app.yaml                  the app's own settings (app.yaml of the repo)
     <app>/environment.json                     environment-dependent values, by resource type and name
     <app>/tools/<name>/<name>.json | .yaml     one tool, proto JSON (camelCase or snake_case keys)
     <app>/toolsets/<name>/<name>.json | .yaml  one toolset
+    <app>/agents|guardrails|examples|deployments/<name>/<name>.json | .yaml   one of each
     <app>/tools/<name>/python_function/python_code.py   files named by a field's value
 
 Import does what CES's own import does, then what ``cesync export`` does: it puts
 ``environment.json``'s values in place of ``$env_var`` (and a schema's server URL in
 the tool's ``url``), then turns each value back into a ``${VAR}`` of the new
-environment. Agents, guardrails and the app's own settings are not tools: they are
-listed as skipped.
+environment. Full names of the exported app's own resources become ``{ref: ...}`` of
+the repo (see :func:`retarget`); folders of anything else are listed as skipped.
 """
 
 from __future__ import annotations
@@ -33,11 +34,12 @@ from .templating import ENV_VAR
 from .walk import SpecWalker
 from .yamlfile import load_text, read_text
 
-__all__ = ["ArchiveContents", "extract_zip", "find_app_root", "read_archive"]
+__all__ = ["ArchiveContents", "extract_zip", "find_app_root", "read_archive", "retarget"]
 
 MAX_MEMBERS = 20_000
 MAX_TOTAL_BYTES = 200 * 1024 * 1024
-FILE_FIELDS = {"pythonCode", "pythonScript", "openApiSchema"}
+FILE_FIELDS = {"pythonCode", "pythonScript", "openApiSchema", "instruction", "globalInstruction"}
+ARCHIVE_APP = "projects/archive/locations/archive/apps/archive"  # names resolved from short ones, until retarget
 APP_MARKERS = ("app.json", "app.yaml", "environment.json", *collections())
 
 
@@ -94,7 +96,8 @@ def read_archive(root: Path) -> ArchiveContents:
     problems: list[Problem] = []
     env_values = _environment(root, problems)
     for kind in KINDS.values():
-        for name, path in _resource_files(root / kind.collection):
+        files = _app_files(root, kind.name) if kind.singleton else _resource_files(root / kind.collection)
+        for name, path in files:
             resource = _resource(root, path, name, kind.name, kind.model, problems, out)
             if resource is not None:
                 out.resources.append(resource)
@@ -102,12 +105,86 @@ def read_archive(root: Path) -> ArchiveContents:
         out.notes.append(f"skipped {entry}/: cesync manages {spoken(collections())} only")
     if problems:
         raise ConfigError(problems)
+    _resolve_short_names(out)
     _apply_environment(out, env_values)
     ids = [(r.kind, r.id) for r in out.resources]
     dupes = sorted({f"{k} {i}" for k, i in ids if ids.count((k, i)) > 1})
     if dupes:
         raise CesyncError(f"two resources of the export map to the same id: {', '.join(dupes)}")
     return out
+
+
+def _app_files(root: Path, name: str) -> Iterator[tuple[str, Path]]:
+    """The app's own settings: app.json (or app.yaml) at the top of the export."""
+    found = next((root / f"{name}{ext}" for ext in (".json", ".yaml", ".yml") if (root / f"{name}{ext}").is_file()), None)
+    if found is not None:
+        yield name, found
+
+
+def _resolve_short_names(out: ArchiveContents) -> None:
+    """An export names a resource of its app by folder (``get_weather``) or display name: the full name
+    (under ARCHIVE_APP) wherever a field holds a reference (each kind's ``references``)."""
+    ids: dict[str, set[str]] = {}
+    shown: dict[str, dict[str, str]] = {}
+    for r in out.resources:
+        ids.setdefault(KINDS[r.kind].collection, set()).add(r.id)
+        if isinstance(r.body.get("displayName"), str):
+            shown.setdefault(KINDS[r.kind].collection, {}).setdefault(r.body["displayName"], r.id)
+
+    def full(value: str, targets: tuple[str, ...], where: str) -> str:
+        if value.startswith("projects/"):
+            return value
+        head, _, rest = value.partition("/")
+        if head in targets and rest and "/" not in rest:
+            return f"{ARCHIVE_APP}/{value}"
+        for collection in targets:
+            rid = value if value in ids.get(collection, ()) else shown.get(collection, {}).get(value)
+            if rid is not None:
+                return f"{ARCHIVE_APP}/{collection}/{rid}"
+        if ID_RE.match(value):  # not in the export (a system tool such as end_session): still this app's
+            return f"{ARCHIVE_APP}/{targets[0]}/{value}"
+        out.notes.append(f"{where}: {value!r} names no {spoken(targets, 'or')} of the export; kept as it is")
+        return value
+
+    for r in out.resources:
+        for dotted, targets in KINDS[r.kind].references.items():
+            where = f"{r.kind} {r.id}: {dotted}"
+            _map_at(r.body, dotted.split("."), lambda v, t=targets, w=where: full(v, t, w))
+
+
+def _map_at(node: Any, path: list[str], change: Any) -> None:
+    """Replace the string(s) at a dotted path, through any lists on the way."""
+    if isinstance(node, list):
+        for item in node:
+            _map_at(item, path, change)
+        return
+    if not isinstance(node, dict) or path[0] not in node:
+        return
+    if len(path) > 1:
+        _map_at(node[path[0]], path[1:], change)
+        return
+    value = node[path[0]]
+    if isinstance(value, str):
+        node[path[0]] = change(value)
+    elif isinstance(value, list):
+        node[path[0]] = [change(v) if isinstance(v, str) else v for v in value]
+
+
+def retarget(contents: ArchiveContents, parent: str) -> list[Resource]:
+    """The resources with the export's full names of its own resources moved under parent, where refs find them."""
+    app = r"projects/[^/]+/locations/[^/]+/apps/[^/]+"
+    pattern = re.compile(rf"^{app}/(({'|'.join(map(re.escape, collections()))})/[A-Za-z0-9_-]+)\Z")
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: walk(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        if isinstance(node, str) and (m := pattern.match(node)):
+            return f"{parent}/{m.group(1)}"
+        return node
+
+    return [Resource(r.kind, r.id, walk(r.body)) for r in contents.resources]
 
 
 def _resource_files(folder: Path) -> Iterator[tuple[str, Path]]:
@@ -136,7 +213,7 @@ def _resource(
         problems.append(doc.problem((), f"a {kind} must be a mapping of fields"))
         return None
     body = _camel(doc.data, model)
-    rid = _id_for(body.get("name"), name)
+    rid = kind if KINDS[kind].singleton else _id_for(body.get("name"), name)
     if rid is None:
         problems.append(doc.problem(("name",), f"cannot make a cesync {kind} id from {name!r}"))
         return None
@@ -234,7 +311,7 @@ def _apply_environment(out: ArchiveContents, env: dict[tuple[str, str], dict[tup
             or by_display.get((collection, name))
         )
         if resource is None:
-            out.notes.append(f"environment.json: {collection}/{name} is not a tool or toolset of the export; skipped")
+            out.notes.append(f"environment.json: {collection}/{name} is not a resource of the export; skipped")
             continue
         for path, value in leaves.items():
             if not path or not isinstance(value, str):

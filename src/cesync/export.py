@@ -94,12 +94,12 @@ def export_repo(
         for r in sorted((r for r in resources if r.kind == kind), key=lambda r: r.id):
             data = _portable(r, parent, variables, urls, known, out)
             stem = stems[r.id]
-            folder = KINDS[kind].folder
-            data = _externalize(data, r.kind, stem, out)
-            if stem != r.id:
+            single = KINDS[kind].singleton  # the app: app.yaml at the top, no id
+            data = _externalize(data, r.kind, stem, out, "" if single else "../")
+            if stem != r.id and not single:
                 data = {"id": r.id, **data}
-            header = f"{modeline(kind, 1)}# Exported by cesync from {parent}/{folder}/{r.id}\n"
-            out.files[f"{folder}/{stem}.yaml"] = header + to_yaml(data)
+            header = f"{modeline(kind, 0 if single else 1)}# Exported by cesync from {KINDS[kind].resource_name(parent, r.id)}\n"
+            out.files[f"{kind}.yaml" if single else f"{KINDS[kind].folder}/{stem}.yaml"] = header + to_yaml(data)
     return out
 
 
@@ -221,7 +221,7 @@ def _replace_parts(text: str, table: list[tuple[str, re.Pattern[str] | None, str
     return text
 
 
-def _externalize(data: dict[str, Any], kind: str, stem: str, out: ExportedRepo) -> dict[str, Any]:
+def _externalize(data: dict[str, Any], kind: str, stem: str, out: ExportedRepo, up: str = "../") -> dict[str, Any]:
     """Move code and OpenAPI documents to files referenced by {file: ...}."""
     used: set[str] = set()
 
@@ -236,7 +236,7 @@ def _externalize(data: dict[str, Any], kind: str, stem: str, out: ExportedRepo) 
             if isinstance(value, str) and "\r" not in value and (key in CODE_FIELDS or key in DOCUMENT_FIELDS):
                 rel = _file_for(kind, stem, key, value, here, used)
                 out.files[rel] = value
-                result[key] = {"file": f"../{rel}"}
+                result[key] = {"file": f"{up}{rel}"}
             else:
                 result[key] = walk(value, here)
         return result

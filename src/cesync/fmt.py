@@ -22,7 +22,7 @@ from ruamel.yaml.tokens import CommentToken
 from .config import Config
 from .errors import Problem
 from .kinds import KINDS
-from .loading import CONFIG_FILE
+from .loading import CONFIG_FILE, kind_files
 from .models import ProtoModel, specs
 from .normalize import DOCUMENT_FIELDS
 from .templating import INCLUDABLE
@@ -37,8 +37,7 @@ def format_repo(root: Path) -> tuple[dict[str, str], list[Problem]]:
     problems: list[Problem] = []
     files: list[tuple[Path, type[BaseModel]]] = [(root / CONFIG_FILE, Config)]
     for kind in KINDS.values():
-        if (root / kind.folder).is_dir():
-            files += [(p, kind.model) for p in sorted((root / kind.folder).glob("*.y*ml")) if p.suffix in (".yaml", ".yml")]
+        files += [(p, kind.model) for p in kind_files(root, kind)]
     for path, model in files:
         if not path.is_file() or path.name.startswith("."):
             continue

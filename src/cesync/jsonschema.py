@@ -53,10 +53,18 @@ def _patch(node: Any) -> None:
                     "anyOf": [_plain(value), _FILE, {"type": "object"}],
                     "description": "OpenAPI document: text, a mapping, or {file: path}",
                 }
+            elif key in _REF_FIELDS and _is_string_list(value):  # agents' tools, childAgents, guardrails, ...
+                items = {"anyOf": [{"type": "string"}, _REF]}
+                props[key] = {"type": "array", "items": items, "description": value.get("description", "")}
             elif key in _REF_FIELDS:
                 props[key] = {"anyOf": [_plain(value), _REF], "description": value.get("description", "")}
     for value in node.values():
         _patch(value)
+
+
+def _is_string_list(value: dict[str, Any]) -> bool:
+    shapes = value.get("anyOf", [value])
+    return any(isinstance(x, dict) and x.get("type") == "array" and x.get("items") == {"type": "string"} for x in shapes)
 
 
 def _plain(value: dict[str, Any]) -> dict[str, Any]:
@@ -69,7 +77,8 @@ def _resource_schema(resource: ResourceKind) -> dict[str, Any]:
     _patch(schema)
     for key in _SERVER_SET:
         schema["properties"].pop(key, None)
-    schema["properties"]["id"] = {"type": "string", "description": f"The {kind} id; defaults to the file name without .yaml"}
+    if not resource.singleton:  # the app's id is each environment's app: in cesync.yaml
+        schema["properties"]["id"] = {"type": "string", "description": f"The {kind} id; defaults to the file name without .yaml"}
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = f"cesync {kind} file"
     return schema

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .models import ProtoModel
 
 __all__ = [
+    "APP",
     "KINDS",
     "REF_ONLY",
     "ResourceKind",
@@ -54,6 +55,11 @@ class ResourceKind:
     list_filter: str = ""  # the list call's ``filter`` (CES hides some resources without one)
     managed: Callable[[dict[str, Any]], bool] = lambda body: True  # which listed resources cesync owns
     server_defaults: Defaults | None = None  # values the server fills in that equal their absence
+    # Top-level fields a create may leave out and a patch set once what they name exists:
+    # how a reference cycle between new resources is broken (see order.py).
+    deferrable: frozenset[str] = frozenset()
+    singleton: bool = False  # the app itself: one per environment, named by the parent, file <name>.yaml
+    written_last: bool = False  # created and updated after every other kind (they see the whole app)
 
     @property
     def id_param(self) -> str:
@@ -62,8 +68,8 @@ class ResourceKind:
 
     @property
     def folder(self) -> str:
-        """The repo folder of this kind's files."""
-        return self.collection
+        """The repo folder of this kind's files ("" for the app: its file is app.yaml at the top)."""
+        return "" if self.singleton else self.collection
 
     @property
     def model(self) -> type[ProtoModel]:
@@ -71,7 +77,7 @@ class ResourceKind:
         return model
 
     def resource_name(self, parent: str, rid: str) -> str:
-        return f"{parent}/{self.collection}/{rid}"
+        return parent if self.singleton else f"{parent}/{self.collection}/{rid}"
 
 
 # --- per-kind hooks -----------------------------------------------------------------------
@@ -139,15 +145,74 @@ _ENTRIES = (
         server_defaults=_tool_defaults,
     ),
     ResourceKind(name="toolset", collection="toolsets", model_name="Toolset", rank=0, server_defaults=_toolset_defaults),
+    ResourceKind(
+        name="guardrail",
+        collection="guardrails",
+        model_name="Guardrail",
+        rank=2,
+        references={"action.transferAgent.agent": ("agents",)},
+        deferrable=frozenset({"action"}),
+    ),
+    ResourceKind(
+        name="agent",
+        collection="agents",
+        model_name="Agent",
+        rank=3,
+        references={
+            "tools": ("tools",),
+            "toolsets.toolset": ("toolsets",),
+            "childAgents": ("agents",),
+            "guardrails": ("guardrails",),
+            "transferRules.childAgent": ("agents",),
+        },
+        deferrable=frozenset({"tools", "toolsets", "childAgents", "guardrails", "transferRules"}),
+    ),
+    ResourceKind(
+        name="app",
+        collection="apps",
+        model_name="App",
+        rank=4,
+        references={"rootAgent": ("agents",), "guardrails": ("guardrails",)},
+        listable=False,
+        deletable=False,
+        deferrable=frozenset({"rootAgent", "guardrails"}),
+        singleton=True,
+    ),
+    ResourceKind(
+        name="example",
+        collection="examples",
+        model_name="Example",
+        rank=5,
+        references={
+            "entryAgent": ("agents",),
+            "messages.chunks.toolCall.tool": ("tools",),
+            "messages.chunks.toolCall.toolsetTool.toolset": ("toolsets",),
+            "messages.chunks.toolResponse.tool": ("tools",),
+            "messages.chunks.toolResponse.toolsetTool.toolset": ("toolsets",),
+            "messages.chunks.agentTransfer.targetAgent": ("agents",),
+        },
+        written_last=True,
+    ),
+    ResourceKind(
+        name="deployment",
+        collection="deployments",
+        model_name="Deployment",
+        rank=6,
+        references={"appVersion": ("versions",)},
+        written_last=True,
+    ),
 )
 KINDS: dict[str, ResourceKind] = {k.name: k for k in _ENTRIES}  # in the order files and messages list them
+APP = "app"  # the singleton kind's name and id: one app per environment
 
-# Collections a {ref:} may name that cesync does not manage (yet): refs to them are not checked.
-REF_ONLY = ("agents",)
+# Collections a {ref:} may name that cesync does not manage: refs to them are not checked
+# (app versions are made by apply --snapshot, not defined in the repo).
+REF_ONLY = ("versions",)
 
 
 def collections() -> list[str]:
-    return [k.collection for k in KINDS.values()]
+    """The collections of the kinds that live under the app (not the app itself)."""
+    return [k.collection for k in KINDS.values() if not k.singleton]
 
 
 def ref_collections() -> list[str]:
@@ -161,7 +226,7 @@ def ref_fields() -> set[str]:
 
 
 def by_collection(collection: str) -> ResourceKind | None:
-    return next((k for k in KINDS.values() if k.collection == collection), None)
+    return next((k for k in KINDS.values() if k.collection == collection and not k.singleton), None)
 
 
 def by_word(word: str) -> ResourceKind | None:

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from .errors import Problem
-from .kinds import KINDS
+from .kinds import KINDS, ResourceKind
 from .resource import ID_RE
 from .yamlfile import Document, Path_, load_text, read_text
 
@@ -42,17 +42,19 @@ def load_sources(root: Path, problems: list[Problem]) -> list[SourceFile]:
     """Every resource file of every kind (``<collection>/*.yaml``), parsed; problems appended."""
     files: list[SourceFile] = []
     seen: dict[tuple[str, str], str] = {}
-    for kind, folder in ((k.name, k.folder) for k in KINDS.values()):
-        for path in sorted((root / folder).glob("*.y*ml")) if (root / folder).is_dir() else []:
-            if path.suffix not in (".yaml", ".yml") or path.name.startswith("."):
-                continue
+    for kind, paths in ((k.name, kind_files(root, k)) for k in KINDS.values()):
+        for path in paths:
             doc = parse_file(path, root, problems)
             if doc is None:
                 continue
             if not isinstance(doc.data, dict):
                 problems.append(doc.problem((), f"a {kind} file must be a mapping of fields, not {type_name(doc.data)}"))
                 continue
-            rid = doc.data.pop("id", path.stem)
+            if KINDS[kind].singleton and "id" in doc.data:
+                message = f"the {kind}'s id is each environment's '{kind}:' in cesync.yaml, not part of {path.name}"
+                problems.append(doc.problem(("id",), message, key=True))
+                continue
+            rid = kind if KINDS[kind].singleton else doc.data.pop("id", path.stem)
             if not isinstance(rid, str) or not ID_RE.match(rid):
                 problems.append(
                     doc.problem(("id",), f"invalid {kind} id {rid!r}: use letters, digits, '-' and '_' (at most 128)")
@@ -64,6 +66,15 @@ def load_sources(root: Path, problems: list[Problem]) -> list[SourceFile]:
             seen[(kind, rid)] = doc.file
             files.append(SourceFile(kind, rid, path, doc))
     return files
+
+
+def kind_files(root: Path, kind: ResourceKind) -> list[Path]:
+    """The repo files of one kind: <folder>/*.yaml, or app.yaml (.yml) at the top for the app."""
+    if kind.singleton:
+        return [p for p in (root / f"{kind.name}.yaml", root / f"{kind.name}.yml") if p.is_file()]
+    folder = root / kind.folder
+    found = sorted(folder.glob("*.y*ml")) if folder.is_dir() else []
+    return [p for p in found if p.suffix in (".yaml", ".yml") and not p.name.startswith(".")]
 
 
 def parse_file(path: Path, root: Path, problems: list[Problem]) -> Document | None:
@@ -119,13 +130,13 @@ def pydantic_problem(err: Any, doc: Document, offset: Path_ = ()) -> Problem:
     return doc.problem(path, f"{dotted}: {msg}" if dotted else msg)
 
 
-def _clean_loc(err: Any) -> Path_:
+def clean_loc(err: Any) -> Path_:
     return tuple(p for p in err["loc"] if not (isinstance(p, str) and (p.startswith("function-") or p in ("str", "int"))))
 
 
 def error_owner(err: Any) -> Path_:
     """The mapping a missing-field error is about."""
-    loc = _clean_loc(err)
+    loc = clean_loc(err)
     return loc if err["type"] == "oneof_missing" else loc[:-1]
 
 

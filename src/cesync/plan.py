@@ -20,8 +20,9 @@ from typing import Any, get_args
 
 from . import __version__
 from .diff import FieldChange, diff_resource
-from .errors import ConfigError, PlanFileError, Problem, UnsafePlanError
-from .kinds import KINDS, names_pattern
+from .errors import PlanFileError, UnsafePlanError
+from .kinds import APP, KINDS, names_pattern
+from .order import Node, order
 from .planfile import Action, PlanFile, parse_plan_file
 from .resource import Resource
 from .sensitive import CHANGED, cut, mask, overlaps
@@ -59,6 +60,8 @@ class Change:
     depends_on: tuple[str, ...] = ()  # resource names that must exist first
     level: int = 0
     note: str = ""
+    deferred: tuple[str, ...] = ()  # create-then-patch: fields left out of the create (a reference cycle)
+    patch_after: tuple[str, ...] = ()  # ... and patched in once these exist
 
     @property
     def key(self) -> str:
@@ -127,6 +130,8 @@ def _from_file(f: PlanFile) -> Plan:
                 "fields": tuple(FieldChange(**x) for x in c["fields"]),
                 "update_mask": tuple(c["update_mask"]),
                 "depends_on": tuple(c["depends_on"]),
+                "deferred": tuple(c["deferred"]),
+                "patch_after": tuple(c["patch_after"]),
             }
         )
         for c in data.pop("changes")
@@ -178,26 +183,9 @@ def _references(body: Any, parent: str) -> set[str]:
     return found
 
 
-def _levels(names: list[str], deps: dict[str, set[str]]) -> dict[str, int]:
-    """Dependency depth of each resource; a cycle is a configuration error."""
-    level: dict[str, int] = {}
-    visiting: set[str] = set()
-
-    def visit(n: str, trail: list[str]) -> int:
-        if n in level:
-            return level[n]
-        if n in visiting:
-            cycle = " -> ".join([*trail[trail.index(n) :], n])
-            raise ConfigError([Problem("(references)", 1, 1, f"reference cycle: {cycle}")])
-        visiting.add(n)
-        depth = 1 + max((visit(d, [*trail, n]) for d in deps.get(n, ()) if d in deps), default=-1)
-        visiting.discard(n)
-        level[n] = depth
-        return depth
-
-    for n in names:
-        visit(n, [])
-    return level
+def _field_refs(body: dict[str, Any], parent: str) -> dict[str, frozenset[str]]:
+    """Per top-level field, the full names of this app's resources it holds."""
+    return {k: frozenset(found) for k, v in body.items() if (found := _references(v, parent))}
 
 
 def build_plan(
@@ -209,8 +197,12 @@ def build_plan(
     prune: bool = False,
     targets: set[str] | None = None,
     sensitive: Mapping[tuple[str, str], Sequence[Path_]] | None = None,
+    app_body: dict[str, Any] | None = None,
 ) -> Plan:
     """desired: the repo's resources (wire bodies). targets: ids (or kind/id) to limit the plan to.
+
+    app_body: what to create the app with when neither the repo (app.yaml) nor remote has it
+    (remote has the app whenever it exists: see remote.read_remote).
 
     sensitive: per (kind, id), the body paths that hold sensitive values; they are masked
     in before, after and fields here, in bodies when the plan is written out, and left
@@ -223,32 +215,41 @@ def build_plan(
 
     name_of = {d.key: KINDS[d.kind].resource_name(parent, d.id) for d in desired}
     remote_by = {r.key: r for r in remote}
-    deps = {name_of[d.key]: _references(d.body, parent) - {name_of[d.key]} for d in desired}
-    levels = _levels(list(deps), deps)
+    # The app must exist before anything in it: created even when the repo has no app.yaml.
+    implied = [Resource(APP, APP, app_body)] if app_body is not None and (APP, APP) not in name_of else []
+    writes = implied + list(desired)
+    name_of.update({d.key: KINDS[d.kind].resource_name(parent, d.id) for d in implied})
+    creating_app = any(d.kind == APP and d.key not in remote_by for d in writes)
+    placed = order(
+        [Node(name_of[d.key], d.key not in remote_by, _field_refs(d.body, parent), KINDS[d.kind].deferrable) for d in writes],
+        parent if creating_app else "",
+    )
     changes: list[Change] = []
     unknown: dict[str, list[str]] = {}
-    for kind, rid, body in ((d.kind, d.id, d.body) for d in desired):
+    for kind, rid, body in ((d.kind, d.id, d.body) for d in writes):
         name = name_of[(kind, rid)]
         r = remote_by.get((kind, rid))
         d = diff_resource(kind, rid, body, r.body if r else None)
         if d.unknown:
             unknown[name] = d.unknown
-        if not wanted(kind, rid):
+        if not wanted(kind, rid) and not (kind == APP and r is None):
             continue
+        where = placed[name]
         common: dict[str, Any] = {
             "kind": kind,
             "id": rid,
             "name": name,
             "after": d.after,
             "body": body,
-            "depends_on": tuple(sorted(deps[name])),
-            "level": levels[name],
+            "depends_on": where.depends_on,
+            "level": where.level,
         }
         paths = hidden.get((kind, rid), [])
         if paths:
             common["after"] = mask(d.after, [cut(p) for p in paths])
         if r is None:
-            changes.append(Change(action="create", **common))
+            note = "the app does not exist yet: created first" if kind == APP else ""
+            changes.append(Change(action="create", note=note, deferred=where.deferred, patch_after=where.patch_after, **common))
         elif d.update_mask:
             changes.append(
                 Change(
@@ -263,8 +264,8 @@ def build_plan(
     unmanaged: list[str] = []
     deletes: list[Change] = []
     for r in remote:
-        if (r.kind, r.id) in name_of or not wanted(r.kind, r.id):
-            continue
+        if (r.kind, r.id) in name_of or not wanted(r.kind, r.id) or not KINDS[r.kind].deletable:
+            continue  # the app is never deleted, nor listed as unmanaged
         name = KINDS[r.kind].resource_name(parent, r.id)
         if not prune:
             unmanaged.append(name)
@@ -279,7 +280,7 @@ def build_plan(
             Change(kind=r.kind, id=r.id, action="delete", name=name, etag=r.etag, before=d.before, depends_on=tuple(dependents))
         )
     _mark_renames(changes, deletes)
-    changes.sort(key=lambda c: (c.level, KINDS[c.kind].rank, c.id))
+    changes.sort(key=lambda c: (KINDS[c.kind].written_last, c.level, KINDS[c.kind].rank, c.id))
     deletes.sort(key=lambda c: (-len(c.depends_on), -KINDS[c.kind].rank, c.id))
     deletes = _delete_order(deletes)
     return Plan(
@@ -382,7 +383,7 @@ def safety_refusal(plan: Plan, max_fraction: float, min_resources: int) -> str:
 
 # --- a saved plan may only narrow ---------------------------------------------------------------
 
-_EXECUTED = ("action", "name", "etag", "body", "update_mask", "depends_on")
+_EXECUTED = ("action", "name", "etag", "body", "update_mask", "depends_on", "deferred", "patch_after")
 
 
 def narrow(saved: Plan, fresh: Plan, *, prune: bool, gone: frozenset[str] = frozenset()) -> Plan:

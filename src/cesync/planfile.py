@@ -45,6 +45,8 @@ class ChangeFile(_Strict):
     depends_on: list[str] = Field(default_factory=list)
     level: int = 0
     note: str = ""
+    deferred: list[str] = Field(default_factory=list)
+    patch_after: list[str] = Field(default_factory=list)
 
     @field_validator("kind")
     @classmethod

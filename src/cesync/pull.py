@@ -48,7 +48,7 @@ from .documents import parse_document
 from .environments import VAR_ENV_PREFIX, EnvTarget
 from .errors import CesyncError, Problem
 from .export import LOADER_VAR, _restore_documents, export_repo
-from .kinds import KINDS
+from .kinds import KINDS, by_collection
 from .loading import SourceFile
 from .models import FieldSpec, Kind, ProtoModel, specs
 from .normalize import DOCUMENT_FIELDS, canonical
@@ -118,7 +118,8 @@ def pull_changes(
         mask = diff_resource(d.kind, d.id, d.body, r.body).update_mask
         if mask and editor.resource(src, d, r, mask):
             result.updated.append(f"{d.kind}/{d.id}")
-    new = [r for r in remote if (r.kind, r.id) not in sources and take(r.kind, r.id)]
+    # The app's settings come back only into an app.yaml the repo has (a repo may leave them to the console).
+    new = [r for r in remote if (r.kind, r.id) not in sources and take(r.kind, r.id) and not KINDS[r.kind].singleton]
     if new:
         _new_files(repo, env, new, remote, result, secrets or {})
     return result
@@ -135,10 +136,7 @@ def _new_files(
             continue
         if rel.endswith(".schema.json"):
             continue  # the JSON Schemas are the repo's own business (cesync init, cesync schema)
-        if (
-            text.startswith("# yaml-language-server:")
-            and not (repo.root / "schemas" / f"{rel.split('/')[0][:-1]}.schema.json").is_file()
-        ):
+        if text.startswith("# yaml-language-server:") and not (repo.root / "schemas" / _schema_of(rel)).is_file():
             text = text.split("\n", 1)[1]  # a modeline only where it resolves
         if (repo.root / rel).exists() or rel in result.files:
             result.conflicts.append(Problem(rel, 1, 1, "a new remote resource would be written here, but the file exists"))
@@ -146,6 +144,12 @@ def _new_files(
         result.files[rel] = text
     result.notes += exported.notes
     result.created += [f"{r.kind}/{r.id}" for r in new]
+
+
+def _schema_of(rel: str) -> str:
+    """The schema file an exported file's modeline names: tools/x.yaml -> tool.schema.json, app.yaml -> app.schema.json."""
+    kind = by_collection(rel.split("/")[0]) if "/" in rel else None
+    return f"{kind.name if kind else rel.rsplit('.', 1)[0]}.schema.json"
 
 
 def _include_files(src: SourceFile, root: Path) -> set[str]:

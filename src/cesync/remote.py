@@ -1,11 +1,12 @@
-"""Reading an app: one request per page of each kind, all kinds at once."""
+"""Reading an app: the app itself and one request per page of each kind, all at once."""
 
 from __future__ import annotations
 
 import asyncio
 
 from .client import CesClient
-from .kinds import KINDS
+from .client.apps import get_app
+from .kinds import APP, KINDS
 from .resource import Resource
 
 __all__ = ["list_app", "read_remote"]
@@ -19,6 +20,12 @@ async def list_app(client: CesClient, parent: str) -> dict[str, list[Resource]]:
 
 
 async def read_remote(client: CesClient, parent: str) -> list[Resource]:
-    """The resources cesync manages, in registry order."""
-    listed = await list_app(client, parent)
-    return [r for kind, items in listed.items() for r in items if KINDS[kind].managed(r.body)]
+    """The resources cesync manages, in registry order; the app first when it exists, nothing when it does not."""
+    app, listed = await asyncio.gather(get_app(client, parent), list_app(client, parent), return_exceptions=True)
+    if isinstance(app, BaseException):
+        raise app
+    if app is None:
+        return []  # no app, nothing in it (the lists' NOT_FOUND says the same)
+    if isinstance(listed, BaseException):
+        raise listed
+    return [Resource(APP, APP, app)] + [r for kind, items in listed.items() for r in items if KINDS[kind].managed(r.body)]

@@ -23,7 +23,7 @@ from .config import Config
 from .environments import VAR_ENV_PREFIX, EnvTarget, resolve_env
 from .errors import ConfigError, Problem
 from .kinds import KINDS
-from .loading import CONFIG_FILE, SourceFile, error_owner, load_sources, parse_file, pydantic_problem, validate_model
+from .loading import CONFIG_FILE, SourceFile, clean_loc, error_owner, load_sources, parse_file, pydantic_problem, validate_model
 from .models import TOOL_TYPES
 from .references import Ref, cycles, names_in
 from .resource import ID_RE, Position, Resource
@@ -145,8 +145,10 @@ def _render_file(
         if memo is not None:
             memo[(src.kind, src.id)] = (key, env.parent if used_parent else None, rendered)
     body, problems, checked, expanded, ref_paths = rendered
+    deferrable = KINDS[src.kind].deferrable
     for path, target in names_in(expanded, env.parent):
-        if target in known:  # positioned at the {ref:} itself when the name came from one
+        # A reference in a field the create may leave for a later patch closes no impossible cycle (order.py).
+        if target in known and not (path and path[0] in deferrable):  # positioned at the {ref:} when it came from one
             at = partial(doc.problem, (*path, "ref") if path in ref_paths else path, "")
             edges.append(Ref((src.kind, src.id), target, at))
     problems = [doc.problem(p, m) for p, m in missing] + problems
@@ -180,10 +182,12 @@ def _checked(root: Path, src: SourceFile, data: Any, parent: str, known: set[tup
         # A misspelt key already explains a missing field (or tool type) of the same mapping: one problem, not two.
         misspelt = {f.path[:-1] for f in findings if f.key}
         errors = [e for e in errors if not (e["type"] in ("missing", "oneof_missing") and error_owner(e) in misspelt)]
+        # A {ref:} that named nothing was reported where it stands: not again as an empty value.
+        errors = [e for e in errors if clean_loc(e) not in expander.failed_refs]
         return done[0], (None, problems + [pydantic_problem(e, doc) for e in errors], [], done[1], done[2])
     if problems:
         return done[0], (None, problems, [], done[1], done[2])
-    body = obj.model_dump(mode="json", exclude_none=True)
+    body = obj.model_dump(mode="json", exclude_none=True, by_alias=True)  # "schema", not pydantic's "schema_"
     return done[0], (body, [], [_finding(f, doc, includes) for f in check_body(src.kind, body)], done[1], done[2])
 
 

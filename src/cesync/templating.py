@@ -88,6 +88,7 @@ class Expander:
     includes: dict[Path_, tuple[str, int]] = field(default_factory=dict)
     ref_paths: set[Path_] = field(default_factory=set)  # where a {ref:} was replaced by a name
     used_parent: bool = False  # a ref named the app: the result differs per environment
+    failed_refs: set[Path_] = field(default_factory=set)  # where a {ref:} was reported and left empty
 
     def expand(self, data: Any, path: Path_ = ()) -> Any:
         if isinstance(data, list):
@@ -112,6 +113,7 @@ class Expander:
         if len(parts) != 2 or parts[0] not in ref_collections() or not ID_RE.match(parts[1]):
             shapes = spoken((f"{c}/<id>" for c in ref_collections()), "or")
             self.problems.append(self.doc.problem(at, f"ref must be {shapes}; got {target!r}"))
+            self.failed_refs.add(at[:-1])
             return None
         found = by_collection(parts[0])  # None: a collection refs may name but cesync does not manage
         kind = found.name if found else None
@@ -119,6 +121,7 @@ class Expander:
         if kind is not None and (kind, parts[1]) not in self.known:
             ids = sorted(i for k, i in self.known if k == kind)
             self.problems.append(self.doc.problem(at, f"ref {target!r} names no {kind} of this repo{suggest(parts[1], ids)}"))
+            self.failed_refs.add(at[:-1])
             return None
         self.used_parent = True
         return f"{self.parent}/{target}"

@@ -17,14 +17,14 @@ from .client import connect
 from .client.api import CesClient, RetryPolicy
 from .client.connect import endpoint_for
 from .documents import parse_document
-from .errors import CesyncError, ConfigError, PlanFileError
+from .errors import CesyncError, ConfigError, NotFound, PlanFileError
 from .export import ExportedRepo, export_repo, modeline
 from .files import write_tree
-from .kinds import KINDS
+from .kinds import APP, KINDS, by_collection
 from .models import TOOL_TYPES
 from .plan import Plan, build_plan, desired_digest, masked, narrow, safety_refusal
 from .remote import list_app, read_remote
-from .repo import EnvTarget, Repo, load_repo
+from .repo import ID_RE, EnvTarget, Repo, load_repo
 from .resource import Resource
 from .sensitive import KEY_ENV, field_paths, new_salt, plan_key, remember, same, seal
 from .targets import resolve_targets, target_keys
@@ -120,6 +120,7 @@ async def make_plan(
         prune=ctx.env.prune if prune is None else prune,
         targets=selected,
         sensitive=ctx.hidden,
+        app_body=app_to_create(ctx.env, remote),
     )
     safety = ctx.repo.config.safety
     plan = replace(
@@ -128,6 +129,11 @@ async def make_plan(
         refused=safety_refusal(plan, safety.maxChangeFraction, safety.minResources),
     )
     return seal_plan(plan, ctx, salt or new_salt())
+
+
+def app_to_create(env: EnvTarget, remote: list[Resource]) -> dict[str, Any] | None:
+    """The app's body when it does not exist and the repo has no app.yaml: its id as display name."""
+    return None if any(r.kind == APP for r in remote) else {"displayName": env.app}
 
 
 def seal_plan(plan: Plan, ctx: Context, salt: str) -> Plan:
@@ -153,7 +159,15 @@ async def narrow_saved(
     remote = await read_remote(client, ctx.env.parent)
     known = {(d.kind, d.id) for d in ctx.desired} | {(r.kind, r.id) for r in remote}
     selected = target_keys(resolve_targets(targets or (), known))
-    fresh = build_plan(ctx.env.name, ctx.env.parent, ctx.desired, remote, prune=saved.prune, sensitive=ctx.hidden)
+    fresh = build_plan(
+        ctx.env.name,
+        ctx.env.parent,
+        ctx.desired,
+        remote,
+        prune=saved.prune,
+        sensitive=ctx.hidden,
+        app_body=app_to_create(ctx.env, remote),
+    )
     fresh = seal_plan(fresh, ctx, saved.sensitive.salt or new_salt())
     present = {f"{r.kind}/{r.id}" for r in remote} | {f"{d.kind}/{d.id}" for d in ctx.desired}
     gone = frozenset(c.key for c in saved.changes if c.action == "delete" and c.key not in present)
@@ -225,6 +239,8 @@ async def export_app(
 ) -> tuple[ExportedRepo, list[Resource]]:
     """Read the app and turn it into repo files (see export.py); targets limit it to some resources."""
     remote = await read_remote(client, env.parent)
+    if not remote:
+        raise CesyncError(f"the app {env.parent} does not exist (check project, location and app); nothing was written")
     selected = resolve_targets(targets, {(r.kind, r.id) for r in remote})
     if selected is not None:
         remote = [r for r in remote if (r.kind, r.id) in selected]
@@ -259,7 +275,37 @@ def plan_folder(
     remember(secrets.values())
     desired = repo.render(env)
     hidden = sensitive_fields(repo, env, desired, secrets)
-    return build_plan(env.name, env.parent, desired, remote, prune=prune, sensitive=hidden)
+    return build_plan(env.name, env.parent, desired, remote, prune=prune, sensitive=hidden, app_body=app_to_create(env, remote))
+
+
+# --- versions ---------------------------------------------------------------------------------
+
+
+async def restore_plan(client: CesClient, env: EnvTarget, version: str) -> tuple[str, Plan]:
+    """The version's full name and, as a plan, what restoring it would change in the app now.
+
+    A version's snapshot holds the app's settings, agents, tools, toolsets, guardrails and
+    examples (not deployments): compared with the app, deletes included.
+    """
+    name = version if version.startswith(env.parent + "/versions/") else f"{env.parent}/versions/{version}"
+    if ("/" in version and name != version) or not ID_RE.match(name.rsplit("/", 1)[-1]):
+        raise CesyncError(f"{version!r} is not a version of {env.parent}; 'cesync versions' lists them")
+    try:
+        found = await client.get(name)
+    except NotFound:
+        raise CesyncError(f"no version {version!r} in {env.parent}; 'cesync versions' lists them") from None
+    snapshot = found.get("snapshot") if isinstance(found.get("snapshot"), dict) else {}
+    assert isinstance(snapshot, dict)
+    wanted = [Resource(APP, APP, snapshot["app"])] if isinstance(snapshot.get("app"), dict) else []
+    for collection, items in snapshot.items():
+        kind = by_collection(collection)
+        if kind is not None and isinstance(items, list):
+            wanted += [Resource(kind.name, str(b.get("name", "")).rsplit("/", 1)[-1], b) for b in items if kind.managed(b)]
+    remote = [r for r in await read_remote(client, env.parent) if r.kind == APP or r.kind in SNAPSHOT_KINDS]
+    return name, build_plan(env.name, env.parent, wanted, remote, prune=True)
+
+
+SNAPSHOT_KINDS = ("tool", "toolset", "agent", "guardrail", "example")  # what an AppSnapshot holds
 
 
 # --- running tools ----------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from google.auth.credentials import AnonymousCredentials
 from google.cloud import ces_v1
 from google.protobuf import field_mask_pb2
 
-from cesync.archive import find_app_root, read_archive
+from cesync.archive import ARCHIVE_APP, find_app_root, read_archive
 from cesync.emulator.server import BackgroundServer
 
 LOCATION = "projects/p/locations/us"
@@ -224,8 +224,11 @@ def test_export_import_round_trip(client: ces_v1.AgentServiceClient, tmp_path: P
     assert "exported/tools/lookup/python_function/python_code.py" in names and '"rootAgent": "root"' in app_json
 
     read = read_archive(find_app_root(tmp_path))  # what `cesync import-archive` reads
-    assert [(r.kind, r.id) for r in read.resources] == [("tool", "lookup")]
+    assert [(r.kind, r.id) for r in read.resources] == [("tool", "lookup"), ("agent", "root"), ("app", "app")]
     assert read.resources[0].body["pythonFunction"]["pythonCode"] == CODE
+    agent = read.resources[1].body  # short names back to full ones (import-archive writes them as refs)
+    assert agent["tools"] == [f"{ARCHIVE_APP}/tools/lookup", f"{ARCHIVE_APP}/tools/end_session"]
+    assert read.resources[2].body["rootAgent"] == f"{ARCHIVE_APP}/agents/root"
 
     imported = client.import_app(
         request=ces_v1.ImportAppRequest(parent=LOCATION, app_content=content, app_id="copy", display_name="Copy")

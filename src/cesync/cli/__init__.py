@@ -83,6 +83,9 @@ def handled(fn: F) -> F:
         except click.ClickException:
             raise
         except Exception as exc:  # a bug: still no traceback unless asked for
+            if "KeyboardInterrupt" in str(exc):  # pydantic-core reports a Ctrl-C inside a model build as SchemaError
+                err("interrupted")
+                sys.exit(EXIT_INTERRUPTED)
             if os.environ.get("CESYNC_DEBUG"):
                 import traceback
 
@@ -114,7 +117,7 @@ def _exit_130_on_interrupt() -> Iterator[None]:
 
 # Each command's module and the first line of its help, so that `cesync --help` and a
 # command run import only what they use (tests/test_cli_lazy.py keeps this table true).
-MODULES = ("adopt", "ci", "core", "serve", "sync", "tools")
+MODULES = ("adopt", "ci", "core", "serve", "sync", "tools", "versions")
 COMMANDS: dict[str, tuple[str, str]] = {
     "apply": ("core", "Make the app match the repo: creates, updates and (with --prune) deletes."),
     "comment": ("ci", "Keep one sticky plan comment per environment and app on the pull/merge request."),
@@ -130,11 +133,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "matrix": ("ci", "List every (app folder, environment) under ROOT as JSON, for a CI matrix."),
     "plan": ("core", "Show what apply would change in the app, with the etags seen."),
+    "rollback": (
+        "versions",
+        "Show what restoring VERSION (an id from 'cesync versions') would change, then restore it (RestoreAppVersion).",
+    ),
     "pull": ("sync", "Write the app's state of managed resources back into the files that define them."),
     "schema": ("core", "Write JSON Schemas for tool files, toolset files and cesync.yaml."),
     "show": ("core", "Render a saved plan (text, json or markdown)."),
     "test": ("tools", "Run the tool tests in tests/*.yaml against the environment's app."),
     "validate": ("core", "Check every file offline; report each problem as file:line:col."),
+    "versions": ("versions", "List the app's versions, newest first (make one with 'apply --snapshot')."),
 }
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from ..archive import extract_zip, find_app_root, read_archive
+from ..archive import extract_zip, find_app_root, read_archive, retarget
 from ..client import connect
 from ..client.connect import endpoint_for
 from ..config import EMBEDDED, ENV_NAME
@@ -155,7 +155,8 @@ def import_archive(source: Path, out: Path, env_name: str, app_name: str | None,
         app_name, endpoint = f"projects/local/locations/us/apps/{slug}", EMBEDDED
     env = target_for_app(env_name, app_name, endpoint, contents.variables)
     config_text = config_for(env)
-    exported = export_repo(contents.resources, parent=env.parent, variables=env.vars, urls={}, config_text=config_text)
+    resources = retarget(contents, env.parent)
+    exported = export_repo(resources, parent=env.parent, variables=env.vars, urls={}, config_text=config_text)
     checked: list[Plan] = []
     # The result must load and validate before it is moved into place.
     write_tree(out, exported.files, force=force, verify=lambda staged: checked.append(plan_folder(staged, env.name, [])))
@@ -215,5 +216,7 @@ def diff_cmd(
 
 
 def _counts(kinds: list[str]) -> str:
-    """``3 tools and 1 toolsets``: every kind, in registry order."""
-    return spoken(f"{kinds.count(k)} {KINDS[k].collection}" for k in KINDS)
+    """``3 tools and 1 toolsets``; ``the app's settings, 3 tools, 2 agents and 1 examples``: what there is, in registry order."""
+    parts = [f"{kinds.count(k)} {KINDS[k].collection}" for k in KINDS if k in kinds and not KINDS[k].singleton]
+    app = ["the app's settings"] if any(KINDS[k].singleton for k in kinds) else []
+    return spoken([*app, *parts]) if app or parts else "no resources"

@@ -233,6 +233,11 @@ def show(planfile: Path, fmt: str) -> None:
 @click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True, help="How to report the result."
 )
+@click.option(
+    "--snapshot",
+    is_flag=True,
+    help="After a successful apply that changed something, create an app version named after the git commit.",
+)
 @var_options
 @handled
 def apply(
@@ -247,6 +252,7 @@ def apply(
     allow_mass_change: bool,
     targets: tuple[str, ...],
     fmt: str,
+    snapshot: bool,
     var_pairs: tuple[str, ...],
     var_files: tuple[Path, ...],
 ) -> None:
@@ -272,6 +278,8 @@ def apply(
             if fmt == "text" and saved is None:
                 print_plan(current, "text")
             if not current.has_changes:
+                if snapshot and fmt == "text":
+                    out("No changes: no version created (--snapshot marks applies that changed the app).")
                 if fmt == "json":
                     out(json.dumps(ApplyResult(current.environment, current.app).to_dict(), indent=2))
                 return None
@@ -281,7 +289,15 @@ def apply(
                     raise CesyncError("no terminal to confirm on: pass --auto-approve to apply without asking")
                 if not click.confirm(f"Apply {summary(current.counts())} to '{current.environment}'?", default=False):
                     raise CesyncError("apply cancelled; nothing was changed")
-            return await _run_apply(client, current, parallelism, force_delete, fmt)
+            result = await _run_apply(client, current, parallelism, force_delete, fmt)
+            if snapshot and result.ok:
+                from ..snapshot import take_snapshot
+
+                version = await take_snapshot(client, ctx.env, ctx.repo.root)
+                if fmt == "text":
+                    out(f"Snapshot: version {version['name'].rsplit('/', 1)[-1]} ({version.get('displayName', '')}).")
+                result.snapshot = str(version.get("name", ""))
+            return result
 
     result = asyncio.run(run())
     if result is None:

@@ -1,0 +1,78 @@
+"""versions, rollback: the app's versions (snapshots) and restoring one."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from ..errors import CesyncError
+from . import dir_option, endpoint_option, env_option, format_option, handled, main, out, print_plan
+
+
+@main.command()
+@dir_option
+@env_option
+@endpoint_option
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True, help="How to list them.")
+@handled
+def versions(directory: Path, env_name: str | None, endpoint: str | None, fmt: str) -> None:
+    """List the app's versions, newest first (make one with 'apply --snapshot')."""
+    from ..client import connect
+    from ..client.apps import list_versions
+    from ..repo import load_repo
+
+    repo = load_repo(directory, resources=False)
+    env = repo.env(env_name)
+
+    async def run() -> list[dict[str, object]]:
+        async with connect(env, repo.root, override=endpoint) as client:
+            return await list_versions(client, env.parent)
+
+    found = asyncio.run(run())
+    if fmt == "json":
+        out(json.dumps([{k: v for k, v in x.items() if k != "snapshot"} for x in found], indent=2))
+        return
+    if not found:
+        out(f"no versions of {env.parent} (make one with 'cesync apply --snapshot')")
+        return
+    for v in found:
+        rid = str(v.get("name", "")).rsplit("/", 1)[-1]
+        out(f"{rid}  {v.get('createTime', '-')}  {v.get('displayName', '')}".rstrip())
+
+
+@main.command()
+@click.argument("version")
+@dir_option
+@env_option
+@endpoint_option
+@click.option("--yes", "yes", is_flag=True, help="Restore without asking for confirmation (required without a terminal).")
+@format_option
+@handled
+def rollback(directory: Path, env_name: str | None, endpoint: str | None, version: str, yes: bool, fmt: str) -> None:
+    """Show what restoring VERSION (an id from 'cesync versions') would change, then restore it (RestoreAppVersion)."""
+    from ..client import connect
+    from ..client.apps import restore_version
+    from ..repo import load_repo
+    from ..workflow import restore_plan
+
+    repo = load_repo(directory, resources=False)
+    env = repo.env(env_name)
+
+    async def run() -> bool:
+        async with connect(env, repo.root, override=endpoint) as client:
+            name, preview = await restore_plan(client, env, version)
+            print_plan(preview, fmt)
+            if not yes:
+                if not sys.stdin.isatty():
+                    raise CesyncError("no terminal to confirm on: pass --yes to restore without asking")
+                if not click.confirm(f"Restore {version} to '{env.name}'?", default=False):
+                    raise CesyncError("rollback cancelled; nothing was changed")
+            await restore_version(client, name)
+            return True
+
+    asyncio.run(run())
+    out(f"Restored {version} to {env.parent}. The repo may say otherwise: 'cesync plan' shows the difference.")

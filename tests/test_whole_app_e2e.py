@@ -1,0 +1,204 @@
+"""The whole app as code (#16), end to end against the emulator over HTTP, read back with Google's client.
+
+The example applies from nothing (the app included), plans empty, sees an agent edited by
+hand as drift, removes a tool together with the references to it in one apply, exports to a
+repo that plans empty; new agents that name each other are created then patched; versions
+and rollback restore a snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from google.api_core.client_options import ClientOptions
+from google.auth.credentials import AnonymousCredentials
+from google.cloud import ces_v1
+from google.protobuf import field_mask_pb2
+
+from cesync.emulator.server import BackgroundServer
+from tests.conftest import EXAMPLES
+from tests.helpers import cesync_in_process as cesync
+from tests.helpers import make_repo
+
+PARENT = "projects/local/locations/us/apps/support-bot"
+
+
+@pytest.fixture
+def server() -> Iterator[BackgroundServer]:
+    with BackgroundServer(auto_create_apps=False, operation_delay=0.05) as s:
+        yield s
+
+
+@pytest.fixture
+def google(server: BackgroundServer) -> ces_v1.AgentServiceClient:
+    return ces_v1.AgentServiceClient(
+        credentials=AnonymousCredentials(), transport="rest", client_options=ClientOptions(api_endpoint=server.url)
+    )
+
+
+@pytest.fixture
+def bot(tmp_path: Path) -> Path:
+    dst = tmp_path / "support-bot"
+    shutil.copytree(EXAMPLES / "support-bot", dst, ignore=shutil.ignore_patterns(".cesync"))
+    return dst
+
+
+def run(*args: str, ok: tuple[int, ...] = (0,)) -> str:
+    r = cesync(*args)
+    assert r.returncode in ok, r.stdout + r.stderr
+    return r.stdout + r.stderr
+
+
+def plan_json(repo: Path, url: str, *extra: str) -> dict[str, object]:
+    r = cesync("plan", "--dir", str(repo), "--env", "local", "--endpoint", url, "--format", "json", *extra)
+    assert r.returncode == 0, r.stderr
+    data: dict[str, object] = json.loads(r.stdout)
+    return data
+
+
+def keys(plan: dict[str, object]) -> list[tuple[str, str]]:
+    changes = plan["changes"]
+    assert isinstance(changes, list)
+    return [(c["action"], f"{c['kind']}/{c['id']}") for c in changes]
+
+
+def test_the_example_applies_from_nothing_and_round_trips(
+    bot: Path, tmp_path: Path, server: BackgroundServer, google: ces_v1.AgentServiceClient
+) -> None:
+    url = server.url
+    first = keys(plan_json(bot, url))
+    assert first[0] == ("create", "app/app")  # the app does not exist yet: created first
+    assert {a for a, _ in first} == {"create"} and len(first) == 21
+    order = [k for _, k in first]
+    # what is named exists first; examples and deployments come last
+    assert order.index("agent/billing") < order.index("agent/support") < order.index("guardrail/prompt-safety")
+    assert order.index("tool/refund-policy") < order.index("agent/billing") < order.index("tool/billing-agent")
+    assert set(order[-2:]) == {"example/refund-question", "deployment/web"}
+
+    out = run("apply", "--dir", str(bot), "--env", "local", "--endpoint", url, "--auto-approve")
+    assert "21 created" in out
+    run("plan", "--dir", str(bot), "--env", "local", "--endpoint", url, "--detailed-exitcode")
+
+    app = google.get_app(name=PARENT)
+    assert app.display_name == "Acme support" and app.root_agent == f"{PARENT}/agents/support"
+    assert list(app.guardrails) == [f"{PARENT}/guardrails/prompt-safety"]
+    support = google.get_agent(name=f"{PARENT}/agents/support")
+    assert f"{PARENT}/tools/refund-policy" in support.tools and list(support.child_agents) == [f"{PARENT}/agents/billing"]
+    assert support.toolsets[0].toolset == f"{PARENT}/toolsets/catalog"
+    assert support.transfer_rules[0].child_agent == f"{PARENT}/agents/billing"
+    assert {g.name.rsplit("/", 1)[1] for g in google.list_guardrails(parent=PARENT)} == {"no-card-numbers", "prompt-safety"}
+    example = google.get_example(name=f"{PARENT}/examples/refund-question")
+    assert example.entry_agent == f"{PARENT}/agents/support"
+    assert example.messages[1].chunks[0].tool_call.tool == f"{PARENT}/tools/refund-policy"
+    assert google.get_deployment(name=f"{PARENT}/deployments/web").display_name == "Web chat"
+
+    # an agent edited by hand is drift: planned back
+    support.instruction = "edited in the console"
+    google.update_agent(agent=support, update_mask=field_mask_pb2.FieldMask(paths=["instruction"]))
+    drift = plan_json(bot, url)
+    assert keys(drift) == [("update", "agent/support")]
+    changes = drift["changes"]
+    assert isinstance(changes, list) and changes[0]["update_mask"] == ["instruction"]
+    run("apply", "--dir", str(bot), "--env", "local", "--endpoint", url, "--auto-approve")
+
+    # export: a repo that plans empty, agents and the app included
+    exported = tmp_path / "exported"
+    run("export", "--dir", str(bot), "--env", "local", "--endpoint", url, "--out", str(exported))
+    assert "rootAgent: {ref: agents/support}" in (exported / "app.yaml").read_text()
+    assert "{ref: agents/billing}" in (exported / "agents" / "support.yaml").read_text()
+    run("plan", "--dir", str(exported), "--env", "local", "--endpoint", url, "--detailed-exitcode")
+
+
+def test_removing_a_tool_removes_its_references_first_in_the_same_apply(
+    bot: Path, server: BackgroundServer, google: ces_v1.AgentServiceClient
+) -> None:
+    url = server.url
+    run("apply", "--dir", str(bot), "--env", "local", "--endpoint", url, "--auto-approve")
+    (bot / "tools" / "refund-policy.yaml").unlink()
+    for rel in ("agents/support.yaml", "agents/billing.yaml"):
+        path = bot / rel
+        path.write_text(path.read_text().replace("  - {ref: tools/refund-policy}\n", ""))
+    example = bot / "examples" / "refund-question.yaml"
+    example.write_text(example.read_text().replace("{ref: tools/refund-policy}", "{ref: tools/order-status}"))
+    plan = plan_json(bot, url, "--prune")
+    assert keys(plan)[-1] == ("delete", "tool/refund-policy")
+    assert {k for a, k in keys(plan) if a == "update"} == {"agent/support", "agent/billing", "example/refund-question"}
+    out = run("apply", "--dir", str(bot), "--env", "local", "--endpoint", url, "--auto-approve", "--prune")
+    assert "1 deleted, 0 failed" in out
+    assert all("refund-policy" not in t.name for t in google.list_tools(parent=PARENT))
+    run("plan", "--dir", str(bot), "--env", "local", "--endpoint", url, "--prune", "--detailed-exitcode")
+
+
+CYCLE = {
+    "agents/a.yaml": "displayName: A\nllmAgent: {}\nchildAgents: [{ref: agents/b}]\n",
+    "agents/b.yaml": (
+        "displayName: B\nllmAgent: {}\n"
+        "transferRules: [{childAgent: {ref: agents/a}, direction: CHILD_TO_PARENT, disablePlannerTransfer: "
+        "{expressionCondition: {expression: 'true'}}}]\n"
+    ),
+    "app.yaml": "displayName: Cyclic\nrootAgent: {ref: agents/a}\n",
+}
+
+
+def test_new_agents_naming_each_other_are_created_then_patched(
+    tmp_path: Path, server: BackgroundServer, google: ces_v1.AgentServiceClient
+) -> None:
+    repo = make_repo(tmp_path, CYCLE)
+    url = server.url
+    r = cesync("validate", "--dir", str(repo))
+    assert r.returncode == 0, r.stderr  # a cycle through child agents / transfer rules is no error
+    plan = plan_json(repo, url)
+    changes = plan["changes"]
+    assert isinstance(changes, list)
+    deferred = {f"{c['kind']}/{c['id']}": c["deferred"] for c in changes if c["deferred"]}
+    assert deferred["app/app"] == ["rootAgent"]  # the app first, its root agent once that exists
+    assert len([k for k in deferred if k.startswith("agent/")]) == 1
+    run("apply", "--dir", str(repo), "--env", "local", "--endpoint", url, "--auto-approve")
+    parent = "projects/p/locations/us/apps/a"
+    assert list(google.get_agent(name=f"{parent}/agents/a").child_agents) == [f"{parent}/agents/b"]
+    assert google.get_agent(name=f"{parent}/agents/b").transfer_rules[0].child_agent == f"{parent}/agents/a"
+    assert google.get_app(name=parent).root_agent == f"{parent}/agents/a"
+    run("plan", "--dir", str(repo), "--env", "local", "--endpoint", url, "--detailed-exitcode")
+
+
+def test_a_cycle_through_required_fields_is_refused_by_validate(tmp_path: Path) -> None:
+    files = {
+        "tools/t.yaml": "agentTool: {name: t, description: d, agent: {ref: agents/a}}\n",
+        "guardrails/g.yaml": "displayName: G\nllmPromptSecurity: {defaultSettings: {}}\n",
+        "agents/a.yaml": "displayName: A\nllmAgent: {}\ntools: [{ref: tools/t}]\n",
+    }
+    repo = make_repo(tmp_path, files)
+    assert cesync("validate", "--dir", str(repo)).returncode == 0  # agents' tools may wait for a patch
+
+
+def test_snapshot_versions_and_rollback(bot: Path, server: BackgroundServer, google: ces_v1.AgentServiceClient) -> None:
+    url = server.url
+    common = ("--dir", str(bot), "--env", "local", "--endpoint", url)
+    out = run("apply", *common, "--auto-approve", "--snapshot")
+    assert "Snapshot: version" in out
+    listed = run("versions", *common)
+    version = listed.split()[0]
+    assert "cesync apply" in listed and len(listed.splitlines()) == 1
+
+    # change the app after the snapshot, then roll back to it
+    agent = bot / "agents" / "billing.yaml"
+    agent.write_text(agent.read_text().replace("Explain charges", "Explain every charge"))
+    run("apply", *common, "--auto-approve")
+    preview = cesync("rollback", version, *common)  # no terminal, no --yes: shows, then refuses
+    assert preview.returncode == 1 and "~ agent billing" in preview.stdout and "--yes" in preview.stderr
+    assert "Explain every charge" in google.get_agent(name=f"{PARENT}/agents/billing").instruction
+    run("rollback", version, *common, "--yes")
+    assert "Explain charges" in google.get_agent(name=f"{PARENT}/agents/billing").instruction
+    drift = plan_json(bot, url)
+    assert keys(drift) == [("update", "agent/billing")]  # the repo still says otherwise
+
+
+def test_rollback_of_an_unknown_version_is_a_clear_error(bot: Path, server: BackgroundServer) -> None:
+    url = server.url
+    run("apply", "--dir", str(bot), "--env", "local", "--endpoint", url, "--auto-approve")
+    r = cesync("rollback", "nope", "--dir", str(bot), "--env", "local", "--endpoint", url, "--yes")
+    assert r.returncode == 1 and "no version 'nope'" in r.stderr and "Traceback" not in r.stderr
