@@ -280,3 +280,27 @@ def test_scrapi_request_is_what_scrapi_sends(variables: Any, context: Any, sent:
     from cesync.tooltests.scrapi import app_variables, scrapi_request
 
     assert scrapi_request(variables, context, app_variables(APP_VARIABLES)) == sent
+
+
+def test_scrapi_values_are_read_as_pyyaml_reads_them(tmp_path: Path) -> None:
+    """cxas-scrapi loads test files with PyYAML (YAML 1.1): a scrapi-format case means what it means there."""
+    from cesync.tooltests import load_tests
+
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "t.yaml").write_text(
+        "tests:\n"
+        "  - name: yaml 1.1\n"
+        "    tool: t\n"
+        "    agrs: {flag: yes, minutes: 1:20, octal: 012, text: 0o12}\n"
+        "    variables: {mode: on}\n"
+        "    expectations:\n"
+        "      response:\n"
+        "        - {path: $.result.ok, operator: equals, value: yes}\n"
+        "  - name: cesync's own format keeps YAML 1.2\n"
+        "    toolCall: {tool: t, args: {flag: yes}}\n"
+        "    toolResponse: {response: {}}\n"
+    )
+    scrapi_case, native = load_tests(tmp_path)
+    assert scrapi_case.args == {"flag": True, "minutes": 80, "octal": 10, "text": "0o12"}
+    assert scrapi_case.variables == {"mode": True} and scrapi_case.checks[0].value is True
+    assert native.args == {"flag": "yes"}

@@ -250,7 +250,8 @@ pythonFunction:
   pythonCode: |
     def tiers(x: int = 0) -> dict:
         \"\"\"Shows the variables it was given.\"\"\"
-        return {"tier": context.variables.get("tier"), "region": context.variables.get("region"), "n": len(context.variables)}
+        v = context.variables
+        return {"tier": v.get("tier"), "region": v.get("region"), "n": len(v), "x": x}
 """
 VARIABLES_TESTS = """\
 tests:
@@ -289,6 +290,13 @@ tests:
     expectations:
       response:
         - {path: $.result.n, operator: equals, value: 2}
+  - name: values are YAML 1.1 as scrapi reads them (012 is octal, yes is true)
+    tool: tiers
+    args: {x: 012}
+    expectations:
+      response:
+        - {path: $.result.x, operator: equals, value: 10}
+        - {path: $.result.x, operator: greater_than, value: no}
   - name: an expectation that fails in both
     tool: tiers
     expectations:

@@ -7,11 +7,13 @@ not left to pydantic's own messages, so each one says what to write instead).
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
-from dataclasses import field
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Any
 
+import yaml
 from jsonpath_ng.exceptions import JsonPathParserError
 from jsonpath_ng.parser import parse as jsonpath  # cxas-scrapi's parser (jsonpath_ng.parse), not the extended one
 from pydantic.dataclasses import dataclass
@@ -85,7 +87,7 @@ def load_tests(root: Path, pattern: str | None = None) -> list[Case]:
         if isinstance(doc, Problem):
             problems.append(doc)
             continue
-        cases += _cases(doc, problems)
+        cases += _cases(doc, problems, text if isinstance(text, str) else "")
     if problems:
         raise ConfigError(problems)
     names = [c.id for c in cases]
@@ -97,7 +99,7 @@ def load_tests(root: Path, pattern: str | None = None) -> list[Case]:
     return cases
 
 
-def _cases(doc: Document, problems: list[Problem]) -> list[Case]:
+def _cases(doc: Document, problems: list[Problem], text: str = "") -> list[Case]:
     data = doc.data
     if not isinstance(data, dict) or not isinstance(data.get("tests"), list):
         problems.append(doc.problem((), "a test file is a mapping with a 'tests' list"))
@@ -114,10 +116,49 @@ def _cases(doc: Document, problems: list[Problem]) -> list[Case]:
             problems += found
             continue
         case = _native(doc, raw, at, found) if "toolCall" in raw else _scrapi(doc, raw, at, found)
+        if case is not None and case.style == "cxas-scrapi" and not found:
+            case = _as_scrapi_reads(doc, case, text, i, found)
         problems += found
         if case is not None and not found:
             out.append(case)
     return out
+
+
+@functools.lru_cache(maxsize=16)
+def _pyyaml(text: str) -> Any:
+    """A test file as cxas-scrapi loads it (``yaml.safe_load``), once per file; callers must not modify it."""
+    return yaml.safe_load(text)
+
+
+def _as_scrapi_reads(doc: Document, case: Case, text: str, index: int, found: list[Problem]) -> Case:
+    """The case's values as cxas-scrapi reads them: PyYAML's YAML 1.1 (``yes`` is true, ``1:20`` is 80, ``012`` octal)."""
+    try:
+        data = _pyyaml(text)
+    except yaml.YAMLError as exc:
+        found.append(doc.problem((), f"cxas-scrapi reads test files with PyYAML, which cannot read this one: {exc}"))
+        return case
+    raw = data["tests"][index] if isinstance(data, dict) and isinstance(data.get("tests"), list) else None
+    if not isinstance(raw, dict):
+        return case
+    variables = raw.get("variables")
+    if isinstance(variables, list):
+        variables = {n: None for n in variables if isinstance(n, str)}
+    expectations: dict[str, Any] = raw["expectations"] if isinstance(raw.get("expectations"), dict) else {}
+
+    def values(key: str, checks: tuple[Expectation, ...]) -> tuple[Expectation, ...]:
+        items: list[Any] = expectations[key] if isinstance(expectations.get(key), list) else []
+        return tuple(
+            replace(e, value=item.get("value")) if isinstance(item, dict) else e for e, item in zip(checks, items, strict=False)
+        )
+
+    return replace(
+        case,
+        args=raw.get("args", raw.get("agrs")) or {},
+        variables=variables if isinstance(variables, dict) else case.variables,
+        context=raw.get("context") if isinstance(raw.get("context"), dict) else case.context,
+        checks=values("response", case.checks),
+        variable_checks=values("variables", case.variable_checks),
+    )
 
 
 def _misspelt_tool_call(raw: dict[str, Any]) -> bool:
