@@ -228,12 +228,26 @@ def test_ctrl_c_at_a_random_moment(repo: Path, seed: int) -> None:
     if code == 0:  # it finished before the signal came
         assert "Apply: 20 created, 1 updated" in out and remaining == []
         return
-    assert code == 130, (delay, errors)
+    assert code == 130, (delay, errors, out)
     if "Interrupted:" in out:  # during apply: running calls finish, the rest is reported
         assert errors == [], errors
     else:
         assert errors == ["interrupted"] and created == 0, (delay, errors, out)
     assert len(remaining) == 21 - created, (delay, out)  # nothing half-applied or unaccounted for
+
+
+@pytest.mark.parametrize(
+    ("code", "guarded"),
+    [
+        ("import cesync", False),  # a library import leaves the program's Ctrl-C alone
+        ("import sys; sys.argv[0] = '/usr/bin/cesync'; import cesync", True),  # the script, before cesync.cli loads
+        ("import sys; sys.argv[0] = '/usr/bin/cesync'; import cesync.cli", False),  # cesync.cli loaded: start-up is over
+    ],
+)
+def test_the_startup_guard_is_only_the_command_lines(code: str, guarded: bool) -> None:
+    probe = f"{code}\nimport signal\nfrom cesync import _interrupted_at_startup as g\nprint(signal.getsignal(signal.SIGINT) is g)"
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert r.stdout.strip() == str(guarded), r.stderr
 
 
 SOURCE = "googleSearchTool:\n  name: src\n  description: Search.\n"

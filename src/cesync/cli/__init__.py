@@ -11,30 +11,18 @@ from __future__ import annotations
 
 import gc
 import os
-import signal
 import sys
 
+from .. import end_startup, guard_startup
 
-def _interrupted_at_startup(signum: int, frame: object) -> None:
-    os.write(2, b"interrupted\n")
-    os._exit(130)
-
-
-def _guard_startup() -> object:
-    try:
-        return signal.signal(signal.SIGINT, _interrupted_at_startup)
-    except ValueError:  # imported outside the main thread: nothing to guard
-        return None
-
-
-_handler_before_startup = _guard_startup()
+_handler_before_startup = guard_startup(cli=True)
 
 import contextlib  # noqa: E402
 import functools  # noqa: E402
 import importlib  # noqa: E402
 from collections.abc import Callable, Iterator  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import TYPE_CHECKING, Any, TypeVar  # noqa: E402
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar  # noqa: E402
 
 import click  # noqa: E402
 
@@ -76,8 +64,7 @@ def handled(fn: F) -> F:
             err(f"error: {exc}")
             sys.exit(EXIT_ERROR)
         except (KeyboardInterrupt, click.exceptions.Abort):
-            err("interrupted")
-            sys.exit(EXIT_INTERRUPTED)
+            _leave_interrupted()
         except click.exceptions.Exit:
             raise
         except click.ClickException:
@@ -111,8 +98,20 @@ def _exit_130_on_interrupt() -> Iterator[None]:
     try:
         yield
     except (KeyboardInterrupt, click.exceptions.Abort):
-        err("interrupted")
-        sys.exit(EXIT_INTERRUPTED)
+        _leave_interrupted()
+
+
+def _leave_interrupted() -> NoReturn:
+    """One line and exit 130. Ctrl-C does nothing from here: a second one (or the first, still
+    pending in the interpreter) would otherwise turn the exit into a KeyboardInterrupt while
+    it unwinds, and the process would die of SIGINT (-2) instead of exiting 130. (A Python
+    no-op handler, not SIG_IGN, which processes started later would inherit.)"""
+    import signal
+
+    with contextlib.suppress(ValueError):  # not the main thread: nothing to change
+        signal.signal(signal.SIGINT, lambda signum, frame: None)
+    err("interrupted")
+    sys.exit(EXIT_INTERRUPTED)
 
 
 # Each command's module and the first line of its help, so that `cesync --help` and a
@@ -198,6 +197,20 @@ def _fewer_collections() -> None:
 @click.version_option(__version__, prog_name="cesync")
 def main() -> None:
     """Manage Google Cloud CES agent tools as code: validate, plan, apply."""
+
+
+def run() -> None:
+    """The ``cesync`` command (and ``python -m cesync.cli``): main, then a clean exit."""
+    try:
+        main()
+    finally:
+        # Leaving with the command's exit code: a Ctrl-C that comes now (the work is done, or
+        # exit 130 is under way) must not kill the process by SIGINT while the interpreter
+        # shuts down, which turns exit 0 or 130 into death by signal (-2).
+        import signal
+
+        with contextlib.suppress(ValueError):
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -305,7 +318,5 @@ def load_plan(path: Path) -> Plan:
     return Plan.from_json(text, str(path))
 
 
-# Start-up is over: from here a Ctrl-C is a KeyboardInterrupt that the commands handle (command
-# modules load later, inside _Main's own interrupt handling).
-if _handler_before_startup is not None and signal.getsignal(signal.SIGINT) is _interrupted_at_startup:
-    signal.signal(signal.SIGINT, _handler_before_startup)  # type: ignore[arg-type]
+# Start-up is over (command modules load later, inside _Main's own interrupt handling).
+end_startup(_handler_before_startup)
