@@ -272,6 +272,22 @@ def test_new_and_gone_resources_dry_run_and_prune(tmp_path: Path, emulator: Back
     plan_is_empty(root, emulator)
 
 
+def test_pull_refuses_an_app_that_does_not_exist(tmp_path: Path) -> None:
+    """A typo in the app's name must not read as "everything is gone": --prune would delete the whole repo."""
+    with BackgroundServer(auto_create_apps=False) as emulator:
+        root = tmp_path / "repo"
+        shutil.copytree(FIXTURES / "pull", root)
+        config = root / "cesync.yaml"
+        config.write_text(config.read_text().replace("app: pull-app ", "app: no-such-app "))
+        before = snapshot(root)
+        for extra in ((), ("--prune",), ("--prune", "--dry-run")):
+            r = CliRunner().invoke(main, ["pull", "--dir", str(root), "--endpoint", emulator.url, *extra])
+            assert r.exit_code == 1, r.output
+            assert "apps/no-such-app does not exist" in r.output and "nothing was written" in r.output
+            assert r.exception is None or isinstance(r.exception, SystemExit)
+        assert snapshot(root) == before
+
+
 def test_target_limits_the_pull(tmp_path: Path, emulator: BackgroundServer) -> None:
     root, parent = fresh_repo(tmp_path, emulator)
     console_edit(emulator, f"{parent}/tools/ask", "clientFunction.description", _set(["clientFunction", "description"], "A"))

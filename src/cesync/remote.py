@@ -6,10 +6,11 @@ import asyncio
 
 from .client import CesClient
 from .client.apps import get_app
+from .errors import CesyncError
 from .kinds import APP, KINDS
 from .resource import Resource
 
-__all__ = ["list_app", "read_remote"]
+__all__ = ["list_app", "read_existing", "read_remote"]
 
 
 async def list_app(client: CesClient, parent: str) -> dict[str, list[Resource]]:
@@ -29,3 +30,11 @@ async def read_remote(client: CesClient, parent: str) -> list[Resource]:
     if isinstance(listed, BaseException):
         raise listed
     return [Resource(APP, APP, app)] + [r for kind, items in listed.items() for r in items if KINDS[kind].managed(r.body)]
+
+
+async def read_existing(client: CesClient, parent: str) -> list[Resource]:
+    """read_remote for commands that write files from the app: a missing app is an error, not an empty app."""
+    remote = await read_remote(client, parent)
+    if not remote:
+        raise CesyncError(f"the app {parent} does not exist (check project, location and app); nothing was written")
+    return remote

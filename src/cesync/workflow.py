@@ -23,7 +23,7 @@ from .files import write_tree
 from .kinds import APP, KINDS, by_collection
 from .models import TOOL_TYPES
 from .plan import Plan, build_plan, desired_digest, masked, narrow, safety_refusal
-from .remote import list_app, read_remote
+from .remote import list_app, read_existing, read_remote
 from .repo import ID_RE, EnvTarget, Repo, load_repo
 from .resource import Resource
 from .sensitive import KEY_ENV, field_paths, new_salt, plan_key, remember, same, seal
@@ -238,9 +238,7 @@ async def export_app(
     client: CesClient, env: EnvTarget, config_text: str, targets: Iterable[str] = ()
 ) -> tuple[ExportedRepo, list[Resource]]:
     """Read the app and turn it into repo files (see export.py); targets limit it to some resources."""
-    remote = await read_remote(client, env.parent)
-    if not remote:
-        raise CesyncError(f"the app {env.parent} does not exist (check project, location and app); nothing was written")
+    remote = await read_existing(client, env.parent)
     selected = resolve_targets(targets, {(r.kind, r.id) for r in remote})
     if selected is not None:
         remote = [r for r in remote if (r.kind, r.id) in selected]

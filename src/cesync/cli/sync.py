@@ -43,7 +43,7 @@ def pull(
     (unless --inline) or when the result would not plan empty.
     """
     from ..pull import pull_changes, unified_diffs, verify, write_files
-    from ..remote import read_remote
+    from ..remote import read_existing
     from ..targets import resolve_targets, target_keys
     from ..workflow import open_context
 
@@ -51,7 +51,7 @@ def pull(
 
     async def run() -> list[Resource]:
         async with ctx.client() as client:
-            return await read_remote(client, ctx.env.parent)
+            return await read_existing(client, ctx.env.parent)
 
     remote = asyncio.run(run())
     selected = resolve_targets(targets, {(d.kind, d.id) for d in ctx.desired} | {(r.kind, r.id) for r in remote})
