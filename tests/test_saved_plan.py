@@ -347,3 +347,21 @@ def test_cli_refuses_a_tampered_plan_and_writes_nothing(tmp_path: Path) -> None:
     result = cesync("apply", str(planfile), "--dir", str(root), "--auto-approve")
     assert result.returncode == 1 and "body differ" in result.stderr and "Traceback" not in result.stderr
     assert (root / ".cesync" / "local.json").read_bytes() == state
+
+
+def test_a_saved_plan_that_creates_the_app_applies(tmp_path: Path) -> None:
+    """Every change of a new app depends on the app itself: that is inside the plan's app, not outside it."""
+    from cesync.emulator.server import BackgroundServer
+
+    root = tmp_path / "support-bot"
+    shutil.copytree(EXAMPLES / "support-bot", root, ignore=shutil.ignore_patterns(".cesync"))
+    planfile = tmp_path / "plan.json"
+    with BackgroundServer(auto_create_apps=False, operation_delay=0.05) as s:
+        common = ("--dir", str(root), "--env", "local", "--endpoint", s.url)
+        made = cesync("plan", *common, "--out", str(planfile))
+        assert made.returncode == 0, made.stderr
+        assert json.loads(planfile.read_text())["changes"][0]["action"] == "create"  # the app first
+        applied = cesync("apply", str(planfile), *common, "--auto-approve")
+        assert applied.returncode == 0, applied.stderr
+        assert "21 created" in applied.stdout
+        assert cesync("plan", *common, "--detailed-exitcode").returncode == 0
