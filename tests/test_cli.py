@@ -58,7 +58,7 @@ def test_saved_plan_apply_and_digest_guard(repo: Path) -> None:
     md = cesync("show", str(out), "--format", "markdown")
     assert (
         "<!-- cesync-plan:local:projects/local/locations/us/apps/support-bot -->" in md.stdout
-        and "| 20 | 1 | 0 | 0 |" in md.stdout  # the emulator made the app on first use: its settings change
+        and "| 21 | 0 | 0 | 0 |" in md.stdout  # the app included: the embedded emulator does not invent it
     )
     (repo / "tools" / "manuals.yaml").write_text((repo / "tools" / "manuals.yaml").read_text().replace("manuals.", "manuals!"))
     stale = cesync("apply", str(out), "--dir", str(repo), "--auto-approve")
@@ -68,7 +68,7 @@ def test_saved_plan_apply_and_digest_guard(repo: Path) -> None:
     applied = cesync("apply", str(out), "--dir", str(repo), "--auto-approve", "--format", "json")
     result = json.loads(applied.stdout)
     counts = result["counts"]
-    assert applied.returncode == 0 and (counts["created"], counts["updated"]) == (20, 1)
+    assert applied.returncode == 0 and (counts["created"], counts["updated"]) == (21, 0)
     assert all(o["etag"] for o in result["outcomes"])
 
 

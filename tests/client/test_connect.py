@@ -71,3 +71,21 @@ def test_untrusted_https_is_refused_unless_the_process_trusts_it(tmp_path: Path,
         connect(target("https://ces.corp.example"), tmp_path)
     monkeypatch.setenv(TRUSTED_HOSTS_VAR, "ces.corp.example")
     assert isinstance(_auth(target("https://ces.corp.example"), tmp_path), GoogleAuth)
+
+
+def test_the_embedded_emulator_has_no_app_until_it_is_created(tmp_path: Path) -> None:
+    """As in CES: the embedded environment's app is made by CreateApp (cesync apply), never on first use."""
+    from cesync.client.apps import create_app, get_app
+
+    env = EnvTarget("local", "p", "us", "a", "embedded", {}, {}, False, None, None)
+    parent = "projects/p/locations/us/apps/a"
+
+    async def run() -> tuple[object, object, object]:
+        async with connect(env, tmp_path) as client:
+            before = await get_app(client, parent)
+            created = await create_app(client, parent, {"displayName": "A"})
+            return before, created.error, await get_app(client, parent)
+
+    before, error, after = asyncio.run(run())
+    assert before is None and error is None
+    assert isinstance(after, dict) and after["displayName"] == "A"

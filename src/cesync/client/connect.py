@@ -48,9 +48,9 @@ def connect(
         from ..emulator import EmbeddedTransport
 
         state = root / ".cesync" / f"{env.name}.json"
-        return CesClient(
-            "http://embedded", transport=EmbeddedTransport(state=state), retry=retry, max_connections=max_connections
-        )
+        # as in CES, the app exists once created: apply creates it (CreateApp), nothing invents it
+        transport = EmbeddedTransport(state=state, auto_create_apps=False)
+        return CesClient("http://embedded", transport=transport, retry=retry, max_connections=max_connections)
     if endpoint.startswith("http://") or os.environ.get("CES_EMULATOR_HOST"):
         return CesClient(endpoint, retry=retry, max_connections=max_connections)  # an emulator: anonymous
     check_trusted(endpoint)  # before credentials are looked up and before any connection is opened

@@ -17,8 +17,15 @@ __all__ = ["EmbeddedTransport"]
 class EmbeddedTransport(httpx.AsyncBaseTransport):
     """httpx talks to the emulator app directly; a dropped connection looks like one."""
 
-    def __init__(self, app: Starlette | None = None, *, state: Path | None = None, faults: FaultConfig | None = None) -> None:
-        self.app = app or create_app(Store(state), faults)
+    def __init__(
+        self,
+        app: Starlette | None = None,
+        *,
+        state: Path | None = None,
+        faults: FaultConfig | None = None,
+        auto_create_apps: bool = True,
+    ) -> None:
+        self.app = app or create_app(Store(state, auto_create_apps=auto_create_apps), faults)
         self._inner = httpx.ASGITransport(app=self.app)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
