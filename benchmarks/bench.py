@@ -128,7 +128,7 @@ def emulator(latency_ms: float) -> Iterator[Emulator]:
     """`cesync emulator` in its own process, in memory, with a fixed latency per API call."""
     port = free_port()
     proc = subprocess.Popen(
-        [*CESYNC, "emulator", "--port", str(port), "--latency-ms", str(latency_ms)],
+        [*CESYNC, "emulator", "--port", str(port), "--latency-ms", str(latency_ms), "--auto-create-apps"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

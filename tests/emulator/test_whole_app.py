@@ -306,6 +306,21 @@ def test_the_command_checks_its_app_names() -> None:
     assert result.exit_code != 0 and "expected projects/PROJECT/locations/LOCATION/apps/APP" in result.output
 
 
+def test_the_command_serves_apps_only_once_created(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As CES: `cesync emulator` invents no app unless asked to (--auto-create-apps)."""
+    from click.testing import CliRunner
+
+    import cesync.emulator.server
+    from cesync.cli import main
+
+    seen: list[bool] = []
+    monkeypatch.setattr(cesync.emulator.server, "serve", lambda *a, **kw: seen.append(kw["auto_create_apps"]))
+    for args in ([], ["--auto-create-apps"]):
+        result = CliRunner().invoke(main, ["emulator", *args])
+        assert result.exit_code == 0, result.output
+    assert seen == [False, True]
+
+
 def test_force_takes_a_toolset_entry_and_transfer_rule_along(client: ces_v1.AgentServiceClient) -> None:
     app = _create_app(client, "entries").name
     toolset = client.create_toolset(

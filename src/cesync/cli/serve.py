@@ -28,9 +28,10 @@ from . import (
 @click.option("--app", "apps", multiple=True, help="Create this app at start (projects/P/locations/L/apps/A); repeatable.")
 @click.option(
     "--auto-create-apps/--no-auto-create-apps",
-    default=True,
+    default=False,
     show_default=True,
-    help="Create an app on its first use; off, an app exists only once created (CreateApp, importApp or --app).",
+    help="Create an app on its first use (older emulators did); off, as in CES, an app exists once created "
+    "(CreateApp, importApp or --app).",
 )
 @click.option(
     "--operation-delay",
