@@ -272,6 +272,21 @@ def test_new_and_gone_resources_dry_run_and_prune(tmp_path: Path, emulator: Back
     plan_is_empty(root, emulator)
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("a:\n  b: 1\n", (2, 4, 2)),
+        ("a:\n    b: 1\n", (4, 4, 2)),
+        # a mapping nested in a sequence item is indented from the item's key, not from its dash
+        ("rules:\n  - when:\n      x: 1\n    to: y\n", (2, 4, 2)),
+    ],
+)
+def test_indents_are_read_as_the_file_writes_them(text: str, expected: tuple[int, int, int]) -> None:
+    from cesync.pull import _indents
+
+    assert _indents(text) == expected
+
+
 def test_pull_refuses_an_app_that_does_not_exist(tmp_path: Path) -> None:
     """A typo in the app's name must not read as "everything is gone": --prune would delete the whole repo."""
     with BackgroundServer(auto_create_apps=False) as emulator:

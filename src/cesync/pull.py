@@ -609,6 +609,8 @@ def _indents(text: str) -> tuple[int, int, int]:
     lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
     for prev, line in itertools.pairwise(lines):
         p_ind = len(prev) - len(prev.lstrip())
+        if prev.lstrip().startswith("- "):  # "- key:" opens a mapping at the key's column, not the dash's
+            p_ind += 2
         ind = len(line) - len(line.lstrip())
         if prev.rstrip().endswith(":") and ind > p_ind:
             if line.lstrip().startswith("- "):
