@@ -146,7 +146,7 @@ async def one_run(seed: int) -> Totals:
     rng = random.Random(seed)
     base, desired = scenario(rng)
     faults = FaultConfig(seed=seed)
-    inner = EmbeddedTransport(faults=faults)
+    inner = EmbeddedTransport(faults=faults, apps=[APP])
     lines: list[str] = []
     async with CesClient("http://emu", transport=inner, retry=RETRY, notify=lambda line: None) as setup:
         created = await apply_plan(setup, build_plan("bench", APP, [Resource(*t) for t in base], []))

@@ -14,5 +14,5 @@ APP = "projects/p/locations/us/apps/a"
 
 @pytest.fixture
 def emulator() -> Iterator[BackgroundServer]:
-    with BackgroundServer() as server:
+    with BackgroundServer(auto_create_apps=True) as server:  # these tests are about other things
         yield server

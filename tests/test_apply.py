@@ -35,7 +35,7 @@ class Recorder(httpx.AsyncBaseTransport):
     """The emulator, with every request and its status written down (in order of answer)."""
 
     def __init__(self, faults: FaultConfig | None = None) -> None:
-        self.inner = EmbeddedTransport(faults=faults)
+        self.inner = EmbeddedTransport(faults=faults, apps=[APP])
         self.calls: list[tuple[str, str, int]] = []
         self.on_drop: Callable[[httpx.AsyncBaseTransport], Awaitable[None]] | None = None
 
@@ -201,7 +201,9 @@ def test_retry_waits_at_least_the_retry_info_delay() -> None:
     lines: list[str] = []
 
     async def go() -> None:
-        async with CesClient("http://emu", transport=EmbeddedTransport(faults=faults), retry=FAST, notify=lines.append) as c:
+        async with CesClient(
+            "http://emu", transport=EmbeddedTransport(faults=faults, apps=[APP]), retry=FAST, notify=lines.append
+        ) as c:
             with pytest.raises(ApiError, match="RESOURCE_EXHAUSTED"):
                 await c.get(f"{APP}/tools/t")
 

@@ -219,14 +219,15 @@ def test_ctrl_c_at_a_random_moment(repo: Path, seed: int) -> None:
 
         time.sleep(delay)
         code = run.interrupt()
-        errors = [x for x in run.err if not x.startswith("import time:")]
+        # progress of the app's CreateApp operation is not an error
+        errors = [x for x in run.err if not x.startswith("import time:") and not x.startswith("create app ")]
         out = "\n".join(run.out)
         httpx.post(f"{server.url}/admin/faults", json={"latency_ms": 0})
         remaining = _remaining(repo, server.host, "prod")
     assert "Traceback" not in "\n".join(errors), errors
     created = out.count("done: ")
     if code == 0:  # it finished before the signal came
-        assert "Apply: 20 created, 1 updated" in out and remaining == []
+        assert "Apply: 21 created" in out and remaining == []
         return
     assert code == 130, (delay, errors, out)
     if "Interrupted:" in out:  # during apply: running calls finish, the rest is reported

@@ -245,7 +245,7 @@ def test_generated_tools_export_and_plan_without_changes(body: dict[str, Any], d
     parent = "projects/p/locations/us/apps/h"
 
     async def remote() -> list[Resource]:
-        async with CesClient("http://emu", transport=EmbeddedTransport()) as c:
+        async with CesClient("http://emu", transport=EmbeddedTransport(apps=[parent])) as c:
             assert (await apply_plan(c, build_plan("h", parent, [Resource("tool", "t", body)], []))).ok
             return await read_remote(c, parent)
 

@@ -49,8 +49,8 @@ async def plan_apply(root: Path, env: str, transport: httpx.AsyncBaseTransport, 
 @pytest.mark.parametrize("env", ["local", "dev", "staging", "prod"])
 def test_example_idempotent_in_every_environment(tmp_path: Path, env: str) -> None:
     first, result, second = asyncio.run(plan_apply(example(tmp_path), env, EmbeddedTransport()))
-    # 20 resources and the app's settings (the emulator made the app on first use)
-    assert first.counts() == {"create": 20, "update": 1, "delete": 0} and result.ok, result.summary()
+    # the app first, then its 20 resources
+    assert first.counts() == {"create": 21, "update": 0, "delete": 0} and result.ok, result.summary()
     assert not second.has_changes, [c.key for c in second.changes]
 
 
@@ -267,7 +267,7 @@ def test_generated_tools_round_trip_without_changes(body: dict[str, Any]) -> Non
     parent = "projects/p/locations/us/apps/h"
 
     async def go() -> Plan:
-        transport = EmbeddedTransport()
+        transport = EmbeddedTransport(apps=[parent])
         async with CesClient("http://emu", transport=transport) as c:
             created = await apply_plan(c, build_plan("h", parent, [Resource("tool", "t", body)], []))
             assert created.ok, created.outcomes

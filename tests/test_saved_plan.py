@@ -33,7 +33,7 @@ OTHER_APP = "projects/local/locations/us/apps/other-bot"
 def _setup(tmp: Path) -> tuple[Path, EmbeddedTransport]:
     root = tmp / "support-bot"
     shutil.copytree(EXAMPLES / "support-bot", root, ignore=shutil.ignore_patterns(".cesync"))
-    transport = EmbeddedTransport()
+    transport = EmbeddedTransport(apps=[OTHER_APP])  # the example's app is created by its first apply
     asyncio.run(_apply_all(root, transport))
     for f in ("web-search", "manuals"):
         p = root / "tools" / f"{f}.yaml"

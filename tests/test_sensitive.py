@@ -203,7 +203,7 @@ def _echo_proxy(upstream: str) -> tuple[str, ThreadingHTTPServer, list[str]]:
 def test_error_message_echoing_the_body_is_scrubbed(tmp_path: Path) -> None:
     root = _repo(tmp_path)
     value = 'sk-echo"{value}\\n$1'
-    with BackgroundServer() as emu:
+    with BackgroundServer(auto_create_apps=True) as emu:
         host, proxy, writes = _echo_proxy(emu.url)
         try:
             for fmt in ("text", "json"):
@@ -222,7 +222,7 @@ def test_error_message_echoing_the_body_is_scrubbed(tmp_path: Path) -> None:
 def test_saved_plan_with_another_value_is_refused_before_any_write(tmp_path: Path) -> None:
     root = _repo(tmp_path)
     planfile = tmp_path / "plan.json"
-    with BackgroundServer() as emu:
+    with BackgroundServer(auto_create_apps=True) as emu:
         env = {"CES_EMULATOR_HOST": emu.host}
         made = cesync(
             "plan", "--dir", str(root), "--env", "local", "--out", str(planfile), env={**env, "CESYNC_VAR_API_KEY": "sk-one-1234"}

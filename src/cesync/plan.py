@@ -450,6 +450,6 @@ def _inside_app(c: Change, app: str, what: str) -> None:
     expected = KINDS[c.kind].resource_name(app, c.id)
     if c.name != expected:
         raise PlanFileError(f"{what}: it names {c.name!r}, which is not {c.kind} {c.id} of the plan's app {app}: refusing")
-    outside = [d for d in c.depends_on if d != app and not d.startswith(app + "/")]  # the app itself is inside
+    outside = [d for d in (*c.depends_on, *c.patch_after) if d != app and not d.startswith(app + "/")]
     if outside:
         raise PlanFileError(f"{what}: it depends on {outside[0]!r}, outside the plan's app {app}: refusing")

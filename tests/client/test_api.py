@@ -16,7 +16,7 @@ APP = "projects/p/locations/us/apps/a"
 
 def test_reads_are_resource_records_and_errors_are_typed() -> None:
     async def run() -> None:
-        async with CesClient("http://emu", transport=EmbeddedTransport()) as c:
+        async with CesClient("http://emu", transport=EmbeddedTransport(auto_create_apps=True)) as c:
             made = await c.create(APP, "tools", "t", {"clientFunction": {"name": "t"}})
             assert made.error is None and made.etag
             await c.create(APP, "toolsets", "s", {"displayName": "S", "openApiToolset": {"openApiSchema": SCHEMA}})

@@ -27,7 +27,7 @@ def run(coro: Any) -> Any:
 
 
 async def _call(tools: dict[str, dict[str, Any]], request: dict[str, Any]) -> httpx.Response:
-    async with httpx.AsyncClient(transport=EmbeddedTransport(), base_url="http://emu") as c:
+    async with httpx.AsyncClient(transport=EmbeddedTransport(auto_create_apps=True), base_url="http://emu") as c:
         for rid, body in tools.items():
             r = await c.post(f"/v1/{APP}/tools", params={"toolId": rid}, json=body)
             assert r.status_code == 200, r.text

@@ -19,7 +19,7 @@ FN = {"pythonFunction": {"pythonCode": 'def f(x):\n    """Doc line."""\n    retu
 
 
 def client(**kw: Any) -> httpx.AsyncClient:
-    return httpx.AsyncClient(transport=EmbeddedTransport(**kw), base_url="http://emu")
+    return httpx.AsyncClient(transport=EmbeddedTransport(**{"auto_create_apps": True, **kw}), base_url="http://emu")
 
 
 def run(coro: Any) -> Any:
@@ -202,7 +202,7 @@ def test_persistence_across_restarts(tmp_path: Path) -> None:
 
 def test_faults_are_seeded_and_carry_retry_info() -> None:
     async def statuses(seed: int) -> list[int]:
-        transport = EmbeddedTransport(faults=FaultConfig(rate_429=0.3, rate_503=0.2, seed=seed))
+        transport = EmbeddedTransport(faults=FaultConfig(rate_429=0.3, rate_503=0.2, seed=seed), auto_create_apps=True)
         async with httpx.AsyncClient(transport=transport, base_url="http://emu") as c:
             out = []
             for _ in range(40):
@@ -219,7 +219,7 @@ def test_faults_are_seeded_and_carry_retry_info() -> None:
 
 def test_commit_then_drop() -> None:
     async def go() -> None:
-        transport = EmbeddedTransport(faults=FaultConfig(drop_rate=1.0))
+        transport = EmbeddedTransport(faults=FaultConfig(drop_rate=1.0), auto_create_apps=True)
         async with httpx.AsyncClient(transport=transport, base_url="http://emu") as c:
             with pytest.raises(httpx.RemoteProtocolError):
                 await c.post(f"/v1/{APP}/tools", params={"toolId": "d"}, json=FN)
@@ -231,7 +231,7 @@ def test_commit_then_drop() -> None:
 def test_load_16_clients_no_lost_writes(tmp_path: Path) -> None:
     """16 concurrent clients x 500 mixed operations on a shared state file."""
     state = tmp_path / "state.json"
-    app = create_app(Store(state))
+    app = create_app(Store(state, auto_create_apps=True))
 
     async def worker(n: int, c: httpx.AsyncClient) -> dict[str, str]:
         expected: dict[str, str] = {}
@@ -283,7 +283,7 @@ def test_load_16_clients_no_lost_writes(tmp_path: Path) -> None:
     ],
 )
 def test_admin_faults_reject_values_of_the_wrong_type(setting: dict[str, object], ok: bool) -> None:
-    with BackgroundServer() as server:
+    with BackgroundServer(auto_create_apps=True) as server:
         r = httpx.post(f"{server.url}/admin/faults", json=setting)
         if ok:
             assert r.status_code == 200, r.text

@@ -28,7 +28,7 @@ def test_emulator_imports_none_of_our_model_code() -> None:
 
 def _call(method: str, path: str, body: Any = None, **params: str) -> httpx.Response:
     async def go() -> httpx.Response:
-        async with httpx.AsyncClient(transport=EmbeddedTransport(), base_url="http://emu") as c:
+        async with httpx.AsyncClient(transport=EmbeddedTransport(auto_create_apps=True), base_url="http://emu") as c:
             await c.post(f"/v1/{APP}/tools", params={"toolId": "base"}, json={"clientFunction": {"name": "base"}})
             return await c.request(method, f"/v1/{APP}/{path}", json=body, params=params)
 
@@ -109,7 +109,7 @@ def test_enum_encoding_int_on_every_answer() -> None:
 
 def test_snake_case_update_mask() -> None:
     async def go() -> dict[str, Any]:
-        async with httpx.AsyncClient(transport=EmbeddedTransport(), base_url="http://emu") as c:
+        async with httpx.AsyncClient(transport=EmbeddedTransport(auto_create_apps=True), base_url="http://emu") as c:
             await c.post(f"/v1/{APP}/tools", params={"toolId": "t"}, json={"clientFunction": {"name": "c"}, "timeout": "5s"})
             r = await c.patch(
                 f"/v1/{APP}/tools/t",

@@ -134,7 +134,7 @@ def test_the_cases_reach_lists_maps_and_every_type() -> None:
 
 @pytest.fixture(scope="module")
 def embedded() -> EmbeddedTransport:
-    return EmbeddedTransport()  # one for the module: each case creates its own id
+    return EmbeddedTransport(auto_create_apps=True)  # one for the module: each case creates its own id
 
 
 @pytest.mark.parametrize(("kind", "member", "case"), CASES, ids=IDS)

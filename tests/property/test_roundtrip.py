@@ -49,7 +49,7 @@ RID = "r1"
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[BackgroundServer]:
-    with BackgroundServer() as s:
+    with BackgroundServer(auto_create_apps=True) as s:
         yield s
 
 

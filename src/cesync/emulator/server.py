@@ -18,7 +18,7 @@ from .store import Store
 __all__ = ["BackgroundServer", "free_port", "serve"]
 
 
-def seeded_store(state: Path | None, apps: Iterable[str] = (), *, auto_create_apps: bool = True) -> Store:
+def seeded_store(state: Path | None, apps: Iterable[str] = (), *, auto_create_apps: bool = False) -> Store:
     """A store with the given apps created (``--app``), creating others on first use or not."""
     store = Store(state, auto_create_apps=auto_create_apps)
     for name in apps:
@@ -33,7 +33,7 @@ def serve(
     faults: FaultConfig,
     *,
     apps: Iterable[str] = (),
-    auto_create_apps: bool = True,
+    auto_create_apps: bool = False,
     operation_delay: float = DEFAULT_OPERATION_DELAY,
 ) -> None:
     app = create_app(seeded_store(state, apps, auto_create_apps=auto_create_apps), faults, operation_delay=operation_delay)
@@ -55,7 +55,7 @@ class BackgroundServer:
         faults: FaultConfig | None = None,
         *,
         apps: Iterable[str] = (),
-        auto_create_apps: bool = True,
+        auto_create_apps: bool = False,
         operation_delay: float = DEFAULT_OPERATION_DELAY,
         tls: tuple[Path, Path] | None = None,
     ) -> None:

@@ -77,7 +77,7 @@ def app_data(parent: str, fields: dict[str, Any] | None = None, created: str | N
 
 
 class Store:
-    def __init__(self, path: Path | None = None, *, auto_create_apps: bool = True) -> None:
+    def __init__(self, path: Path | None = None, *, auto_create_apps: bool = False) -> None:
         self.path = path
         self.auto_create_apps = auto_create_apps
         self._lock = threading.RLock()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import httpx
@@ -23,9 +24,15 @@ class EmbeddedTransport(httpx.AsyncBaseTransport):
         *,
         state: Path | None = None,
         faults: FaultConfig | None = None,
-        auto_create_apps: bool = True,
+        apps: Iterable[str] = (),
+        auto_create_apps: bool = False,
     ) -> None:
-        self.app = app or create_app(Store(state, auto_create_apps=auto_create_apps), faults)
+        """apps: created at start (as ``cesync emulator --app``); any other app exists once created
+        (auto_create_apps: on first use, for tests about something else)."""
+        store = Store(state, auto_create_apps=auto_create_apps)
+        for name in apps:
+            store.app(name, create=True)
+        self.app = app or create_app(store, faults)
         self._inner = httpx.ASGITransport(app=self.app)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
