@@ -202,3 +202,52 @@ def test_rollback_of_an_unknown_version_is_a_clear_error(bot: Path, server: Back
     run("apply", "--dir", str(bot), "--env", "local", "--endpoint", url, "--auto-approve")
     r = cesync("rollback", "nope", "--dir", str(bot), "--env", "local", "--endpoint", url, "--yes")
     assert r.returncode == 1 and "no version 'nope'" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_export_app_archive_round_trips_through_import_archive(
+    bot: Path, tmp_path: Path, server: BackgroundServer, google: ces_v1.AgentServiceClient
+) -> None:
+    """exportApp (CES's own archive, short names inside) -> cesync import-archive -> a repo that plans empty."""
+    url = server.url
+    run("apply", "--dir", str(bot), "--env", "local", "--endpoint", url, "--auto-approve")
+    request = ces_v1.ExportAppRequest(name=PARENT, export_format=ces_v1.ExportAppRequest.ExportFormat.JSON)
+    archive = tmp_path / "export.zip"
+    archive.write_bytes(google.export_app(request=request).result(timeout=30).app_content)
+    repo = tmp_path / "imported"
+    out = run("import-archive", str(archive), "--out", str(repo), "--env", "local", "--app", PARENT)
+    assert "2 agents" in out and "2 guardrails" in out and "1 examples" in out
+    assert "rootAgent: {ref: agents/support}" in (repo / "app.yaml").read_text()
+    assert "- {ref: tools/refund-policy}" in (repo / "agents" / "billing.yaml").read_text()
+    plan = plan_json(repo, url)
+    assert keys(plan) == [], keys(plan)  # deployments are not in an archive: left alone (unmanaged)
+
+
+def test_diff_between_environments_covers_every_kind(
+    bot: Path, server: BackgroundServer, google: ces_v1.AgentServiceClient
+) -> None:
+    url = server.url
+    for env in ("local", "dev"):
+        run("apply", "--dir", str(bot), "--env", env, "--endpoint", url, "--auto-approve")
+    same = cesync("diff", "--from", "local", "--to", "dev", "--dir", str(bot), "--endpoint", url, "--detailed-exitcode")
+    assert same.returncode == 0, same.stdout + same.stderr
+    dev = "projects/acme-support/locations/us/apps/support-bot-dev"
+    guardrail = google.get_guardrail(name=f"{dev}/guardrails/no-card-numbers")
+    guardrail.description = "changed in dev only"
+    google.update_guardrail(guardrail=guardrail, update_mask=field_mask_pb2.FieldMask(paths=["description"]))
+    differs = cesync("diff", "--from", "local", "--to", "dev", "--dir", str(bot), "--endpoint", url, "--detailed-exitcode")
+    assert differs.returncode == 2 and "~ guardrail no-card-numbers" in differs.stdout, differs.stdout + differs.stderr
+
+
+def test_create_app_operation_error_is_reported(tmp_path: Path) -> None:
+    """Someone else's CreateApp of the same id finishes first: ours ends in an operation error, said clearly."""
+    repo = make_repo(tmp_path, {"app.yaml": "displayName: Mine\n"})
+    with BackgroundServer(operation_delay=1.0) as server:
+        google = ces_v1.AgentServiceClient(
+            credentials=AnonymousCredentials(), transport="rest", client_options=ClientOptions(api_endpoint=server.url)
+        )
+        theirs = google.create_app(parent="projects/p/locations/us", app_id="a", app=ces_v1.App(display_name="Theirs"))
+        r = cesync("apply", "--dir", str(repo), "--endpoint", server.url, "--auto-approve")
+        theirs.result(timeout=30)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert "conflict: create app app" in r.stdout and "already exists" in r.stdout, r.stdout
+    assert "create app projects/p/locations/us/apps/a: running" in r.stderr  # the operation was polled, with progress
