@@ -123,7 +123,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "diff": ("adopt", "What promoting one live environment to another would change."),
     "emulator": ("serve", "Run the local CES emulator (point cesync at it with CES_EMULATOR_HOST)."),
     "exec": ("tools", "Run one tool (id, TOOLSET/TOOL_ID or display name) and print its canonical output."),
-    "export": ("adopt", "Write the app's tools and toolsets as a cesync repo (adopt an existing app)."),
+    "export": ("adopt", "Write the whole app (settings, agents, guardrails, tools and the rest) as a cesync repo (adoption)."),
     "import-archive": ("adopt", "Convert a CES app export (zip or folder) into a cesync repo."),
     "fmt": ("sync", "Rewrite cesync.yaml, tool and toolset files in one canonical layout, keeping comments."),
     "init": (

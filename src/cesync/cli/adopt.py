@@ -87,7 +87,7 @@ def export(
     var_pairs: tuple[str, ...],
     var_files: tuple[Path, ...],
 ) -> None:
-    """Write the app's tools and toolsets as a cesync repo (adopt an existing app)."""
+    """Write the whole app (settings, agents, guardrails, tools and the rest) as a cesync repo (adoption)."""
     if app_name:
         name = _env_name(env_name or "default")
         env, root = target_for_app(name, app_name, endpoint, cli_vars(var_pairs, var_files)), out
