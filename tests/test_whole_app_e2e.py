@@ -251,3 +251,49 @@ def test_create_app_operation_error_is_reported(tmp_path: Path) -> None:
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert "conflict: create app app" in r.stdout and "already exists" in r.stdout, r.stdout
     assert "create app projects/p/locations/us/apps/a: running" in r.stderr  # the operation was polled, with progress
+
+
+def test_pull_brings_an_agent_edited_by_hand_back_into_its_file(
+    bot: Path, server: BackgroundServer, google: ces_v1.AgentServiceClient
+) -> None:
+    url = server.url
+    run("apply", "--dir", str(bot), "--env", "local", "--endpoint", url, "--auto-approve")
+    billing = google.get_agent(name=f"{PARENT}/agents/billing")
+    billing.description = "Invoices only."
+    google.update_agent(agent=billing, update_mask=field_mask_pb2.FieldMask(paths=["description"]))
+    run("pull", "--dir", str(bot), "--env", "local", "--endpoint", url)
+    text = (bot / "agents" / "billing.yaml").read_text()
+    assert "description: Invoices only." in text and "- {ref: tools/refund-policy}" in text  # refs stay refs
+    run("plan", "--dir", str(bot), "--env", "local", "--endpoint", url, "--detailed-exitcode")
+
+
+def test_a_saved_plan_with_create_then_patch_applies_as_made(tmp_path: Path, server: BackgroundServer) -> None:
+    repo = make_repo(tmp_path, CYCLE)
+    saved = tmp_path / "plan.json"
+    run("plan", "--dir", str(repo), "--env", "local", "--endpoint", server.url, "--out", str(saved))
+    run("apply", str(saved), "--dir", str(repo), "--endpoint", server.url, "--auto-approve")
+    run("plan", "--dir", str(repo), "--env", "local", "--endpoint", server.url, "--detailed-exitcode")
+
+
+BAD_FILES = {
+    "agent with a misspelt field": ("agents/x.yaml", "displayName: X\ninstrction: hi\n", "agents/x.yaml:2:1: unknown field"),
+    "agent naming an unknown tool": (
+        "agents/x.yaml",
+        "displayName: X\ntools: [{ref: tools/gret}]\n",
+        "agents/x.yaml:2:15: ref 'tools/gret' names no tool of this repo; did you mean 'greet'?",
+    ),
+    "guardrail without a display name": ("guardrails/g.yaml", "enabled: true\n", "guardrails/g.yaml:1:1: missing required field"),
+    "deployment with a bad enum": (
+        "deployments/d.yaml",
+        "displayName: D\nchannelProfile: {channelType: WEB}\n",
+        "deployments/d.yaml:2:31: channelProfile.channelType: 'WEB' is not a valid value",
+    ),
+    "app.yaml with an id": ("app.yaml", "displayName: A\nid: other\n", "app.yaml:2:1: the app's id is each environment's"),
+}
+
+
+@pytest.mark.parametrize("rel,text,expected", BAD_FILES.values(), ids=list(BAD_FILES))
+def test_new_kinds_are_validated_with_positions(tmp_path: Path, rel: str, text: str, expected: str) -> None:
+    repo = make_repo(tmp_path, {rel: text})
+    r = cesync("validate", "--dir", str(repo))
+    assert r.returncode == 1 and expected in r.stderr, r.stderr
