@@ -91,3 +91,31 @@ def test_generated_graphs(tmp_path_factory: pytest.TempPathFactory, graph: dict[
         assert p.file == f"tools/{ids[-2]}.yaml"
         line = tool(ids[-2], graph[ids[-2]]).splitlines()[p.line - 1]
         assert line.strip() == f"- {{ref: tools/{ids[-1]}}}" and p.col == line.index("tools/") + 1
+
+
+WRONG_KIND = [
+    # (file, text, position of the ref's value, what the field takes)
+    ("agents/x.yaml", "displayName: X\nllmAgent: {}\nguardrails: [{ref: tools/t}]\n", "3:20", "guardrails/<id>"),
+    ("agents/x.yaml", "displayName: X\nllmAgent: {}\nchildAgents:\n  - {ref: guardrails/g}\n", "4:11", "agents/<id>"),
+    ("agents/x.yaml", "displayName: X\nllmAgent: {}\ntools: [{ref: agents/y}]\n", "3:15", "tools/<id>"),
+    ("app.yaml", "displayName: A\nrootAgent: {ref: tools/t}\n", "2:18", "agents/<id>"),
+    ("examples/e.yaml", "displayName: E\nentryAgent: {ref: guardrails/g}\n", "2:19", "agents/<id>"),
+    (
+        "guardrails/h.yaml",
+        "displayName: H\nllmPromptSecurity: {defaultSettings: {}}\naction: {transferAgent: {agent: {ref: tools/t}}}\n",
+        "3:39",
+        "agents/<id>",
+    ),
+]
+
+
+@pytest.mark.parametrize(("rel", "text", "at", "belongs"), WRONG_KIND)
+def test_a_ref_to_the_wrong_kind_is_refused_where_it_stands(tmp_path: Path, rel: str, text: str, at: str, belongs: str) -> None:
+    files = {
+        "tools/t.yaml": tool("t", []),
+        "agents/y.yaml": "displayName: Y\nllmAgent: {}\n",
+        "guardrails/g.yaml": "displayName: G\nllmPromptSecurity: {defaultSettings: {}}\n",
+        rel: text,
+    }
+    problems = load_repo(make_repo(tmp_path, files)).validate()
+    assert [(f"{p.file}:{p.line}:{p.col}", belongs in p.message) for p in problems] == [(f"{rel}:{at}", True)], problems

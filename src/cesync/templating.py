@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from io import StringIO
 from pathlib import Path
@@ -89,6 +90,7 @@ class Expander:
     ref_paths: set[Path_] = field(default_factory=set)  # where a {ref:} was replaced by a name
     used_parent: bool = False  # a ref named the app: the result differs per environment
     failed_refs: set[Path_] = field(default_factory=set)  # where a {ref:} was reported and left empty
+    references: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # the kind's dotted field -> collections
 
     def expand(self, data: Any, path: Path_ = ()) -> Any:
         if isinstance(data, list):
@@ -113,6 +115,13 @@ class Expander:
         if len(parts) != 2 or parts[0] not in ref_collections() or not ID_RE.match(parts[1]):
             shapes = spoken((f"{c}/<id>" for c in ref_collections()), "or")
             self.problems.append(self.doc.problem(at, f"ref must be {shapes}; got {target!r}"))
+            self.failed_refs.add(at[:-1])
+            return None
+        dotted = ".".join(p for p in at[:-1] if isinstance(p, str))
+        wanted = self.references.get(dotted, ())
+        if wanted and parts[0] not in wanted:  # e.g. a tool in an agent's guardrails: CES would refuse it
+            shapes = spoken((f"{c}/<id>" for c in wanted), "or")
+            self.problems.append(self.doc.problem(at, f"ref {target!r} cannot stand in {dotted}: it takes {shapes}"))
             self.failed_refs.add(at[:-1])
             return None
         found = by_collection(parts[0])  # None: a collection refs may name but cesync does not manage
