@@ -328,3 +328,12 @@ def test_the_whole_app_applies_through_lost_replies_and_retries(bot: Path, seed:
     settled, changes = asyncio.run(go())
     assert not changes
     assert settled  # the faults did hit writes, so the zero conflicts above mean something
+
+
+def test_a_targeted_apply_creates_the_missing_app_first(tmp_path: Path, server: BackgroundServer) -> None:
+    repo = make_repo(tmp_path, {})
+    url = server.url
+    plan = plan_json(repo, url, "--target", "tools/greet")
+    assert keys(plan) == [("create", "app/app"), ("create", "tool/greet")]  # nothing exists without its app
+    run("apply", "--dir", str(repo), "--env", "local", "--endpoint", url, "--auto-approve", "--target", "tools/greet")
+    run("plan", "--dir", str(repo), "--env", "local", "--endpoint", url, "--detailed-exitcode")
