@@ -337,3 +337,26 @@ def test_a_targeted_apply_creates_the_missing_app_first(tmp_path: Path, server: 
     assert keys(plan) == [("create", "app/app"), ("create", "tool/greet")]  # nothing exists without its app
     run("apply", "--dir", str(repo), "--env", "local", "--endpoint", url, "--auto-approve", "--target", "tools/greet")
     run("plan", "--dir", str(repo), "--env", "local", "--endpoint", url, "--detailed-exitcode")
+
+
+def test_sensitive_values_and_environments_hold_for_agents_and_the_app(
+    tmp_path: Path, server: BackgroundServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "hunter2-agent-secret"
+    files = {
+        "cesync.yaml": (
+            "version: 1\ndefaults: {project: p, location: us, sensitive: [PASSPHRASE]}\nenvironments:\n"
+            "  dev: {app: a-dev, vars: {TONE: brief}}\n  prod: {app: a-prod, vars: {TONE: formal}}\n"
+        ),
+        "agents/x.yaml": "displayName: X\nllmAgent: {}\ninstruction: 'Be ${TONE}. The passphrase is ${PASSPHRASE}.'\n",
+        "app.yaml": "displayName: A ${TONE}\nrootAgent: {ref: agents/x}\n",
+    }
+    repo = make_repo(tmp_path, files)
+    monkeypatch.setenv("CESYNC_VAR_PASSPHRASE", secret)
+    url = server.url
+    for env, tone in (("dev", "brief"), ("prod", "formal")):
+        r = cesync("plan", "--dir", str(repo), "--env", env, "--endpoint", url, "--format", "markdown")
+        assert r.returncode == 0 and secret not in r.stdout + r.stderr and "(sensitive)" in r.stdout, r.stdout
+        assert f"displayName: A {tone}" in r.stdout and f"projects/p/locations/us/apps/a-{env}/agents/x" in r.stdout
+        run("apply", "--dir", str(repo), "--env", env, "--endpoint", url, "--auto-approve")
+        run("plan", "--dir", str(repo), "--env", env, "--endpoint", url, "--detailed-exitcode")
