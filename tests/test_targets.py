@@ -123,3 +123,18 @@ def test_drift_check_can_fail_on_unmanaged(repo: Path, emulator: BackgroundServe
     assert cli("plan", "--dir", str(repo), "--endpoint", url, "--detailed-exitcode").exit_code == 0  # managed: no changes
     r = cli(*drift)
     assert r.exit_code == 2 and "by-hand" in r.output and "does not define" in r.output
+
+
+def test_a_target_that_names_something_new_and_untargeted_is_refused_at_plan_time() -> None:
+    """Terraform would create the dependency too; cesync says which --target to add instead of failing at the API."""
+    parent = "projects/p/locations/us/apps/a"
+    agent = {"displayName": "B", "llmAgent": {}, "tools": [f"{parent}/tools/fresh"]}
+    desired = [Resource("agent", "billing", agent), Resource("tool", "fresh", {"clientFunction": {"name": "fresh"}})]
+    remote = [
+        Resource("app", "app", {"name": parent, "displayName": "A", "etag": "1"}),
+        Resource("agent", "billing", {"name": f"{parent}/agents/billing", "displayName": "B", "llmAgent": {}, "etag": "2"}),
+    ]
+    with pytest.raises(CesyncError, match=r"agent billing names tool fresh, .* add --target tools/fresh"):
+        build_plan("e", parent, desired, remote, targets={"agent/billing"})
+    both = build_plan("e", parent, desired, remote, targets={"agent/billing", "tool/fresh"})
+    assert [(c.action, c.kind, c.id) for c in both.changes] == [("create", "tool", "fresh"), ("update", "agent", "billing")]

@@ -20,7 +20,7 @@ from typing import Any, get_args
 
 from . import __version__
 from .diff import FieldChange, diff_resource
-from .errors import PlanFileError, UnsafePlanError
+from .errors import CesyncError, PlanFileError, UnsafePlanError
 from .kinds import APP, KINDS, names_pattern
 from .order import Node, order
 from .planfile import Action, PlanFile, parse_plan_file
@@ -261,6 +261,8 @@ def build_plan(
                     **common,
                 )
             )
+    if targets:
+        _untargeted_dependencies(changes, {name_of[d.key]: d.key for d in writes if d.key not in remote_by})
     unmanaged: list[str] = []
     deletes: list[Change] = []
     for r in remote:
@@ -295,6 +297,19 @@ def build_plan(
         created_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         sensitive=Sealed(fields={name_of[k]: [list(p) for p in v] for k, v in sorted(hidden.items()) if k in name_of}),
     )
+
+
+def _untargeted_dependencies(changes: list[Change], new: Mapping[str, tuple[str, str]]) -> None:
+    """A targeted change naming something new that the targets leave out would fail at the API: say so now."""
+    planned = {c.name for c in changes}
+    for c in changes:
+        missing = [new[n] for n in (*c.depends_on, *c.patch_after) if n in new and n not in planned]
+        if missing:
+            names = " ".join(f"--target {KINDS[k].collection}/{i}" for k, i in missing)
+            raise CesyncError(
+                f"{c.kind} {c.id} names {', '.join(f'{k} {i}' for k, i in missing)}, which does not exist yet and is "
+                f"not targeted: add {names} (or plan without --target)"
+            )
 
 
 def _masked_fields(
