@@ -16,8 +16,13 @@ __all__ = ["list_app", "read_existing", "read_remote"]
 async def list_app(client: CesClient, parent: str) -> dict[str, list[Resource]]:
     """Every listed resource of the app, by kind (unfiltered: system tools included)."""
     kinds = [k.name for k in KINDS.values() if k.listable]
-    listed = await asyncio.gather(*(client.resources(parent, k) for k in kinds))
-    return dict(zip(kinds, listed, strict=True))
+    # Every list finishes before an error is raised: one failing first must not leave the others
+    # running unawaited (their errors were printed as "Task exception was never retrieved" tracebacks).
+    listed = await asyncio.gather(*(client.resources(parent, k) for k in kinds), return_exceptions=True)
+    failed = next((x for x in listed if isinstance(x, BaseException)), None)
+    if failed is not None:
+        raise failed
+    return {k: items for k, items in zip(kinds, listed, strict=True) if not isinstance(items, BaseException)}
 
 
 async def read_remote(client: CesClient, parent: str) -> list[Resource]:
