@@ -133,3 +133,14 @@ def test_crlf_files_keep_their_line_endings(tmp_path: Path) -> None:
     tool.write_bytes(("executionType: ASYNCHRONOUS\r\n" + text.replace("executionType: ASYNCHRONOUS\r\n", "")).encode())
     assert cli("fmt", "--dir", str(root)).exit_code == 0
     assert tool.read_bytes().decode() == text
+
+
+def test_the_examples_are_in_the_canonical_layout() -> None:
+    """What users copy passes the pre-commit hook the README recommends (cesync fmt --check)."""
+    from cesync.fmt import format_repo
+
+    repos = [p.parent for p in EXAMPLES.rglob("cesync.yaml")]
+    assert repos
+    for root in repos:
+        changed, problems = format_repo(root)
+        assert (sorted(changed), problems) == ([], []), root

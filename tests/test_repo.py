@@ -37,6 +37,8 @@ CASES = [
         "tools/x.yaml:2:1: invalid YAML: while constructing a mapping",
     ),
     ("list-not-mapping", "tools/x.yaml", "- a\n- b\n", "tools/x.yaml:1:1: a tool file must be a mapping"),
+    ("app-not-mapping", "app.yaml", "- a\n", "app.yaml:1:1: an app file must be a mapping"),
+    ("agent-not-mapping", "agents/x.yaml", "just text\n", "agents/x.yaml:1:1: an agent file must be a mapping"),
     (
         "wrong-scalar",
         "tools/x.yaml",

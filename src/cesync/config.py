@@ -172,8 +172,8 @@ class Environment(_Strict):
 
 class Config(_Strict):
     version: Literal[1] = 1
+    defaults: Defaults = Field(default_factory=Defaults)  # before environments: the order fmt writes, read top down
     environments: dict[str, Environment] = Field(min_length=1)
-    defaults: Defaults = Field(default_factory=Defaults)
     prune: bool = Field(False, description="Delete remote resources that the repo does not define.")
     safety: Safety = Field(default_factory=Safety)
 

@@ -48,7 +48,8 @@ def load_sources(root: Path, problems: list[Problem]) -> list[SourceFile]:
             if doc is None:
                 continue
             if not isinstance(doc.data, dict):
-                problems.append(doc.problem((), f"a {kind} file must be a mapping of fields, not {type_name(doc.data)}"))
+                article = "an" if kind[0] in "aeiou" else "a"
+                problems.append(doc.problem((), f"{article} {kind} file must be a mapping of fields, not {type_name(doc.data)}"))
                 continue
             if KINDS[kind].singleton and "id" in doc.data:
                 message = f"the {kind}'s id is each environment's '{kind}:' in cesync.yaml, not part of {path.name}"

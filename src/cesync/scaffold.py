@@ -12,6 +12,8 @@ __all__ = ["write_scaffold"]
 CONFIG = """\
 # yaml-language-server: $schema=schemas/cesync.schema.json
 version: 1
+defaults:
+  vars: {{}}
 environments:
   # The embedded emulator: state in .cesync/local.json, no Google project needed.
   local:
@@ -24,8 +26,6 @@ environments:
   #   project: my-project
   #   location: us
   #   app: {app}
-defaults:
-  vars: {{}}
 """
 
 TOOL = """\
