@@ -165,6 +165,20 @@ def test_new_agents_naming_each_other_are_created_then_patched(
     run("plan", "--dir", str(repo), "--env", "local", "--endpoint", url, "--detailed-exitcode")
 
 
+def test_a_created_resource_whose_patch_cannot_happen_is_not_done_once(tmp_path: Path, server: BackgroundServer) -> None:
+    """The app is created without its root agent; the agent's create then fails: the app exists,
+    so it is 'not started' (its patch), not 'skipped', and it is reported once."""
+    missing = "projects/p/locations/us/apps/a/tools/nope"  # a plain name: CES refuses the agent
+    repo = make_repo(tmp_path, {**CYCLE, "agents/a.yaml": f"displayName: A\nllmAgent: {{}}\ntools: [{missing}]\n"})
+    r = cesync("apply", "--dir", str(repo), "--env", "local", "--endpoint", server.url, "--auto-approve", "--format", "json")
+    assert r.returncode == 1, r.stderr
+    outcomes = [o for o in json.loads(r.stdout)["outcomes"] if o["kind"] == "app"]
+    assert [o["status"] for o in outcomes] == ["not started"], outcomes
+    assert outcomes[0]["message"] == "created without rootAgent: agent a was not created"
+    progress = [line for line in (r.stdout + r.stderr).splitlines() if "created without rootAgent" in line]
+    assert len(progress) <= 1, progress  # said once, not by both the wait and the change
+
+
 def test_a_cycle_through_required_fields_is_refused_by_validate(tmp_path: Path) -> None:
     files = {
         "tools/t.yaml": "agentTool: {name: t, description: d, agent: {ref: agents/a}}\n",

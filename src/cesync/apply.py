@@ -114,7 +114,9 @@ class _Run:
     async def _one(self, c: Change) -> None:
         outcome = self.outcomes[c.name]
         try:
-            if not await self._wait_for(c.depends_on, outcome):
+            if missing := await self._wait_for(c.depends_on):
+                outcome.status, outcome.message = SKIPPED, missing
+                self.on_event(outcome)
                 return
             async with self.sem:
                 if self.stop.is_set() or self.interrupt.is_set():
@@ -132,23 +134,22 @@ class _Run:
             self.ready_ok[name] = ok
             self.ready[name].set()
 
-    async def _wait_for(self, names: tuple[str, ...], outcome: Outcome) -> bool:
-        """Wait until each of names (that this apply writes) exists; False (outcome skipped) if one never will."""
+    async def _wait_for(self, names: tuple[str, ...]) -> str:
+        """Wait until each of names (that this apply writes) exists; what never will, or ""."""
         for dep in names:
             if dep in self.ready:
                 await self.ready[dep].wait()
                 if not self.ready_ok[dep]:
                     other = self.outcomes[dep]
-                    outcome.status, outcome.message = SKIPPED, f"{other.kind} {other.id} was not {other.action}d"
-                    self.on_event(outcome)
-                    return False
-        return True
+                    return f"{other.kind} {other.id} was not {other.action}d"
+        return ""
 
     async def _patch_deferred(self, c: Change, outcome: Outcome) -> None:
         """Create-then-patch: the fields left out of the create (a reference cycle) once what they name exists."""
         self._ready(c.name, True)
-        if not await self._wait_for(c.patch_after, outcome):
-            outcome.message = f"created without {', '.join(c.deferred)}: " + outcome.message
+        if missing := await self._wait_for(c.patch_after):
+            # it exists, as created: only the patch is not done (and the next plan shows it)
+            outcome.status, outcome.message = NOT_STARTED, f"created without {', '.join(c.deferred)}: {missing}"
             return
         patch = Change(kind=c.kind, id=c.id, action="update", name=c.name, etag=outcome.etag, body=c.body, update_mask=c.deferred)
         async with self.sem:
