@@ -260,6 +260,7 @@ _STR, _MAP, _SEQ = "tag:yaml.org,2002:str", "tag:yaml.org,2002:map", "tag:yaml.o
 _NULL, _BOOL, _INT, _FLOAT = (f"tag:yaml.org,2002:{t}" for t in ("null", "bool", "int", "float"))
 _DECIMAL = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
 _POINT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)\.[0-9]+(?:[eE][-+]?[0-9]+)?")
+_BLOCK_HEADER_COMMENT = re.compile(r"[|>][-+0-9]*#")  # hypothesis found this one: see tests/test_yamlfile.py
 _RESOLVER = VersionedResolver()  # ruamel's own rules decide what a plain scalar is
 
 
@@ -292,6 +293,8 @@ def fast_load(text: str) -> Any:
         return SLOW  # a directive (%YAML 1.1 changes the rules)
     if "\t" in text:
         return SLOW  # libyaml and ruamel disagree on tabs as white space ('a: \t' is null to one, an error to the other)
+    if _BLOCK_HEADER_COMMENT.search(text):
+        return SLOW  # 'a: >#': a comment without a space before it is an error to ruamel, '' to libyaml
     loader = _NodeLoader(text)
     try:
         node = loader.get_single_node()
