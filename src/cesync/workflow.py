@@ -109,6 +109,23 @@ async def make_plan(
     salt: str | None = None,
 ) -> Plan:
     """targets: --target values (ID, kind/ID, kinds/ID); one that names nothing is an error."""
+    plan, selected, _ = await _plan_against_remote(ctx, client, ctx.env.prune if prune is None else prune, targets, narrow=True)
+    safety = ctx.repo.config.safety
+    plan = replace(
+        plan,
+        targets=tuple(sorted(selected or ())),
+        refused=safety_refusal(plan, safety.maxChangeFraction, safety.minResources),
+    )
+    return seal_plan(plan, ctx, salt or new_salt())
+
+
+async def _plan_against_remote(
+    ctx: Context, client: CesClient, prune: bool, targets: Iterable[str] | None, *, narrow: bool
+) -> tuple[Plan, set[str] | None, list[Resource]]:
+    """Read the app, resolve --target against what exists on either side, and diff.
+
+    narrow: the plan itself keeps only the targets (a saved plan is recomputed whole and
+    narrowed afterwards, so that it can be compared with what was saved)."""
     remote = await read_remote(client, ctx.env.parent)
     known = {(d.kind, d.id) for d in ctx.desired} | {(r.kind, r.id) for r in remote}
     selected = target_keys(resolve_targets(targets or (), known))
@@ -117,18 +134,12 @@ async def make_plan(
         ctx.env.parent,
         ctx.desired,
         remote,
-        prune=ctx.env.prune if prune is None else prune,
-        targets=selected,
+        prune=prune,
+        targets=selected if narrow else None,
         sensitive=ctx.hidden,
         app_body=app_to_create(ctx.env, remote),
     )
-    safety = ctx.repo.config.safety
-    plan = replace(
-        plan,
-        targets=tuple(sorted(selected or ())),
-        refused=safety_refusal(plan, safety.maxChangeFraction, safety.minResources),
-    )
-    return seal_plan(plan, ctx, salt or new_salt())
+    return plan, selected, remote
 
 
 def app_to_create(env: EnvTarget, remote: list[Resource]) -> dict[str, Any] | None:
@@ -156,18 +167,7 @@ async def narrow_saved(
     They never widen it: a target the plan has no change for adds nothing.
     """
     check_saved(ctx, saved)
-    remote = await read_remote(client, ctx.env.parent)
-    known = {(d.kind, d.id) for d in ctx.desired} | {(r.kind, r.id) for r in remote}
-    selected = target_keys(resolve_targets(targets or (), known))
-    fresh = build_plan(
-        ctx.env.name,
-        ctx.env.parent,
-        ctx.desired,
-        remote,
-        prune=saved.prune,
-        sensitive=ctx.hidden,
-        app_body=app_to_create(ctx.env, remote),
-    )
+    fresh, selected, remote = await _plan_against_remote(ctx, client, saved.prune, targets, narrow=False)
     fresh = seal_plan(fresh, ctx, saved.sensitive.salt or new_salt())
     present = {f"{r.kind}/{r.id}" for r in remote} | {f"{d.kind}/{d.id}" for d in ctx.desired}
     gone = frozenset(c.key for c in saved.changes if c.action == "delete" and c.key not in present)
