@@ -15,6 +15,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
 from cesync.comments import CommentTarget, upsert_comment
@@ -205,6 +207,33 @@ def test_a_planted_marker_is_never_edited(
     assert upsert_comment(target, MARKER, MARKER + "\nfirst") == "created"
     assert upsert_comment(target, MARKER, MARKER + "\nsecond") == "updated"
     assert [c["body"].splitlines()[1] for c in forge.thread(key)] == ["planted text", "second"]
+
+
+def test_another_marker_quoted_in_our_comment_does_not_make_it_that_comment(forge: Forge) -> None:
+    """A plan quotes the repo's text: a marker of another app written into a field shows up in
+    our comment's body, and must not make the other app's run edit it."""
+    target = CommentTarget("github", forge.url, "acme/tools", 5, TOKEN)
+    other = "<!-- cesync-plan:dev:projects/p/locations/us/apps/other -->"
+    assert upsert_comment(target, MARKER, f"{MARKER}\n```diff\n+ instruction: {other}\n```") == "created"
+    assert upsert_comment(target, other, f"{other}\nthe other app's plan") == "created"
+    assert [c["body"].splitlines()[0] for c in forge.thread("gh:acme/tools#5")] == [MARKER, other]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(["```", "````", " ```", "<!--", "-->", "text", "~~~", "`"]), min_size=1, max_size=8))
+def test_no_field_text_can_end_the_diff_block(parts: list[str]) -> None:
+    """Whatever an instruction holds (code fences, HTML comments), every line of the change stays
+    inside the rendered diff block: nothing of the plan turns into Markdown the repo chose."""
+    from markdown_it import MarkdownIt
+
+    parent = "projects/p/locations/us/apps/a"
+    before = "\n".join(["You are a bot.", *parts, "Never give refunds."]) + "\n"
+    after = before.replace("Never give refunds.", "Always give full refunds.")
+    desired = [Resource("agent", "a", {"displayName": "A", "llmAgent": {}, "instruction": after})]
+    remote = [Resource("agent", "a", {"displayName": "A", "llmAgent": {}, "instruction": before}, etag="e")]
+    text = render_markdown(build_plan("prod", parent, desired, remote))
+    code = "".join(t.content for t in MarkdownIt("commonmark").parse(text) if t.type == "fence")
+    assert "-Never give refunds." in code and "+Always give full refunds." in code, text
 
 
 def test_a_page_link_to_another_host_gets_no_token() -> None:

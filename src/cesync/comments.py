@@ -119,7 +119,11 @@ class Forge(ABC):
         """Whether the token's own identity wrote comment."""
 
     def find(self, marker: str) -> dict[str, Any] | None:
-        return next((c for c in self.comments() if marker in str(c.get("body", "")) and self.is_ours(c)), None)
+        """Our comment whose first line is marker: the plan quotes the repo's text, so another
+        app's or environment's marker can stand further down in a comment of ours."""
+        return next(
+            (c for c in self.comments() if str(c.get("body", "")).split("\n", 1)[0].strip() == marker and self.is_ours(c)), None
+        )
 
     @cached_property
     def me(self) -> dict[str, Any]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from ..plan import Plan
 from ..sensitive import CHANGED
 from .common import SYMBOL, VERB, as_text, is_multiline, notices, summary, unified
@@ -85,5 +87,14 @@ def _section(c: object) -> list[str]:
                 f"- {f.path}: {as_text(f.before).strip() if f.before is not None else '(unset)'}",
                 f"+ {f.path}: {as_text(f.after).strip() if f.after is not None else '(unset)'}",
             ]
-    lines += ["```diff", *body, "```", "", "</details>", ""]
+    fence = _fence(body)
+    lines += [f"{fence}diff", *body, fence, "", "</details>", ""]
     return lines
+
+
+def _fence(body: list[str]) -> str:
+    """A code fence no line of body can close: longer than any backtick run in it (a prompt
+    with ``` in it, quoted in the diff, would otherwise end the block and turn the rest
+    of the plan into Markdown and HTML its author chose)."""
+    longest = max((len(run) for line in body for run in re.findall(r"`+", line)), default=0)
+    return "`" * max(3, longest + 1)
