@@ -8,6 +8,8 @@ from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
 
 from cesync.fmt import format_text
 from cesync.models import Tool
@@ -144,3 +146,38 @@ def test_the_examples_are_in_the_canonical_layout() -> None:
     for root in repos:
         changed, problems = format_repo(root)
         assert (sorted(changed), problems) == ([], []), root
+
+
+VALUES = ["X", "|\n  line one\n  line two", "|+\n  kept\n", ">-\n  folded", "[a, b]", "{model: m}", "'quoted'", "[]"]
+BETWEEN = ["", "\n", "# note\n", "  # indented note\n", "# a\n\n# b\n"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["description", "displayName", "instruction", "tools", "modelSettings"]),
+            st.sampled_from(VALUES),
+            st.sampled_from(["", "  # eol"]),
+            st.sampled_from(BETWEEN),
+        ),
+        min_size=1,
+        max_size=5,
+        unique_by=lambda t: t[0],
+    ),
+    st.sampled_from(BETWEEN),
+)
+def test_fmt_never_changes_data_and_is_idempotent(entries: list[tuple[str, str, str, str]], tail: str) -> None:
+    """Comments next to block scalars, flow collections and blank lines: whatever fmt writes
+    holds the same data (a '# note' after a '|' text must not become text) and is a fixed point."""
+    from cesync.models import Agent
+
+    safe = YAML(typ="safe", pure=True)
+    text = "".join(f"{between}{key}: {value}{eol}\n" for key, value, eol, between in entries) + tail
+    try:
+        data = safe.load(text)
+    except YAMLError:  # an invalid combination (a comment inside a flow value, say): not fmt's case
+        return
+    out = format_text(text, Agent)
+    assert safe.load(out) == data, (text, out)
+    assert format_text(out, Agent) == out, (text, out)

@@ -59,13 +59,34 @@ def format_repo(root: Path) -> tuple[dict[str, str], list[Problem]]:
 
 
 def format_text(text: str, model: type[BaseModel]) -> str:
+    """The canonical layout of text, or text itself when no layout provably keeps its data.
+
+    ruamel keeps comments as tokens under neighbouring nodes; moving them with their keys
+    can, around block scalars and flow collections, land a comment where it reads as part
+    of a value (a '# note' after a '|' text becomes text) or shift a blank line. So each
+    result is checked: the same data, and formatting it again changes nothing; else the
+    keys are reordered leaving comments where ruamel put them, and failing that too the
+    file is left as written."""
+    for move_comments in (True, False):
+        new = _format(text, model, move_comments)
+        if _same_data(text, new) and _format(new, model, move_comments) == new:
+            return new
+    return text
+
+
+def _same_data(a: str, b: str) -> bool:
+    safe = YAML(typ="safe", pure=True)
+    return bool(safe.load(a) == safe.load(b))
+
+
+def _format(text: str, model: type[BaseModel], move_comments: bool) -> str:
     yaml = YAML(typ="rt", pure=True)
     yaml.preserve_quotes = True
     yaml.width = 4096
     yaml.indent(mapping=2, sequence=4, offset=2)
     data = yaml.load(text)
     if isinstance(data, CommentedMap):
-        _order(data, _rank(model), model)
+        _order(data, _rank(model), model, move_comments)
     buf = StringIO()
     yaml.dump(data, buf)
     return buf.getvalue() if data is not None else text
@@ -95,14 +116,14 @@ def _sub_model(model: type[BaseModel] | None, key: str) -> tuple[type[BaseModel]
     return None, False
 
 
-def _order(node: CommentedMap, rank: dict[str, int], model: type[BaseModel] | None) -> None:
+def _order(node: CommentedMap, rank: dict[str, int], model: type[BaseModel] | None, move_comments: bool) -> None:
     """Sort the keys of node by rank (unknown keys keep their place at the end), then each value."""
     if set(node) in ({"file"}, {"ref"}):
         return
     keys = list(node)
     wanted = sorted(keys, key=lambda k: (rank.get(str(k), len(rank)), keys.index(k)))
     if rank and wanted != keys:
-        _reorder(node, wanted)
+        _reorder(node, wanted, move_comments)
     for key in node:
         value = node[key]
         if str(key) in DOCUMENT_FIELDS or str(key) in INCLUDABLE:
@@ -111,23 +132,27 @@ def _order(node: CommentedMap, rank: dict[str, int], model: type[BaseModel] | No
         if is_map and isinstance(value, CommentedMap):
             for v in value.values():
                 if isinstance(v, CommentedMap):
-                    _order(v, _rank(sub), sub)
+                    _order(v, _rank(sub), sub, move_comments)
         elif isinstance(value, CommentedMap):
-            _order(value, _rank(sub), sub)
+            _order(value, _rank(sub), sub, move_comments)
         elif isinstance(value, CommentedSeq):
             for item in value:
                 if isinstance(item, CommentedMap):
-                    _order(item, _rank(sub), sub)
+                    _order(item, _rank(sub), sub, move_comments)
 
 
-def _reorder(node: CommentedMap, wanted: list[Any]) -> None:
+def _reorder(node: CommentedMap, wanted: list[Any], move_comments: bool) -> None:
     """Reorder in place; each key takes along its end-of-line comment and the full-line
     comments above it. ruamel files a full-line comment under whatever precedes it (the
     previous key, or the last item of that key's value), so those comments are cut from
-    there first and put back above their key after the move."""
+    there first and put back above their key after the move (unless not move_comments).
+    """
     keys = list(node)
-    above = {key: _cut_lines(_tail_slot(node, prev)) for prev, key in pairwise(keys)}
-    after_all = _cut_lines(_tail_slot(node, keys[-1]))  # they belong to what follows this mapping
+    above: dict[Any, str] = {}
+    after_all = ""
+    if move_comments:
+        above = {key: _cut_lines(_tail_slot(node, prev)) for prev, key in pairwise(keys)}
+        after_all = _cut_lines(_tail_slot(node, keys[-1]))  # they belong to what follows this mapping
     items = [(k, node[k]) for k in wanted]
     comments = dict(node.ca.items)
     for k in list(node):
