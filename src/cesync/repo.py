@@ -11,6 +11,7 @@ its ``file:line:col`` before anything is reported.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -20,8 +21,10 @@ from pydantic import ValidationError
 
 from .checks import Finding, check_body, lint_keys
 from .config import Config
+from .documents import adopt_parsed, parsed
 from .environments import VAR_ENV_PREFIX, EnvTarget, resolve_env
 from .errors import ConfigError, Problem
+from .forked import fork_map
 from .kinds import KINDS
 from .loading import CONFIG_FILE, SourceFile, clean_loc, error_owner, load_sources, parse_file, pydantic_problem, validate_model
 from .models import TOOL_TYPES
@@ -67,18 +70,42 @@ class Repo:
         """Resolve --env (or CESYNC_ENV); required when there is more than one environment."""
         return resolve_env(self.config, self.config_doc, name, self.overrides)
 
-    def render(self, env: EnvTarget, *, memo: _Memo | None = None) -> list[Resource]:
+    def render(self, env: EnvTarget, *, memo: _Memo | None = None, started: Callable[[], None] | None = None) -> list[Resource]:
         """The desired resources for one environment; ConfigError lists every problem.
 
         memo shares the work of files that render the same in several environments.
+        started() is called once rendering is under way (see forked.fork_map).
         """
+        if memo is None:  # a whole render: the files are shared between two cores
+            return self._collect(env, self._render_files([env], started)[0])
+        return self._collect(env, [_render_file(self.root, src, env, self._known, memo) for src in self.files])
+
+    @property
+    def _known(self) -> set[tuple[str, str]]:
+        return {(f.kind, f.id) for f in self.files}
+
+    def _render_files(self, envs: list[EnvTarget], started: Callable[[], None] | None = None) -> list[list[_FileRender]]:
+        """Each file rendered for each environment (by environment, then in file order).
+
+        Above forked.MIN_ITEMS files a forked process renders part of them on the other core
+        (the parse caches it fills come back with its results); same results either way.
+        """
+        known = self._known
+
+        def render(files: list[SourceFile]) -> list[list[_FileRender]]:
+            memo: _Memo = {}
+            return [[_render_file(self.root, src, env, known, memo if len(envs) > 1 else None) for env in envs] for src in files]
+
+        per_file = fork_map(render, self.files, carry=_carried, adopt=adopt_parsed, started=started)
+        return [[renders[i] for renders in per_file] for i in range(len(envs))]
+
+    def _collect(self, env: EnvTarget, renders: list[_FileRender]) -> list[Resource]:
         problems: list[Problem] = list(self.load_problems)
         out: list[Resource] = []
-        known = {(f.kind, f.id) for f in self.files}
         edges: list[Ref] = []
-        for src in self.files:
-            body, found = _render_file(self.root, src, env, known, edges, memo)
+        for src, (body, found, refs) in zip(self.files, renders, strict=True):
             problems += found
+            edges += [Ref((src.kind, src.id), target, partial(src.doc.problem, at, "")) for at, target in refs]
             if body is not None:
                 out.append(Resource(src.kind, src.id, body, source=Position(src.doc.file)))
         problems += _cross_checks(out, self.files)
@@ -90,10 +117,15 @@ class Repo:
     def validate(self, env_names: list[str] | None = None) -> list[Problem]:
         """Every problem of the repo, for each named environment (default: all)."""
         problems: set[Problem] = set()
-        memo: _Memo = {}
+        envs: list[EnvTarget] = []
         for name in env_names or self.env_names:
             try:
-                self.render(self.env(name), memo=memo)
+                envs.append(self.env(name))
+            except ConfigError as exc:
+                problems.update(exc.problems)
+        for env, renders in zip(envs, self._render_files(envs) if envs else [], strict=True):
+            try:
+                self._collect(env, renders)
             except ConfigError as exc:
                 problems.update(exc.problems)
         return sorted(problems)
@@ -130,9 +162,15 @@ _Rendered = tuple[dict[str, Any] | None, list[Problem], list[Problem], Any, set[
 _Memo = dict[tuple[str, str], tuple[str, str | None, _Rendered]]
 
 
+# One file's render for one environment, as plain data (a forked process sends it back):
+# the body (None if it has problems), the problems, and each reference to another tool or
+# toolset as (the data path its position is taken from, (kind, id)).
+_FileRender = tuple[dict[str, Any] | None, list[Problem], list[tuple[Path_, tuple[str, str]]]]
+
+
 def _render_file(
-    root: Path, src: SourceFile, env: EnvTarget, known: set[tuple[str, str]], edges: list[Ref], memo: _Memo | None = None
-) -> tuple[dict[str, Any] | None, list[Problem]]:
+    root: Path, src: SourceFile, env: EnvTarget, known: set[tuple[str, str]], memo: _Memo | None = None
+) -> _FileRender:
     """${VAR} substitution is per environment; what follows runs again only if it changed the data."""
     doc = src.doc
     data, missing = substitute(doc.data, env, ())
@@ -146,16 +184,21 @@ def _render_file(
             memo[(src.kind, src.id)] = (key, env.parent if used_parent else None, rendered)
     body, problems, checked, expanded, ref_paths = rendered
     deferrable = KINDS[src.kind].deferrable
+    refs: list[tuple[Path_, tuple[str, str]]] = []
     for path, target in names_in(expanded, env.parent):
         # A reference in a field the create may leave for a later patch closes no impossible cycle (order.py).
         if target in known and not (path and path[0] in deferrable):  # positioned at the {ref:} when it came from one
-            at = partial(doc.problem, (*path, "ref") if path in ref_paths else path, "")
-            edges.append(Ref((src.kind, src.id), target, at))
+            refs.append(((*path, "ref") if path in ref_paths else path, target))
     problems = [doc.problem(p, m) for p, m in missing] + problems
     if body is None or problems:
-        return None, problems
+        return None, problems, refs
     body = dict(body)  # _env_var replaces the type's dict, never the shared one
-    return body, checked + env_var_urls(src, body, env)
+    return body, checked + env_var_urls(src, body, env), refs
+
+
+def _carried(per_file: list[list[_FileRender]]) -> Any:
+    """The documents a forked render parsed, for the diff in the parent (see documents.parsed)."""
+    return parsed(body for renders in per_file for body, _, _ in renders if body is not None)
 
 
 def _checked(root: Path, src: SourceFile, data: Any, parent: str, known: set[tuple[str, str]]) -> tuple[bool, _Rendered]:

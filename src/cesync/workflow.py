@@ -5,17 +5,21 @@ This is the only place that joins the pure core to the repo on disk and to the A
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import re
 import tempfile
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from .client import connect
-from .client.api import CesClient, RetryPolicy
+from .client.api import CesClient, RetryPolicy, stderr_line
 from .client.connect import endpoint_for
+from .config import EMBEDDED
 from .documents import parse_document
 from .errors import CesyncError, ConfigError, NotFound, PlanFileError
 from .export import ExportedRepo, export_repo, modeline
@@ -41,6 +45,7 @@ __all__ = [
     "open_context",
     "plan_files",
     "plan_folder",
+    "read_plan",
     "target_for_app",
     "tool_names",
 ]
@@ -54,6 +59,7 @@ class Context:
     endpoint: str | None = None
     secrets: dict[str, str] = field(default_factory=dict)  # sensitive NAME -> resolved value (memory only)
     hidden: dict[tuple[str, str], list[Path_]] = field(default_factory=dict)  # (kind, id) -> sensitive body paths
+    read_ahead: _ReadAhead | None = None  # the app, read while the repo rendered (open_context(read_ahead=True))
 
     @property
     def digest(self) -> str:
@@ -68,16 +74,98 @@ class Context:
 
 
 def open_context(
-    directory: Path, env_name: str | None, endpoint: str | None = None, variables: dict[str, str] | None = None
+    directory: Path,
+    env_name: str | None,
+    endpoint: str | None = None,
+    variables: dict[str, str] | None = None,
+    *,
+    read_ahead: bool = False,
 ) -> Context:
-    """variables: --var/--var-file values, which win over cesync.yaml and the process environment."""
+    """variables: --var/--var-file values, which win over cesync.yaml and the process environment.
+
+    read_ahead: read the app (read_remote) in a thread while the repo renders, for make_plan;
+    the read waits on the network most of its time, rendering on the CPU.
+    """
     repo = load_repo(directory)
     repo.overrides = dict(variables or {})
     env = repo.env(env_name)
     secrets = sensitive_values(repo, env)
     remember(secrets.values())  # before rendering: a problem message must not print one either
-    desired = repo.render(env)
-    return Context(repo, env, desired, endpoint, secrets, sensitive_fields(repo, env, desired, secrets))
+    ahead = _ReadAhead(env, repo.root, endpoint) if read_ahead and _can_read_ahead(env, endpoint) else None
+    try:
+        desired = repo.render(env, started=ahead.start if ahead else None)
+        hidden = sensitive_fields(repo, env, desired, secrets)
+    except BaseException:
+        if ahead is not None:
+            ahead.cancel()
+        raise
+    return Context(repo, env, desired, endpoint, secrets, hidden, ahead)
+
+
+def _can_read_ahead(env: EnvTarget, endpoint: str | None) -> bool:
+    """Not for the embedded emulator (its state file is the app: one reader at a time), nor
+    for an endpoint that is wrong (its error comes after rendering, as before)."""
+    try:
+        return endpoint_for(env, endpoint) != EMBEDDED
+    except CesyncError:
+        return False
+
+
+class _ReadAhead:
+    """read_remote in a thread with its own event loop and client, started once rendering is.
+
+    What it finds is given where the read was before, after rendering: its retry notices
+    are held until then, its error is raised then (a repo problem is still reported first,
+    and alone), and a failed render cancels it.
+    """
+
+    def __init__(self, env: EnvTarget, root: Path, endpoint: str | None) -> None:
+        self._env, self._root, self._endpoint = env, root, endpoint
+        self._notices: list[str] = []
+        self._remote: list[Resource] = []
+        self._error: BaseException | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[list[Resource]] | None = None
+        self._begun = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="cesync-read-ahead", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        loop = asyncio.new_event_loop()
+        try:
+            self._loop, self._task = loop, loop.create_task(self._read())
+            self._begun.set()
+            self._remote = loop.run_until_complete(self._task)
+        except BaseException as exc:
+            self._error = exc
+        finally:
+            self._begun.set()
+            loop.close()
+
+    async def _read(self) -> list[Resource]:
+        client = connect(self._env, self._root, override=self._endpoint)
+        client.notify = self._notices.append
+        async with client:
+            return await read_remote(client, self._env.parent)
+
+    def result(self) -> list[Resource]:
+        self._thread.join()
+        for line in self._notices:
+            stderr_line(line)
+        if self._error is not None:
+            raise self._error
+        return self._remote
+
+    def cancel(self) -> None:
+        if not self._thread.is_alive():
+            return
+        self._begun.wait()
+        if self._loop is not None and self._task is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has finished and closed meanwhile
+                self._loop.call_soon_threadsafe(self._task.cancel)
+        self._thread.join(timeout=10)
 
 
 def sensitive_values(repo: Repo, env: EnvTarget) -> dict[str, str]:
@@ -100,9 +188,17 @@ def sensitive_fields(
     return {k: v for k, v in out.items() if v}
 
 
+async def read_plan(ctx: Context, *, prune: bool | None = None, targets: Iterable[str] | None = None) -> Plan:
+    """make_plan with the app read ahead (open_context(read_ahead=True)) or, without it, read now."""
+    if ctx.read_ahead is not None:
+        return await make_plan(ctx, None, prune=prune, targets=targets)
+    async with ctx.client() as client:
+        return await make_plan(ctx, client, prune=prune, targets=targets)
+
+
 async def make_plan(
     ctx: Context,
-    client: CesClient,
+    client: CesClient | None,
     *,
     prune: bool | None = None,
     targets: Iterable[str] | None = None,
@@ -120,13 +216,18 @@ async def make_plan(
 
 
 async def _plan_against_remote(
-    ctx: Context, client: CesClient, prune: bool, targets: Iterable[str] | None, *, narrow: bool
+    ctx: Context, client: CesClient | None, prune: bool, targets: Iterable[str] | None, *, narrow: bool
 ) -> tuple[Plan, set[str] | None, list[Resource]]:
     """Read the app, resolve --target against what exists on either side, and diff.
 
     narrow: the plan itself keeps only the targets (a saved plan is recomputed whole and
     narrowed afterwards, so that it can be compared with what was saved)."""
-    remote = await read_remote(client, ctx.env.parent)
+    ahead, ctx.read_ahead = ctx.read_ahead, None  # read once, as before
+    if ahead is not None:
+        remote = ahead.result()
+    else:
+        assert client is not None, "a client, unless the app was read ahead"
+        remote = await read_remote(client, ctx.env.parent)
     known = {(d.kind, d.id) for d in ctx.desired} | {(r.kind, r.id) for r in remote}
     selected = target_keys(resolve_targets(targets or (), known))
     plan = build_plan(

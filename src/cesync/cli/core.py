@@ -188,15 +188,10 @@ def plan(
     var_files: tuple[Path, ...],
 ) -> None:
     """Show what apply would change in the app, with the etags seen."""
-    from ..workflow import make_plan, open_context
+    from ..workflow import open_context, read_plan
 
-    ctx = open_context(directory, env_name, endpoint, cli_vars(var_pairs, var_files))
-
-    async def run() -> Plan:
-        async with ctx.client() as client:
-            return await make_plan(ctx, client, prune=prune, targets=targets)
-
-    result = asyncio.run(run())
+    ctx = open_context(directory, env_name, endpoint, cli_vars(var_pairs, var_files), read_ahead=True)
+    result = asyncio.run(read_plan(ctx, prune=prune, targets=targets))
     if out:
         save(out, result.to_json())
     print_plan(result, fmt)
