@@ -166,7 +166,7 @@ def official(mode: str, url: str, *extra: str) -> float:
 
 def rendered_bodies(root: Path, path: Path) -> None:
     """What apply sends, for the official-client script (made here, outside every clock)."""
-    from cesync.repo import load_repo
+    from cesync.repo.repo import load_repo
 
     repo = load_repo(root)
     path.write_text(json.dumps([[d.id, d.body] for d in repo.render(repo.env(ENV)) if d.kind == "tool"]))

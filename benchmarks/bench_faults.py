@@ -27,12 +27,12 @@ from typing import Any
 
 import httpx
 
-from cesync.apply import ApplyResult, apply_plan
+from cesync.api.resource import Resource
 from cesync.client import CesClient, RetryPolicy
+from cesync.core.plan import build_plan
 from cesync.emulator import EmbeddedTransport, FaultConfig
-from cesync.plan import build_plan
-from cesync.remote import read_remote
-from cesync.resource import Resource
+from cesync.pipeline.apply import ApplyResult, apply_plan
+from cesync.sync.remote import read_remote
 
 APP = "projects/bench/locations/us/apps/faults"
 RETRY = RetryPolicy(attempts=8, initial=0.001, maximum=0.01)

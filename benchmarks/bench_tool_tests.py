@@ -12,8 +12,8 @@ import asyncio
 import time
 
 from cesync.client import CesClient
+from cesync.core.toolcall import request_for
 from cesync.emulator.server import BackgroundServer
-from cesync.toolcall import request_for
 from cesync.tooltests import Case, run_cases
 
 APP = "projects/bench/locations/us/apps/tests"

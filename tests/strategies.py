@@ -24,9 +24,9 @@ import annotated_types
 from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
-from cesync.kinds import KINDS
+from cesync.api.kinds import KINDS
+from cesync.api.protojson import is_default
 from cesync.models import Behavior, FieldSpec, Kind, ProtoModel, Tool, specs
-from cesync.protojson import is_default
 
 __all__ = ["CREATABLE", "bodies", "json_values", "pairs", "resource_bodies", "resource_types", "respell"]
 

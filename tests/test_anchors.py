@@ -30,12 +30,13 @@ PATTERNS = _patterns()
 
 
 # pydantic checks these with Rust's regex, where "$" is the end of the text (and \Z is no escape).
-PYDANTIC_PATTERNS = {"cesync.config.VAR_NAME"}
+PYDANTIC_PATTERNS = {"cesync.repo.config.VAR_NAME"}
 
 
 def test_there_are_patterns_to_check() -> None:
-    from cesync import repo, toolcall
+    from cesync.core import toolcall
     from cesync.emulator import app
+    from cesync.repo import repo
 
     found = {id(p) for _, p in PATTERNS}
     assert {id(repo.ID_RE), id(toolcall.FULL), id(app.ID_RE)} <= found
@@ -44,7 +45,7 @@ def test_there_are_patterns_to_check() -> None:
 def test_pydantic_patterns_refuse_a_trailing_newline() -> None:
     from pydantic import TypeAdapter, ValidationError
 
-    from cesync.config import VarName
+    from cesync.repo.config import VarName
 
     with pytest.raises(ValidationError):
         TypeAdapter(VarName).validate_python("NAME\n")

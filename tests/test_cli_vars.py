@@ -11,7 +11,7 @@ import pytest
 
 from cesync.cli import main
 from tests.helpers import make_repo
-from tests.test_pull import cli
+from tests.pipeline.test_pull import cli
 
 ALL: dict[str, Any] = {n: main.get_command(click.Context(main), n) for n in main.list_commands(click.Context(main))}
 

@@ -19,12 +19,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
-from cesync.comments import CommentTarget, upsert_comment
+from cesync.api.resource import Resource
+from cesync.core.plan import build_plan
 from cesync.errors import CesyncError
-from cesync.plan import build_plan
+from cesync.forge.comments import CommentTarget, upsert_comment
 from cesync.render import render_markdown
 from cesync.render.markdown import GITHUB_COMMENT_LIMIT
-from cesync.resource import Resource
 from tests.conftest import EXAMPLES, ROOT
 from tests.fake_forge import TOKEN, Forge, serve
 from tests.helpers import cesync

@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cesync.client import CesClient
+from cesync.core.plan import Plan
 from cesync.emulator import EmbeddedTransport
 from cesync.errors import CesyncError, PlanFileError
-from cesync.plan import Plan
-from cesync.workflow import Context, make_plan, narrow_saved, open_context
+from cesync.pipeline.workflow import Context, make_plan, narrow_saved, open_context
 from tests.conftest import EXAMPLES
 from tests.helpers import cesync
 
@@ -44,7 +44,7 @@ def _setup(tmp: Path) -> tuple[Path, EmbeddedTransport]:
 
 
 async def _apply_all(root: Path, transport: httpx.AsyncBaseTransport) -> None:
-    from cesync.apply import apply_plan
+    from cesync.pipeline.apply import apply_plan
 
     ctx = open_context(root, "local")
     async with CesClient("http://emu", transport=transport) as c:

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from cesync.core.toolcall import canonical_output, target
 from cesync.errors import ApiError
-from cesync.toolcall import canonical_output, target
 from cesync.tooltests import Case, Expectation, check
 from tests.conftest import EXAMPLES
 from tests.helpers import cesync

@@ -6,10 +6,10 @@ import asyncio
 
 import pytest
 
+from cesync.api.resource import Resource
 from cesync.client import CesClient
 from cesync.emulator import EmbeddedTransport
 from cesync.errors import AlreadyExists, NotFound
-from cesync.resource import Resource
 
 APP = "projects/p/locations/us/apps/a"
 

@@ -10,7 +10,7 @@ import pytest
 from cesync.client.auth import TRUSTED_HOSTS_VAR, GoogleAuth
 from cesync.client.connect import connect, endpoint_for
 from cesync.errors import CesyncError
-from cesync.repo import EnvTarget
+from cesync.repo.repo import EnvTarget
 from tests.google_fake import service_account_file
 
 

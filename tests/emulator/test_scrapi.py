@@ -28,8 +28,8 @@ from click.testing import CliRunner
 from cesync.cli import main
 from cesync.client import connect
 from cesync.emulator.server import BackgroundServer
-from cesync.repo import load_repo
-from cesync.workflow import tool_names
+from cesync.pipeline.workflow import tool_names
+from cesync.repo.repo import load_repo
 
 from ..conftest import EXAMPLES
 from ..google_fake import self_signed

@@ -21,8 +21,8 @@ from google.auth.credentials import AnonymousCredentials
 from google.cloud import ces_v1
 from google.protobuf import field_mask_pb2
 
-from cesync.archive import ARCHIVE_APP, find_app_root, read_archive
 from cesync.emulator.server import BackgroundServer
+from cesync.sync.archive import ARCHIVE_APP, find_app_root, read_archive
 
 LOCATION = "projects/p/locations/us"
 APP = f"{LOCATION}/apps/shop"

@@ -13,7 +13,14 @@ import pytest
 from cesync.emulator import EmbeddedTransport
 
 APP = "projects/p/locations/us/apps/a"
-OURS = ("cesync.models", "cesync.normalize", "cesync.checks", "cesync.protojson", "cesync.diff", "cesync.repo")
+OURS = (
+    "cesync.models",
+    "cesync.core.normalize",
+    "cesync.core.checks",
+    "cesync.api.protojson",
+    "cesync.core.diff",
+    "cesync.repo.repo",
+)
 
 
 def test_emulator_imports_none_of_our_model_code() -> None:

@@ -3,7 +3,7 @@
 Each field is compared on JSON name, scalar type, presence (proto3 ``optional``),
 message type, enum values, oneof, repeated/map and behaviour (REQUIRED,
 OUTPUT_ONLY, IDENTIFIER as the ``google-cloud-ces`` docstrings state it, read from
-the snapshot in :mod:`cesync.api`, which a test keeps equal to the package).
+the snapshot in :mod:`cesync.api.descriptors`, which a test keeps equal to the package).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 from google.protobuf.descriptor import FieldDescriptor as FD
 
-from cesync import api
+from cesync.api import descriptors as api
 from cesync.models import Behavior, Kind, ProtoModel, overlay, specs
 
 WELL_KNOWN = {

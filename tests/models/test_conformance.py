@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pydantic import create_model
 
-from cesync import api
+from cesync.api import descriptors as api
 from cesync.models import Behavior, ProtoModel, Tool, Toolset, specs
 from cesync.models import messages as generated
 from cesync.models.base import Bytes, Double, Duration, Meta

@@ -18,12 +18,12 @@ from hypothesis import Phase, find, settings
 from pydantic import ValidationError
 
 from cesync.client import CesClient
+from cesync.core.yamlfile import Document, load_text
+from cesync.core.yamlout import to_yaml
 from cesync.emulator import EmbeddedTransport
 from cesync.models import Behavior, Kind, ProtoModel, specs
 from cesync.models.base import FieldSpec
-from cesync.repo import load_repo
-from cesync.yamlfile import Document, load_text
-from cesync.yamlout import to_yaml
+from cesync.repo.repo import load_repo
 from tests.helpers import make_repo
 from tests.strategies import CREATABLE, bodies, resource_types
 

@@ -24,14 +24,14 @@ from google.auth.credentials import AnonymousCredentials
 from google.cloud import ces_v1
 from hypothesis import HealthCheck, given, settings
 
-from cesync.apply import apply_plan
+from cesync.api.resource import Resource
 from cesync.client import CesClient, RetryPolicy
+from cesync.core.normalize import canonical
+from cesync.core.plan import Plan, build_plan
 from cesync.emulator import EmbeddedTransport
 from cesync.emulator.server import BackgroundServer
-from cesync.normalize import canonical
-from cesync.plan import Plan, build_plan
-from cesync.remote import read_remote
-from cesync.resource import Resource
+from cesync.pipeline.apply import apply_plan
+from cesync.sync.remote import read_remote
 from tests.strategies import resource_bodies
 
 COMMON = {
@@ -61,7 +61,7 @@ def official(server: BackgroundServer) -> ces_v1.AgentServiceClient:
 
 
 def _json(value: Any) -> str:
-    """JSON text that tells true from 1 but not 1 from 1.0 (independent of cesync.diff)."""
+    """JSON text that tells true from 1 but not 1 from 1.0 (independent of cesync.core.diff)."""
 
     def norm(v: Any) -> Any:
         if isinstance(v, dict):

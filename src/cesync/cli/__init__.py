@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar  # noqa: E402
 import click  # noqa: E402
 
 from .. import __version__  # noqa: E402
+from ..core.sensitive import scrub  # noqa: E402
 from ..errors import CesyncError, ConfigError, PlanFileError  # noqa: E402
 from ..render import FORMATS  # noqa: E402
-from ..sensitive import scrub  # noqa: E402
 
 if TYPE_CHECKING:
-    from ..plan import Plan
+    from ..core.plan import Plan
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -228,7 +228,7 @@ def _endpoint(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     """--endpoint gets the same check as endpoint: in cesync.yaml (one function for both)."""
     if value is None:
         return None
-    from ..config import normalize_endpoint
+    from ..repo.config import normalize_endpoint
 
     try:
         return normalize_endpoint(value)
@@ -273,8 +273,8 @@ def var_options(fn: F) -> F:
 
 def cli_vars(pairs: tuple[str, ...], files: tuple[Path, ...]) -> dict[str, str]:
     """The values of --var-file (in order) then --var; a malformed one is an error."""
-    from ..templating import VAR_NAME as VAR_NAME_RE
-    from ..yamlfile import Document, load_text, read_text
+    from ..core.yamlfile import Document, load_text, read_text
+    from ..repo.templating import VAR_NAME as VAR_NAME_RE
 
     out: dict[str, str] = {}
     for path in files:
@@ -313,7 +313,7 @@ def load_plan(path: Path) -> Plan:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise PlanFileError(f"cannot read plan file {path}: {exc}") from None
-    from ..plan import Plan
+    from ..core.plan import Plan
 
     return Plan.from_json(text, str(path))
 

@@ -12,20 +12,14 @@ from pathlib import Path
 
 import click
 
-from ..archive import extract_zip, find_app_root, read_archive, retarget
+from ..api.kinds import KINDS, spoken
+from ..api.resource import Resource
 from ..client import connect
 from ..client.connect import endpoint_for
-from ..config import EMBEDDED, ENV_NAME
+from ..core.plan import Plan
+from ..core.sensitive import remember
 from ..errors import CesyncError
-from ..export import ExportedRepo, export_repo
-from ..files import write_tree
-from ..kinds import KINDS, spoken
-from ..plan import Plan
-from ..remote import read_remote
-from ..repo import CONFIG_FILE, load_repo
-from ..resource import Resource
-from ..sensitive import remember
-from ..workflow import (
+from ..pipeline.workflow import (
     config_for,
     export_app,
     plan_files,
@@ -33,6 +27,12 @@ from ..workflow import (
     sensitive_values,
     target_for_app,
 )
+from ..repo.config import EMBEDDED, ENV_NAME
+from ..repo.files import write_tree
+from ..repo.repo import CONFIG_FILE, load_repo
+from ..sync.archive import extract_zip, find_app_root, read_archive, retarget
+from ..sync.export import ExportedRepo, export_repo
+from ..sync.remote import read_remote
 from . import (
     EXIT_CHANGES,
     cli_vars,

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import click
 
-from ..comments import FORGES, find_target, run_link, upsert_comment
 from ..errors import CesyncError
-from ..render import MARKER, render_markdown
-from ..render.markdown import GITHUB_COMMENT_LIMIT
-from ..workflow import (
+from ..forge.comments import FORGES, find_target, run_link, upsert_comment
+from ..pipeline.workflow import (
     find_apps,
 )
+from ..render import MARKER, render_markdown
+from ..render.markdown import GITHUB_COMMENT_LIMIT
 from . import (
     handled,
     load_plan,

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..core.sensitive import scrub
 from ..errors import CesyncError, ConfigError, Problem
-from ..sensitive import scrub
 from . import (
     EXIT_CHANGES,
     EXIT_ERROR,
@@ -37,9 +37,9 @@ from . import (
 )
 
 if TYPE_CHECKING:  # the commands import what they use: validate and schema start light
-    from ..apply import ApplyResult, Outcome
     from ..client.api import CesClient
-    from ..plan import Plan
+    from ..core.plan import Plan
+    from ..pipeline.apply import ApplyResult, Outcome
 
 
 @main.command()
@@ -60,7 +60,7 @@ def validate(
     """Check every file offline; report each problem as file:line:col."""
     folders = [directory]
     if recursive:
-        from ..workflow import find_apps
+        from ..pipeline.workflow import find_apps
 
         folders = sorted({directory / e["dir"] for e in find_apps(directory)})
     if not folders:
@@ -96,8 +96,8 @@ def _prefixed(problems: list[Problem], prefix: Path | None) -> list[Problem]:
 def _validate_one(
     directory: Path, envs: tuple[str, ...], prefix: Path | None, variables: dict[str, str]
 ) -> tuple[list[Problem], list[Problem]]:
-    from ..credentials import lint_credentials
-    from ..repo import load_repo
+    from ..repo.credentials import lint_credentials
+    from ..repo.repo import load_repo
 
     repo = load_repo(directory)
     repo.overrides = variables
@@ -124,7 +124,7 @@ def _validate_one(
 @handled
 def schema(out: Path, check: bool) -> None:
     """Write JSON Schemas for tool files, toolset files and cesync.yaml."""
-    from ..jsonschema import render_schemas
+    from ..repo.jsonschema import render_schemas
 
     missing: list[str] = []
     stale: list[str] = []
@@ -151,7 +151,7 @@ def schema(out: Path, check: bool) -> None:
 @handled
 def init(directory: Path, app: str) -> None:
     """Scaffold a new repo: cesync.yaml, an example tool, the JSON Schemas its editor modelines name, .gitignore."""
-    from ..scaffold import write_scaffold
+    from ..repo.scaffold import write_scaffold
 
     for path in write_scaffold(directory, app):
         click.echo(f"created {path}")
@@ -188,7 +188,7 @@ def plan(
     var_files: tuple[Path, ...],
 ) -> None:
     """Show what apply would change in the app, with the etags seen."""
-    from ..workflow import open_context, read_plan
+    from ..pipeline.workflow import open_context, read_plan
 
     ctx = open_context(directory, env_name, endpoint, cli_vars(var_pairs, var_files), read_ahead=True)
     result = asyncio.run(read_plan(ctx, prune=prune, targets=targets))
@@ -252,10 +252,10 @@ def apply(
     var_files: tuple[Path, ...],
 ) -> None:
     """Make the app match the repo: creates, updates and (with --prune) deletes."""
-    from ..apply import ApplyResult
-    from ..plan import check_safety
+    from ..core.plan import check_safety
+    from ..pipeline.apply import ApplyResult
+    from ..pipeline.workflow import check_saved, make_plan, narrow_saved, open_context
     from ..render.common import summary
-    from ..workflow import check_saved, make_plan, narrow_saved, open_context
 
     saved = load_plan(planfile) if planfile else None
     variables = cli_vars(var_pairs, var_files)
@@ -286,7 +286,7 @@ def apply(
                     raise CesyncError("apply cancelled; nothing was changed")
             result = await _run_apply(client, current, parallelism, force_delete, fmt)
             if snapshot and result.ok:
-                from ..snapshot import take_snapshot
+                from ..sync.snapshot import take_snapshot
 
                 version = await take_snapshot(client, ctx.env, ctx.repo.root)
                 if fmt == "text":
@@ -311,7 +311,7 @@ def apply(
 
 
 async def _run_apply(client: CesClient, plan_: Plan, parallelism: int, force_delete: bool, fmt: str) -> ApplyResult:
-    from ..apply import apply_plan
+    from ..pipeline.apply import apply_plan
 
     interrupt = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -12,7 +12,7 @@ from ..errors import CesyncError, ConfigError
 from . import cli_vars, dir_option, endpoint_option, env_option, err, handled, main, out, target_option, var_options
 
 if TYPE_CHECKING:
-    from ..resource import Resource
+    from ..api.resource import Resource
 
 
 @main.command()
@@ -42,10 +42,10 @@ def pull(
     move. Exit 1, writing nothing, when a remote value differs from a ${VAR} rendering
     (unless --inline) or when the result would not plan empty.
     """
-    from ..pull import pull_changes, unified_diffs, verify, write_files
-    from ..remote import read_existing
-    from ..targets import resolve_targets, target_keys
-    from ..workflow import open_context
+    from ..core.targets import resolve_targets, target_keys
+    from ..pipeline.pull import pull_changes, unified_diffs, verify, write_files
+    from ..pipeline.workflow import open_context
+    from ..sync.remote import read_existing
 
     ctx = open_context(directory, env_name, endpoint, cli_vars(var_pairs, var_files))
 
@@ -91,8 +91,8 @@ def fmt(directory: Path, check: bool) -> None:
     Keys in the order the API declares the fields, 2-space indentation; values, quoting
     and comments stay. For CI and pre-commit: fmt --check.
     """
-    from ..fmt import format_repo
-    from ..pull import write_files
+    from ..pipeline.pull import write_files
+    from ..repo.fmt import format_repo
 
     root = directory.resolve()
     changed, problems = format_repo(root)

@@ -13,16 +13,16 @@ import click
 
 from ..client import connect
 from ..client.api import CesClient
+from ..core.toolcall import canonical_output, request_for
+from ..core.yamlfile import load_text, read_text
 from ..errors import CesyncError, NotFound, Problem
-from ..repo import load_repo
-from ..toolcall import canonical_output, request_for
+from ..pipeline.workflow import (
+    tool_names,
+)
+from ..repo.repo import load_repo
 from ..tooltests import Case, junit_xml, load_tests, report, results_json, run_cases
 from ..tooltests import Result as TestResult
 from ..tooltests.scrapi import app_variables, scrapi_request
-from ..workflow import (
-    tool_names,
-)
-from ..yamlfile import load_text, read_text
 from . import (
     EXIT_ERROR,
     dir_option,

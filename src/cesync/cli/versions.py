@@ -23,7 +23,7 @@ def versions(directory: Path, env_name: str | None, endpoint: str | None, fmt: s
     """List the app's versions, newest first (make one with 'apply --snapshot')."""
     from ..client import connect
     from ..client.apps import list_versions
-    from ..repo import load_repo
+    from ..repo.repo import load_repo
 
     repo = load_repo(directory, resources=False)
     env = repo.env(env_name)
@@ -56,8 +56,8 @@ def rollback(directory: Path, env_name: str | None, endpoint: str | None, versio
     """Show what restoring VERSION (an id from 'cesync versions') would change, then restore it (RestoreAppVersion)."""
     from ..client import connect
     from ..client.apps import restore_version
-    from ..repo import load_repo
-    from ..workflow import restore_plan
+    from ..pipeline.workflow import restore_plan
+    from ..repo.repo import load_repo
 
     repo = load_repo(directory, resources=False)
     env = repo.env(env_name)

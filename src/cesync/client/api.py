@@ -1,6 +1,6 @@
 """The CES REST client (async httpx): the app's resources, retries, one error tree.
 
-Reads come back as :class:`cesync.resource.Resource` records (``resources``, ``read``);
+Reads come back as :class:`cesync.api.resource.Resource` records (``resources``, ``read``);
 ``list_all`` and ``get`` give the raw JSON for callers that need every listed item as
 the server sent it. Errors are the typed tree of :mod:`cesync.errors`, chosen by the
 ``google.rpc.Status`` of the answer; a write's error is returned in its ``Written``.
@@ -28,10 +28,10 @@ from typing import Any, TypeVar
 import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
+from ..api.kinds import KINDS, by_collection, by_word, kind_of_name
+from ..api.resource import Resource
+from ..core.sensitive import scrub
 from ..errors import BY_STATUS, ApiError, RetryableError, TransportError
-from ..kinds import KINDS, by_collection, by_word, kind_of_name
-from ..resource import Resource
-from ..sensitive import scrub
 from .transport import http_transport
 
 __all__ = ["CesClient", "RetryPolicy", "Written"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..config import EMBEDDED, normalize_endpoint
-from ..environments import EnvTarget
 from ..errors import CesyncError
+from ..repo.config import EMBEDDED, normalize_endpoint
+from ..repo.environments import EnvTarget
 from .api import CesClient, RetryPolicy
 from .auth import GoogleAuth, check_trusted, default_credentials
 

@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from .. import api
+from ..api import descriptors as api
 from .archive import ARCHIVED, pack, unpack
 from .errors import RpcError
 from .execute import Executor

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .. import api
+from ..api import descriptors as api
 
 __all__ = [
     "COLLECTIONS",

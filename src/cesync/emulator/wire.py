@@ -2,7 +2,7 @@
 
 The emulator shares no model code with cesync: it parses bodies with
 ``google.protobuf.json_format`` into messages built from the descriptor snapshot
-(:mod:`cesync.api`), so it accepts what a real server accepts (camelCase or
+(:mod:`cesync.api.descriptors`), so it accepts what a real server accepts (camelCase or
 snake_case names, int64 as strings or numbers, enums by name or number) and
 rejects unknown fields. Field behaviour (REQUIRED, OUTPUT_ONLY, IDENTIFIER) comes
 from the snapshot too. A resource is printed once per write, in both enum
@@ -21,7 +21,7 @@ from google.protobuf import duration_pb2, json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-from .. import api
+from ..api import descriptors as api
 from .errors import RpcError
 from .resources import APP, COLLECTIONS, Collection
 

@@ -2,7 +2,7 @@
 
 The generator (``scripts/gen_api.py``) reads these tables; keys are proto field
 full names (``package.Message.field``). Everything else comes from the
-descriptor snapshot in :mod:`cesync.api`.
+descriptor snapshot in :mod:`cesync.api.descriptors`.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..plan import Plan
+    from ..core.plan import Plan
     from .markdown import MARKER, render_markdown
     from .text import render_text, use_color
 

@@ -6,8 +6,8 @@ import difflib
 import json
 from typing import Any
 
-from ..plan import Plan
-from ..yamlout import to_yaml
+from ..core.plan import Plan
+from ..core.yamlout import to_yaml
 
 SYMBOL = {"create": "+", "update": "~", "delete": "-"}
 VERB = {"create": "created", "update": "updated in place", "delete": "deleted"}

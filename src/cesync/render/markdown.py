@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from ..plan import Plan
-from ..sensitive import CHANGED
+from ..core.plan import Plan
+from ..core.sensitive import CHANGED
 from .common import SYMBOL, VERB, as_text, is_multiline, notices, summary, unified
 
 MARKER = "<!-- cesync-plan:{env}:{app} -->"
@@ -63,7 +63,7 @@ def _cut_note(left_out: int, total: int, full_plan: str) -> str:
 
 
 def _section(c: object) -> list[str]:
-    from ..plan import Change
+    from ..core.plan import Change
 
     assert isinstance(c, Change)
     title = f"<code>{SYMBOL[c.action]} {c.kind} {c.id}</code> will be {VERB[c.action]}"

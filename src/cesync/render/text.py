@@ -6,8 +6,8 @@ import json
 import os
 from typing import Any
 
-from ..plan import Change, Plan
-from ..sensitive import CHANGED
+from ..core.plan import Change, Plan
+from ..core.sensitive import CHANGED
 from .common import SYMBOL, VERB, as_text, is_multiline, notices, summary, unified
 
 COLORS = {"create": "\x1b[32m", "update": "\x1b[33m", "delete": "\x1b[31m", "dim": "\x1b[2m", "bold": "\x1b[1m"}

@@ -18,9 +18,9 @@ from jsonpath_ng.exceptions import JsonPathParserError
 from jsonpath_ng.parser import parse as jsonpath  # cxas-scrapi's parser (jsonpath_ng.parse), not the extended one
 from pydantic.dataclasses import dataclass
 
-from ..checks import suggest
+from ..core.checks import suggest
+from ..core.yamlfile import Document, load_text, read_text
 from ..errors import ConfigError, Problem
-from ..yamlfile import Document, load_text, read_text
 
 __all__ = ["OPERATORS", "REGEX", "Case", "Expectation", "load_tests"]
 

@@ -1,0 +1,252 @@
+"""The resource kinds cesync manages: one entry each, read by every layer (pure, cheap to import).
+
+Everything that differs between kinds is an attribute of :class:`ResourceKind`;
+loading, normalizing, diffing, planning, applying, exporting and importing read
+it from :data:`KINDS` instead of keeping tables of their own. Adding a kind is
+one entry here (see the README, "Adding a field or a kind"). The emulator keeps its own
+tables on purpose: it must not share our understanding of the API.
+
+The model is named, not imported, so that the command line can read the
+registry without loading pydantic (``cesync --help`` stays fast).
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..models import ProtoModel
+
+__all__ = [
+    "APP",
+    "KINDS",
+    "REF_ONLY",
+    "ResourceKind",
+    "by_collection",
+    "by_word",
+    "collections",
+    "kind_of_name",
+    "names_pattern",
+    "ref_collections",
+    "ref_fields",
+    "spoken",
+]
+
+Defaults = Callable[[str, dict[str, Any]], None]  # (id, canonical body) -> None, edits in place
+
+
+@dataclass(frozen=True)
+class ResourceKind:
+    """What cesync needs to know about one kind of resource."""
+
+    name: str  # singular, as in plans and messages: "tool"
+    collection: str  # REST collection, repo folder, archive folder, {ref: <collection>/<id>}: "tools"
+    model_name: str  # class in cesync.models
+    rank: int  # creates and updates: lower first at the same dependency level; deletes: the reverse
+    parent: str = "app"  # what the resource lives under
+    references: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # dotted field -> collections it names
+    listable: bool = True
+    creatable: bool = True
+    deletable: bool = True
+    list_filter: str = ""  # the list call's ``filter`` (CES hides some resources without one)
+    managed: Callable[[dict[str, Any]], bool] = lambda body: True  # which listed resources cesync owns
+    server_defaults: Defaults | None = None  # values the server fills in that equal their absence
+    # Top-level fields a create may leave out and a patch set once what they name exists:
+    # how a reference cycle between new resources is broken (see order.py).
+    deferrable: frozenset[str] = frozenset()
+    singleton: bool = False  # the app itself: one per environment, named by the parent, file <name>.yaml
+    written_last: bool = False  # created and updated after every other kind (they see the whole app)
+
+    @property
+    def id_param(self) -> str:
+        """The create call's id query parameter: ``toolId``."""
+        return f"{self.name}Id"
+
+    @property
+    def folder(self) -> str:
+        """The repo folder of this kind's files ("" for the app: its file is app.yaml at the top)."""
+        return "" if self.singleton else self.collection
+
+    @property
+    def model(self) -> type[ProtoModel]:
+        model: type[ProtoModel] = getattr(importlib.import_module("cesync.models"), self.model_name)
+        return model
+
+    def resource_name(self, parent: str, rid: str) -> str:
+        return parent if self.singleton else f"{parent}/{self.collection}/{rid}"
+
+
+# --- per-kind hooks -----------------------------------------------------------------------
+
+
+def _execution_defaults(out: dict[str, Any]) -> None:
+    """A SYNCHRONOUS execution type and a 30 s (60 s when asynchronous) timeout are CES's defaults."""
+    from .protojson import duration_nanos
+
+    if out.get("executionType") == "SYNCHRONOUS":
+        del out["executionType"]
+    timeout = out.get("timeout")
+    if isinstance(timeout, str):
+        try:
+            if duration_nanos(timeout) == (60 if out.get("executionType") == "ASYNCHRONOUS" else 30) * 1_000_000_000:
+                del out["timeout"]
+        except ValueError:
+            pass
+
+
+def _tool_defaults(rid: str, out: dict[str, Any]) -> None:
+    from ..core.documents import python_functions
+
+    _execution_defaults(out)
+    fn = out.get("pythonFunction")
+    if isinstance(fn, dict) and not fn.get("name") and isinstance(fn.get("pythonCode"), str):
+        try:
+            names = python_functions(fn["pythonCode"])
+        except (SyntaxError, ValueError):
+            names = []
+        if names:
+            fn["name"] = names[0]  # the server names a Python tool after its first function
+    if out.get("fileSearchTool", {}).get("corpusType") == "FULLY_MANAGED":
+        del out["fileSearchTool"]["corpusType"]
+    if out.get("widgetTool", {}).get("widgetType") == "CUSTOM":
+        del out["widgetTool"]["widgetType"]
+
+
+def _toolset_defaults(rid: str, out: dict[str, Any]) -> None:
+    _execution_defaults(out)
+    if out.get("displayName") == rid:
+        del out["displayName"]
+
+
+def _tool_managed(body: dict[str, Any]) -> bool:
+    # System tools come with the app; tools derived from toolsets belong to their toolset.
+    return "systemTool" not in body and "/toolsets/" not in str(body.get("name", ""))
+
+
+# --- the registry -------------------------------------------------------------------------
+
+_ENTRIES = (
+    ResourceKind(
+        name="tool",
+        collection="tools",
+        model_name="Tool",
+        rank=1,
+        references={
+            "agentTool.agent": ("agents",),
+            "agentTool.rootAgent": ("agents",),
+            "widgetTool.dataMapping.sourceToolName": ("tools",),
+        },
+        list_filter="include_system_tools=true",
+        managed=_tool_managed,
+        server_defaults=_tool_defaults,
+    ),
+    ResourceKind(name="toolset", collection="toolsets", model_name="Toolset", rank=0, server_defaults=_toolset_defaults),
+    ResourceKind(
+        name="guardrail",
+        collection="guardrails",
+        model_name="Guardrail",
+        rank=2,
+        references={"action.transferAgent.agent": ("agents",)},
+        deferrable=frozenset({"action"}),
+    ),
+    ResourceKind(
+        name="agent",
+        collection="agents",
+        model_name="Agent",
+        rank=3,
+        references={
+            "tools": ("tools",),
+            "toolsets.toolset": ("toolsets",),
+            "childAgents": ("agents",),
+            "guardrails": ("guardrails",),
+            "transferRules.childAgent": ("agents",),
+        },
+        deferrable=frozenset({"tools", "toolsets", "childAgents", "guardrails", "transferRules"}),
+    ),
+    ResourceKind(
+        name="app",
+        collection="apps",
+        model_name="App",
+        rank=4,
+        references={"rootAgent": ("agents",), "guardrails": ("guardrails",)},
+        listable=False,
+        deletable=False,
+        deferrable=frozenset({"rootAgent", "guardrails"}),
+        singleton=True,
+    ),
+    ResourceKind(
+        name="example",
+        collection="examples",
+        model_name="Example",
+        rank=5,
+        references={
+            "entryAgent": ("agents",),
+            "messages.chunks.toolCall.tool": ("tools",),
+            "messages.chunks.toolCall.toolsetTool.toolset": ("toolsets",),
+            "messages.chunks.toolResponse.tool": ("tools",),
+            "messages.chunks.toolResponse.toolsetTool.toolset": ("toolsets",),
+            "messages.chunks.agentTransfer.targetAgent": ("agents",),
+        },
+        written_last=True,
+    ),
+    ResourceKind(
+        name="deployment",
+        collection="deployments",
+        model_name="Deployment",
+        rank=6,
+        references={"appVersion": ("versions",)},
+        written_last=True,
+    ),
+)
+KINDS: dict[str, ResourceKind] = {k.name: k for k in _ENTRIES}  # in the order files and messages list them
+APP = "app"  # the singleton kind's name and id: one app per environment
+
+# Collections a {ref:} may name that cesync does not manage: refs to them are not checked
+# (app versions are made by apply --snapshot, not defined in the repo).
+REF_ONLY = ("versions",)
+
+
+def collections() -> list[str]:
+    """The collections of the kinds that live under the app (not the app itself)."""
+    return [k.collection for k in KINDS.values() if not k.singleton]
+
+
+def ref_collections() -> list[str]:
+    """What ``{ref: <collection>/<id>}`` accepts."""
+    return [*collections(), *(c for c in REF_ONLY if c not in collections())]
+
+
+def ref_fields() -> set[str]:
+    """Field names that hold a resource name of this app, in any kind."""
+    return {path.rsplit(".", 1)[-1] for k in KINDS.values() for path in k.references}
+
+
+def by_collection(collection: str) -> ResourceKind | None:
+    return next((k for k in KINDS.values() if k.collection == collection and not k.singleton), None)
+
+
+def by_word(word: str) -> ResourceKind | None:
+    """The kind a user or a message names, singular or plural: ``tool``, ``tools``."""
+    return KINDS.get(word) or by_collection(word)
+
+
+def kind_of_name(name: str, default: str = "tool") -> ResourceKind:
+    """The kind of a full resource name (``.../toolsets/t/tools/x`` is a tool)."""
+    parts = name.split("/")
+    found = by_collection(parts[-2]) if len(parts) >= 2 else None
+    return found or KINDS[default]
+
+
+def names_pattern(parent: str) -> re.Pattern[str]:
+    """Full names of this app's managed resources: groups (collection, id)."""
+    return re.compile(re.escape(parent) + "/(" + "|".join(map(re.escape, collections())) + ")/([A-Za-z0-9_-]+)")
+
+
+def spoken(words: Iterable[str], conjunction: str = "and") -> str:
+    """``tools and toolsets``; ``a, b or c``."""
+    items = list(words)
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} {conjunction} {items[-1]}"

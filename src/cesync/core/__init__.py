@@ -1,0 +1,1 @@
+"""The pure core: data in, data out, no I/O (parsing, lint, normalize, diff, plan, order)."""

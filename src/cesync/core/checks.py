@@ -1,0 +1,156 @@
+"""Lint: checks of one resource body that the pydantic model cannot express (pure).
+
+Unknown and output-only keys (with suggestions) and the checks on embedded documents;
+parsing those documents is :mod:`cesync.core.documents`' job.
+
+Each check returns ``(path, message)`` findings; the repo loader turns paths into
+``file:line:col``. A finding in an included file names that file via ``Included``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ..models import FieldSpec, ProtoModel, specs
+from .documents import parse_document, python_functions
+from .walk import DROP, SpecWalker
+from .yamlfile import Path_
+
+__all__ = ["Finding", "check_body", "lint_keys", "suggest"]
+
+HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: Path_
+    message: str
+    key: bool = False  # point at the key rather than the value
+    line_in_value: int | None = None  # for text values: 1-based line inside the text
+    col_in_value: int | None = None
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+def suggest(key: str, known: list[str]) -> str:
+    if _camel(key) in known:
+        return f"; did you mean '{_camel(key)}'?"
+    lower = {k.lower(): k for k in known}
+    if key.lower() in lower:
+        return f"; did you mean '{lower[key.lower()]}'?"
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def lint_keys(data: Any, model: type[ProtoModel], path: Path_ = ()) -> tuple[Any, list[Finding]]:
+    """Report unknown and output-only keys (with suggestions) and return data without them."""
+    walker = _LintKeys()
+    return walker.walk(data, model, path), walker.findings
+
+
+class _LintKeys(SpecWalker):
+    def __init__(self) -> None:
+        self.findings: list[Finding] = []
+
+    def unknown(self, key: str, value: Any, model: type[ProtoModel], path: Path_) -> Any:
+        known = list(specs(model))
+        self.findings.append(Finding(path, f"unknown field '{key}' in {model.__name__}{suggest(key, known)}", key=True))
+        return DROP
+
+    def skip(self, spec: FieldSpec, value: Any, path: Path_) -> bool:
+        if spec.output_only:
+            self.findings.append(Finding(path, f"'{path[-1]}' is output only (set by the server); remove it", key=True))
+        return spec.output_only
+
+
+def check_openapi(text: str, path: Path_) -> list[Finding]:
+    try:
+        doc = parse_document(text)
+    except ValueError as exc:
+        return [Finding(path, f"openApiSchema is {exc}")]
+    if not isinstance(doc, dict):
+        return [Finding(path, "openApiSchema must be an OpenAPI document (a mapping)")]
+    if "openapi" not in doc and "swagger" not in doc:
+        return [Finding(path, "openApiSchema has no 'openapi' version field")]
+    paths = doc.get("paths")
+    operations = [
+        m
+        for item in (paths.values() if isinstance(paths, dict) else [])
+        if isinstance(item, dict)
+        for m in item
+        if m in HTTP_METHODS
+    ]
+    if not operations:
+        return [Finding(path, "openApiSchema defines no operation under 'paths'")]
+    return []
+
+
+def check_python(code: str, path: Path_, name: str | None) -> list[Finding]:
+    try:
+        functions = python_functions(code)
+    except SyntaxError as exc:
+        return [Finding(path, f"pythonCode does not parse: {exc.msg}", line_in_value=exc.lineno, col_in_value=exc.offset)]
+    except (ValueError, RecursionError) as exc:
+        return [Finding(path, f"pythonCode does not parse: {exc}")]
+    if name and name not in functions:
+        known = ", ".join(functions) or "none"
+        return [Finding(path, f"pythonCode defines no function '{name}' (functions: {known})")]
+    if not functions:
+        return [Finding(path, "pythonCode defines no top-level function")]
+    return []
+
+
+def check_body(kind: str, body: dict[str, Any]) -> list[Finding]:
+    """Checks beyond the model, on a validated body (wire JSON)."""
+    findings: list[Finding] = []
+    if kind == "tool" and "mcpTool" in body:
+        findings.append(
+            Finding(("mcpTool",), "mcpTool cannot be created directly: define an mcpToolset in toolsets/ instead", key=True)
+        )
+    if kind == "tool" and "systemTool" in body:
+        findings.append(Finding(("systemTool",), "systemTool comes with the app and cannot be created", key=True))
+    findings += _custom_headers(body)
+    for field in ("openApiTool", "openApiToolset"):
+        schema = body.get(field, {}).get("openApiSchema")
+        if isinstance(schema, str):
+            findings += check_openapi(schema, (field, "openApiSchema"))
+    fn = body.get("pythonFunction")
+    if isinstance(fn, dict) and fn.get("pythonCode") is not None:
+        findings += check_python(fn["pythonCode"], ("pythonFunction", "pythonCode"), fn.get("name"))
+    code = body.get("toolFakeConfig", {}).get("codeBlock", {}).get("pythonCode")
+    if code is not None:
+        findings += check_python(code, ("toolFakeConfig", "codeBlock", "pythonCode"), None)
+    mapping = body.get("widgetTool", {}).get("dataMapping", {}).get("pythonFunction")
+    if isinstance(mapping, dict) and mapping.get("pythonCode") is not None:
+        findings += check_python(
+            mapping["pythonCode"], ("widgetTool", "dataMapping", "pythonFunction", "pythonCode"), mapping.get("name")
+        )
+    return findings
+
+
+CONTEXT_VARIABLE = re.compile(r"^\$context\.variables\.[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def _custom_headers(body: dict[str, Any]) -> list[Finding]:
+    """MCP customHeaders values must be $context.variables.<name> (the API requires that form)."""
+    findings: list[Finding] = []
+    for field in ("mcpToolset", "mcpTool"):
+        headers = body.get(field, {}).get("customHeaders")
+        for name, value in (headers or {}).items():
+            if not (isinstance(value, str) and CONTEXT_VARIABLE.match(value)):
+                findings.append(
+                    Finding(
+                        (field, "customHeaders", name),
+                        f"customHeaders.{name} must be $context.variables.<name> (the API requires that form; a literal "
+                        "value, or a ${VAR} substituted into one, is refused): give the session the value as a context "
+                        "variable, or for a credential use apiAuthentication with a Secret Manager version "
+                        "(apiKeySecretVersion, ...)",
+                    )
+                )
+    return findings

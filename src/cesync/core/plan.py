@@ -1,0 +1,470 @@
+"""The plan: plain, immutable, ordered data with a versioned JSON form (pure).
+
+    build_plan(env, desired, remote) -> Plan  ->  render (text, markdown, json)
+                                              ->  apply (executes plan.changes in order)
+
+Order is fixed here: creates and updates by dependency level (a resource after
+everything it references), by kind rank at the same level (``cesync.api.kinds``: toolsets
+before tools); deletes last, in reverse. References are found in the desired bodies as full resource names of
+the same app (``{app}/tools/x``, ``{app}/toolsets/y``).
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, get_args
+
+from .. import __version__
+from ..api.kinds import APP, KINDS, names_pattern
+from ..api.resource import Resource
+from ..errors import CesyncError, PlanFileError, UnsafePlanError
+from .diff import FieldChange, diff_resource
+from .order import Node, order
+from .planfile import Action, PlanFile, parse_plan_file
+from .sensitive import CHANGED, cut, mask, overlaps
+from .yamlfile import Path_
+
+__all__ = [
+    "FORMAT_VERSION",
+    "Action",
+    "Change",
+    "Plan",
+    "Sealed",
+    "build_plan",
+    "check_safety",
+    "desired_digest",
+    "narrow",
+    "safety_refusal",
+]
+
+FORMAT_VERSION = 2
+ACTIONS: tuple[Action, ...] = get_args(Action)
+
+
+@dataclass(frozen=True)
+class Change:
+    kind: str  # a key of cesync.api.kinds.KINDS
+    id: str
+    action: Action
+    name: str  # full resource name
+    etag: str = ""  # the remote etag seen at plan time (update, delete)
+    before: dict[str, Any] | None = None  # canonical remote
+    after: dict[str, Any] | None = None  # canonical desired
+    body: dict[str, Any] | None = None  # what create/update sends (wire JSON)
+    fields: tuple[FieldChange, ...] = ()
+    update_mask: tuple[str, ...] = ()
+    depends_on: tuple[str, ...] = ()  # resource names that must exist first
+    level: int = 0
+    note: str = ""
+    deferred: tuple[str, ...] = ()  # create-then-patch: fields left out of the create (a reference cycle)
+    patch_after: tuple[str, ...] = ()  # ... and patched in once these exist
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}/{self.id}"
+
+
+@dataclass(frozen=True)
+class Sealed:
+    """What a plan knows of sensitive values: never a value, only where they are and keyed hashes."""
+
+    salt: str = ""  # hex, random per plan
+    key: str = ""  # where the HMAC key came from: "CESYNC_PLAN_KEY" or "none"
+    values: dict[str, str] = field(default_factory=dict)  # NAME -> keyed hash of its value
+    fields: dict[str, list[list[str | int]]] = field(default_factory=dict)  # resource name -> body paths
+
+
+@dataclass(frozen=True)
+class Plan:
+    environment: str
+    app: str
+    digest: str
+    changes: tuple[Change, ...] = ()
+    unmanaged: tuple[str, ...] = ()  # remote resources kept because prune is off
+    unknown_fields: dict[str, list[str]] = field(default_factory=dict)  # resource -> fields we do not model
+    managed: int = 0  # resources the repo defines
+    prune: bool = False
+    targets: tuple[str, ...] = ()  # a --target plan: only these kind/id were compared (a partial plan)
+    refused: str = ""  # why apply would refuse this plan (the mass-change guard), shown by every renderer
+    created_at: str = ""
+    endpoint: str = ""  # where the plan read the app; apply of a saved plan refuses any other
+    sensitive: Sealed = field(default_factory=Sealed)
+    cesync_version: str = __version__
+    format_version: int = FORMAT_VERSION
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.changes)
+
+    def counts(self) -> dict[str, int]:
+        return {a: sum(1 for c in self.changes if c.action == a) for a in ACTIONS}
+
+    def public(self) -> dict[str, Any]:
+        """The plan as plain JSON data, every sensitive field of every body masked."""
+        data = asdict(self)
+        for change in data["changes"]:
+            paths = self.sensitive.fields.get(change["name"])
+            if paths and change["body"] is not None:
+                change["body"] = mask(change["body"], [tuple(p) for p in paths])
+        public: dict[str, Any] = json.loads(json.dumps(data))  # tuples become lists, as in a file
+        return public
+
+    def to_json(self) -> str:
+        return json.dumps(self.public(), indent=2, sort_keys=False) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str, source: str = "plan") -> Plan:
+        return _from_file(parse_plan_file(text, source, FORMAT_VERSION))
+
+
+def _from_file(f: PlanFile) -> Plan:
+    data = f.model_dump()
+    changes = tuple(
+        Change(
+            **{
+                **c,
+                "fields": tuple(FieldChange(**x) for x in c["fields"]),
+                "update_mask": tuple(c["update_mask"]),
+                "depends_on": tuple(c["depends_on"]),
+                "deferred": tuple(c["deferred"]),
+                "patch_after": tuple(c["patch_after"]),
+            }
+        )
+        for c in data.pop("changes")
+    )
+    return Plan(
+        **{
+            **data,
+            "changes": changes,
+            "unmanaged": tuple(data["unmanaged"]),
+            "targets": tuple(data["targets"]),
+            "sensitive": Sealed(**data["sensitive"]),
+        }
+    )
+
+
+def desired_digest(env: str, app: str, desired: list[Resource]) -> str:
+    """sha256 of the rendered desired configuration (what apply would send).
+
+    The hash of json.dumps({"env": env, "app": app, "resources": [[kind, id, body], ...]},
+    sort_keys=True), fed one resource at a time: the whole text at once (and its bytes)
+    was the peak of a 10,000-tool plan's memory.
+    """
+    resources = sorted(((d.kind, d.id, d.body) for d in desired), key=lambda d: (d[0], d[1]))
+    digest = hashlib.sha256(f'{{"app": {json.dumps(app)}, "env": {json.dumps(env)}, "resources": ['.encode())
+    for n, resource in enumerate(resources):
+        digest.update(((", " if n else "") + json.dumps(resource, sort_keys=True)).encode())
+    digest.update(b"]}")
+    return "sha256:" + digest.hexdigest()
+
+
+def masked(resource: Resource, paths: Sequence[Path_] | None) -> Resource:
+    """The resource with its sensitive paths masked; itself when it has none (mask copies)."""
+    return replace(resource, body=mask(resource.body, paths)) if paths else resource
+
+
+def _references(body: Any, parent: str) -> set[str]:
+    """Full names of this app's tools and toolsets that appear anywhere in a body."""
+    found: set[str] = set()
+    pattern = names_pattern(parent)
+    stack = [body]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str) and parent in item:
+            found.update(m.group(0) for m in pattern.finditer(item))
+    return found
+
+
+def _field_refs(body: dict[str, Any], parent: str) -> dict[str, frozenset[str]]:
+    """Per top-level field, the full names of this app's resources it holds."""
+    return {k: frozenset(found) for k, v in body.items() if (found := _references(v, parent))}
+
+
+def build_plan(
+    env: str,
+    parent: str,
+    desired: list[Resource],
+    remote: list[Resource],
+    *,
+    prune: bool = False,
+    targets: set[str] | None = None,
+    sensitive: Mapping[tuple[str, str], Sequence[Path_]] | None = None,
+    app_body: dict[str, Any] | None = None,
+) -> Plan:
+    """desired: the repo's resources (wire bodies). targets: ids (or kind/id) to limit the plan to.
+
+    app_body: what to create the app with when neither the repo (app.yaml) nor remote has it
+    (remote has the app whenever it exists: see remote.read_remote).
+
+    sensitive: per (kind, id), the body paths that hold sensitive values; they are masked
+    in before, after and fields here, in bodies when the plan is written out, and left
+    out of the digest (the plan's keyed hashes cover them).
+    """
+    hidden = {k: list(v) for k, v in (sensitive or {}).items() if v}
+
+    def wanted(kind: str, rid: str) -> bool:
+        return not targets or rid in targets or f"{kind}/{rid}" in targets
+
+    name_of = {d.key: KINDS[d.kind].resource_name(parent, d.id) for d in desired}
+    remote_by = {r.key: r for r in remote}
+    # The app must exist before anything in it: created even when the repo has no app.yaml.
+    implied = [Resource(APP, APP, app_body)] if app_body is not None and (APP, APP) not in name_of else []
+    writes = implied + list(desired)
+    name_of.update({d.key: KINDS[d.kind].resource_name(parent, d.id) for d in implied})
+    creating_app = any(d.kind == APP and d.key not in remote_by for d in writes)
+    placed = order(
+        [Node(name_of[d.key], d.key not in remote_by, _field_refs(d.body, parent), KINDS[d.kind].deferrable) for d in writes],
+        parent if creating_app else "",
+    )
+    changes: list[Change] = []
+    unknown: dict[str, list[str]] = {}
+    for kind, rid, body in ((d.kind, d.id, d.body) for d in writes):
+        name = name_of[(kind, rid)]
+        r = remote_by.get((kind, rid))
+        d = diff_resource(kind, rid, body, r.body if r else None)
+        if d.unknown:
+            unknown[name] = d.unknown
+        if not wanted(kind, rid) and not (kind == APP and r is None):
+            continue
+        where = placed[name]
+        common: dict[str, Any] = {
+            "kind": kind,
+            "id": rid,
+            "name": name,
+            "after": d.after,
+            "body": body,
+            "depends_on": where.depends_on,
+            "level": where.level,
+        }
+        paths = hidden.get((kind, rid), [])
+        if paths:
+            common["after"] = mask(d.after, [cut(p) for p in paths])
+        if r is None:
+            note = "the app does not exist yet: created first" if kind == APP else ""
+            changes.append(Change(action="create", note=note, deferred=where.deferred, patch_after=where.patch_after, **common))
+        elif d.update_mask:
+            changes.append(
+                Change(
+                    action="update",
+                    etag=r.etag,
+                    before=mask(d.before, [cut(p) for p in paths]) if paths else d.before,
+                    fields=_masked_fields(d.fields, paths, d.before, d.after),
+                    update_mask=tuple(d.update_mask),
+                    **common,
+                )
+            )
+    if targets:
+        _untargeted_dependencies(changes, {name_of[d.key]: d.key for d in writes if d.key not in remote_by})
+    unmanaged: list[str] = []
+    deletes: list[Change] = []
+    for r in remote:
+        if (r.kind, r.id) in name_of or not wanted(r.kind, r.id) or not KINDS[r.kind].deletable:
+            continue  # the app is never deleted, nor listed as unmanaged
+        name = KINDS[r.kind].resource_name(parent, r.id)
+        if not prune:
+            unmanaged.append(name)
+            continue
+        d = diff_resource(r.kind, r.id, None, r.body)
+        dependents = sorted(
+            n
+            for n, refs in ((KINDS[x.kind].resource_name(parent, x.id), _references(x.body, parent)) for x in remote)
+            if name in refs and n != name
+        )
+        deletes.append(
+            Change(kind=r.kind, id=r.id, action="delete", name=name, etag=r.etag, before=d.before, depends_on=tuple(dependents))
+        )
+    _mark_renames(changes, deletes)
+    changes.sort(key=lambda c: (KINDS[c.kind].written_last, c.level, KINDS[c.kind].rank, c.id))
+    deletes.sort(key=lambda c: (-len(c.depends_on), -KINDS[c.kind].rank, c.id))
+    deletes = _delete_order(deletes)
+    return Plan(
+        environment=env,
+        app=parent,
+        digest=desired_digest(env, parent, [masked(d, hidden.get(d.key)) for d in desired]),
+        changes=tuple(changes + deletes),
+        unmanaged=tuple(sorted(unmanaged)),
+        unknown_fields=unknown,
+        managed=len(desired),
+        prune=prune,
+        created_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        sensitive=Sealed(fields={name_of[k]: [list(p) for p in v] for k, v in sorted(hidden.items()) if k in name_of}),
+    )
+
+
+def _untargeted_dependencies(changes: list[Change], new: Mapping[str, tuple[str, str]]) -> None:
+    """A targeted change naming something new that the targets leave out would fail at the API: say so now."""
+    planned = {c.name for c in changes}
+    for c in changes:
+        missing = [new[n] for n in (*c.depends_on, *c.patch_after) if n in new and n not in planned]
+        if missing:
+            names = " ".join(f"--target {KINDS[k].collection}/{i}" for k, i in missing)
+            raise CesyncError(
+                f"{c.kind} {c.id} names {', '.join(f'{k} {i}' for k, i in missing)}, which does not exist yet and is "
+                f"not targeted: add {names} (or plan without --target)"
+            )
+
+
+def _masked_fields(
+    fields: list[FieldChange], paths: list[Path_], before: dict[str, Any] | None, after: dict[str, Any] | None
+) -> tuple[FieldChange, ...]:
+    """A changed sensitive field shows only that it changed; a field around one shows it masked."""
+    if not paths:
+        return tuple(fields)
+    cuts = [cut(p) for p in paths]
+    out = []
+    for f in fields:
+        inside, contains = overlaps(f.path, paths)
+        if inside:
+            out.append(FieldChange(f.path, None, CHANGED))
+        elif contains:
+            parts = f.path.split(".")
+            out.append(FieldChange(f.path, _dig(mask(before, cuts), parts), _dig(mask(after, cuts), parts)))
+        else:
+            out.append(f)
+    return tuple(out)
+
+
+def _dig(data: Any, parts: list[str]) -> Any:
+    for p in parts:
+        data = data.get(p) if isinstance(data, dict) else None
+    return data
+
+
+def _delete_order(deletes: list[Change]) -> list[Change]:
+    """Reverse dependency order: a resource is deleted after everything that references it."""
+    names = {c.name for c in deletes}
+    done: set[str] = set()
+    ordered: list[Change] = []
+    pending = list(deletes)
+    while pending:
+        ready = [c for c in pending if all(d in done or d not in names for d in c.depends_on)] or pending[:1]
+        for c in ready:
+            ordered.append(c)
+            done.add(c.name)
+            pending.remove(c)
+    return ordered
+
+
+def _mark_renames(changes: list[Change], deletes: list[Change]) -> None:
+    """Same content under a new id: shown as create + delete, with a note on both."""
+    for i, c in enumerate(changes):
+        if c.action != "create":
+            continue
+        for j, d in enumerate(deletes):
+            if d.kind == c.kind and d.before == c.after and not d.note:
+                changes[i] = _with(c, note=f"rename of {d.id} (created before the old one is deleted)")
+                deletes[j] = _with(d, note=f"renamed to {c.id}")
+                break
+
+
+def _with(c: Change, **kw: Any) -> Change:
+    return Change(**{**asdict(c), "fields": c.fields, **kw})
+
+
+def check_safety(plan: Plan, max_fraction: float, min_resources: int, allow: bool) -> None:
+    """octoDNS-style: refuse plans that delete or update too much of what is managed."""
+    reason = safety_refusal(plan, max_fraction, min_resources)
+    if reason and not allow:
+        raise UnsafePlanError(reason)
+
+
+def safety_refusal(plan: Plan, max_fraction: float, min_resources: int) -> str:
+    """Why apply would refuse this plan without --allow-mass-change ("" when it would not)."""
+    counts = plan.counts()
+    touched = counts["update"] + counts["delete"]
+    base = max(plan.managed, counts["delete"] + counts["update"])
+    if counts["delete"] and plan.managed == 0:
+        return (
+            f"the repo defines no resources but the plan deletes {counts['delete']}; refusing "
+            "(pass --allow-mass-change if that is really meant)"
+        )
+    if base < min_resources or base == 0:
+        return ""
+    if touched / base > max_fraction:
+        return (
+            f"the plan updates or deletes {touched} of {base} managed resources ({touched / base:.0%} > {max_fraction:.0%}); "
+            "refusing. Review it, then pass --allow-mass-change (or raise safety.maxChangeFraction)"
+        )
+    return ""
+
+
+# --- a saved plan may only narrow ---------------------------------------------------------------
+
+_EXECUTED = ("action", "name", "etag", "body", "update_mask", "depends_on", "deferred", "patch_after")
+
+
+def narrow(saved: Plan, fresh: Plan, *, prune: bool, gone: frozenset[str] = frozenset()) -> Plan:
+    """What a saved plan may do: its changes, each exactly as the repo and the app give it now.
+
+    fresh is the plan recomputed at apply time from the repo (same digest) and the app,
+    with the saved plan's prune setting. Every saved change must equal its recomputed
+    counterpart in every field (bodies compared masked); deletes also need prune at apply
+    time. The result carries the recomputed changes (with the real values of sensitive
+    fields, which the file never holds), in the recomputed order, and the recomputed
+    metadata, so the mass-change guard counts what the repo defines.
+    """
+    where = f"{saved.environment} ({saved.app})"
+    if (saved.environment, saved.app) != (fresh.environment, fresh.app):
+        raise PlanFileError(f"the plan is for {where}, not {fresh.environment} ({fresh.app})")
+    if saved.managed != fresh.managed:
+        raise PlanFileError(
+            f"the plan says the repo manages {saved.managed} resources, the repo defines {fresh.managed}; "
+            "the plan file was changed after it was made: refusing"
+        )
+    if saved.sensitive.fields != fresh.sensitive.fields:
+        raise PlanFileError("the plan's list of sensitive fields differs from the repo's: refusing; make a new plan")
+    by_key = {c.key: c for c in fresh.changes}
+    public = {c["kind"] + "/" + c["id"]: c for c in fresh.public()["changes"]}
+    seen: set[str] = set()
+    kept_gone: list[Change] = []
+    for i, (c, raw) in enumerate(zip(saved.changes, saved.public()["changes"], strict=True)):
+        what = f"change {i + 1} ({c.action} {c.kind} {c.id})"
+        _inside_app(c, saved.app, what)
+        if c.key in seen:
+            raise PlanFileError(f"{what} appears twice in the plan: refusing")
+        seen.add(c.key)
+        if c.action == "delete" and not prune:
+            raise PlanFileError(
+                f"{what}: the plan deletes, but prune is off for this apply; pass --prune (or set prune: true) "
+                "to allow the plan's deletes"
+            )
+        now = by_key.get(c.key)
+        if now is None and c.action == "delete" and c.key in gone:
+            kept_gone.append(c)  # neither in the repo nor in the app any more: apply reports it done
+            continue
+        if now is None:
+            raise PlanFileError(
+                f"{what}: the repo and the app give no such change now (already done, or the plan file was changed); "
+                "make a new plan"
+            )
+        if now.etag != c.etag and now.action == c.action:
+            raise PlanFileError(
+                f"{what}: {c.name} changed in the app since the plan (etag {c.etag or '-'}, now {now.etag or '-'}); "
+                "nothing was written: make a new plan"
+            )
+        expected = public[c.key]
+        differing = [k for k in (*_EXECUTED, *(k for k in expected if k not in _EXECUTED)) if raw.get(k) != expected.get(k)]
+        if differing:
+            raise PlanFileError(
+                f"{what}: its {', '.join(differing)} differ from what the repo and the app give; the plan file "
+                "was changed after it was made (or made by another cesync): refusing, nothing was written"
+            )
+    changes = tuple(c for c in fresh.changes if c.key in seen) + tuple(kept_gone)
+    return replace(fresh, changes=changes, prune=prune)
+
+
+def _inside_app(c: Change, app: str, what: str) -> None:
+    expected = KINDS[c.kind].resource_name(app, c.id)
+    if c.name != expected:
+        raise PlanFileError(f"{what}: it names {c.name!r}, which is not {c.kind} {c.id} of the plan's app {app}: refusing")
+    outside = [d for d in (*c.depends_on, *c.patch_after) if d != app and not d.startswith(app + "/")]
+    if outside:
+        raise PlanFileError(f"{what}: it depends on {outside[0]!r}, outside the plan's app {app}: refusing")

@@ -1,0 +1,118 @@
+"""References between the repo's tools and toolsets: the graph, and its cycles with positions.
+
+A reference is any full name of one of this app's tools or toolsets in a rendered file
+(a ``{ref: tools/x}`` or a name written out), the same rule the plan orders creates by.
+A cycle can never be created in any order, so ``validate`` reports it at the reference
+that closes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..api.kinds import KINDS, names_pattern
+from ..errors import Problem
+from .yamlfile import Path_
+
+__all__ = ["Edge", "Key", "Ref", "cycles", "names_in"]
+
+Key = tuple[str, str]  # (kind, id)
+
+
+@dataclass(frozen=True, order=True)
+class Edge:
+    source: Key
+    target: Key
+    file: str
+    line: int
+    col: int
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A reference whose position is computed only if a cycle is reported (it may need a slow parse)."""
+
+    source: Key
+    target: Key
+    at: Callable[[], Problem]
+
+
+def names_in(data: Any, parent: str) -> Iterator[tuple[Path_, Key]]:
+    """Each (path, (kind, id)) where a string of ``data`` names a tool or toolset of ``parent``."""
+    pattern = names_pattern(parent)
+    kind_of = {k.collection: k.name for k in KINDS.values()}
+    stack: list[tuple[Path_, Any]] = [((), data)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(((*path, k), v) for k, v in item.items())
+        elif isinstance(item, list):
+            stack.extend(((*path, i), v) for i, v in enumerate(item))
+        elif isinstance(item, str) and parent in item:
+            for collection, rid in pattern.findall(item):
+                yield path, (kind_of[collection], rid)
+
+
+def cycles(refs: list[Ref]) -> list[Problem]:
+    """One problem per reference that closes a cycle, at that reference's position."""
+    if not _has_cycle({(r.source, r.target) for r in refs if r.source != r.target}):
+        return []
+    edges = [Edge(r.source, r.target, p.file, p.line, p.col) for r in refs for p in (r.at(),)]
+    return _closing(edges)
+
+
+def _has_cycle(pairs: set[tuple[Key, Key]]) -> bool:
+    """Whether the graph has a cycle (Kahn's algorithm): no positions needed to know that."""
+    targets: dict[Key, list[Key]] = {}
+    indegree: dict[Key, int] = {}
+    for source, target in pairs:
+        targets.setdefault(source, []).append(target)
+        indegree[target] = indegree.get(target, 0) + 1
+        indegree.setdefault(source, 0)
+    ready = [k for k, n in indegree.items() if n == 0]
+    removed = 0
+    while ready:
+        removed += 1
+        for target in targets.get(ready.pop(), ()):
+            indegree[target] -= 1
+            if indegree[target] == 0:
+                ready.append(target)
+    return removed < len(indegree)
+
+
+def _closing(edges: list[Edge]) -> list[Problem]:
+    graph: dict[Key, list[Edge]] = {}
+    for e in sorted(set(edges)):
+        if e.source != e.target:  # a resource naming itself is no ordering problem
+            graph.setdefault(e.source, []).append(e)
+    done: set[Key] = set()
+    problems: list[Problem] = []
+    for start in sorted(graph):
+        if start in done:
+            continue
+        trail: list[Key] = [start]  # depth-first, without recursion: chains may be long
+        pending: list[Iterator[Edge]] = [iter(graph.get(start, []))]
+        while pending:
+            edge = next(pending[-1], None)
+            if edge is None:
+                done.add(trail.pop())
+                pending.pop()
+                continue
+            if edge.target in trail:
+                loop = [*trail[trail.index(edge.target) :], edge.target]
+                text = " -> ".join(f"{k}/{i}" for k, i in loop)
+                problems.append(
+                    Problem(
+                        edge.file,
+                        edge.line,
+                        edge.col,
+                        f"reference cycle: {text}; this reference closes it. A resource must exist before the ones "
+                        "that reference it, so CES cannot create these in any order: remove one reference",
+                    )
+                )
+            elif edge.target not in done:
+                trail.append(edge.target)
+                pending.append(iter(graph.get(edge.target, [])))
+    return problems

@@ -1,0 +1,116 @@
+"""One tool call (pure): naming the tool, building the executeTool request, reading the answer.
+
+- a tool is named by local id (``refund-policy``), a toolset tool as
+  ``TOOLSET/TOOL_ID``, or by a full resource name of any app (the last part counts,
+  so a call captured in one environment runs in another);
+- the answer becomes the canonical tool output of SPEC section 10.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ..errors import CesyncError
+
+__all__ = ["canonical_output", "mock_config", "request_for", "target"]
+
+FULL = re.compile(r"^projects/[^/]+/locations/[^/]+/apps/[^/]+/(tools|toolsets)/([^/]+)(?:/tools/([^/]+))?\Z")
+
+
+def target(ref: str, parent: str) -> dict[str, Any]:
+    """{"tool": name} or {"toolsetTool": {...}} for a tool reference."""
+    match = FULL.match(ref)
+    if match:
+        collection, rid, sub = match.groups()
+        if collection == "tools" and sub is None:
+            return {"tool": f"{parent}/tools/{rid}"}
+        if collection == "toolsets" and sub:
+            return {"toolsetTool": {"toolset": f"{parent}/toolsets/{rid}", "toolId": sub}}
+        raise CesyncError(f"{ref!r} names no tool (expected .../tools/ID or .../toolsets/ID/tools/TOOL_ID)")
+    parts = ref.split("/")
+    if len(parts) == 1 and parts[0]:
+        return {"tool": f"{parent}/tools/{parts[0]}"}
+    if len(parts) == 2 and all(parts):
+        return {"toolsetTool": {"toolset": f"{parent}/toolsets/{parts[0]}", "toolId": parts[1]}}
+    raise CesyncError(f"tool {ref!r}: use a tool id, TOOLSET/TOOL_ID or a full resource name")
+
+
+def mock_config(config: Any, parent: str, names: dict[str, str] | None = None) -> dict[str, Any]:
+    """mockConfig with each mocked tool named by local id resolved to this app's resource name."""
+    if not isinstance(config, dict):
+        raise CesyncError("mockConfig must be a mapping with mockedToolCalls and unmatchedToolCallBehavior")
+    calls = []
+    for call in config.get("mockedToolCalls") or []:
+        if not isinstance(call, dict):
+            raise CesyncError("each mockedToolCalls entry must be a mapping")
+        call = dict(call)
+        if isinstance(call.get("toolId"), str):
+            resolved = target(_alias(call["toolId"], names or {}), parent)
+            if "tool" in resolved:
+                call["toolId"] = resolved["tool"]
+            else:
+                call.pop("toolId")
+                call["toolset"] = resolved["toolsetTool"]
+        call.setdefault("expectedArgsPattern", {})
+        calls.append(call)
+    return {
+        "mockedToolCalls": calls,
+        "unmatchedToolCallBehavior": config.get("unmatchedToolCallBehavior", "FAIL"),
+    }
+
+
+def request_for(
+    ref: str,
+    parent: str,
+    args: dict[str, Any] | None = None,
+    *,
+    variables: dict[str, Any] | None = None,
+    context: dict[str, Any] | None = None,
+    mocks: Any = None,
+    names: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """names: display and type-level names -> local ids (see workflow.tool_names)."""
+    if variables is not None and context is not None:
+        raise CesyncError("give variables or context, not both")
+    request: dict[str, Any] = {**target(_alias(ref, names or {}), parent), "args": args or {}}
+    if variables is not None:
+        request["variables"] = variables
+    if context is not None:
+        request["context"] = context
+    if mocks is not None:
+        request["mockConfig"] = mock_config(mocks, parent, names)
+    return request
+
+
+def _alias(ref: str, names: dict[str, str]) -> str:
+    if ref in names:
+        return names[ref]
+    head, sep, tail = ref.partition("/")
+    return f"{names.get(head, head)}/{tail}" if sep and not FULL.match(ref) else ref
+
+
+def canonical_output(answer: dict[str, Any]) -> dict[str, Any]:
+    """executeTool's response -> content, structuredContent, metadata, isError, modelVisible."""
+    response = answer.get("response")
+    response = response if isinstance(response, dict) else {}
+    is_error = "error" in response
+    if is_error:
+        value: Any = response["error"]
+    elif "output" in response:
+        value = response["output"]
+    else:
+        value = response
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    out: dict[str, Any] = {"content": [{"type": "text", "text": text}]}
+    if not is_error:
+        out["structuredContent"] = value
+    metadata: dict[str, Any] = {"ces.variables": answer.get("variables") or {}}
+    for key in ("citations", "googleSearchSuggestions"):
+        if answer.get(key):
+            metadata[f"ces.{key}"] = answer[key]
+    out["metadata"] = metadata
+    out["isError"] = is_error
+    out["modelVisible"] = True
+    return out

@@ -1,0 +1,1 @@
+"""Code hosts (GitHub, GitLab): the sticky plan comment on a pull or merge request."""

@@ -1,0 +1,1 @@
+"""The pipelines: plan/apply end to end (workflow), executing a plan (apply), pull."""

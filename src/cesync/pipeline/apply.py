@@ -1,0 +1,269 @@
+"""Executing a Plan through the client: ordered, concurrent, etag-guarded.
+
+Creates and updates start once everything they depend on is done, at most
+``parallelism`` at once. Deletes run only when every create and update
+succeeded, each after the resources that reference it. A conflict (someone
+changed a resource since the plan) or an interrupt stops new actions from
+starting; running ones finish and everything is reported, so a new plan shows
+exactly the work that remains.
+
+A write whose reply was lost is resent by the client; if the resend is answered
+ABORTED or NOT_FOUND (update, delete) or ALREADY_EXISTS (create), that may be our
+own first attempt, so the resource is read back and compared with what was sent
+(the masked fields of an update, the whole resource of a create, absence for a
+delete): equal is done, anything else is a real conflict. A delete of something
+already gone is done too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from ..api.kinds import KINDS
+from ..client import CesClient
+from ..client.api import Written
+from ..client.apps import Polling, create_app
+from ..core.diff import diff_resource
+from ..core.plan import Action, Change, Plan
+from ..errors import Aborted, AlreadyExists, ApiError, FailedPrecondition, NotFound
+
+__all__ = ["ApplyResult", "Outcome", "apply_plan"]
+
+Status = Literal["done", "failed", "conflict", "skipped", "not started"]
+DONE: Status = "done"
+FAILED: Status = "failed"
+CONFLICT: Status = "conflict"
+SKIPPED: Status = "skipped"
+NOT_STARTED: Status = "not started"
+
+
+@dataclass
+class Outcome:
+    kind: str
+    id: str
+    action: Action
+    status: Status = NOT_STARTED
+    message: str = ""
+    etag: str = ""  # the new etag after a create or update
+
+
+@dataclass
+class ApplyResult:
+    environment: str
+    app: str
+    outcomes: list[Outcome] = field(default_factory=list)
+    interrupted: bool = False
+    snapshot: str = ""  # the app version apply --snapshot created
+
+    @property
+    def ok(self) -> bool:
+        return all(o.status == DONE for o in self.outcomes) and not self.interrupted
+
+    def counts(self) -> dict[str, int]:
+        done = [o for o in self.outcomes if o.status == DONE]
+        return {
+            "created": sum(1 for o in done if o.action == "create"),
+            "updated": sum(1 for o in done if o.action == "update"),
+            "deleted": sum(1 for o in done if o.action == "delete"),
+            "failed": sum(1 for o in self.outcomes if o.status in (FAILED, CONFLICT)),
+            "not_done": sum(1 for o in self.outcomes if o.status in (SKIPPED, NOT_STARTED)),
+        }
+
+    def summary(self) -> str:
+        c = self.counts()
+        text = f"{c['created']} created, {c['updated']} updated, {c['deleted']} deleted, {c['failed']} failed"
+        return text + (f", {c['not_done']} not done" if c["not_done"] else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "environment": self.environment,
+            "app": self.app,
+            "ok": self.ok,
+            "interrupted": self.interrupted,
+            "counts": self.counts(),
+            "outcomes": [asdict(o) for o in self.outcomes],
+            **({"snapshot": self.snapshot} if self.snapshot else {}),
+        }
+
+
+class _Run:
+    def __init__(
+        self, client: CesClient, plan: Plan, parallelism: int, force_delete: bool, on_event: Callable[[Outcome], None]
+    ) -> None:
+        self.client = client
+        self.plan = plan
+        self.polling: Polling | None = None  # how CreateApp's operation is waited for (default: Polling())
+        self.sem = asyncio.Semaphore(max(1, parallelism))
+        self.force_delete = force_delete
+        self.on_event = on_event
+        self.stop = asyncio.Event()  # set by a conflict: start nothing new
+        self.interrupt = asyncio.Event()  # set by Ctrl-C: start nothing new
+        self.finished: dict[str, asyncio.Event] = {c.name: asyncio.Event() for c in plan.changes}
+        # set once a resource exists as its dependents need it: after the create of a create-then-patch,
+        # after the whole change otherwise; ready_ok says whether it got there
+        self.ready: dict[str, asyncio.Event] = {c.name: asyncio.Event() for c in plan.changes}
+        self.ready_ok: dict[str, bool] = {}
+        self.outcomes = {c.name: Outcome(c.kind, c.id, c.action) for c in plan.changes}
+
+    async def run_phase(self, changes: list[Change]) -> None:
+        await asyncio.gather(*(self._one(c) for c in changes))
+
+    async def _one(self, c: Change) -> None:
+        outcome = self.outcomes[c.name]
+        try:
+            if missing := await self._wait_for(c.depends_on):
+                outcome.status, outcome.message = SKIPPED, missing
+                self.on_event(outcome)
+                return
+            async with self.sem:
+                if self.stop.is_set() or self.interrupt.is_set():
+                    return  # stays NOT_STARTED
+                await self._call(c, outcome)
+            if c.deferred and outcome.status == DONE:
+                await self._patch_deferred(c, outcome)
+            self.on_event(outcome)
+        finally:
+            self._ready(c.name, outcome.status == DONE)
+            self.finished[c.name].set()
+
+    def _ready(self, name: str, ok: bool) -> None:
+        if not self.ready[name].is_set():
+            self.ready_ok[name] = ok
+            self.ready[name].set()
+
+    async def _wait_for(self, names: tuple[str, ...]) -> str:
+        """Wait until each of names (that this apply writes) exists; what never will, or ""."""
+        for dep in names:
+            if dep in self.ready:
+                await self.ready[dep].wait()
+                if not self.ready_ok[dep]:
+                    other = self.outcomes[dep]
+                    return f"{other.kind} {other.id} was not {other.action}d"
+        return ""
+
+    async def _patch_deferred(self, c: Change, outcome: Outcome) -> None:
+        """Create-then-patch: the fields left out of the create (a reference cycle) once what they name exists."""
+        self._ready(c.name, True)
+        if missing := await self._wait_for(c.patch_after):
+            # it exists, as created: only the patch is not done (and the next plan shows it)
+            outcome.status, outcome.message = NOT_STARTED, f"created without {', '.join(c.deferred)}: {missing}"
+            return
+        patch = Change(kind=c.kind, id=c.id, action="update", name=c.name, etag=outcome.etag, body=c.body, update_mask=c.deferred)
+        async with self.sem:
+            if self.stop.is_set() or self.interrupt.is_set():
+                outcome.status, outcome.message = NOT_STARTED, f"created without {', '.join(c.deferred)}; not patched"
+                return
+            await self._call(patch, outcome)
+        if outcome.status != DONE:
+            outcome.message = f"created, but setting {', '.join(c.deferred)} failed: {outcome.message}"
+
+    async def _call(self, c: Change, outcome: Outcome) -> None:
+        try:
+            written = await self._send(c)
+            lost_reply = written.retried and isinstance(written.error, RESENT[c.action])
+            if lost_reply:
+                written = await self._settle(c, written)
+        except ApiError as exc:  # reading the resource back failed
+            written, lost_reply = Written(error=exc), False
+        if written.error is None:
+            outcome.status, outcome.etag = DONE, written.etag
+            if lost_reply:
+                outcome.message = "the reply was lost; read back: " + ("gone" if c.action == "delete" else "as sent")
+            return
+        outcome.status, outcome.message = _failure(c, written.error, lost_reply)
+        if outcome.status == CONFLICT:
+            self.stop.set()
+
+    async def _send(self, c: Change) -> Written:
+        if c.action == "create":
+            body = {k: v for k, v in (c.body or {}).items() if k not in c.deferred}
+            if c.kind == "app":
+                return await create_app(self.client, c.name, body, self.polling)
+            return await self.client.create(self.plan.app, KINDS[c.kind].collection, c.id, body)
+        if c.action == "update":
+            return await self.client.patch(c.name, {**(c.body or {}), "etag": c.etag}, list(c.update_mask))
+        return await self.client.delete(c.name, c.etag or None, force=self.force_delete)
+
+    async def _settle(self, c: Change, written: Written) -> Written:
+        """After a resend met a conflict: is the resource what we sent (our lost write), or not?"""
+        try:
+            current: dict[str, Any] | None = (await self.client.read(c.name)).body
+        except NotFound:
+            current = None
+        if _as_sent(c, current):
+            return Written(current or {}, None, True)
+        return written
+
+
+RESENT: dict[str, tuple[type[ApiError], ...]] = {
+    "create": (AlreadyExists,),
+    "update": (Aborted, NotFound),
+    "delete": (Aborted, NotFound),
+}
+
+
+def _as_sent(c: Change, current: dict[str, Any] | None) -> bool:
+    """Canonical comparison of what was sent with what is there (only the masked fields of an update)."""
+    if c.action == "delete" or current is None:
+        return c.action == "delete" and current is None
+    sent = {k: v for k, v in (c.body or {}).items() if c.action != "create" or k not in c.deferred}
+    differs = diff_resource(c.kind, c.id, sent, current).update_mask
+    if c.action == "create":
+        return not differs
+    return not any(d == m or d.startswith(m + ".") or m.startswith(d + ".") for d in differs for m in c.update_mask)
+
+
+def _failure(c: Change, exc: ApiError, lost_reply: bool) -> tuple[Status, str]:
+    """(status, message) for an error answer to a change."""
+    if lost_reply:
+        return CONFLICT, "reply lost, and reading it back shows other than what was sent: changed by someone else; plan again"
+    if isinstance(exc, Aborted):
+        return CONFLICT, "changed by someone else since the plan (etag mismatch); nothing was overwritten: plan again"
+    if isinstance(exc, AlreadyExists):
+        return CONFLICT, f"{exc.message}: created by someone else since the plan; plan again"
+    if isinstance(exc, NotFound):
+        if c.action == "delete":
+            return DONE, "already gone (deleted by someone else); nothing to do"
+        return CONFLICT, f"{exc.message}: it was deleted since the plan; plan again"
+    if isinstance(exc, FailedPrecondition) and c.action == "delete":
+        return FAILED, f"{exc.message} (pass --force-delete to delete it anyway and remove those references)"
+    return FAILED, str(exc)
+
+
+async def apply_plan(
+    client: CesClient,
+    plan: Plan,
+    *,
+    parallelism: int = 8,
+    force_delete: bool = False,
+    on_event: Callable[[Outcome], None] = lambda o: None,
+    interrupt: asyncio.Event | None = None,
+    polling: Polling | None = None,
+) -> ApplyResult:
+    run = _Run(client, plan, parallelism, force_delete, on_event)
+    run.polling = polling
+    if interrupt is not None:
+        run.interrupt = interrupt
+    # Examples and deployments (kinds written last) see the whole app; deletes run after every write.
+    phases = [
+        ([c for c in plan.changes if c.action != "delete" and not KINDS[c.kind].written_last], ""),
+        (
+            [c for c in plan.changes if c.action != "delete" and KINDS[c.kind].written_last],
+            "examples and deployments are written only after every other create and update succeeded",
+        ),
+        ([c for c in plan.changes if c.action == "delete"], "deletes run only after every create and update succeeded"),
+    ]
+    done: list[Change] = []
+    for changes, why in phases:
+        if all(run.outcomes[c.name].status == DONE for c in done) and not (run.stop.is_set() or run.interrupt.is_set()):
+            await run.run_phase(changes)
+        else:
+            for c in changes:
+                run.outcomes[c.name].status, run.outcomes[c.name].message = SKIPPED, why
+        done += changes
+    return ApplyResult(
+        plan.environment, plan.app, [run.outcomes[c.name] for c in plan.changes], interrupted=run.interrupt.is_set()
+    )

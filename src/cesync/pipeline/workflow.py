@@ -1,0 +1,470 @@
+"""The pipeline end to end for one environment: load -> render -> read -> plan (-> apply).
+
+This is the only place that joins the pure core to the repo on disk and to the API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import re
+import tempfile
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ..api.kinds import APP, KINDS, by_collection
+from ..api.resource import Resource
+from ..client import connect
+from ..client.api import CesClient, RetryPolicy, stderr_line
+from ..client.connect import endpoint_for
+from ..core.documents import parse_document
+from ..core.plan import Plan, build_plan, desired_digest, masked, narrow, safety_refusal
+from ..core.sensitive import KEY_ENV, field_paths, new_salt, plan_key, remember, same, seal
+from ..core.targets import resolve_targets, target_keys
+from ..core.yamlfile import Path_
+from ..core.yamlout import to_yaml
+from ..errors import CesyncError, ConfigError, NotFound, PlanFileError
+from ..models import TOOL_TYPES
+from ..repo.config import EMBEDDED
+from ..repo.files import write_tree
+from ..repo.repo import ID_RE, EnvTarget, Repo, load_repo
+from ..sync.export import ExportedRepo, export_repo, modeline
+from ..sync.remote import list_app, read_existing, read_remote
+
+__all__ = [
+    "Context",
+    "config_for",
+    "export_app",
+    "find_apps",
+    "make_plan",
+    "narrow_saved",
+    "open_context",
+    "plan_files",
+    "plan_folder",
+    "read_plan",
+    "target_for_app",
+    "tool_names",
+]
+
+
+@dataclass
+class Context:
+    repo: Repo
+    env: EnvTarget
+    desired: list[Resource]
+    endpoint: str | None = None
+    secrets: dict[str, str] = field(default_factory=dict)  # sensitive NAME -> resolved value (memory only)
+    hidden: dict[tuple[str, str], list[Path_]] = field(default_factory=dict)  # (kind, id) -> sensitive body paths
+    read_ahead: _ReadAhead | None = None  # the app, read while the repo rendered (open_context(read_ahead=True))
+
+    @property
+    def digest(self) -> str:
+        return desired_digest(self.env.name, self.env.parent, [masked(d, self.hidden.get(d.key)) for d in self.desired])
+
+    @property
+    def endpoint_url(self) -> str:
+        return endpoint_for(self.env, self.endpoint)
+
+    def client(self, *, retry: RetryPolicy | None = None, max_connections: int = 32) -> CesClient:
+        return connect(self.env, self.repo.root, override=self.endpoint, retry=retry, max_connections=max_connections)
+
+
+def open_context(
+    directory: Path,
+    env_name: str | None,
+    endpoint: str | None = None,
+    variables: dict[str, str] | None = None,
+    *,
+    read_ahead: bool = False,
+) -> Context:
+    """variables: --var/--var-file values, which win over cesync.yaml and the process environment.
+
+    read_ahead: read the app (read_remote) in a thread while the repo renders, for make_plan;
+    the read waits on the network most of its time, rendering on the CPU.
+    """
+    repo = load_repo(directory)
+    repo.overrides = dict(variables or {})
+    env = repo.env(env_name)
+    secrets = sensitive_values(repo, env)
+    remember(secrets.values())  # before rendering: a problem message must not print one either
+    ahead = _ReadAhead(env, repo.root, endpoint) if read_ahead and _can_read_ahead(env, endpoint) else None
+    try:
+        desired = repo.render(env, started=ahead.start if ahead else None)
+        hidden = sensitive_fields(repo, env, desired, secrets)
+    except BaseException:
+        if ahead is not None:
+            ahead.cancel()
+        raise
+    return Context(repo, env, desired, endpoint, secrets, hidden, ahead)
+
+
+def _can_read_ahead(env: EnvTarget, endpoint: str | None) -> bool:
+    """Not for the embedded emulator (its state file is the app: one reader at a time), nor
+    for an endpoint that is wrong (its error comes after rendering, as before)."""
+    try:
+        return endpoint_for(env, endpoint) != EMBEDDED
+    except CesyncError:
+        return False
+
+
+class _ReadAhead:
+    """read_remote in a thread with its own event loop and client, started once rendering is.
+
+    What it finds is given where the read was before, after rendering: its retry notices
+    are held until then, its error is raised then (a repo problem is still reported first,
+    and alone), and a failed render cancels it.
+    """
+
+    def __init__(self, env: EnvTarget, root: Path, endpoint: str | None) -> None:
+        self._env, self._root, self._endpoint = env, root, endpoint
+        self._notices: list[str] = []
+        self._remote: list[Resource] = []
+        self._error: BaseException | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[list[Resource]] | None = None
+        self._begun = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="cesync-read-ahead", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        loop = asyncio.new_event_loop()
+        try:
+            self._loop, self._task = loop, loop.create_task(self._read())
+            self._begun.set()
+            self._remote = loop.run_until_complete(self._task)
+        except BaseException as exc:
+            self._error = exc
+        finally:
+            self._begun.set()
+            loop.close()
+
+    async def _read(self) -> list[Resource]:
+        client = connect(self._env, self._root, override=self._endpoint)
+        client.notify = self._notices.append
+        async with client:
+            return await read_remote(client, self._env.parent)
+
+    def result(self) -> list[Resource]:
+        self._thread.join()
+        for line in self._notices:
+            stderr_line(line)
+        if self._error is not None:
+            raise self._error
+        return self._remote
+
+    def cancel(self) -> None:
+        if not self._thread.is_alive():
+            return
+        self._begun.wait()
+        if self._loop is not None and self._task is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has finished and closed meanwhile
+                self._loop.call_soon_threadsafe(self._task.cancel)
+        self._thread.join(timeout=10)
+
+
+def sensitive_values(repo: Repo, env: EnvTarget) -> dict[str, str]:
+    """The environment's sensitive variables that have a value, resolved as ${NAME} is (--var first)."""
+    cfg = repo.config
+    names = {*cfg.defaults.sensitive, *cfg.environments[env.name].sensitive}
+    found = {n: env.var(n) for n in sorted(names)}
+    return {n: v for n, v in found.items() if v is not None}
+
+
+def sensitive_fields(
+    repo: Repo, env: EnvTarget, desired: list[Resource], secrets: dict[str, str]
+) -> dict[tuple[str, str], list[Path_]]:
+    cfg = repo.config
+    names = {*cfg.defaults.sensitive, *cfg.environments[env.name].sensitive}
+    if not names:
+        return {}
+    sources = {(f.kind, f.id): f.doc.data for f in repo.files}
+    out = {(d.kind, d.id): field_paths(sources.get((d.kind, d.id)), d.body, names, secrets.values()) for d in desired}
+    return {k: v for k, v in out.items() if v}
+
+
+async def read_plan(ctx: Context, *, prune: bool | None = None, targets: Iterable[str] | None = None) -> Plan:
+    """make_plan with the app read ahead (open_context(read_ahead=True)) or, without it, read now."""
+    if ctx.read_ahead is not None:
+        return await make_plan(ctx, None, prune=prune, targets=targets)
+    async with ctx.client() as client:
+        return await make_plan(ctx, client, prune=prune, targets=targets)
+
+
+async def make_plan(
+    ctx: Context,
+    client: CesClient | None,
+    *,
+    prune: bool | None = None,
+    targets: Iterable[str] | None = None,
+    salt: str | None = None,
+) -> Plan:
+    """targets: --target values (ID, kind/ID, kinds/ID); one that names nothing is an error."""
+    plan, selected, _ = await _plan_against_remote(ctx, client, ctx.env.prune if prune is None else prune, targets, narrow=True)
+    safety = ctx.repo.config.safety
+    plan = replace(
+        plan,
+        targets=tuple(sorted(selected or ())),
+        refused=safety_refusal(plan, safety.maxChangeFraction, safety.minResources),
+    )
+    return seal_plan(plan, ctx, salt or new_salt())
+
+
+async def _plan_against_remote(
+    ctx: Context, client: CesClient | None, prune: bool, targets: Iterable[str] | None, *, narrow: bool
+) -> tuple[Plan, set[str] | None, list[Resource]]:
+    """Read the app, resolve --target against what exists on either side, and diff.
+
+    narrow: the plan itself keeps only the targets (a saved plan is recomputed whole and
+    narrowed afterwards, so that it can be compared with what was saved)."""
+    ahead, ctx.read_ahead = ctx.read_ahead, None  # read once, as before
+    if ahead is not None:
+        remote = ahead.result()
+    else:
+        assert client is not None, "a client, unless the app was read ahead"
+        remote = await read_remote(client, ctx.env.parent)
+    known = {(d.kind, d.id) for d in ctx.desired} | {(r.kind, r.id) for r in remote}
+    selected = target_keys(resolve_targets(targets or (), known))
+    plan = build_plan(
+        ctx.env.name,
+        ctx.env.parent,
+        ctx.desired,
+        remote,
+        prune=prune,
+        targets=selected if narrow else None,
+        sensitive=ctx.hidden,
+        app_body=app_to_create(ctx.env, remote),
+    )
+    return plan, selected, remote
+
+
+def app_to_create(env: EnvTarget, remote: list[Resource]) -> dict[str, Any] | None:
+    """The app's body when it does not exist and the repo has no app.yaml: its id as display name."""
+    return None if any(r.kind == APP for r in remote) else {"displayName": env.app}
+
+
+def seal_plan(plan: Plan, ctx: Context, salt: str) -> Plan:
+    """The plan with where it was made and the keyed hashes of the sensitive values."""
+    sealed = replace(
+        plan.sensitive,
+        salt=salt if ctx.secrets else "",
+        key=(KEY_ENV if plan_key() else "none") if ctx.secrets else "",
+        values=seal(ctx.secrets, salt, plan_key()) if ctx.secrets else {},
+    )
+    return replace(plan, endpoint=ctx.endpoint_url, sensitive=sealed)
+
+
+async def narrow_saved(
+    ctx: Context, client: CesClient, saved: Plan, *, prune: bool | None = None, targets: Iterable[str] | None = None
+) -> Plan:
+    """The part of a saved plan that may run (see plan.narrow); PlanFileError before any write otherwise.
+
+    targets (apply --target) narrow a saved plan further: only its changes they name run.
+    They never widen it: a target the plan has no change for adds nothing.
+    """
+    check_saved(ctx, saved)
+    fresh, selected, remote = await _plan_against_remote(ctx, client, saved.prune, targets, narrow=False)
+    fresh = seal_plan(fresh, ctx, saved.sensitive.salt or new_salt())
+    present = {f"{r.kind}/{r.id}" for r in remote} | {f"{d.kind}/{d.id}" for d in ctx.desired}
+    gone = frozenset(c.key for c in saved.changes if c.action == "delete" and c.key not in present)
+    allowed = narrow(saved, fresh, prune=ctx.env.prune if prune is None else prune, gone=gone)
+    scope = set(saved.targets) if saved.targets else None  # a --target plan stays that partial
+    if selected is not None:
+        scope = selected if scope is None else scope & selected
+    if scope is None:
+        return allowed
+    return replace(allowed, changes=tuple(c for c in allowed.changes if c.key in scope), targets=tuple(sorted(scope)))
+
+
+def check_saved(ctx: Context, saved: Plan) -> None:
+    """The checks that need no connection: environment, endpoint, repo digest, sensitive values."""
+    if saved.environment != ctx.env.name or saved.app != ctx.env.parent:
+        raise PlanFileError(f"the plan is for {saved.environment} ({saved.app}), not {ctx.env.name} ({ctx.env.parent})")
+    if saved.endpoint != ctx.endpoint_url:
+        raise PlanFileError(
+            f"the plan was made against {saved.endpoint or '(no endpoint recorded)'}, this apply would write to "
+            f"{ctx.endpoint_url}: refusing; make a new plan for this endpoint"
+        )
+    if saved.digest != ctx.digest:
+        raise PlanFileError("the repo changed since the plan was made (digest differs); make a new plan")
+    names, now = set(saved.sensitive.values), set(ctx.secrets)
+    if names != now:
+        diff = sorted(names ^ now)
+        raise PlanFileError(
+            f"sensitive variables {', '.join(diff)} are set at plan or apply time but not both: refusing; make a new plan"
+        )
+    if not names:
+        return
+    if not saved.sensitive.salt:
+        raise PlanFileError("the plan's sensitive values have no salt: the plan file was changed after it was made")
+    current = seal(ctx.secrets, saved.sensitive.salt, plan_key())
+    wrong = sorted(n for n in names if not same(current[n], saved.sensitive.values[n]))
+    if wrong:
+        hint = f" (or {KEY_ENV} differs between plan and apply)" if len(wrong) == len(names) else ""
+        raise PlanFileError(
+            f"sensitive variable{'s' if len(wrong) > 1 else ''} {', '.join(wrong)} "
+            f"{'have' if len(wrong) > 1 else 'has'} another value than when the plan was made{hint}: "
+            "refusing before any write; make a new plan"
+        )
+
+
+# --- export and promotion ---------------------------------------------------------------------
+
+
+def target_for_app(env_name: str, parent: str, endpoint: str | None, variables: dict[str, str] | None = None) -> EnvTarget:
+    """An environment for an app that has no repo yet (export --app, import-archive)."""
+    match = re.fullmatch(r"projects/([^/]+)/locations/([^/]+)/apps/([^/]+)", parent)
+    if not match:
+        raise CesyncError(f"--app must be projects/PROJECT/locations/LOCATION/apps/APP, not {parent!r}")
+    project, location, app = match.groups()
+    return EnvTarget(env_name, project, location, app, endpoint, dict(variables or {}), {}, False)
+
+
+def config_for(env: EnvTarget) -> str:
+    """The cesync.yaml that holds just this environment."""
+    fields: dict[str, object] = {"project": env.project, "location": env.location, "app": env.app}
+    if env.endpoint:
+        fields["endpoint"] = env.endpoint
+    if env.vars:
+        fields["vars"] = dict(sorted(env.vars.items()))
+    return modeline("cesync", 0) + to_yaml({"version": 1, "environments": {env.name: fields}})
+
+
+async def export_app(
+    client: CesClient, env: EnvTarget, config_text: str, targets: Iterable[str] = ()
+) -> tuple[ExportedRepo, list[Resource]]:
+    """Read the app and turn it into repo files (see export.py); targets limit it to some resources."""
+    remote = await read_existing(client, env.parent)
+    selected = resolve_targets(targets, {(r.kind, r.id) for r in remote})
+    if selected is not None:
+        remote = [r for r in remote if (r.kind, r.id) in selected]
+    for r in remote:
+        expected = KINDS[r.kind].resource_name(env.parent, r.id)
+        if r.body.get("name") != expected:
+            raise CesyncError(
+                f"the server returned a {r.kind} named {r.body.get('name')!r}, which is not a {r.kind} of {env.parent}; "
+                "nothing was written"
+            )
+    exported = export_repo(remote, parent=env.parent, variables=env.vars, urls=env.urls, config_text=config_text)
+    return exported, remote
+
+
+def plan_files(
+    files: dict[str, str], env_name: str, remote: list[Resource], *, prune: bool = True, variables: dict[str, str] | None = None
+) -> Plan:
+    """Load repo files (in a temporary folder), render them for one environment, plan against remote."""
+    with tempfile.TemporaryDirectory(prefix="cesync-") as tmp:
+        write_tree(Path(tmp) / "repo", files)
+        return plan_folder(Path(tmp) / "repo", env_name, remote, prune=prune, variables=variables)
+
+
+def plan_folder(
+    folder: Path, env_name: str, remote: list[Resource], *, prune: bool = True, variables: dict[str, str] | None = None
+) -> Plan:
+    """Render the repo in folder for one environment and plan it against remote (no API calls)."""
+    repo = load_repo(folder)
+    repo.overrides = dict(variables or {})
+    env = repo.env(env_name)
+    secrets = sensitive_values(repo, env)
+    remember(secrets.values())
+    desired = repo.render(env)
+    hidden = sensitive_fields(repo, env, desired, secrets)
+    return build_plan(env.name, env.parent, desired, remote, prune=prune, sensitive=hidden, app_body=app_to_create(env, remote))
+
+
+# --- versions ---------------------------------------------------------------------------------
+
+
+async def restore_plan(client: CesClient, env: EnvTarget, version: str) -> tuple[str, Plan]:
+    """The version's full name and, as a plan, what restoring it would change in the app now.
+
+    A version's snapshot holds the app's settings, agents, tools, toolsets, guardrails and
+    examples (not deployments): compared with the app, deletes included.
+    """
+    name = version if version.startswith(env.parent + "/versions/") else f"{env.parent}/versions/{version}"
+    if ("/" in version and name != version) or not ID_RE.match(name.rsplit("/", 1)[-1]):
+        raise CesyncError(f"{version!r} is not a version of {env.parent}; 'cesync versions' lists them")
+    try:
+        found = await client.get(name)
+    except NotFound:
+        raise CesyncError(f"no version {version!r} in {env.parent}; 'cesync versions' lists them") from None
+    snapshot = found.get("snapshot") if isinstance(found.get("snapshot"), dict) else {}
+    assert isinstance(snapshot, dict)
+    wanted = [Resource(APP, APP, snapshot["app"])] if isinstance(snapshot.get("app"), dict) else []
+    for collection, items in snapshot.items():
+        kind = by_collection(collection)
+        if kind is not None and isinstance(items, list):
+            wanted += [Resource(kind.name, str(b.get("name", "")).rsplit("/", 1)[-1], b) for b in items if kind.managed(b)]
+    remote = [r for r in await read_remote(client, env.parent) if r.kind == APP or r.kind in SNAPSHOT_KINDS]
+    return name, build_plan(env.name, env.parent, wanted, remote, prune=True)
+
+
+SNAPSHOT_KINDS = ("tool", "toolset", "agent", "guardrail", "example")  # what an AppSnapshot holds
+
+
+# --- running tools ----------------------------------------------------------------------------
+
+
+async def tool_names(client: CesClient, parent: str) -> dict[str, str]:
+    """Display names and type-level names (``refund_policy``) -> local ids, for tests written by name."""
+    listed = await list_app(client, parent)
+    tools, toolsets = listed["tool"], listed["toolset"]
+    names: dict[str, str] = {}
+    for rid, t in ((r.id, r.body) for r in tools):
+        kind = next((k for k in TOOL_TYPES if isinstance(t.get(k), dict)), None)
+        for alias in (t.get("displayName"), t[kind].get("name") if kind else None):
+            if isinstance(alias, str) and alias and alias != rid:
+                names.setdefault(alias, rid)
+    for rid, ts in ((r.id, r.body) for r in toolsets):
+        if isinstance(ts.get("displayName"), str) and ts["displayName"] != rid:
+            names.setdefault(ts["displayName"], rid)
+        for operation in _operation_ids(ts):  # cxas-scrapi names an OpenAPI toolset's tool <toolset>_<operationId>
+            names.setdefault(f"{ts.get('displayName') or rid}_{operation}", f"{rid}/{operation}")
+    return names
+
+
+def _operation_ids(toolset: dict[str, Any]) -> list[str]:
+    spec = toolset.get("openApiToolset")
+    schema = spec.get("openApiSchema") if isinstance(spec, dict) else None
+    try:
+        doc = parse_document(schema) if isinstance(schema, str) else None
+    except ValueError:
+        return []
+    paths = doc.get("paths") if isinstance(doc, dict) else None
+    return [
+        str(op["operationId"])
+        for item in (paths.values() if isinstance(paths, dict) else [])
+        if isinstance(item, dict)
+        for op in item.values()
+        if isinstance(op, dict) and op.get("operationId")
+    ]
+
+
+# --- several apps in one repo -----------------------------------------------------------------
+
+SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".cesync"}
+
+
+def find_apps(root: Path, env_names: set[str] | None = None) -> list[dict[str, str]]:
+    """One entry per (folder with a cesync.yaml, environment): the jobs of a CI matrix."""
+    entries: list[dict[str, str]] = []
+    for config in sorted(root.rglob("cesync.yaml")):
+        rel = config.parent.relative_to(root)
+        if any(part in SKIP_DIRS or part.startswith(".") for part in rel.parts):
+            continue
+        try:
+            repo = load_repo(config.parent, resources=False)
+        except ConfigError as exc:  # name the folder: every app has a cesync.yaml
+            if not rel.parts:
+                raise
+            raise ConfigError([dataclasses.replace(p, file=f"{rel.as_posix()}/{p.file}") for p in exc.problems]) from exc
+        for name in repo.env_names:
+            if env_names and name not in env_names:
+                continue
+            entries.append({"dir": rel.as_posix() or ".", "environment": name, "app": repo.env(name).parent})
+    return entries

@@ -1,0 +1,1 @@
+"""The repo on disk: cesync.yaml, loading, environments, templating, formatting, writing folders."""

@@ -1,0 +1,150 @@
+"""Literal credentials where they do not belong: a lint over the text of every repo file.
+
+``validate`` warns on each hit with ``file:line:col`` (``--strict`` makes warnings
+fail). The raw text is scanned, not the parsed values, so a position is exact and a
+``${NAME}`` reference (a variable, not a literal) never matches.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.yamlfile import read_text
+from ..errors import Problem
+from .loading import CONFIG_FILE
+from .repo import Repo
+from .templating import INCLUDABLE
+
+__all__ = ["HOME", "WARNING", "lint_credentials", "scan_text", "sensitive_literals"]
+
+WARNING = "warning: "
+HOME = (
+    "keep it out of the repo: store it in Secret Manager and reference the version "
+    "(apiKeySecretVersion, clientSecretVersion, ...), or pass it through a variable listed under "
+    "'sensitive:' in cesync.yaml and set it from the environment (a CI secret)"
+)
+_TOKEN = r"[A-Za-z0-9\-._~+/]"
+
+
+@dataclass(frozen=True)
+class _Rule:
+    what: str
+    pattern: re.Pattern[str]
+    group: int = 0  # the part of the match that must look random (0: no entropy test)
+    # Text every match contains (a pattern of literals, same flags): a file without it skips
+    # the rule, instead of running the rule on each of its lines (most of validate's lint time).
+    needle: re.Pattern[str] | None = None
+
+
+RULES = (
+    _Rule("a private key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----"), needle=re.compile("PRIVATE KEY-----")),
+    _Rule("a bearer token", re.compile(rf"\bBearer\s+({_TOKEN}{{16,}}=*)"), 1, re.compile("Bearer")),
+    _Rule("a Google API key", re.compile(r"\bAIza[0-9A-Za-z\-_]{35}"), needle=re.compile("AIza")),
+    _Rule(
+        "a GitHub token",
+        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})"),
+        needle=re.compile("gh[pousr]_|github_pat_"),
+    ),
+    _Rule("an AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), needle=re.compile("AKIA|ASIA")),
+    _Rule("a Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), needle=re.compile("xox")),
+    _Rule(
+        "a literal key/token value",
+        re.compile(
+            r"(?i)\b[a-z_\-]*(?:key|token|secret|password|passwd|pwd|credential)s?[\"']?\s*[=:]\s*[\"']?"
+            rf"({_TOKEN}{{16,}}=*)"
+        ),
+        1,
+        re.compile("(?i)key|token|secret|password|passwd|pwd|credential"),
+    ),
+)
+
+
+def _random_looking(value: str) -> bool:
+    """Long, mixed and high in entropy: a generated secret rather than a word or a placeholder."""
+    if len(value) < 16 or value.startswith(("projects/", "http", "$")):
+        return False
+    classes = sum(bool(re.search(p, value)) for p in (r"[a-z]", r"[A-Z]", r"[0-9]"))
+    counts = Counter(value)
+    entropy = -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())
+    return classes >= 2 and entropy >= 3.3
+
+
+def scan_text(text: str, file: str) -> list[Problem]:
+    """One warning per credential-looking literal in text, at its line and column."""
+    found: list[Problem] = []
+    rules = [rule for rule in RULES if rule.needle is None or rule.needle.search(text)]
+    if not rules:
+        return found
+    for number, line in enumerate(text.splitlines(), 1):
+        taken: set[int] = set()
+        for rule in rules:
+            for m in rule.pattern.finditer(line):
+                if rule.group and not _random_looking(m.group(rule.group)):
+                    continue
+                start = m.start(rule.group) if rule.group else m.start()
+                if any(start <= t < m.end() for t in taken):
+                    continue
+                taken.add(start)
+                found.append(Problem(file, number, start + 1, f"{WARNING}{rule.what} in plain text; {HOME}"))
+    return found
+
+
+def sensitive_literals(names: Iterable[str], vars_at: dict[str, tuple[str, int, int]]) -> list[Problem]:
+    """A sensitive variable given a value in cesync.yaml itself: the value is in the repo."""
+    return [
+        Problem(
+            file,
+            line,
+            col,
+            f"{WARNING}sensitive variable '{name}' has its value in cesync.yaml; set it in the process "
+            "environment instead (a CI secret), so the value is never in the repo",
+        )
+        for name in sorted(set(names))
+        if name in vars_at
+        for file, line, col in [vars_at[name]]
+    ]
+
+
+# --- the repo's files (validate's warnings; here, not in workflow, so validate stays light) ------
+
+
+def lint_credentials(repo: Repo) -> list[Problem]:
+    """Warnings for literal credentials in cesync.yaml, every tool and toolset file and what they include."""
+    problems: list[Problem] = []
+    files = [repo.root / CONFIG_FILE, *(f.path for f in repo.files)]
+    for src in repo.files:
+        files += _includes(src.doc.data, src.path.parent, repo.root)
+    for path in dict.fromkeys(files):
+        display = path.relative_to(repo.root).as_posix()
+        text = read_text(path, display)
+        if isinstance(text, str):
+            problems += scan_text(text, display)
+    cfg, doc = repo.config, repo.config_doc
+    literal = {n: ("defaults", "vars", n) for n in cfg.defaults.vars}
+    for env_name, env in cfg.environments.items():
+        names = {*cfg.defaults.sensitive, *env.sensitive}
+        where = {**literal, **{n: ("environments", env_name, "vars", n) for n in env.vars}}
+        at = {n: (doc.file, *doc.positions.at(p)) for n, p in where.items() if n in names}
+        problems += sensitive_literals(names, at)
+    return sorted(set(problems))
+
+
+def _includes(data: object, base: Path, root: Path) -> list[Path]:
+    found: list[Path] = []
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if key in INCLUDABLE and isinstance(value, dict) and isinstance(value.get("file"), str):
+                target = (base / value["file"]).resolve()
+                if target.is_relative_to(root) and target.is_file():
+                    found.append(target)
+            else:
+                found += _includes(value, base, root)
+    elif isinstance(data, list):
+        for item in data:
+            found += _includes(item, base, root)
+    return found

@@ -1,0 +1,105 @@
+"""Environments: ``cesync.yaml``'s environments resolved with their defaults, and ``${NAME}`` values."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ..core.checks import suggest
+from ..core.yamlfile import Document, Path_
+from ..errors import CesyncError, ConfigError, Problem
+from .config import Config, Environment, check_segment
+
+__all__ = ["VAR_ENV_PREFIX", "EnvTarget", "resolve_env"]
+
+# The process environment gives ${NAME} only as CESYNC_VAR_NAME (as Terraform's TF_VAR_):
+# a pull request's author writes every repo file, so reading plain NAME would let one print
+# GITHUB_TOKEN or any other secret of the CI job in a plan.
+VAR_ENV_PREFIX = "CESYNC_VAR_"
+
+
+@dataclass(frozen=True)
+class EnvTarget:
+    """One environment of cesync.yaml with defaults applied."""
+
+    name: str
+    project: str
+    location: str
+    app: str
+    endpoint: str | None
+    vars: Mapping[str, str]
+    urls: Mapping[str, str]
+    prune: bool
+    impersonate_service_account: str | None = None
+    quota_project: str | None = None
+    overrides: Mapping[str, str] = field(default_factory=dict)  # --var / --var-file: win over everything
+
+    def __post_init__(self) -> None:
+        # Every URL is built from these: refuse anything that could change it (--app included).
+        for what in ("project", "location", "app"):
+            try:
+                check_segment(getattr(self, what), what)
+            except ValueError as exc:
+                raise CesyncError(f"environment '{self.name}': {exc}") from None
+
+    @property
+    def parent(self) -> str:
+        return f"projects/{self.project}/locations/{self.location}/apps/{self.app}"
+
+    def var(self, name: str) -> str | None:
+        """${NAME}'s value: --var/--var-file, the process's CESYNC_VAR_NAME, the environment's vars, defaults.vars."""
+        if name in self.overrides:
+            return self.overrides[name]
+        value = os.environ.get(VAR_ENV_PREFIX + name)
+        return self.vars.get(name) if value is None else value
+
+
+def resolve_env(config: Config, config_doc: Document, name: str | None, overrides: Mapping[str, str]) -> EnvTarget:
+    """Resolve --env (or CESYNC_ENV); required when there is more than one environment."""
+    name = name or os.environ.get("CESYNC_ENV") or None
+    names = list(config.environments)
+    if name is None:
+        if len(names) != 1:
+            raise ConfigError([_problem(config_doc, ("environments",), f"choose an environment with --env: {', '.join(names)}")])
+        name = names[0]
+    if name not in config.environments:
+        hint = suggest(name, names)
+        raise ConfigError(
+            [_problem(config_doc, ("environments",), f"unknown environment '{name}'{hint} (known: {', '.join(names)})")]
+        )
+    return _target(config, config_doc, name, config.environments[name], overrides)
+
+
+def _target(config: Config, config_doc: Document, name: str, env: Environment, overrides: Mapping[str, str]) -> EnvTarget:
+    d = config.defaults
+    project, location = env.project or d.project, env.location or d.location
+    missing = [k for k, v in (("project", project), ("location", location)) if not v]
+    if missing:
+        raise ConfigError(
+            [
+                _problem(
+                    config_doc,
+                    ("environments", name),
+                    f"environment '{name}' needs {' and '.join(missing)} (or set them in defaults)",
+                )
+            ]
+        )
+    assert project and location
+    return EnvTarget(
+        name=name,
+        project=project,
+        location=location,
+        app=env.app,
+        endpoint=env.endpoint or d.endpoint,
+        vars={**d.vars, **env.vars, **overrides},
+        urls=dict(env.urls),
+        prune=config.prune if env.prune is None else env.prune,
+        impersonate_service_account=env.impersonateServiceAccount,
+        quota_project=env.quotaProject,
+        overrides=dict(overrides),
+    )
+
+
+def _problem(config_doc: Document, path: Path_, message: str) -> Problem:
+    return config_doc.problem(path, message, key=True)

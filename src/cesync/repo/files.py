@@ -1,0 +1,68 @@
+"""Writing a set of files into a folder all at once, or not at all."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from ..errors import CesyncError
+
+__all__ = ["write_tree"]
+
+
+def write_tree(
+    target: Path, files: dict[str, str], *, force: bool = False, verify: Callable[[Path], None] | None = None
+) -> list[str]:
+    """Write ``files`` (relative path -> text) into ``target``.
+
+    Everything is written to a temporary folder next to ``target`` first, then each
+    top-level entry is moved into place; a failure puts the old entries back. A
+    non-empty ``target`` is refused unless ``force``: then the entries the export
+    writes (``tools/``, ``cesync.yaml``, ...) are replaced and anything else in the
+    folder (``.git``, a README) is kept. Returns the top-level entries written.
+    """
+    target = target.resolve()
+    if target.exists() and not target.is_dir():
+        raise CesyncError(f"{target} exists and is not a folder")
+    if target.is_dir() and any(target.iterdir()) and not force:
+        raise CesyncError(f"{target} is not empty; choose an empty folder or pass --force to replace what cesync writes")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.cesync-", dir=target.parent))
+    trash = staging / ".replaced"
+    moved: list[tuple[Path, Path | None]] = []  # (new entry in target, old entry in trash)
+    try:
+        new = staging / "new"
+        for rel, text in files.items():
+            path = (new / rel).resolve()
+            if not path.is_relative_to(new.resolve()) or rel.startswith("/"):
+                raise CesyncError(f"refusing to write {rel!r}: outside the export folder")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "w", encoding="utf-8", newline="") as fh:  # keep the text byte for byte
+                fh.write(text)
+        if verify is not None:
+            verify(new)
+        target.mkdir(exist_ok=True)
+        trash.mkdir()
+        entries = sorted(p.name for p in new.iterdir())
+        for name in entries:
+            dest, old = target / name, None
+            if dest.exists() or dest.is_symlink():
+                old = trash / name
+                os.replace(dest, old)
+            moved.append((dest, old))
+            os.replace(new / name, dest)
+        return entries
+    except BaseException:
+        for dest, old in reversed(moved):  # undo: nothing half-written stays behind
+            if dest.is_dir() and not dest.is_symlink():
+                shutil.rmtree(dest, ignore_errors=True)
+            elif dest.exists():
+                dest.unlink()
+            if old is not None:
+                os.replace(old, dest)
+        raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

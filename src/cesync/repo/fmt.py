@@ -1,0 +1,213 @@
+"""One canonical layout for the repo's YAML files, keeping comments (pure apart from reading).
+
+Keys are put in the order the API declares the fields (the order ``export`` writes
+and the JSON Schemas list), with ``id`` first; mappings are indented by 2, sequences by
+4 with the dash at 2 (``to_yaml``'s layout). Comments, quoting, flow or block style and
+values stay as written; OpenAPI documents written as mappings keep their own order.
+"""
+
+from __future__ import annotations
+
+from io import StringIO
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import CommentMark, YAMLError
+from ruamel.yaml.tokens import CommentToken
+
+from ..api.kinds import KINDS
+from ..core.normalize import DOCUMENT_FIELDS
+from ..core.yamlfile import read_text
+from ..errors import Problem
+from ..models import ProtoModel, specs
+from .config import Config
+from .loading import CONFIG_FILE, kind_files
+from .templating import INCLUDABLE
+
+__all__ = ["format_repo", "format_text"]
+
+
+def format_repo(root: Path) -> tuple[dict[str, str], list[Problem]]:
+    """repo-relative path -> canonical text, for every file whose layout differs; and unreadable files."""
+    changed: dict[str, str] = {}
+    problems: list[Problem] = []
+    files: list[tuple[Path, type[BaseModel]]] = [(root / CONFIG_FILE, Config)]
+    for kind in KINDS.values():
+        files += [(p, kind.model) for p in kind_files(root, kind)]
+    for path, model in files:
+        if not path.is_file() or path.name.startswith("."):
+            continue
+        rel = str(path.relative_to(root))
+        text = read_text(path, rel)
+        if isinstance(text, Problem):
+            problems.append(text)
+            continue
+        try:  # line endings are the checkout's business (git autocrlf), not the layout's
+            new = format_text(text.replace("\r\n", "\n"), model)
+            if "\r\n" in text:
+                new = new.replace("\n", "\r\n")
+        except YAMLError as exc:
+            problems.append(Problem(rel, 1, 1, f"invalid YAML, not formatted: {' '.join(str(exc).split())}"))
+            continue
+        if new != text:
+            changed[rel] = new
+    return changed, problems
+
+
+def format_text(text: str, model: type[BaseModel]) -> str:
+    """The canonical layout of text, or text itself when no layout provably keeps its data.
+
+    ruamel keeps comments as tokens under neighbouring nodes; moving them with their keys
+    can, around block scalars and flow collections, land a comment where it reads as part
+    of a value (a '# note' after a '|' text becomes text) or shift a blank line. So each
+    result is checked: the same data, and formatting it again changes nothing; else the
+    keys are reordered leaving comments where ruamel put them, and failing that too the
+    file is left as written."""
+    for move_comments in (True, False):
+        new = _format(text, model, move_comments)
+        if _same_data(text, new) and _format(new, model, move_comments) == new:
+            return new
+    return text
+
+
+def _same_data(a: str, b: str) -> bool:
+    safe = YAML(typ="safe", pure=True)
+    return bool(safe.load(a) == safe.load(b))
+
+
+def _format(text: str, model: type[BaseModel], move_comments: bool) -> str:
+    yaml = YAML(typ="rt", pure=True)
+    yaml.preserve_quotes = True
+    yaml.width = 4096
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    data = yaml.load(text)
+    if isinstance(data, CommentedMap):
+        _order(data, _rank(model), model, move_comments)
+    buf = StringIO()
+    yaml.dump(data, buf)
+    return buf.getvalue() if data is not None else text
+
+
+def _rank(model: type[BaseModel] | None) -> dict[str, int]:
+    if model is None:
+        return {}
+    names = list(specs(model)) if issubclass(model, ProtoModel) else list(model.model_fields)
+    return {"id": -1, **{n: i for i, n in enumerate(names)}}
+
+
+def _sub_model(model: type[BaseModel] | None, key: str) -> tuple[type[BaseModel] | None, bool]:
+    """The model of a field's value, and whether the field is a map (its values have that model)."""
+    if model is None:
+        return None, False
+    if issubclass(model, ProtoModel):
+        spec = specs(model).get(key)
+        return (spec.message, spec.map) if spec is not None else (None, False)
+    field = model.model_fields.get(key)
+    hint = field.annotation if field is not None else None
+    if isinstance(hint, type) and issubclass(hint, BaseModel):
+        return hint, False
+    args: tuple[Any, ...] = getattr(hint, "__args__", ())
+    if len(args) == 2 and isinstance(args[1], type) and issubclass(args[1], BaseModel):  # dict[str, Model]
+        return args[1], True
+    return None, False
+
+
+def _order(node: CommentedMap, rank: dict[str, int], model: type[BaseModel] | None, move_comments: bool) -> None:
+    """Sort the keys of node by rank (unknown keys keep their place at the end), then each value."""
+    if set(node) in ({"file"}, {"ref"}):
+        return
+    keys = list(node)
+    wanted = sorted(keys, key=lambda k: (rank.get(str(k), len(rank)), keys.index(k)))
+    if rank and wanted != keys:
+        _reorder(node, wanted, move_comments)
+    for key in node:
+        value = node[key]
+        if str(key) in DOCUMENT_FIELDS or str(key) in INCLUDABLE:
+            continue  # an OpenAPI document keeps its own order; code is text
+        sub, is_map = _sub_model(model, str(key))
+        if is_map and isinstance(value, CommentedMap):
+            for v in value.values():
+                if isinstance(v, CommentedMap):
+                    _order(v, _rank(sub), sub, move_comments)
+        elif isinstance(value, CommentedMap):
+            _order(value, _rank(sub), sub, move_comments)
+        elif isinstance(value, CommentedSeq):
+            for item in value:
+                if isinstance(item, CommentedMap):
+                    _order(item, _rank(sub), sub, move_comments)
+
+
+def _reorder(node: CommentedMap, wanted: list[Any], move_comments: bool) -> None:
+    """Reorder in place; each key takes along its end-of-line comment and the full-line
+    comments above it. ruamel files a full-line comment under whatever precedes it (the
+    previous key, or the last item of that key's value), so those comments are cut from
+    there first and put back above their key after the move (unless not move_comments).
+    """
+    keys = list(node)
+    above: dict[Any, str] = {}
+    after_all = ""
+    if move_comments:
+        above = {key: _cut_lines(_tail_slot(node, prev)) for prev, key in pairwise(keys)}
+        after_all = _cut_lines(_tail_slot(node, keys[-1]))  # they belong to what follows this mapping
+    items = [(k, node[k]) for k in wanted]
+    comments = dict(node.ca.items)
+    for k in list(node):
+        del node[k]
+    for i, (k, v) in enumerate(items):
+        node.insert(i, k, v)
+    node.ca.items.clear()
+    node.ca.items.update(comments)
+    for prev, key in pairwise(wanted):
+        _add_lines(_tail_slot(node, prev), above.get(key, ""))
+    if above.get(wanted[0]):  # a key moved first: its comments go between the mapping's own and it
+        slots = node.ca.items.setdefault(wanted[0], [None, None, None, None])
+        slots[1] = [_token(line) for line in above[wanted[0]].splitlines()] + (slots[1] or [])
+    _add_lines(_tail_slot(node, wanted[-1]), after_all)
+
+
+Slot = tuple[list[Any], int]  # a ruamel comment list and the index of the token in it
+
+
+def _tail_slot(node: CommentedMap | CommentedSeq, key: Any) -> Slot:
+    """Where ruamel keeps the comment that follows key's whole subtree."""
+    value = node[key]
+    if isinstance(value, CommentedMap) and value:
+        return _tail_slot(value, list(value)[-1])
+    if isinstance(value, CommentedSeq) and value:
+        return _tail_slot(value, len(value) - 1)
+    return node.ca.items.setdefault(key, [None, None, None, None]), 2 if isinstance(node, CommentedMap) else 0
+
+
+def _cut_lines(slot: Slot) -> str:
+    """Remove and return the full lines of the token at slot, leaving its end-of-line comment."""
+    holder, i = slot
+    token = holder[i]
+    if not isinstance(token, CommentToken):
+        return ""
+    eol, _, lines = token.value.partition("\n")
+    if not lines:
+        return ""
+    if eol.strip():
+        token.value = eol + "\n"
+    else:
+        holder[i] = None
+    return str(lines)
+
+
+def _add_lines(slot: Slot, lines: str) -> None:
+    if not lines:
+        return
+    holder, i = slot
+    if isinstance(holder[i], CommentToken):
+        holder[i].value += lines
+    else:
+        holder[i] = CommentToken("\n" + lines, CommentMark(0), None)
+
+
+def _token(line: str) -> CommentToken:
+    text = line.lstrip()
+    return CommentToken(text + "\n", CommentMark(len(line) - len(text) if text else 0), None)

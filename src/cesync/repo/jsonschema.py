@@ -1,0 +1,96 @@
+"""JSON Schemas of the repo's file formats, generated from the models (pure).
+
+Editors use them through a ``# yaml-language-server: $schema=...`` modeline. The
+schemas describe what a user writes, so output-only fields are left out and the
+repo conveniences ({file: ...}, mapping-form schemas, {ref: ...}) are allowed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..api.kinds import KINDS, ResourceKind, ref_collections, ref_fields
+from .config import Config
+
+__all__ = ["SCHEMA_FILES", "render_schemas"]
+
+SCHEMA_FILES = (*(f"{k}.schema.json" for k in KINDS), "cesync.schema.json")
+_FILE = {"type": "object", "properties": {"file": {"type": "string"}}, "required": ["file"], "additionalProperties": False}
+_REF = {
+    "type": "object",
+    "properties": {"ref": {"type": "string", "pattern": f"^({'|'.join(ref_collections())})/[A-Za-z0-9][A-Za-z0-9_-]*$"}},
+    "required": ["ref"],
+    "additionalProperties": False,
+}
+# "tool" (mcpToolset.toolOverrides.tool, not a resource name) has always been offered {ref:}
+# in the committed schemas; kept so they do not change (issue 16's Example.toolCall.tool is one).
+_REF_FIELDS = ref_fields() | {"tool"}
+_SERVER_SET = {"name", "etag"}  # top level: the id comes from the file name
+
+
+def _patch(node: Any) -> None:
+    if isinstance(node, list):
+        for item in node:
+            _patch(item)
+        return
+    if not isinstance(node, dict):
+        return
+    props = node.get("properties")
+    if isinstance(props, dict):
+        for key in [k for k, v in props.items() if isinstance(v, dict) and v.get("readOnly")]:
+            del props[key]
+            if key in node.get("required", []):
+                node["required"].remove(key)
+        for key, value in list(props.items()):
+            if key in ("pythonCode", "pythonScript"):
+                props[key] = {
+                    "anyOf": [_plain(value), _FILE],
+                    "description": value.get("description", "Python source, inline or {file: path}"),
+                }
+            elif key == "openApiSchema":
+                props[key] = {
+                    "anyOf": [_plain(value), _FILE, {"type": "object"}],
+                    "description": "OpenAPI document: text, a mapping, or {file: path}",
+                }
+            elif key in _REF_FIELDS and _is_string_list(value):  # agents' tools, childAgents, guardrails, ...
+                items = {"anyOf": [{"type": "string"}, _REF]}
+                props[key] = {"type": "array", "items": items, "description": value.get("description", "")}
+            elif key in _REF_FIELDS:
+                props[key] = {"anyOf": [_plain(value), _REF], "description": value.get("description", "")}
+    for value in node.values():
+        _patch(value)
+
+
+def _is_string_list(value: dict[str, Any]) -> bool:
+    shapes = value.get("anyOf", [value])
+    return any(isinstance(x, dict) and x.get("type") == "array" and x.get("items") == {"type": "string"} for x in shapes)
+
+
+def _plain(value: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in value.items() if k not in ("description", "default", "title")} or {"type": "string"}
+
+
+def _resource_schema(resource: ResourceKind) -> dict[str, Any]:
+    kind = resource.name
+    schema = resource.model.model_json_schema(mode="validation")
+    _patch(schema)
+    for key in _SERVER_SET:
+        schema["properties"].pop(key, None)
+    if not resource.singleton:  # the app's id is each environment's app: in cesync.yaml
+        schema["properties"]["id"] = {"type": "string", "description": f"The {kind} id; defaults to the file name without .yaml"}
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = f"cesync {kind} file"
+    return schema
+
+
+def render_schemas() -> dict[str, str]:
+    """File name -> JSON text, stable byte for byte (the repo commits these)."""
+    config = Config.model_json_schema(mode="validation")
+    config["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    config["title"] = "cesync.yaml"
+    docs = {
+        **{f"{k.name}.schema.json": _resource_schema(k) for k in KINDS.values()},
+        "cesync.schema.json": config,
+    }
+    return {name: json.dumps(doc, indent=2, sort_keys=True) + "\n" for name, doc in docs.items()}

@@ -1,0 +1,151 @@
+"""File loading: reading and parsing the repo's files, and model errors as ``file:line:col`` problems."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from ..api.kinds import KINDS, ResourceKind
+from ..api.resource import ID_RE
+from ..core.yamlfile import Document, Path_, load_text, read_text
+from ..errors import Problem
+
+__all__ = [
+    "CONFIG_FILE",
+    "SourceFile",
+    "display_path",
+    "error_owner",
+    "load_sources",
+    "parse_file",
+    "pydantic_problem",
+    "type_name",
+    "validate_model",
+]
+
+CONFIG_FILE = "cesync.yaml"
+
+
+@dataclass
+class SourceFile:
+    kind: str
+    id: str
+    path: Path
+    doc: Document
+
+
+def load_sources(root: Path, problems: list[Problem]) -> list[SourceFile]:
+    """Every resource file of every kind (``<collection>/*.yaml``), parsed; problems appended."""
+    files: list[SourceFile] = []
+    seen: dict[tuple[str, str], str] = {}
+    for kind, paths in ((k.name, kind_files(root, k)) for k in KINDS.values()):
+        for path in paths:
+            doc = parse_file(path, root, problems)
+            if doc is None:
+                continue
+            if not isinstance(doc.data, dict):
+                article = "an" if kind[0] in "aeiou" else "a"
+                problems.append(doc.problem((), f"{article} {kind} file must be a mapping of fields, not {type_name(doc.data)}"))
+                continue
+            if KINDS[kind].singleton and "id" in doc.data:
+                message = f"the {kind}'s id is each environment's '{kind}:' in cesync.yaml, not part of {path.name}"
+                problems.append(doc.problem(("id",), message, key=True))
+                continue
+            rid = kind if KINDS[kind].singleton else doc.data.pop("id", path.stem)
+            if not isinstance(rid, str) or not ID_RE.match(rid):
+                problems.append(
+                    doc.problem(("id",), f"invalid {kind} id {rid!r}: use letters, digits, '-' and '_' (at most 128)")
+                )
+                continue
+            if (kind, rid) in seen:
+                problems.append(doc.problem(("id",), f"duplicate {kind} id '{rid}' (also defined in {seen[(kind, rid)]})"))
+                continue
+            seen[(kind, rid)] = doc.file
+            files.append(SourceFile(kind, rid, path, doc))
+    return files
+
+
+def kind_files(root: Path, kind: ResourceKind) -> list[Path]:
+    """The repo files of one kind: <folder>/*.yaml, or app.yaml (.yml) at the top for the app."""
+    if kind.singleton:
+        return [p for p in (root / f"{kind.name}.yaml", root / f"{kind.name}.yml") if p.is_file()]
+    folder = root / kind.folder
+    found = sorted(folder.glob("*.y*ml")) if folder.is_dir() else []
+    return [p for p in found if p.suffix in (".yaml", ".yml") and not p.name.startswith(".")]
+
+
+def parse_file(path: Path, root: Path, problems: list[Problem]) -> Document | None:
+    display = display_path(path, root)
+    text = read_text(path, display, root=root)
+    if isinstance(text, Problem):
+        problems.append(text)
+        return None
+    doc = load_text(text, display)
+    if isinstance(doc, Problem):
+        problems.append(doc)
+        return None
+    return doc
+
+
+def display_path(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def type_name(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", type(None): "empty"}.get(type(value), type(value).__name__)
+
+
+def validate_model(model: type[BaseModel], data: Any, doc: Document) -> tuple[Any, list[Problem]]:
+    try:
+        return model.model_validate(data), []
+    except ValidationError as exc:
+        return None, [pydantic_problem(err, doc) for err in exc.errors()]
+
+
+def pydantic_problem(err: Any, doc: Document, offset: Path_ = ()) -> Problem:
+    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and (p.startswith("function-") or p in ("str", "int"))))
+    path = (*offset, *loc)
+    dotted = ".".join(str(p) for p in loc)
+    if err["type"] == "missing":
+        return doc.problem(
+            path[:-1],
+            f"missing required field '{loc[-1]}'" + (f" in {'.'.join(str(p) for p in loc[:-1])}" if len(loc) > 1 else ""),
+            key=True,
+        )
+    if err["type"] == "extra_forbidden":
+        return doc.problem(path, f"unknown field '{loc[-1]}'", key=True)
+    msg = err["msg"]
+    if err["type"] == "required_empty":  # the API reads "", 0 or the enum's 0 of a required field as unset
+        return doc.problem(path, f"{dotted or loc[-1]} is required and must not be {err['ctx']['empty']}")
+    if err["type"] == "literal_error":
+        return doc.problem(path, f"{dotted}: {_enum_message(err)}" if dotted else _enum_message(err))
+    if err["type"] in ("string_type", "int_type", "bool_type", "float_type", "dict_type", "list_type", "model_type"):
+        msg = f"{msg} (got {type_name(err.get('input'))})"
+    return doc.problem(path, f"{dotted}: {msg}" if dotted else msg)
+
+
+def clean_loc(err: Any) -> Path_:
+    return tuple(p for p in err["loc"] if not (isinstance(p, str) and (p.startswith("function-") or p in ("str", "int"))))
+
+
+def error_owner(err: Any) -> Path_:
+    """The mapping a missing-field error is about."""
+    loc = clean_loc(err)
+    return loc if err["type"] == "oneof_missing" else loc[:-1]
+
+
+def _enum_message(err: Any) -> str:
+    """What was given, what is allowed, and the closest allowed value."""
+    allowed = re.findall(r"'([^']*)'", str(err.get("ctx", {}).get("expected", "")))
+    given = err.get("input")
+    close = difflib.get_close_matches(str(given).upper(), allowed, n=1, cutoff=0.4) if isinstance(given, str) else []
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    shown = ", ".join(allowed) if len(allowed) <= 12 else ", ".join(allowed[:12]) + ", ..."
+    return f"{given!r} is not a valid value{hint} (one of: {shown})"

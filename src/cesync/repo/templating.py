@@ -1,0 +1,196 @@
+"""Templating: what turns a file's data into a body for one environment.
+
+``${NAME}`` variables, ``{file: path}`` includes (and mapping-form schemas),
+``{ref: kind/id}`` references, and CES's ``$env_var`` server placeholder.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+
+from ..api.kinds import by_collection, ref_collections, spoken
+from ..api.resource import ID_RE
+from ..core.checks import suggest
+from ..core.documents import substitute_url
+from ..core.yamlfile import Document, Path_, read_text
+from ..errors import Problem
+from .environments import VAR_ENV_PREFIX, EnvTarget
+from .loading import SourceFile, display_path
+
+__all__ = ["ENV_VAR", "INCLUDABLE", "VAR_NAME", "VAR_RE", "VAR_SPAN", "Expander", "env_var_urls", "is_ref", "substitute"]
+
+VAR_SPAN = r"\{([^}]*)\}?"  # what follows "$" (or the escape "$$") in a ${NAME} reference
+VAR_RE = re.compile(r"\$(\$?)" + VAR_SPAN)
+VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
+INCLUDABLE = {"openApiSchema", "pythonCode", "pythonScript"}
+ENV_VAR = "$env_var"
+
+
+def substitute(data: Any, env: EnvTarget, path: Path_) -> tuple[Any, list[tuple[Path_, str]]]:
+    """Replace ${NAME} in every string (values: :meth:`EnvTarget.var`)."""
+    if isinstance(data, dict):
+        out, missing = {}, []
+        for k, v in data.items():
+            out[k], m = substitute(v, env, (*path, k))
+            missing += m
+        return out, missing
+    if isinstance(data, list):
+        items, missing = [], []
+        for i, v in enumerate(data):
+            value, m = substitute(v, env, (*path, i))
+            items.append(value)
+            missing += m
+        return items, missing
+    if not isinstance(data, str) or "${" not in data:
+        return data, []
+    problems: list[tuple[Path_, str]] = []
+
+    def replace(match: re.Match[str]) -> str:
+        escaped, name = match.group(1), match.group(2)
+        if escaped:
+            return match.group(0)[1:]  # $${ is a literal ${; the rest stays as written
+        if not match.group(0).endswith("}") or not VAR_NAME.match(name):
+            problems.append(
+                (path, f"malformed variable reference '{match.group(0)}': write ${{NAME}}, or $${{ for a literal ${{")
+            )
+            return match.group(0)
+        value = env.var(name)
+        if value is None:
+            problems.append(
+                (
+                    path,
+                    f"variable '{name}' is not set for environment '{env.name}' (set it in environments.{env.name}.vars, "
+                    f"defaults.vars, --var or the process environment as {VAR_ENV_PREFIX}{name}; a plain {name} is never read)",
+                )
+            )
+            return match.group(0)
+        return value
+
+    return VAR_RE.sub(replace, data), problems
+
+
+@dataclass
+class Expander:
+    """Resolves {file: path} includes, mapping-form schemas and {ref: kind/id} references."""
+
+    root: Path
+    base: Path
+    doc: Document
+    parent: str
+    known: set[tuple[str, str]]
+    problems: list[Problem] = field(default_factory=list)
+    includes: dict[Path_, tuple[str, int]] = field(default_factory=dict)
+    ref_paths: set[Path_] = field(default_factory=set)  # where a {ref:} was replaced by a name
+    used_parent: bool = False  # a ref named the app: the result differs per environment
+    failed_refs: set[Path_] = field(default_factory=set)  # where a {ref:} was reported and left empty
+    references: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # the kind's dotted field -> collections
+
+    def expand(self, data: Any, path: Path_ = ()) -> Any:
+        if isinstance(data, list):
+            return [
+                self.ref(v["ref"], (*path, i, "ref")) if is_ref(v) else self.expand(v, (*path, i)) for i, v in enumerate(data)
+            ]
+        if not isinstance(data, dict):
+            return data
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            here = (*path, key)
+            if is_ref(value):
+                out[key] = self.ref(value["ref"], (*here, "ref"))
+            elif key in INCLUDABLE and isinstance(value, dict):
+                out[key] = self.include(key, value, here)
+            else:
+                out[key] = self.expand(value, here)
+        return out
+
+    def ref(self, target: Any, at: Path_) -> str | None:
+        parts = target.split("/") if isinstance(target, str) else []
+        if len(parts) != 2 or parts[0] not in ref_collections() or not ID_RE.match(parts[1]):
+            shapes = spoken((f"{c}/<id>" for c in ref_collections()), "or")
+            self.problems.append(self.doc.problem(at, f"ref must be {shapes}; got {target!r}"))
+            self.failed_refs.add(at[:-1])
+            return None
+        dotted = ".".join(p for p in at[:-1] if isinstance(p, str))
+        wanted = self.references.get(dotted, ())
+        if wanted and parts[0] not in wanted:  # e.g. a tool in an agent's guardrails: CES would refuse it
+            shapes = spoken((f"{c}/<id>" for c in wanted), "or")
+            self.problems.append(self.doc.problem(at, f"ref {target!r} cannot stand in {dotted}: it takes {shapes}"))
+            self.failed_refs.add(at[:-1])
+            return None
+        found = by_collection(parts[0])  # None: a collection refs may name but cesync does not manage
+        kind = found.name if found else None
+        self.ref_paths.add(at[:-1])
+        if kind is not None and (kind, parts[1]) not in self.known:
+            ids = sorted(i for k, i in self.known if k == kind)
+            self.problems.append(self.doc.problem(at, f"ref {target!r} names no {kind} of this repo{suggest(parts[1], ids)}"))
+            self.failed_refs.add(at[:-1])
+            return None
+        self.used_parent = True
+        return f"{self.parent}/{target}"
+
+    def include(self, key: str, value: dict[str, Any], here: Path_) -> str | None:
+        if set(value) != {"file"}:
+            if key == "openApiSchema":
+                return dump_yaml(value)
+            self.problems.append(self.doc.problem(here, f"{key} must be text or {{file: path}}"))
+            return None
+        rel, at = value["file"], (*here, "file")
+        if not isinstance(rel, str) or not rel:
+            self.problems.append(self.doc.problem(at, "file: must be a relative path"))
+            return None
+        target = (self.base / rel).resolve()
+        if Path(rel).is_absolute() or not target.is_relative_to(self.root):
+            self.problems.append(self.doc.problem(at, f"file '{rel}' is outside the repo; includes must stay inside it"))
+            return None
+        if not target.is_file():
+            where = display_path(self.base, self.root)
+            self.problems.append(self.doc.problem(at, f"file '{rel}' does not exist (relative to {where})"))
+            return None
+        text = read_text(target, display_path(target, self.root))
+        if isinstance(text, Problem):
+            self.problems.append(text)
+            return None
+        self.includes[here] = (display_path(target, self.root), 0)
+        return text
+
+
+def is_ref(value: Any) -> bool:
+    return isinstance(value, dict) and set(value) == {"ref"}
+
+
+def dump_yaml(value: Any) -> str:
+    yaml = YAML(typ="safe", pure=True)
+    yaml.default_flow_style = False
+    yaml.sort_base_mapping_type_on_output = False  # type: ignore[assignment]  # keep the author's key order
+    buf = StringIO()
+    yaml.dump(value, buf)
+    return buf.getvalue()
+
+
+def env_var_urls(src: SourceFile, body: dict[str, Any], env: EnvTarget) -> list[Problem]:
+    """Replace CES's $env_var server placeholder with this environment's url."""
+    problems: list[Problem] = []
+    for field_name in ("openApiTool", "openApiToolset"):
+        spec = body.get(field_name)
+        if not isinstance(spec, dict) or ENV_VAR not in spec.get("openApiSchema", ""):
+            continue
+        url = spec.get("url") or env.urls.get(src.id)
+        if not url:
+            problems.append(
+                src.doc.problem(
+                    (field_name, "openApiSchema"),
+                    f"the schema uses $env_var but environment '{env.name}' gives no url: set {field_name}.url "
+                    f"(e.g. to ${{{src.id.upper().replace('-', '_')}_URL}}) or environments.{env.name}.urls.{src.id}",
+                    key=True,
+                )
+            )
+            continue
+        spec = body[field_name] = {**spec, "openApiSchema": substitute_url(spec["openApiSchema"], ENV_VAR, url), "url": url}
+    return problems

@@ -1,0 +1,221 @@
+"""The libyaml fast path reads every document exactly as ruamel (YAML 1.2) does, or steps aside."""
+
+from __future__ import annotations
+
+import json
+import string
+from io import StringIO
+from typing import Any
+
+import pytest
+import yaml as pyyaml
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from ruamel.yaml import YAML
+
+from cesync.core.documents import parse_document
+from cesync.core.yamlfile import SLOW, Document, _load_rt, fast_load, load_text
+
+# Plain scalars whose meaning differs between YAML 1.1, YAML 1.2 and JSON, or that
+# need ruamel's own constructors (octal, hex, underscores, timestamps, merge keys).
+TRICKY = [
+    "yes",
+    "no",
+    "on",
+    "off",
+    "Yes",
+    "NO",
+    "y",
+    "n",
+    "true",
+    "False",
+    "TRUE",
+    "~",
+    "null",
+    "Null",
+    "NULL",
+    "",
+    "0",
+    "-0",
+    "+1",
+    "012",
+    "0o17",
+    "0x1F",
+    "0b101",
+    "1_000",
+    "1__0",
+    "1.5",
+    "-2.5e3",
+    "1e3",
+    "1.",
+    ".5",
+    "+.5",
+    ".inf",
+    "-.Inf",
+    ".nan",
+    "12:30",
+    "12:30:00",
+    "1:20.5",
+    "2001-12-14",
+    "2001-12-14t21:59:43.10-05:00",
+    "2001-12-14 21:59:43.10 -5",
+    "<<",
+    "=",
+    "1.2.0",
+    "0.3",
+    "v1",
+    "3.0.3",
+    "007",
+    "0.",
+    "-",
+    "+",
+    "_1",
+]
+
+
+def rt_data(text: str) -> Any:
+    doc = _load_rt(text, "f.yaml")
+    return doc.data if isinstance(doc, Document) else doc
+
+
+def safe_data(text: str) -> Any:
+    try:
+        return YAML(typ="safe", pure=True).load(text)
+    except Exception as exc:
+        return exc
+
+
+FAST_ANSWERS: list[bool] = []
+
+
+def same(text: str) -> None:
+    """Whenever the fast path answers, ruamel answers the same (round-trip and safe loaders)."""
+    fast = fast_load(text)
+    FAST_ANSWERS.append(fast is not SLOW)
+    if fast is SLOW:
+        return
+    assert rt_data(text) == fast
+    assert json.dumps(rt_data(text)) == json.dumps(fast)  # also key order and int/float/bool kinds
+    assert safe_data(text) == fast
+
+
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**63), max_value=2**63),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from(TRICKY),
+    st.text(alphabet=string.printable + "éß€😀", max_size=30),
+)
+keys = st.one_of(
+    st.sampled_from(TRICKY), st.text(alphabet=string.ascii_letters + string.digits + "_-.:$ ", min_size=1, max_size=12)
+)
+documents = st.recursive(
+    scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(keys, inner, max_size=4), max_leaves=30
+)
+
+
+def ruamel_text(data: Any) -> str:
+    buf = StringIO()
+    yaml = YAML()
+    yaml.dump(data, buf)
+    return buf.getvalue()
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(data=documents, style=st.sampled_from(["ruamel", "block", "flow", "json"]))
+def test_fast_load_reads_dumped_documents_like_ruamel(data: Any, style: str) -> None:
+    if style == "ruamel":
+        text = ruamel_text(data)
+    elif style == "json":
+        text = json.dumps(data, indent=1)
+    else:
+        text = pyyaml.safe_dump(data, default_flow_style=style == "flow", allow_unicode=True, sort_keys=False)
+    same(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    entries=st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b", "key", "yes", "1", "true", "~"]), st.one_of(st.sampled_from(TRICKY), st.text(max_size=20))
+        ),
+        max_size=6,
+    ),
+    nest=st.booleans(),
+)
+@example(entries=[("a", "\t")], nest=False)  # found by hypothesis: 'a: \t' is null to libyaml, an error to ruamel
+@example(entries=[("a", ">#")], nest=False)  # found by hypothesis: 'a: >#' is '' to libyaml, an error to ruamel
+@example(entries=[("a", "|+2#x")], nest=True)
+def test_fast_load_resolves_plain_scalars_like_ruamel(entries: list[tuple[str, str]], nest: bool) -> None:
+    """Written by hand, unquoted: the scalar rules (and any syntax the two parsers see differently)."""
+    lines = [f"{k}: {v}" for k, v in entries] + [f"- {v}" for _, v in entries if nest]
+    text = "\n".join(lines) + "\n"
+    same(text)
+    same("top:\n" + "".join(f"  {line}\n" for line in lines if not line.startswith("-")))
+    same("[" + ", ".join(v for _, v in entries) + "]\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("a: yes\nb: no\nc: on\nd: off\n", {"a": "yes", "b": "no", "c": "on", "d": "off"}),  # YAML 1.2: strings
+        ("a: true\nb: False\n", {"a": True, "b": False}),
+        ("a: 0o17\n", {"a": 15}),  # 1.2 octal (ruamel's path)
+        ("a: 12:30:00\n", {"a": "12:30:00"}),  # no sexagesimal
+        ("a: 1.5\nb: 7\nc: ~\nd:\n", {"a": 1.5, "b": 7, "c": None, "d": None}),
+        ("version: 1.2.0\n", {"version": "1.2.0"}),
+        ("a: &x {b: 1}\nc: *x\n", {"a": {"b": 1}, "c": {"b": 1}}),
+        ("s: |\n  line 1\n  line 2\nf: >\n  folded\n  text\n", {"s": "line 1\nline 2\n", "f": "folded text\n"}),
+        ("%YAML 1.1\n---\na: yes\n", {"a": True}),  # the directive is honoured (ruamel's path)
+        ("", None),
+    ],
+)
+def test_yaml_12_semantics(text: str, expected: Any) -> None:
+    doc = load_text(text, "f.yaml")
+    assert isinstance(doc, Document)
+    assert doc.data == expected
+    assert rt_data(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: 1\na: 2\n",
+        "a:\n\tb: 1\n",
+        "a: [1\n",
+        "- a\nb: 1\n",
+        "a: *nope\n",
+        "---\na\n---\nb\n",
+        "a: !!binary aGk=\n",
+        "? [a]\n: 1\n",
+    ],
+)
+def test_what_the_fast_path_leaves_to_ruamel(text: str) -> None:
+    """Errors, duplicate keys, tags and complex keys: ruamel's answer, message and all."""
+    assert fast_load(text) is SLOW
+    got, rt = load_text(text, "f.yaml"), _load_rt(text, "f.yaml")
+    assert (got.data, got.file) == (rt.data, rt.file) if isinstance(got, Document) and isinstance(rt, Document) else got == rt
+
+
+def test_positions_come_from_the_round_trip_parse_when_asked() -> None:
+    text = "a:\n  b: [1, {c: 2}]\nd: x\n"
+    fast, slow = load_text(text, "f.yaml"), _load_rt(text, "f.yaml")
+    assert isinstance(fast, Document) and isinstance(slow, Document)
+    for path in [("a",), ("a", "b"), ("a", "b", 1), ("a", "b", 1, "c"), ("d",), ("zz",)]:
+        for key in (False, True):
+            assert fast.positions.at(path, key=key) == slow.positions.at(path, key=key)
+
+
+def test_parse_document_is_cached_and_shared() -> None:
+    text = "openapi: 3.0.0\npaths: {/x: {get: {}}}\n"
+    assert parse_document(text) is parse_document(text)
+    assert parse_document(text) == {"openapi": "3.0.0", "paths": {"/x": {"get": {}}}}
+
+
+def test_the_generated_cases_mostly_take_the_fast_path() -> None:
+    """The comparisons above prove something only if the fast path answered most of them."""
+    FAST_ANSWERS.clear()
+    test_fast_load_reads_dumped_documents_like_ruamel()
+    print(f"fast path: {sum(FAST_ANSWERS)} of {len(FAST_ANSWERS)}")
+    assert sum(FAST_ANSWERS) > len(FAST_ANSWERS) / 2

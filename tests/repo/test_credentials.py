@@ -1,0 +1,145 @@
+"""validate's lint for secrets where they do not belong: literal credentials warn, MCP customHeaders err."""
+
+from __future__ import annotations
+
+import string
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from cesync.repo import credentials
+from cesync.repo.credentials import scan_text
+from tests.helpers import cesync, make_repo
+
+HOME = "Secret Manager"
+
+# A generated secret: long, mixed, random (what a key or token really looks like).
+token = st.text(string.ascii_letters + string.digits, min_size=24, max_size=48).filter(
+    lambda t: any(c.isdigit() for c in t) and any(c.isalpha() for c in t) and len(set(t)) > 12
+)
+SHAPES = [
+    ("Authorization: Bearer {t}", "a bearer token"),
+    ("https://api.example/v1?api_key={t}&x=1", "a literal key/token value"),
+    ("token={t}", "a literal key/token value"),
+    ("client_secret: '{t}'", "a literal key/token value"),
+    ('"password": "{t}"', "a literal key/token value"),
+]
+
+
+@settings(max_examples=80, deadline=None)
+@given(t=token, shape=st.sampled_from(SHAPES), pad=st.text(" abc", max_size=10), line=st.integers(0, 3))
+def test_literal_credentials_are_found_at_their_position(t: str, shape: tuple[str, str], pad: str, line: int) -> None:
+    template, what = shape
+    text = "\n" * line + pad + template.format(t=t) + "\n"
+    found = scan_text(text, "tools/x.yaml")
+    assert [p.message.split(" in plain text")[0] for p in found] == [f"warning: {what}"]
+    problem = found[0]
+    assert (problem.file, problem.line) == ("tools/x.yaml", line + 1)
+    assert t in text.splitlines()[line][problem.col - 1 :]
+    assert HOME in problem.message and "sensitive" in problem.message
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Authorization: Bearer $context.variables.token",
+        "url: https://orders.example/v1?key=${API_KEY}",
+        "token: ${TOKEN_FROM_CI_SECRET_STORE}",
+        "apiKeySecretVersion: projects/p/secrets/orders-key/versions/latest",
+        "description: the keyboard shortcut for tokenization is documented here",
+        "key: aaaaaaaaaaaaaaaaaaaaaaaaaaaa",  # long, but not random
+        "key: ORDER_NUMBER_PLACEHOLDER_VALUE",
+    ],
+)
+def test_references_and_ordinary_text_are_not_flagged(text: str) -> None:
+    assert scan_text(text, "f") == []
+
+
+@pytest.mark.parametrize(
+    "text, what",
+    [
+        ("-----BEGIN PRIVATE KEY-----\nMIIE...\n", "a private key"),
+        ("key: |\n  -----BEGIN RSA PRIVATE KEY-----\n", "a private key"),
+        ("x: AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW", "a Google API key"),
+        ("x: ghp_" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5", "a GitHub token"),
+        ("x: AKIAIOSFODNN7EXAMPLE", "an AWS access key id"),
+    ],
+)
+def test_known_credential_shapes(text: str, what: str) -> None:
+    found = scan_text(text, "f")
+    assert len(found) == 1 and found[0].message.startswith(f"warning: {what}")
+
+
+LEAKY_TOOL = """clientFunction:
+  name: leaky
+  description: |
+    Call it with
+    Authorization: Bearer Zx9Qw3Er7Ty1Ui5Op2As6Df8Gh4
+"""
+
+
+def test_validate_warns_and_strict_fails(tmp_path: Path) -> None:
+    root = make_repo(tmp_path, {"tools/leaky.yaml": LEAKY_TOOL})
+    result = cesync("validate", "--dir", str(root))
+    assert result.returncode == 0, result.stderr
+    assert "tools/leaky.yaml:5:27: warning: a bearer token in plain text" in result.stderr
+    assert "1 warning (--strict makes them fail)" in result.stderr
+    strict = cesync("validate", "--dir", str(root), "--strict")
+    assert strict.returncode == 1 and "tools/leaky.yaml:5:27: warning: a bearer token" in strict.stderr
+
+
+def test_included_files_and_sensitive_values_in_cesync_yaml(tmp_path: Path) -> None:
+    config = (
+        "version: 1\ndefaults:\n  sensitive: [API_KEY]\n  vars:\n    API_KEY: not-here\nenvironments:\n"
+        "  local: {endpoint: embedded, project: p, location: us, app: a}\n"
+    )
+    code = 'def call() -> dict:\n    return {"token": "Yh7Jk2Lm9Np4Qr8St3Uv6Wx1Za5"}\n'
+    tool = "pythonFunction:\n  name: call\n  pythonCode: {file: ../code/call.py}\n"
+    root = make_repo(tmp_path, {"cesync.yaml": config, "code/call.py": code, "tools/call.yaml": tool})
+    result = cesync("validate", "--dir", str(root))
+    assert result.returncode == 0, result.stderr
+    assert "code/call.py:2:23: warning: a literal key/token value" in result.stderr
+    assert "cesync.yaml:5:14: warning: sensitive variable 'API_KEY' has its value in cesync.yaml" in result.stderr
+
+
+MCP = """mcpToolset:
+  serverAddress: https://mcp.example/x
+  customHeaders:
+    X-Session: $context.variables.session_id
+    X-Api-Key: {value}
+"""
+
+
+@pytest.mark.parametrize("value", ["sk-literal-1234", "${MCP_KEY}", "$context.variables.", "Bearer $context.variables.t"])
+def test_mcp_custom_headers_must_be_context_variables(tmp_path: Path, value: str) -> None:
+    root = make_repo(tmp_path, {"toolsets/mcp.yaml": MCP.format(value=value)})
+    result = cesync("validate", "--dir", str(root), env={"CESYNC_VAR_MCP_KEY": "from-the-environment"})
+    assert result.returncode == 1
+    assert "toolsets/mcp.yaml:5:16: customHeaders.X-Api-Key must be $context.variables.<name>" in result.stderr
+    assert "apiKeySecretVersion" in result.stderr and "from-the-environment" not in result.stderr
+
+
+# Pieces of every rule (and letters that match others under IGNORECASE: the Kelvin sign, the long s).
+PIECES = st.sampled_from(
+    [
+        "Bearer ", "AIza", "ghp_", "github_pat_", "AKIA", "ASIA", "xoxb-", "-----BEGIN RSA PRIVATE KEY-----",
+        "api_key", "KEY", "\u212aey", "\u017fecret", "Token", "passwd", "pwd", "Credentials", ": ", "=", "'", "\n", " ",
+    ]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(st.one_of(PIECES, token, st.text(max_size=4)), max_size=12))
+@example(parts=["API_KEY", ": ", "Zx9Qw8Er7Ty6Ui5Op4As3Df2"])
+@example(parts=["\u212aey", "=", "Zx9Qw8Er7Ty6Ui5Op4As3Df2"])
+@example(parts=["\u017fecret", "'", ": ", "Zx9Qw8Er7Ty6Ui5Op4As3Df2"])
+def test_rules_skipped_by_their_needle_would_not_have_matched(parts: list[str]) -> None:
+    """The per-file needle only saves time: the warnings are those of every rule on every line."""
+    text = "".join(parts)
+    fast = scan_text(text, "f.yaml")
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(credentials, "RULES", tuple(replace(rule, needle=None) for rule in credentials.RULES))
+        assert fast == scan_text(text, "f.yaml")

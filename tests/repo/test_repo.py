@@ -1,0 +1,332 @@
+"""Loading and validating a repo: every bad input gets a positioned message."""
+
+from __future__ import annotations
+
+import string
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cesync.core.yamlfile import load_text
+from cesync.errors import ConfigError, Problem
+from cesync.repo.repo import load_repo
+from tests.conftest import EXAMPLES
+from tests.helpers import make_repo
+
+BOMB = "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8)
+)
+# Few nodes, but one long string repeated: 3,000 x 20 kB = 60 MB of data from a 45 kB file.
+TEXT_BOMB = (
+    f'clientFunction:\n  name: f\n  description: &a "{"x" * 20_000}"\n'
+    "  parameters:\n    type: OBJECT\n    properties: {p0: &s {type: STRING, description: *a}, "
+    + ", ".join(f"p{i}: *s" for i in range(1, 3000))
+    + "}\n"
+)
+
+CASES = [
+    # (id, file, content, expected "file:line:col: message" fragment)
+    ("malformed", "tools/x.yaml", "clientFunction: [1,\n", "tools/x.yaml:2:1: invalid YAML"),
+    ("tabs", "tools/x.yaml", "clientFunction:\n\tname: x\n", "tools/x.yaml:2:1: invalid YAML: tab character"),
+    (
+        "duplicate-key",
+        "tools/x.yaml",
+        "clientFunction: {name: a}\nclientFunction: {name: b}\n",
+        "tools/x.yaml:2:1: invalid YAML: while constructing a mapping",
+    ),
+    ("list-not-mapping", "tools/x.yaml", "- a\n- b\n", "tools/x.yaml:1:1: a tool file must be a mapping"),
+    ("app-not-mapping", "app.yaml", "- a\n", "app.yaml:1:1: an app file must be a mapping"),
+    ("agent-not-mapping", "agents/x.yaml", "just text\n", "agents/x.yaml:1:1: an agent file must be a mapping"),
+    (
+        "wrong-scalar",
+        "tools/x.yaml",
+        "clientFunction: {name: 3}\n",
+        "tools/x.yaml:1:24: clientFunction.name: Input should be a valid string",
+    ),
+    (
+        "unknown-snake",
+        "tools/x.yaml",
+        "open_api_tool: {openApiSchema: x}\n",
+        "tools/x.yaml:1:1: unknown field 'open_api_tool' in Tool; did you mean 'openApiTool'?",
+    ),
+    ("unknown-typo", "tools/x.yaml", "clientFunction: {name: a, descripton: b}\n", "did you mean 'description'?"),
+    (
+        "output-only",
+        "tools/x.yaml",
+        "clientFunction: {name: a}\ncreateTime: x\n",
+        "tools/x.yaml:2:1: 'createTime' is output only",
+    ),
+    ("no-type", "tools/x.yaml", "timeout: 3s\n", "exactly one of clientFunction"),
+    ("two-types", "tools/x.yaml", "clientFunction: {name: a}\ngoogleSearchTool: {name: b}\n", "at most one of"),
+    (
+        "enum",
+        "tools/x.yaml",
+        "clientFunction: {name: a}\nexecutionType: LATER\n",
+        "tools/x.yaml:2:16: executionType: 'LATER' is not a valid value (one of: EXECUTION_TYPE_UNSPECIFIED, SYNCHRONOUS, ASYNCHRONOUS)",
+    ),
+    ("duration", "tools/x.yaml", "clientFunction: {name: a}\ntimeout: 3 seconds\n", "a Duration is seconds"),
+    (
+        "connection",
+        "tools/x.yaml",
+        "connectorTool: {connection: crm, action: {connectionActionId: a}}\n",
+        "must be projects/{project}/locations/{location}/connections/{connection}",
+    ),
+    (
+        "secret",
+        "tools/x.yaml",
+        'openApiTool:\n  openApiSchema: "openapi: 3.0.0\\npaths: {/a: {get: {}}}"\n  apiAuthentication:\n    apiKeyConfig: {keyName: k, apiKeySecretVersion: mysecret, requestLocation: HEADER}\n',
+        "projects/{project}/secrets/{secret}/versions/{version}",
+    ),
+    (
+        "boost",
+        "tools/x.yaml",
+        "dataStoreTool:\n  name: d\n  boostSpecs: [{dataStores: [x], spec: [{conditionBoostSpecs: [{condition: c, boost: 2}]}]}]\n",
+        "less than or equal to 1",
+    ),
+    (
+        "grounding",
+        "tools/x.yaml",
+        "dataStoreTool:\n  name: d\n  modalityConfigs: [{modalityType: TEXT, groundingConfig: {groundingLevel: 9}}]\n",
+        "less than or equal to 5",
+    ),
+    (
+        "context-urls",
+        "tools/x.yaml",
+        "googleSearchTool:\n  name: g\n  contextUrls: [" + ",".join(f"u{i}" for i in range(21)) + "]\n",
+        "at most 20 items",
+    ),
+    (
+        "openapi-unparsable",
+        "tools/x.yaml",
+        "openApiTool: {openApiSchema: '{nope: [}'}\n",
+        "openApiSchema is not valid JSON or YAML",
+    ),
+    ("openapi-no-ops", "tools/x.yaml", 'openApiTool: {openApiSchema: "openapi: 3.0.0\\npaths: {}"}\n', "defines no operation"),
+    ("python-syntax", "tools/x.yaml", "pythonFunction:\n  pythonCode: |\n    def f(:\n      pass\n", "tools/x.yaml:3:"),
+    (
+        "python-missing-fn",
+        "tools/x.yaml",
+        "pythonFunction:\n  name: g\n  pythonCode: 'def f(): pass'\n",
+        "defines no function 'g'",
+    ),
+    (
+        "mcp-standalone",
+        "tools/x.yaml",
+        "mcpTool: {name: m, serverAddress: https://x}\n",
+        "tools/x.yaml:1:1: mcpTool cannot be created directly",
+    ),
+    (
+        "include-missing",
+        "tools/x.yaml",
+        "pythonFunction: {pythonCode: {file: nope.py}}\n",
+        "tools/x.yaml:1:37: file 'nope.py' does not exist",
+    ),
+    ("include-escape", "tools/x.yaml", "pythonFunction: {pythonCode: {file: ../../../etc/passwd}}\n", "is outside the repo"),
+    ("non-utf8", "tools/x.yaml", b"clientFunction: {name: \xff}\n", "tools/x.yaml:1:24: not UTF-8"),
+    ("binary", "tools/x.yaml", b"\x00\x01\x02", "binary file"),
+    ("alias-bomb", "tools/x.yaml", BOMB, "alias bomb"),
+    ("alias-text-bomb", "tools/x.yaml", TEXT_BOMB, "alias bomb"),
+    ("duplicate-id", "tools/y.yaml", "id: greet\nclientFunction: {name: y}\n", "duplicate tool id 'greet'"),
+    ("duplicate-name", "tools/y.yaml", "clientFunction: {name: greet}\n", "duplicate tool name 'greet'"),
+    (
+        "bad-ref",
+        "tools/w.yaml",
+        "widgetTool: {name: w, dataMapping: {sourceToolName: {ref: tools/gret}}}\n",
+        "did you mean 'greet'?",
+    ),
+    ("missing-var", "tools/x.yaml", "clientFunction: {name: '${NOPE}'}\n", "variable 'NOPE' is not set for environment 'local'"),
+    (
+        "env-var-no-url",
+        "tools/x.yaml",
+        'openApiTool: {openApiSchema: "openapi: 3.0.0\\nservers: [{url: $env_var}]\\npaths: {/a: {get: {}}}"}\n',
+        "uses $env_var but environment 'local' gives no url",
+    ),
+    ("server-set-name", "tools/x.yaml", "name: projects/x\nclientFunction: {name: a}\n", "'name' is set by the server"),
+]
+
+
+@pytest.mark.parametrize(("file", "content", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_bad_input_is_positioned(tmp_path: Path, file: str, content: str | bytes, expected: str) -> None:
+    repo = load_repo(make_repo(tmp_path, {file: content}))
+    problems = repo.validate()
+    assert any(expected in str(p) for p in problems), "\n".join(map(str, problems))
+    assert all(p.line >= 1 and p.col >= 1 for p in problems)
+
+
+def test_huge_file(tmp_path: Path) -> None:
+    repo = load_repo(make_repo(tmp_path, {"tools/x.yaml": "a: " + "x" * (6 * 1024 * 1024)}))
+    assert any("the limit is" in str(p) for p in repo.validate())
+
+
+def test_all_problems_reported_at_once(tmp_path: Path) -> None:
+    repo = load_repo(make_repo(tmp_path, {"tools/a.yaml": "timeout: 3\nclientFunction: {name: a}\n", "tools/b.yaml": "x: 1\n"}))
+    files = {p.file for p in repo.validate()}
+    assert files == {"tools/a.yaml", "tools/b.yaml"}
+
+
+def test_example_is_valid_for_every_environment() -> None:
+    repo = load_repo(EXAMPLES / "support-bot")
+    assert repo.validate() == []
+    tools = [{r.key: r for r in repo.render(repo.env(e))}[("tool", "billing-agent")] for e in repo.env_names]
+    urls = {t.body["agentTool"]["agent"] for t in tools}
+    assert len(urls) == 4  # references resolve per environment
+
+
+def test_includes_and_conveniences() -> None:
+    repo = load_repo(EXAMPLES / "support-bot")
+    desired = {d.id: d.body for d in repo.render(repo.env("prod"))}
+    assert desired["refund-policy"]["pythonFunction"]["pythonCode"].startswith("def refund_policy(")
+    schema = desired["lookup-order"]["openApiTool"]["openApiSchema"]
+    assert "https://orders.acme.example" in schema and "$env_var" not in schema
+    assert "https://catalog.acme.example" in desired["catalog"]["openApiToolset"]["openApiSchema"]
+    assert desired["order-card"]["widgetTool"]["dataMapping"]["sourceToolName"] == (
+        "projects/acme-support/locations/us/apps/support-bot/tools/lookup-order"
+    )
+
+
+def test_variables_escape_and_ces_syntax_untouched(tmp_path: Path) -> None:
+    content = "clientFunction:\n  name: a\n  description: 'cost $${PRICE} for ${WHO} via $context.variables.x and $env_var'\n"
+    cfg = "version: 1\nenvironments:\n  local: {endpoint: embedded, project: p, location: us, app: a, vars: {WHO: me}}\n"
+    repo = load_repo(make_repo(tmp_path, {"tools/a.yaml": content, "cesync.yaml": cfg}))
+    body = next(d.body for d in repo.render(repo.env("local")) if d.id == "a")
+    assert body["clientFunction"]["description"] == "cost ${PRICE} for me via $context.variables.x and $env_var"
+
+
+def test_unknown_environment_lists_known(tmp_path: Path) -> None:
+    repo = load_repo(make_repo(tmp_path, {}))
+    with pytest.raises(ConfigError, match=r"unknown environment 'prod'.*known: local"):
+        repo.env("prod")
+
+
+# --- property: the loader returns data or positioned problems, never raises ------------------
+
+yaml_text = st.text(alphabet=string.printable + "\u00e9\u4e2d\t", max_size=300)
+structured = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda kids: (
+        st.lists(kids, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                ["clientFunction", "name", "openApiTool", "timeout", "x", "pythonFunction", "pythonCode", "file", "ref"]
+            ),
+            kids,
+            max_size=4,
+        )
+    ),
+    max_leaves=20,
+)
+
+
+def _only_problems(tmp_path: Path, text: str) -> None:
+    (tmp_path / "repo" / "tools" / "x.yaml").write_text(text, encoding="utf-8")
+    repo = load_repo(tmp_path / "repo")
+    for p in repo.validate():
+        assert isinstance(p, Problem) and p.line >= 1 and p.col >= 1
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=yaml_text)
+def test_random_text_never_raises(tmp_path_factory: pytest.TempPathFactory, text: str) -> None:
+    tmp = tmp_path_factory.mktemp("h")
+    make_repo(tmp, {})
+    _only_problems(tmp, text)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=structured)
+def test_random_documents_never_raise(tmp_path_factory: pytest.TempPathFactory, data: object) -> None:
+    import json
+
+    tmp = tmp_path_factory.mktemp("h")
+    make_repo(tmp, {})
+    _only_problems(tmp, json.dumps({"clientFunction": data}) if not isinstance(data, dict) else json.dumps(data))
+
+
+def test_load_text_positions() -> None:
+    doc = load_text("a:\n  b: [1, {c: 2}]\n", "f.yaml")
+    assert not isinstance(doc, Problem)
+    assert doc.positions.at(("a", "b", 1, "c")) == (2, 14)
+    assert doc.positions.at(("a", "b", 1, "c"), key=True) == (2, 11)
+
+
+def test_lone_surrogate_escape_is_a_problem(tmp_path: Path) -> None:
+    repo = load_repo(make_repo(tmp_path, {"tools/x.yaml": 'clientFunction: {name: "\\ud800"}\n'}))
+    assert any("tools/x.yaml:1:" in str(p) and "surrogate" in str(p) for p in repo.validate())
+
+
+def test_references_inside_lists(tmp_path: Path) -> None:
+    files = {"tools/s.yaml": "googleSearchTool: {name: s, contextUrls: [https://a.example, {ref: versions/help}]}\n"}
+    repo = load_repo(make_repo(tmp_path, files))
+    [_, s] = sorted(repo.render(repo.env("local")), key=lambda d: d.id)
+    assert s.body["googleSearchTool"]["contextUrls"] == ["https://a.example", "projects/p/locations/us/apps/a/versions/help"]
+
+
+SYMLINKS = [
+    # (link inside the repo, target relative to the folder outside it, what to load, expected problem file)
+    ("tools/evil.yaml", "secret.yaml", "repo", "tools/evil.yaml"),
+    ("toolsets", ".", "repo", "toolsets/secret.yaml"),  # a whole folder linked out
+    ("cesync.yaml", "secret.yaml", "repo", "cesync.yaml"),
+    ("tests/evil.yaml", "secret.yaml", "tests", "tests/evil.yaml"),
+]
+
+
+@pytest.mark.parametrize(("link", "target", "what", "expected"), SYMLINKS, ids=[s[0] for s in SYMLINKS])
+def test_files_resolving_outside_the_repo_are_refused(tmp_path: Path, link: str, target: str, what: str, expected: str) -> None:
+    from cesync.tooltests import load_tests
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.yaml").write_text("clientFunction: {name: secret}\n")
+    root = make_repo(tmp_path, {})
+    (root / link).unlink(missing_ok=True)
+    (root / link).parent.mkdir(parents=True, exist_ok=True)
+    (root / link).symlink_to(outside / target)
+    with pytest.raises(ConfigError) as info:
+        repo = load_repo(root) if what == "repo" else None
+        if repo is not None:
+            repo.render(repo.env("local"))
+        else:
+            load_tests(root)
+    assert any(p.file == expected and "resolves outside the repo" in p.message for p in info.value.problems), info.value
+
+
+def test_symlink_inside_the_repo_is_fine(tmp_path: Path) -> None:
+    root = make_repo(tmp_path, {"shared/other.yaml": "clientFunction: {name: other}\n"})
+    (root / "tools" / "other.yaml").symlink_to(root / "shared" / "other.yaml")
+    repo = load_repo(root)
+    assert {d.id for d in repo.render(repo.env("local"))} == {"greet", "other"}
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (
+            "clientFunction: {name: f}\nexecutionType: synchronous\n",
+            ["tools/t.yaml:2:16: executionType: 'synchronous' is not a valid value; did you mean 'SYNCHRONOUS'?"],
+        ),
+        (
+            "clientFunction:\n  name: f\n  parameters: {type: OBJEC}\n",
+            ["clientFunction.parameters.type: 'OBJEC' is not a valid value; did you mean 'OBJECT'? (one of: "],
+        ),
+        ("googleSearchTool:\n  nme: web\n", ["tools/t.yaml:2:3: unknown field 'nme' in GoogleSearchTool; did you mean 'name'?"]),
+        (
+            "clientFunction:\n  name: f\n  parameters:\n    type: OBJECT\n    properties: {a: {tpe: STRING}}\n",
+            ["unknown field 'tpe' in Schema; did you mean 'type'?"],
+        ),
+        (
+            "pythonFunctin:\n  name: web\n",
+            ["tools/t.yaml:1:1: unknown field 'pythonFunctin' in Tool; did you mean 'pythonFunction'?"],
+        ),
+    ],
+    ids=["enum", "nested-enum", "nested-key", "deep-key", "type-key"],
+)
+def test_one_clear_problem_per_mistake(tmp_path: Path, content: str, expected: list[str]) -> None:
+    """A misspelt key is one problem with a suggestion (no second 'missing required field'); enums name the closest value."""
+    root = make_repo(tmp_path, {"tools/t.yaml": content})
+    problems = load_repo(root).validate()
+    assert len(problems) == len(expected), problems
+    for problem, want in zip(problems, expected, strict=True):
+        assert want in str(problem)
+    assert not any("missing required" in p.message or "exactly one of" in p.message for p in problems)
