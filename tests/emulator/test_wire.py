@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 from typing import Any
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
 
 from cesync.emulator import EmbeddedTransport
+from cesync.emulator.app import _checked_parsed, _server_fields
+from cesync.emulator.errors import RpcError
+from cesync.emulator.wire import printed
+from cesync.kinds import KINDS
+from tests.strategies import resource_bodies
 
 APP = "projects/p/locations/us/apps/a"
 OURS = (
@@ -128,3 +135,23 @@ def test_snake_case_update_mask() -> None:
 
     got = asyncio.run(go())
     assert got["clientFunction"] == {"name": "c", "description": "d"} and got["timeout"] == "5s"
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=resource_bodies())
+def test_a_write_prints_from_its_parsed_body_as_from_its_data(case: tuple[str, tuple[dict[str, Any], dict[str, Any]]]) -> None:
+    """printed(collection, data, parsed) brings the parsed message to data by its differences: the texts
+    are those of parsing data anew, the parsed data is left as it was, and any body can become any other."""
+    kind_name, (a, b) = case
+    collection = KINDS[kind_name].collection
+    try:
+        first, second = _checked_parsed(collection, a), _checked_parsed(collection, b)
+    except RpcError:
+        assume(False)
+        raise
+    before = json.dumps(first.data)
+    data = _server_fields(collection, APP, "t1", dict(first.data), None)
+    assert printed(collection, data, first) == printed(collection, data)
+    assert json.dumps(first.data) == before
+    again = _checked_parsed(collection, a)  # printed changed first's message: it is used once
+    assert printed(collection, second.data, again) == printed(collection, second.data)  # a masked update's new body

@@ -45,7 +45,7 @@ from .store import (
     page_token,
     parse_page_token,
 )
-from .wire import TOOL_TYPES, Printed, kind, map_references, mask_paths, parse, printed, split_known, to_data
+from .wire import TOOL_TYPES, Parsed, Printed, kind, map_references, mask_paths, parse, printed, split_known, to_data
 
 __all__ = ["create_app"]
 
@@ -129,7 +129,9 @@ def _server_fields(collection: str, parent: str, rid: str, data: dict[str, Any],
     _stamp(data, f"{parent}/{collection}/{rid}", created)
     if collection == "tools":
         tool_kind = next((t for t in TOOL_TYPES if t in data), None)
-        member = data.get(tool_kind, {}) if tool_kind else {}
+        member = dict(data.get(tool_kind, {})) if tool_kind else {}  # a copy: the parsed body's data stays as parsed
+        if tool_kind:
+            data[tool_kind] = member
         if tool_kind == "pythonFunction":
             fname, doc = first_function(member.get("pythonCode", ""))
             if not member.get("name") and fname:
@@ -146,12 +148,18 @@ def _server_fields(collection: str, parent: str, rid: str, data: dict[str, Any],
 
 def _checked(collection: str, body: dict[str, Any]) -> dict[str, Any]:
     """A request body as the server stores it (proto3 JSON of the parsed message), or INVALID_ARGUMENT."""
-    data = to_data(parse(collection, body))
+    return _checked_parsed(collection, body).data
+
+
+def _checked_parsed(collection: str, body: dict[str, Any]) -> Parsed:
+    """_checked, with the message it printed (a write prints its resource from it: see wire.printed)."""
+    message = parse(collection, body)
+    data = to_data(message)
     if collection == "tools" and "mcpTool" in data:
         raise RpcError("INVALID_ARGUMENT", "mcpTool cannot be created or updated directly; it is managed by an MCP toolset")
     if collection == "tools" and "systemTool" in data:
         raise RpcError("INVALID_ARGUMENT", "systemTool cannot be created or updated; system tools come with the app")
-    return data
+    return Parsed(message, data)
 
 
 def _beta_body(request: Request, collection: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -300,7 +308,7 @@ class Emulator:
         if collection == "versions":
             return await self.create_version(request, parent)
         c = kind(collection)
-        data = _checked(collection, await _json_body(request))
+        parsed = _checked_parsed(collection, await _json_body(request))
         rid = self._new_id(request, collection)
         self.store.app(parent)
         with self.store.transaction(write=True) as db:
@@ -308,10 +316,10 @@ class Emulator:
                 rid = self.store.next_id(db, parent, c.singular)
             if self.store.get(db, parent, collection, rid) is not None:
                 raise RpcError("ALREADY_EXISTS", f"{c.words} {parent}/{collection}/{rid} already exists")
-            data = _server_fields(collection, parent, rid, data, None)
+            data = _server_fields(collection, parent, rid, dict(parsed.data), None)
             self._unique_display_name(db, parent, collection, data, rid)
             self._check_references(db, parent, c.singular, data)
-            res = printed(collection, data)
+            res = printed(collection, data, parsed)
             self.store.put(db, parent, collection, rid, res)
         return _answer(request, res)
 
@@ -328,7 +336,8 @@ class Emulator:
         c = kind(collection)
         body = await _json_body(request)
         paths = mask_paths(request.query_params.get("updateMask"), collection)
-        incoming = _checked(collection, body) if paths is None else to_data(parse(collection, body, complete=False))
+        whole = _checked_parsed(collection, body) if paths is None else None
+        incoming = whole.data if whole is not None else to_data(parse(collection, body, complete=False))
         etag = body.get("etag") or ""
         self.store.app(parent)
         with self.store.transaction(write=True) as db:
@@ -338,12 +347,12 @@ class Emulator:
             if etag and etag != current.get("etag"):
                 raise RpcError("ABORTED", f"etag mismatch for {current['name']}: it was changed since it was read")
             known, unknown = split_known(collection, current)
-            data = incoming if paths is None else _checked(collection, _apply_mask(known, incoming, paths))
-            data = _server_fields(collection, parent, rid, data, current.get("createTime"))
+            parsed = whole if whole is not None else _checked_parsed(collection, _apply_mask(known, incoming, paths or []))
+            data = _server_fields(collection, parent, rid, dict(parsed.data), current.get("createTime"))
             self._unique_display_name(db, parent, collection, data, rid)
             self._check_references(db, parent, c.singular, data)
             data.update(unknown)  # fields this emulator was taught out of band survive
-            res = printed(collection, data)
+            res = printed(collection, data, parsed)
             self.store.put(db, parent, collection, rid, res)
         return _answer(request, res)
 
