@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -131,3 +132,10 @@ def test_plans_of_real_bodies_take_the_fast_path(tmp_path: Path) -> None:
             check(d.body)
     assert sum(SEEN) >= 0.9 * len(SEEN)
     assert to_yaml({"a": 1}) == "a: 1\n"
+
+
+@pytest.mark.parametrize("value", ['lang: ANY("en")', "a\\b: c", '- a"b', 0.0, 1e-05, 1e16, -2.5, 1e300, 123456789.123])
+def test_quotes_backslashes_and_floats_take_the_fast_path(value: Any) -> None:
+    """A special string holding '"' or '\\' is single-quoted, a float written as ruamel spells it."""
+    fast = _fast_yaml({"k": value})
+    assert fast is not None and fast == _ruamel_yaml({"k": value})

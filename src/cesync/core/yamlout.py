@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import re
 from io import StringIO
 from typing import Any
@@ -146,27 +147,43 @@ def _block(text: str, indent: int) -> str:
     return ("|\n" if text.endswith("\n") else "|-\n") + lines
 
 
-@functools.lru_cache(maxsize=8192)
+def _plain_float(text: str) -> bool:
+    return str(_RESOLVER.resolve(ScalarNode, text, (True, False))) == "tag:yaml.org,2002:float"
+
+
 def _plain_str(text: str) -> bool:
     return str(_RESOLVER.resolve(ScalarNode, text, (True, False))) == "tag:yaml.org,2002:str"
 
 
 def _scalar(value: Any, *, flow: bool) -> str:
+    if isinstance(value, str):
+        text = _string(value, flow)
+        if text is None:
+            raise _Slow
+        return text
     if value is True:
         return "true"
     if value is False:
         return "false"
     if isinstance(value, int):
         return str(value)
-    if not isinstance(value, str):
-        raise _Slow  # floats (ruamel's own spelling), None in a list, other types
+    if isinstance(value, float):
+        text = repr(value).lower()  # ruamel's spelling of a finite float, plain where it reads back as one
+        if math.isfinite(value) and _plain_float(text):
+            return text
+    raise _Slow  # None in a list, other types
+
+
+@functools.lru_cache(maxsize=8192)  # keys and many values repeat across a plan's bodies
+def _string(value: str, flow: bool) -> str | None:
+    """A string as ruamel writes it in block context (flow: inside {ref: ...}), or None to let ruamel write it."""
     if value == "":
         return "''"
     if len(value) > 1000 or not _PRINTABLE.fullmatch(value) or value in ("-", "?", ":"):
-        raise _Slow
+        return None
     special = value.startswith(_INDICATORS) or value.endswith(":") or ": " in value or " #" in value
     if not special and not (flow and _FLOW_UNSAFE.search(value)) and _plain_str(value):
         return value
-    if flow or "'" in value or '"' in value or "\\" in value:
-        raise _Slow
-    return f"'{value}'"
+    if flow or "'" in value:
+        return None  # ruamel writes those in double quotes
+    return f"'{value}'"  # '"' and '\\' are literal in single quotes
