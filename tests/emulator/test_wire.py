@@ -12,11 +12,11 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 
+from cesync.api.kinds import KINDS
 from cesync.emulator import EmbeddedTransport
 from cesync.emulator.app import _checked_parsed, _server_fields
 from cesync.emulator.errors import RpcError
 from cesync.emulator.wire import printed
-from cesync.kinds import KINDS
 from tests.strategies import resource_bodies
 
 APP = "projects/p/locations/us/apps/a"
