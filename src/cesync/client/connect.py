@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import CesyncError
 from ..repo.config import EMBEDDED, normalize_endpoint
 from ..repo.environments import EnvTarget
-from .api import CesClient, RetryPolicy
-from .auth import GoogleAuth, check_trusted, default_credentials
+
+if TYPE_CHECKING:
+    from .api import CesClient, RetryPolicy
 
 __all__ = ["connect", "endpoint_for"]
 
@@ -41,6 +43,9 @@ def endpoint_for(env: EnvTarget, override: str | None = None) -> str:
 def connect(
     env: EnvTarget, root: Path, *, override: str | None = None, retry: RetryPolicy | None = None, max_connections: int = 32
 ) -> CesClient:
+    from .api import CesClient, RetryPolicy  # here, not at import: endpoint_for needs no HTTP library
+    from .auth import GoogleAuth, check_trusted, default_credentials
+
     endpoint = endpoint_for(env, override)
     if retry is None and os.environ.get("CESYNC_RETRY_ATTEMPTS", "").isdigit():
         retry = RetryPolicy(attempts=max(1, int(os.environ["CESYNC_RETRY_ATTEMPTS"])))

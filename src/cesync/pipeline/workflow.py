@@ -14,12 +14,10 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..api.kinds import APP, KINDS, by_collection
 from ..api.resource import Resource
-from ..client import connect
-from ..client.api import CesClient, RetryPolicy, stderr_line
 from ..client.connect import endpoint_for
 from ..core.documents import parse_document
 from ..core.plan import Plan, build_plan, desired_digest, masked, narrow, safety_refusal
@@ -34,6 +32,9 @@ from ..repo.files import write_tree
 from ..repo.repo import ID_RE, EnvTarget, Repo, load_repo
 from ..sync.export import ExportedRepo, export_repo, modeline
 from ..sync.remote import list_app, read_existing, read_remote
+
+if TYPE_CHECKING:  # the HTTP client loads when a command first uses it (see client/__init__.py)
+    from ..client.api import CesClient, RetryPolicy
 
 __all__ = [
     "Context",
@@ -70,6 +71,8 @@ class Context:
         return endpoint_for(self.env, self.endpoint)
 
     def client(self, *, retry: RetryPolicy | None = None, max_connections: int = 32) -> CesClient:
+        from ..client import connect
+
         return connect(self.env, self.repo.root, override=self.endpoint, retry=retry, max_connections=max_connections)
 
 
@@ -145,12 +148,16 @@ class _ReadAhead:
             loop.close()
 
     async def _read(self) -> list[Resource]:
+        from ..client import connect
+
         client = connect(self._env, self._root, override=self._endpoint)
         client.notify = self._notices.append
         async with client:
             return await read_remote(client, self._env.parent)
 
     def result(self) -> list[Resource]:
+        from ..client.api import stderr_line
+
         self._thread.join()
         for line in self._notices:
             stderr_line(line)

@@ -27,6 +27,7 @@ from ..core.references import Ref, cycles, names_in
 from ..core.yamlfile import Document, Path_
 from ..errors import ConfigError, Problem
 from ..models import TOOL_TYPES
+from ..models.base import build
 from .config import Config
 from .environments import VAR_ENV_PREFIX, EnvTarget, resolve_env
 from .forked import fork_map
@@ -96,6 +97,8 @@ class Repo:
             memo: _Memo = {}
             return [[_render_file(self.root, src, env, known, memo if len(envs) > 1 else None) for env in envs] for src in files]
 
+        for model in {KINDS[f.kind].model for f in self.files}:
+            build(model)  # once, before the fork
         per_file = fork_map(render, self.files, carry=_carried, adopt=adopt_parsed, started=started)
         return [[renders[i] for renders in per_file] for i in range(len(envs))]
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 from ..api.kinds import APP, KINDS
 from ..api.resource import Resource
-from ..client import CesClient
-from ..client.apps import get_app
 from ..errors import CesyncError
+
+if TYPE_CHECKING:
+    from ..client import CesClient
 
 __all__ = ["list_app", "read_existing", "read_remote"]
 
@@ -27,6 +29,8 @@ async def list_app(client: CesClient, parent: str) -> dict[str, list[Resource]]:
 
 async def read_remote(client: CesClient, parent: str) -> list[Resource]:
     """The resources cesync manages, in registry order; the app first when it exists, nothing when it does not."""
+    from ..client.apps import get_app  # with the client: plan imports it in the thread that reads ahead
+
     app, listed = await asyncio.gather(get_app(client, parent), list_app(client, parent), return_exceptions=True)
     if isinstance(app, BaseException):
         raise app
