@@ -126,7 +126,7 @@ def test_mcp_custom_headers_must_be_context_variables(tmp_path: Path, value: str
 PIECES = st.sampled_from(
     [
         "Bearer ", "AIza", "ghp_", "github_pat_", "AKIA", "ASIA", "xoxb-", "-----BEGIN RSA PRIVATE KEY-----",
-        "api_key", "KEY", "\u212aey", "\u017fecret", "Token", "passwd", "pwd", "Credentials", ": ", "=", "'", "\n", " ",
+        "api_key", "KEY", "\u212aey", "\u017fecret", "Token", "passwd", "pwd", "Credentials", ": ", "=", "'", "\n", " ", "\r", "\x85", "\u2028",
     ]
 )  # fmt: skip
 
@@ -136,8 +136,12 @@ PIECES = st.sampled_from(
 @example(parts=["API_KEY", ": ", "Zx9Qw8Er7Ty6Ui5Op4As3Df2"])
 @example(parts=["\u212aey", "=", "Zx9Qw8Er7Ty6Ui5Op4As3Df2"])
 @example(parts=["\u017fecret", "'", ": ", "Zx9Qw8Er7Ty6Ui5Op4As3Df2"])
+@example(parts=["x\r", "API_KEY", ": ", "Zx9Qw8Er7Ty6Ui5Op4As3Df2", "\u2028", "token=", "Zx9Qw8Er7Ty6Ui5Op4As3Df3"])
+@example(parts=["a\x85\x0b", "Bearer ", "Zx9Qw8Er7Ty6Ui5Op4As3Df2", "\r\n", "AIza", "x" * 35])
 def test_rules_skipped_by_their_needle_would_not_have_matched(parts: list[str]) -> None:
-    """The per-file needle only saves time: the warnings are those of every rule on every line."""
+    """The needles (per file, then per line: scan_text searches a rule only on the lines that
+    hold one) only save time: the warnings are those of every rule on every line, whatever
+    the line breaks (splitlines also breaks at \r, \x85, \u2028 ...)."""
     text = "".join(parts)
     fast = scan_text(text, "f.yaml")
     with pytest.MonkeyPatch.context() as m:
