@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
+import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cesync.api.resource import Resource
 from cesync.client import CesClient
@@ -42,3 +45,31 @@ paths:
       operationId: x
       responses: {'200': {description: ok}}
 """
+
+
+_URL_TEXT = st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=12) | st.text(
+    alphabet="aZ09_.~:@!$&'()*+,;=-", max_size=12
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    base=st.sampled_from(
+        ["http://127.0.0.1:8080", "https://ces.us.rep.googleapis.com", "https://h.example/pre/fix", "http://embedded"]
+    ),
+    segments=st.lists(_URL_TEXT, min_size=1, max_size=5),
+    params=st.dictionaries(_URL_TEXT, _URL_TEXT | st.integers(), max_size=4),
+)
+def test_request_url_is_the_one_httpx_makes(base: str, segments: list[str], params: dict[str, object]) -> None:
+    """CesClient.url parses once what httpx makes of a relative path and params on the base URL."""
+    client = CesClient(base)
+    path = "/".join(segments)
+    merged = {**params, "$alt": "json;enum-encoding=int"}
+    try:
+        expected = client.http.build_request("GET", f"/v1/{path}", params=merged).url
+    except httpx.InvalidURL:
+        with pytest.raises(httpx.InvalidURL):
+            client.url(path, merged)
+        return
+    assert str(client.url(path, merged)) == str(expected)
+    assert client.url(path, merged) == expected
