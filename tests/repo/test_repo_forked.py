@@ -140,3 +140,24 @@ def test_ctrl_c_during_a_forked_render(tmp_path: Path, seed: int, group: bool) -
     while _processes_naming(str(root)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _processes_naming(str(root)) == []
+
+
+def test_forked_credential_lint_is_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cesync.repo.credentials import lint_credentials
+
+    root = generate(tmp_path / "repo", 60)
+    for i in (1, 30, 59):  # in both halves, and in an included file
+        (root / "tools" / f"t{i:05d}.yaml").write_text(
+            (root / "tools" / f"t{i:05d}.yaml").read_text() + f"# api_key: Zx9Qw8Er7Ty6Ui5Op4As3Df{i:02d}\n"
+        )
+    include = sorted((root / "code").glob("*"))[-1]
+    include.write_text(include.read_text() + "# Bearer Zx9Qw8Er7Ty6Ui5Op4As3Df2x\n")
+    repo = load_repo(root)
+    with monkeypatch.context() as m:
+        m.setattr(forked, "can_fork", lambda: True)
+        m.setattr(forked, "MIN_ITEMS", 0)
+        both = lint_credentials(repo)
+    with monkeypatch.context() as m:
+        m.setattr(forked, "can_fork", lambda: False)
+        assert both == lint_credentials(repo)
+    assert len(both) == 4 and {p.file for p in both} >= {"tools/t00001.yaml", "tools/t00059.yaml"}

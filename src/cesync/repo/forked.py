@@ -72,10 +72,14 @@ def fork_map(
         mine = fn(head)
         with os.fdopen(read_end, "rb") as pipe:
             read_end = -1
-            payload = pipe.read()
+            try:  # from the pipe as it comes: the pickled bytes are never all in memory at once
+                theirs, carried = pickle.load(pipe)
+            except (EOFError, pickle.UnpicklingError, ValueError, TypeError):  # the child failed or died
+                theirs, carried = None, None
         _, status = os.waitpid(pid, 0)
         reaped = True
-        theirs, carried = pickle.loads(payload) if status == 0 and payload else (None, None)
+        if status != 0:
+            theirs, carried = None, None
     finally:
         if read_end != -1:
             os.close(read_end)
