@@ -155,3 +155,40 @@ def test_a_write_prints_from_its_parsed_body_as_from_its_data(case: tuple[str, t
     assert json.dumps(first.data) == before
     again = _checked_parsed(collection, a)  # printed changed first's message: it is used once
     assert printed(collection, second.data, again) == printed(collection, second.data)  # a masked update's new body
+
+
+def test_an_answer_leaves_in_one_send() -> None:
+    """The emulator's transport joins what one step of the event loop writes (head and body); closing sends it first."""
+    from cesync.emulator.server import _OneWrite
+
+    class Recording:
+        def __init__(self) -> None:
+            self.sent: list[bytes] = []
+            self.closed = False
+
+        def write(self, data: bytes) -> None:
+            self.sent.append(data)
+
+        def is_closing(self) -> bool:
+            return self.closed
+
+        def close(self) -> None:
+            self.closed = True
+
+        def get_extra_info(self, name: str) -> str:
+            return f"info {name}"
+
+    async def run() -> Recording:
+        inner = Recording()
+        transport = _OneWrite(inner)
+        transport.write(b"HTTP/1.1 200 OK\r\n\r\n")
+        transport.write(b"{}")
+        assert inner.sent == [] and transport.get_extra_info("peername") == "info peername"
+        await asyncio.sleep(0)
+        assert inner.sent == [b"HTTP/1.1 200 OK\r\n\r\n{}"]
+        transport.write(b"last")
+        transport.close()
+        assert inner.sent[-1] == b"last" and inner.closed
+        return inner
+
+    asyncio.run(run())
