@@ -203,6 +203,10 @@ def run() -> None:
     """The ``cesync`` command (and ``python -m cesync.cli``): main, then a clean exit."""
     try:
         main()
+    except SystemExit as exc:
+        if exc.code == EXIT_INTERRUPTED:
+            _exit_now(EXIT_INTERRUPTED)
+        raise
     finally:
         # Leaving with the command's exit code: a Ctrl-C that comes now (the work is done, or
         # exit 130 is under way) must not kill the process by SIGINT while the interpreter
@@ -211,6 +215,21 @@ def run() -> None:
 
         with contextlib.suppress(ValueError):
             signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _exit_now(code: int) -> NoReturn:
+    """Exit with code once the output is flushed, without the interpreter's shutdown.
+
+    After a Ctrl-C was handled, CPython can still end the process by SIGINT (-2) instead of
+    130: a KeyboardInterrupt that passed through a nested evaluation (PyRun_* called by a C
+    extension, as pyo3's eval in pydantic-core is) sets a flag that Py_RunMain checks after
+    shutdown, whatever exit code the program chose. Every finally block of the command has
+    run by now; only the streams need flushing.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 def atomic_write(path: Path, text: str) -> None:
