@@ -137,12 +137,25 @@ def _without_output_only(desc: Descriptor, value: Any) -> Any:
     return out
 
 
+@cache
+def _checked_fields(desc: Descriptor) -> tuple[tuple[FieldDescriptor, bool, re.Pattern[str] | None], ...]:
+    """(field, required, name pattern) of the fields _missing looks at: required outside a oneof, a
+    resource name, or a message that may hold either. The others (most) can report nothing."""
+    behaviors = _behaviors(desc)
+    out = []
+    for f in desc.fields:
+        required = "REQUIRED" in behaviors[f.name] and f.containing_oneof is None
+        pattern = RESOURCE_NAMES.get(f"{desc.full_name}.{f.name}")
+        nested = f.message_type is not None and f.message_type.full_name not in OPAQUE
+        if required or pattern is not None or nested:
+            out.append((f, required, pattern))
+    return tuple(out)
+
+
 def _missing(message: Message, path: str) -> list[dict[str, str]]:
     """REQUIRED fields left unset, and malformed resource names, in every present message."""
     found: list[dict[str, str]] = []
-    desc = message.DESCRIPTOR
-    behaviors = _behaviors(desc)
-    for f in desc.fields:
+    for f, required, pattern in _checked_fields(message.DESCRIPTOR):
         at = f"{path}.{f.json_name}"
         value = getattr(message, f.name)
         if f.is_repeated:
@@ -151,9 +164,8 @@ def _missing(message: Message, path: str) -> list[dict[str, str]]:
             present = message.HasField(f.name)
         else:
             present = value != f.default_value
-        if "REQUIRED" in behaviors[f.name] and not present and f.containing_oneof is None:
+        if required and not present:
             found.append({"field": at, "description": "Field is required."})
-        pattern = RESOURCE_NAMES.get(f"{desc.full_name}.{f.name}")
         if pattern is not None and present and not pattern.fullmatch(value):
             found.append({"field": at, "description": f"Invalid resource name '{value}'."})
         if f.message_type is None or f.message_type.full_name in OPAQUE or not present:
