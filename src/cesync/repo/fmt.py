@@ -8,6 +8,7 @@ values stay as written; OpenAPI documents written as mappings keep their own ord
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from io import StringIO
 from itertools import pairwise
 from pathlib import Path
@@ -21,9 +22,11 @@ from ruamel.yaml.tokens import CommentToken
 
 from ..api.kinds import KINDS
 from ..core.normalize import DOCUMENT_FIELDS
+from ..core.walk import Path as Path_
+from ..core.walk import SpecWalker
 from ..core.yamlfile import read_text
 from ..errors import Problem
-from ..models import ProtoModel, specs
+from ..models import FieldSpec, ProtoModel
 from .config import Config
 from .loading import CONFIG_FILE, kind_files
 from .templating import INCLUDABLE
@@ -86,27 +89,83 @@ def _format(text: str, model: type[BaseModel], move_comments: bool) -> str:
     yaml.indent(mapping=2, sequence=4, offset=2)
     data = yaml.load(text)
     if isinstance(data, CommentedMap):
-        _order(data, _rank(model), model, move_comments)
+        if issubclass(model, ProtoModel):
+            _Layout(move_comments).walk(data, model)
+        else:
+            _order_config(data, model, move_comments)
     buf = StringIO()
     yaml.dump(data, buf)
     return buf.getvalue() if data is not None else text
 
 
-def _rank(model: type[BaseModel] | None) -> dict[str, int]:
-    if model is None:
-        return {}
-    names = list(specs(model)) if issubclass(model, ProtoModel) else list(model.model_fields)
-    return {"id": -1, **{n: i for i, n in enumerate(names)}}
+class _Layout(SpecWalker):
+    """A resource file follows the API's shape, so it is laid out on the spec walker: each
+    message's keys are put in the API's order in place (the ``order`` hook), and the walker
+    enters messages, repeated fields and maps as every other pass does. The walk's result
+    is not used: the ruamel tree itself, with its comments, is what changes."""
+
+    def __init__(self, move_comments: bool) -> None:
+        self.move_comments = move_comments
+
+    def order(self, data: dict[str, Any], table: dict[str, FieldSpec]) -> Iterable[str]:
+        if _is_include_or_ref(data):
+            return ()
+        if isinstance(data, CommentedMap):
+            _sort_keys(data, {"id": -1, **{n: i for i, n in enumerate(table)}}, self.move_comments)
+        return list(data)
+
+    def skip(self, spec: FieldSpec, value: Any, path: Path_) -> bool:
+        return _left_as_written(path[-1])
+
+    def message(self, spec: FieldSpec, value: Any, path: Path_) -> Any:
+        if isinstance(value, list) and not spec.repeated:  # a list where one message (or a map) belongs
+            return [self.walk(v, spec.message, path) if isinstance(v, dict) and spec.message else v for v in value]
+        return super().message(spec, value, path)
+
+
+def _is_include_or_ref(node: Any) -> bool:
+    return isinstance(node, dict) and set(node) in ({"file"}, {"ref"})
+
+
+def _left_as_written(key: Any) -> bool:
+    return str(key) in DOCUMENT_FIELDS or str(key) in INCLUDABLE  # an OpenAPI document keeps its own order; code is text
+
+
+def _sort_keys(node: CommentedMap, rank: dict[str, int], move_comments: bool) -> None:
+    """Sort the keys of node by rank (unknown keys keep their place at the end)."""
+    keys = list(node)
+    wanted = sorted(keys, key=lambda k: (rank.get(str(k), len(rank)), keys.index(k)))
+    if rank and wanted != keys:
+        _reorder(node, wanted, move_comments)
+
+
+def _order_config(node: CommentedMap, model: type[BaseModel] | None, move_comments: bool) -> None:
+    """cesync.yaml: our own format, not the API's, so its models are pydantic's and not the
+    walker's field specs; the keys are sorted as the fields are declared, then each value."""
+    if _is_include_or_ref(node):
+        return
+    rank = {"id": -1, **{n: i for i, n in enumerate(model.model_fields)}} if model is not None else {}
+    _sort_keys(node, rank, move_comments)
+    for key in node:
+        value = node[key]
+        if _left_as_written(key):
+            continue
+        sub, is_map = _sub_model(model, str(key))
+        if is_map and isinstance(value, CommentedMap):
+            for v in value.values():
+                if isinstance(v, CommentedMap):
+                    _order_config(v, sub, move_comments)
+        elif isinstance(value, CommentedMap):
+            _order_config(value, sub, move_comments)
+        elif isinstance(value, CommentedSeq):
+            for item in value:
+                if isinstance(item, CommentedMap):
+                    _order_config(item, sub, move_comments)
 
 
 def _sub_model(model: type[BaseModel] | None, key: str) -> tuple[type[BaseModel] | None, bool]:
     """The model of a field's value, and whether the field is a map (its values have that model)."""
-    if model is None:
-        return None, False
-    if issubclass(model, ProtoModel):
-        spec = specs(model).get(key)
-        return (spec.message, spec.map) if spec is not None else (None, False)
-    field = model.model_fields.get(key)
+    field = model.model_fields.get(key) if model is not None else None
     hint = field.annotation if field is not None else None
     if isinstance(hint, type) and issubclass(hint, BaseModel):
         return hint, False
@@ -114,31 +173,6 @@ def _sub_model(model: type[BaseModel] | None, key: str) -> tuple[type[BaseModel]
     if len(args) == 2 and isinstance(args[1], type) and issubclass(args[1], BaseModel):  # dict[str, Model]
         return args[1], True
     return None, False
-
-
-def _order(node: CommentedMap, rank: dict[str, int], model: type[BaseModel] | None, move_comments: bool) -> None:
-    """Sort the keys of node by rank (unknown keys keep their place at the end), then each value."""
-    if set(node) in ({"file"}, {"ref"}):
-        return
-    keys = list(node)
-    wanted = sorted(keys, key=lambda k: (rank.get(str(k), len(rank)), keys.index(k)))
-    if rank and wanted != keys:
-        _reorder(node, wanted, move_comments)
-    for key in node:
-        value = node[key]
-        if str(key) in DOCUMENT_FIELDS or str(key) in INCLUDABLE:
-            continue  # an OpenAPI document keeps its own order; code is text
-        sub, is_map = _sub_model(model, str(key))
-        if is_map and isinstance(value, CommentedMap):
-            for v in value.values():
-                if isinstance(v, CommentedMap):
-                    _order(v, _rank(sub), sub, move_comments)
-        elif isinstance(value, CommentedMap):
-            _order(value, _rank(sub), sub, move_comments)
-        elif isinstance(value, CommentedSeq):
-            for item in value:
-                if isinstance(item, CommentedMap):
-                    _order(item, _rank(sub), sub, move_comments)
 
 
 def _reorder(node: CommentedMap, wanted: list[Any], move_comments: bool) -> None:
