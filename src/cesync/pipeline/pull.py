@@ -439,6 +439,11 @@ def _merge_map(
 ) -> None:
     """Make a mapping of the file equal value, touching only what differs.
 
+    Not a :class:`~cesync.core.walk.SpecWalker` pass: the walker walks one value and
+    builds a new one, this walks two (the file's ruamel nodes and the remote value) and
+    edits the first in place, led by the file's structure (its keys, {ref:} and {file:}
+    nodes, list items by position, quoting kept); a field's spec is only looked up here.
+
     model: the message the mapping is (its keys are fields); values: the field spec of a
     proto map's values. Equality of scalars is by their proto meaning (an enum number
     and its name, 1.5s and 1.500s); a default-valued key the remote leaves out stays.
