@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import datetime
 import functools
+import os
 import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,13 +112,14 @@ class _BadText(Exception):
         self.path = path
 
 
-def read_text(path: Path, display: str, *, root: Path | None = None) -> str | Problem:
+def read_text(path: Path, display: str, *, root: Path | None = None, folder: Path | None = None) -> str | Problem:
     """A file's text, or a Problem for what makes it unreadable as text.
 
     With ``root`` (a resolved repo folder), a file that resolves outside it (a symlink
-    out of the repo, or through a symlinked folder) is refused instead of read.
+    out of the repo, or through a symlinked folder) is refused instead of read. ``folder``:
+    path.parent already resolved (by the caller, once for the files of one folder).
     """
-    if root is not None and not path.resolve().is_relative_to(root):
+    if root is not None and not resolved(path, folder).is_relative_to(root):
         return Problem(
             display, 1, 1, "resolves outside the repo (a symlink?); cesync reads only files inside the repo: copy the file in"
         )
@@ -135,6 +138,19 @@ def read_text(path: Path, display: str, *, root: Path | None = None) -> str | Pr
         line = raw[: exc.start].count(b"\n") + 1
         col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
         return Problem(display, line, col, f"not UTF-8 text (byte 0x{raw[exc.start]:02x}); save the file as UTF-8")
+
+
+def resolved(path: Path, folder: Path | None = None) -> Path:
+    """path.resolve(); given its folder resolved, only the file itself is looked at (a file
+    that is no symlink resolves to its resolved folder / its name), not every folder above it
+    again (the resolve of each of 1,000 files was most of reading them)."""
+    if folder is None or path.name in ("", ".", ".."):
+        return path.resolve()
+    try:
+        link = stat.S_ISLNK(os.lstat(path).st_mode)
+    except OSError:
+        link = True  # let resolve() decide, as without folder
+    return path.resolve() if link else folder / path.name
 
 
 def load_text(text: str, display: str) -> Document | Problem:

@@ -42,9 +42,12 @@ def load_sources(root: Path, problems: list[Problem]) -> list[SourceFile]:
     """Every resource file of every kind (``<collection>/*.yaml``), parsed; problems appended."""
     files: list[SourceFile] = []
     seen: dict[tuple[str, str], str] = {}
+    folders: dict[Path, Path] = {}
     for kind, paths in ((k.name, kind_files(root, k)) for k in KINDS.values()):
         for path in paths:
-            doc = parse_file(path, root, problems)
+            if path.parent not in folders:  # resolved once per folder (one resolve was most of reading a file)
+                folders[path.parent] = path.parent.resolve()
+            doc = parse_file(path, root, problems, folder=folders[path.parent])
             if doc is None:
                 continue
             if not isinstance(doc.data, dict):
@@ -78,9 +81,10 @@ def kind_files(root: Path, kind: ResourceKind) -> list[Path]:
     return [p for p in found if p.suffix in (".yaml", ".yml") and not p.name.startswith(".")]
 
 
-def parse_file(path: Path, root: Path, problems: list[Problem]) -> Document | None:
+def parse_file(path: Path, root: Path, problems: list[Problem], *, folder: Path | None = None) -> Document | None:
+    """folder: path.parent resolved (see yamlfile.read_text)."""
     display = display_path(path, root)
-    text = read_text(path, display, root=root)
+    text = read_text(path, display, root=root, folder=folder)
     if isinstance(text, Problem):
         problems.append(text)
         return None
