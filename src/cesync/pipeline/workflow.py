@@ -136,16 +136,18 @@ class _ReadAhead:
         self._thread.start()
 
     def _run(self) -> None:
-        loop = asyncio.new_event_loop()
+        loop: asyncio.AbstractEventLoop | None = None
         try:
+            loop = asyncio.new_event_loop()
             self._loop, self._task = loop, loop.create_task(self._read())
             self._begun.set()
             self._remote = loop.run_until_complete(self._task)
         except BaseException as exc:
             self._error = exc
         finally:
-            self._begun.set()
-            loop.close()
+            self._begun.set()  # cancel() waits for this: set whatever happened
+            if loop is not None:
+                loop.close()
 
     async def _read(self) -> list[Resource]:
         from ..client import connect
