@@ -247,6 +247,23 @@ def test_ctrl_c_at_a_random_moment(repo: Path, seed: int) -> None:
     assert len(remaining) == 21 - created, (delay, out)  # nothing half-applied or unaccounted for
 
 
+@pytest.mark.parametrize(("argv", "code"), [(["--version"], 0), (["validate", "--dir", "/nonexistent-cesync"], 1), (["nope"], 2)])
+def test_the_command_leaves_without_teardown_yet_runs_atexit_and_flushes(argv: list[str], code: int) -> None:
+    """run() ends with os._exit (no interpreter shutdown): atexit handlers still run, a big
+    output still arrives whole, and the exit code is the command's."""
+    probe = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: sys.stderr.write('atexit ran\\n'))\n"
+        "sys.stdout.write('x' * 300_000)\n"  # more than a pipe holds: flushed before the exit
+        f"sys.argv = ['cesync', *{argv!r}]\n"
+        "from cesync.cli import run\n"
+        "run()\n"
+    )
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert r.returncode == code, r.stderr
+    assert r.stdout.count("x") == 300_000 and "atexit ran" in r.stderr, r.stderr[-500:]
+
+
 @pytest.mark.parametrize(
     ("code", "guarded"),
     [
