@@ -40,7 +40,29 @@ def test_snapshot_matches_installed_package() -> None:
 
 def test_generated_module_is_current() -> None:
     rendered = GEN.render_models(api.DESCRIPTOR_FILE.read_bytes(), api.BEHAVIORS_FILE.read_text(encoding="utf-8"))
-    assert Path(generated.__file__).read_text(encoding="utf-8") == rendered, "run python scripts/gen_api.py"
+    assert [p.name for p in rendered] == ["messages.py", "other.py"]
+    for path, text in rendered.items():
+        assert path.read_text(encoding="utf-8") == text, f"{path.name} is stale: run python scripts/gen_api.py"
+
+
+def test_the_models_cesync_uses_are_made_at_import_and_the_rest_on_first_use() -> None:
+    """messages.py holds each managed kind's model and all it holds; the API's other messages
+    (other.py) come on first use, through messages as well."""
+    import subprocess
+
+    from cesync.api.kinds import KINDS
+
+    probe = (
+        "import sys, cesync.models.messages as m, cesync.api.kinds as k\n"
+        "print('cesync.models.other' in sys.modules)\n"
+        "for kind in k.KINDS.values(): kind.model.model_json_schema()\n"  # every resource's whole tree builds
+        "print('cesync.models.other' in sys.modules, m.SessionInput.__module__)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert r.stdout.split() == ["False", "False", "cesync.models.other"], r.stderr
+    assert {kind.model_name for kind in KINDS.values()} <= {n.rsplit(".", 1)[1] for n in GEN.overlay.RESOURCE_MESSAGES}
+    with pytest.raises(AttributeError):
+        generated.NoSuchMessage  # noqa: B018
 
 
 def _roots() -> list[tuple[type[ProtoModel], Any]]:
@@ -62,7 +84,10 @@ def test_every_message_has_a_model() -> None:
     modelled = {desc.full_name for _, desc in PAIRS}
     published = {m for m in api.facts()["messages"] if not m.endswith("Entry")}
     assert modelled == published
-    classes = {v for v in vars(generated).values() if isinstance(v, type) and issubclass(v, ProtoModel) and v is not ProtoModel}
+    from cesync.models import other
+
+    made = [*vars(generated).values(), *vars(other).values()]
+    classes = {v for v in made if isinstance(v, type) and issubclass(v, ProtoModel) and v is not ProtoModel}
     assert len(classes) == len(published)
 
 
