@@ -10,7 +10,7 @@ import click
 import pytest
 
 from cesync.cli import main
-from tests.helpers import make_repo
+from tests.helpers import cesync, make_repo
 from tests.pipeline.test_pull import cli
 
 ALL: dict[str, Any] = {n: main.get_command(click.Context(main), n) for n in main.list_commands(click.Context(main))}
@@ -78,3 +78,17 @@ def test_bad_vars_are_clear_errors(tmp_path: Path, args: list[str], content: str
 def test_the_rendering_commands_are_all_covered() -> None:
     with_var = sorted(n for n, c in ALL.items() if any(p.name == "var_pairs" for p in c.params))
     assert with_var == sorted(RENDERING)
+
+
+@pytest.mark.parametrize("command", ["validate", "plan"])
+def test_a_sensitive_value_is_never_in_a_problem(tmp_path: Path, command: str) -> None:
+    """A sensitive variable's value that lands in a problem message (here a duplicate tool name)
+    is masked there by every command, validate too, not only by those that read the app."""
+    secret = "S3cr3tValue-0123456789"
+    tool = "googleSearchTool:\n  name: ${DB_PASS}\n"
+    root = make_repo(tmp_path, {"tools/a.yaml": tool, "tools/b.yaml": tool})
+    config = root / "cesync.yaml"
+    config.write_text(config.read_text().replace("environments:", "defaults:\n  sensitive: [DB_PASS]\nenvironments:"))
+    r = cesync(command, "--dir", str(root), env={"CESYNC_VAR_DB_PASS": secret})
+    assert r.returncode == 1 and "duplicate tool name" in r.stderr, (r.stdout, r.stderr)
+    assert secret not in r.stdout + r.stderr

@@ -96,6 +96,7 @@ def _prefixed(problems: list[Problem], prefix: Path | None) -> list[Problem]:
 def _validate_one(
     directory: Path, envs: tuple[str, ...], prefix: Path | None, variables: dict[str, str]
 ) -> tuple[list[Problem], list[Problem]]:
+    from ..core.sensitive import remember
     from ..repo.credentials import lint_credentials
     from ..repo.repo import load_repo
 
@@ -103,7 +104,8 @@ def _validate_one(
     repo.overrides = variables
     names = list(envs) or repo.env_names
     for name in names:
-        repo.env(name)  # unknown names fail here with the list of known ones
+        env = repo.env(name)  # unknown names fail here with the list of known ones
+        remember(repo.sensitive_values(env).values())  # before rendering: a problem message must not print one
     problems = repo.validate(names)
     if not problems:
         count = len(repo.files)

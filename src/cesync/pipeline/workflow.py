@@ -179,10 +179,7 @@ class _ReadAhead:
 
 def sensitive_values(repo: Repo, env: EnvTarget) -> dict[str, str]:
     """The environment's sensitive variables that have a value, resolved as ${NAME} is (--var first)."""
-    cfg = repo.config
-    names = {*cfg.defaults.sensitive, *cfg.environments[env.name].sensitive}
-    found = {n: env.var(n) for n in sorted(names)}
-    return {n: v for n, v in found.items() if v is not None}
+    return repo.sensitive_values(env)
 
 
 def sensitive_fields(
