@@ -139,3 +139,15 @@ def test_quotes_backslashes_and_floats_take_the_fast_path(value: Any) -> None:
     """A special string holding '"' or '\\' is single-quoted, a float written as ruamel spells it."""
     fast = _fast_yaml({"k": value})
     assert fast is not None and fast == _ruamel_yaml({"k": value})
+
+
+@pytest.mark.parametrize("value", ["?x", "??", "?-", ": x", ":x", "?", ":", "-x", "a?b"])
+@pytest.mark.parametrize("key", ["ref", "file"])
+def test_ref_and_file_values_read_back_exactly(key: str, value: str) -> None:
+    """{ref: ...} and {file: ...} are written on one line (flow style), where ruamel writes '?x'
+    plain and then cannot read it back; the fast writer and ruamel agree on the text."""
+    data = {"a": {key: value}, "b": [{key: value}]}
+    text = to_yaml(data)
+    doc = load_text(text, "x.yaml")
+    assert isinstance(doc, Document) and doc.data == data, text
+    check(data)

@@ -35,7 +35,7 @@ def _literal(data: Any) -> Any:
     """Multi-line strings as | blocks where YAML can keep them exactly."""
     if isinstance(data, dict):
         if set(data) in ({"ref"}, {"file"}):  # {ref: tools/x} and {file: ../code/x.py} read best on one line
-            flow = CommentedMap(data)
+            flow = CommentedMap({k: _flow_quoted(v) for k, v in data.items()})
             flow.fa.set_flow_style()
             return flow
         return {_quoted(k): _literal(v) for k, v in data.items()}
@@ -56,6 +56,13 @@ def _quoted(value: Any) -> Any:
     if isinstance(value, str) and _BREAKS.search(value):
         return DoubleQuotedScalarString(value)
     return value
+
+
+def _flow_quoted(value: Any) -> Any:
+    """ruamel writes '?x' and ': x' plain inside {ref: ...}, and reads neither back: quote them."""
+    if isinstance(value, str) and value.startswith(("?", ":")):
+        return DoubleQuotedScalarString(value)
+    return _quoted(value)
 
 
 def _block_safe(text: str) -> bool:
@@ -179,8 +186,8 @@ def _string(value: str, flow: bool) -> str | None:
     """A string as ruamel writes it in block context (flow: inside {ref: ...}), or None to let ruamel write it."""
     if value == "":
         return "''"
-    if len(value) > 1000 or not _PRINTABLE.fullmatch(value) or value in ("-", "?", ":"):
-        return None
+    if len(value) > 1000 or not _PRINTABLE.fullmatch(value) or value in ("-", "?", ":") or (flow and value[0] in "?:"):
+        return None  # ruamel writes these (a '?x' or ':x' in {ref: ...} double-quoted, see _flow_quoted)
     special = value.startswith(_INDICATORS) or value.endswith(":") or ": " in value or " #" in value
     if not special and not (flow and _FLOW_UNSAFE.search(value)) and _plain_str(value):
         return value
