@@ -349,3 +349,25 @@ def test_lost_reply_and_retries_are_said_on_stderr(tmp_path: Path) -> None:
     assert sum(line.startswith("retry 1/2: list tool") for line in lines) >= 1, lines
     assert all("UNAVAILABLE (503); next attempt in " in line for line in lines if line.startswith("retry ")), lines
     assert lines[-1].startswith("error: ") and "UNAVAILABLE" in lines[-1]
+
+
+def test_ctrl_c_while_plan_waits_for_the_app_read_ahead(repo: Path) -> None:
+    """plan reads the app in a thread while it renders (workflow._ReadAhead): a Ctrl-C while
+    plan waits for that read (here a server that never answers) ends plan at once with 130."""
+    import socket
+    import time
+
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        server.settimeout(60)
+        env = {"CES_EMULATOR_HOST": f"127.0.0.1:{server.getsockname()[1]}"}
+        run = Running(["plan", "--dir", str(repo), "--env", "prod"], env)
+        conn, _ = server.accept()  # the read is under way: plan has rendered, or soon will
+        with conn:
+            conn.settimeout(60)
+            assert conn.recv(65536).startswith(b"GET ")
+            time.sleep(1.0)  # rendering the example takes well under a second
+            started = time.monotonic()
+            code = run.interrupt()
+    assert code == 130 and run.err[-1:] == ["interrupted"], (code, run.err)
+    assert "Traceback" not in "\n".join(run.err)
+    assert time.monotonic() - started < 10

@@ -157,15 +157,38 @@ class _ReadAhead:
         async with client:
             return await read_remote(client, self._env.parent)
 
-    def result(self) -> list[Resource]:
+    async def result(self) -> list[Resource]:
+        """The app as read; awaited, not joined: a Ctrl-C (asyncio.run cancels the awaiting task)
+        cancels the read and ends plan at once, as when plan read the app itself."""
         from ..client.api import stderr_line
 
-        self._thread.join()
+        await self._finished()
         for line in self._notices:
             stderr_line(line)
         if self._error is not None:
             raise self._error
         return self._remote
+
+    async def _finished(self) -> None:
+        """Until the thread ends, without blocking this event loop (a daemon thread does the join)."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+
+        def settle() -> None:
+            if not done.done():
+                done.set_result(None)
+
+        def join() -> None:
+            self._thread.join()
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
+                loop.call_soon_threadsafe(settle)
+
+        threading.Thread(target=join, name="cesync-read-ahead-join", daemon=True).start()
+        try:
+            await done
+        except asyncio.CancelledError:
+            self.cancel()
+            raise
 
     def cancel(self) -> None:
         if not self._thread.is_alive():
@@ -230,7 +253,7 @@ async def _plan_against_remote(
     narrowed afterwards, so that it can be compared with what was saved)."""
     ahead, ctx.read_ahead = ctx.read_ahead, None  # read once, as before
     if ahead is not None:
-        remote = ahead.result()
+        remote = await ahead.result()
     else:
         assert client is not None, "a client, unless the app was read ahead"
         remote = await read_remote(client, ctx.env.parent)
