@@ -110,12 +110,13 @@ def test_unreachable_endpoint(repo: Path) -> None:
     assert result.returncode == 1 and "cannot reach" in result.stderr
 
 
-def test_a_repo_problem_comes_before_and_without_the_app_read(repo: Path) -> None:
-    """plan reads the app while it renders (workflow._ReadAhead): a repo problem is still the only
-    error, without the read's retry notices, and the pending read does not hold the exit back."""
+@pytest.mark.parametrize("command", [["plan"], ["apply", "--auto-approve"]])
+def test_a_repo_problem_comes_before_and_without_the_app_read(repo: Path, command: list[str]) -> None:
+    """plan and apply read the app while they render (workflow._ReadAhead): a repo problem is still
+    the only error, without the read's retry notices, and the pending read does not hold the exit back."""
     (repo / "tools" / "broken.yaml").write_text("clientFunction: {name: x\n")
     env = {"CES_EMULATOR_HOST": f"127.0.0.1:{free_port()}", "CESYNC_RETRY_ATTEMPTS": "8"}  # retries: seconds of back-off
-    result = cesync("plan", "--dir", str(repo), "--env", "prod", env=env)
+    result = cesync(*command, "--dir", str(repo), "--env", "prod", env=env)
     assert result.returncode == 1 and "tools/broken.yaml:" in result.stderr, result.stderr
     assert "cannot reach" not in result.stderr and "retry" not in result.stderr, result.stderr
 
