@@ -110,13 +110,12 @@ def test_unreachable_endpoint(repo: Path) -> None:
     assert result.returncode == 1 and "cannot reach" in result.stderr
 
 
-@pytest.mark.parametrize("command", [["plan"], ["apply", "--auto-approve"]])
-def test_a_repo_problem_comes_before_and_without_the_app_read(repo: Path, command: list[str]) -> None:
-    """plan and apply read the app while they render (workflow._ReadAhead): a repo problem is still
-    the only error, without the read's retry notices, and the pending read does not hold the exit back."""
+def test_a_repo_problem_comes_before_and_without_the_app_read(repo: Path) -> None:
+    """plan reads the app while it renders (workflow._ReadAhead): a repo problem is still the only
+    error, without the read's retry notices, and the pending read does not hold the exit back."""
     (repo / "tools" / "broken.yaml").write_text("clientFunction: {name: x\n")
     env = {"CES_EMULATOR_HOST": f"127.0.0.1:{free_port()}", "CESYNC_RETRY_ATTEMPTS": "8"}  # retries: seconds of back-off
-    result = cesync(*command, "--dir", str(repo), "--env", "prod", env=env)
+    result = cesync("plan", "--dir", str(repo), "--env", "prod", env=env)
     assert result.returncode == 1 and "tools/broken.yaml:" in result.stderr, result.stderr
     assert "cannot reach" not in result.stderr and "retry" not in result.stderr, result.stderr
 
@@ -246,6 +245,27 @@ def test_ctrl_c_at_a_random_moment(repo: Path, seed: int) -> None:
     else:
         assert errors == ["interrupted"] and created == 0, (delay, errors, out)
     assert len(remaining) == 21 - created, (delay, out)  # nothing half-applied or unaccounted for
+
+
+def test_a_ctrl_c_that_lands_in_a_callback_is_not_lost() -> None:
+    """A KeyboardInterrupt raised inside a weakref callback (as a Ctrl-C landing in importlib's
+    module-lock callback is) cannot propagate; the command still ends with 130 and one line."""
+    probe = (
+        "import sys, time, weakref\n"
+        "from cesync import cli\n"
+        "@cli.main.command('boom')\n"
+        "@cli.handled\n"
+        "def boom():\n"
+        "    class X: pass\n"
+        "    def cb(_): raise KeyboardInterrupt\n"
+        "    x = X(); r = weakref.ref(x, cb); del x\n"  # the callback raises: Python cannot propagate it
+        "    time.sleep(5)\n"
+        "    print('went on')\n"
+        "sys.argv = ['cesync', 'boom']\n"
+        "cli.run()\n"
+    )
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert (r.returncode, r.stderr, r.stdout) == (130, "interrupted\n", "")
 
 
 @pytest.mark.parametrize(("argv", "code"), [(["--version"], 0), (["validate", "--dir", "/nonexistent-cesync"], 1), (["nope"], 2)])

@@ -211,6 +211,7 @@ def run() -> None:
     a nested evaluation (PyRun_* called by a C extension, as pyo3's eval in pydantic-core
     is), which sets a flag CPython checks after its shutdown whatever the exit code.
     """
+    sys.unraisablehook = _no_lost_interrupt(sys.unraisablehook)
     try:
         main()
     except SystemExit as exc:
@@ -231,6 +232,29 @@ def _exit_now(code: int) -> NoReturn:
         with contextlib.suppress(Exception):
             stream.flush()
     os._exit(code)
+
+
+def _no_lost_interrupt(hook: Callable[[Any], object]) -> Callable[[Any], object]:
+    """sys.unraisablehook that hands a Ctrl-C lost in a callback back to the main thread.
+
+    Python runs the SIGINT handler at whatever bytecode the main thread is at; inside a
+    weakref callback (importlib's module locks have one, run at the end of every import)
+    or a __del__, the KeyboardInterrupt cannot propagate: Python printed "Exception
+    ignored ... KeyboardInterrupt" and went on as if no Ctrl-C had come. Here it is not
+    printed and is raised again in the main thread a moment later, outside the callback,
+    where the command handles it (exit 130, 'interrupted').
+    """
+
+    def unraisable(info: Any) -> object:
+        if isinstance(info.exc_value, KeyboardInterrupt):
+            import _thread
+            import threading
+
+            threading.Timer(0.001, _thread.interrupt_main).start()
+            return None
+        return hook(info)
+
+    return unraisable
 
 
 def atomic_write(path: Path, text: str) -> None:

@@ -261,11 +261,7 @@ def apply(
 
     saved = load_plan(planfile) if planfile else None
     variables = cli_vars(var_pairs, var_files)
-    # Without a saved plan the app is read while the repo renders, as plan does; a saved plan
-    # is checked against the repo before any connection, so there it is read afterwards.
-    ctx = open_context(
-        directory, env_name or (saved.environment if saved else None), endpoint, variables, read_ahead=saved is None
-    )
+    ctx = open_context(directory, env_name or (saved.environment if saved else None), endpoint, variables)
     if saved is not None:
         check_saved(ctx, saved)  # before any connection
     safety = ctx.repo.config.safety
