@@ -285,6 +285,22 @@ def test_the_command_leaves_without_teardown_yet_runs_atexit_and_flushes(argv: l
     assert r.stdout.count("x") == 300_000 and "atexit ran" in r.stderr, r.stderr[-500:]
 
 
+def test_the_embedded_state_is_whole_in_its_file_after_the_command(repo: Path, tmp_path: Path) -> None:
+    """run() leaves by os._exit, without the shutdown that closed the state's database: the
+    store closes itself at exit, so its writes are checkpointed into .cesync/ENV.json (no
+    -wal file left behind) and a copy of that one file holds the whole app."""
+    applied = cesync("apply", "--dir", str(repo), "--env", "local", "--auto-approve")
+    assert applied.returncode == 0, applied.stderr
+    state = repo / ".cesync" / "local.json"
+    assert not state.with_name("local.json-wal").exists()
+    copy = tmp_path / "copy"
+    shutil.copytree(repo, copy, ignore=shutil.ignore_patterns(".cesync"))
+    (copy / ".cesync").mkdir()
+    shutil.copyfile(state, copy / ".cesync" / "local.json")
+    replan = cesync("plan", "--dir", str(copy), "--env", "local", "--detailed-exitcode")
+    assert replan.returncode == 0, replan.stdout + replan.stderr
+
+
 @pytest.mark.parametrize(
     ("code", "guarded"),
     [

@@ -18,6 +18,7 @@ import json
 import sqlite3
 import threading
 import uuid
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -87,6 +88,10 @@ class Store:
             path.parent.mkdir(parents=True, exist_ok=True)
             legacy = _legacy_state(path)
         self._db = sqlite3.connect(str(path) if path else ":memory:", timeout=60, isolation_level=None, check_same_thread=False)
+        # Closed when the store goes, or at exit (weakref.finalize runs from atexit): the CLI
+        # leaves by os._exit, without the shutdown that closed the connection, and only a
+        # close checkpoints the WAL into the state file and removes the -wal and -shm files.
+        self._closer = weakref.finalize(self, _close, self._db, self._lock)
         with self._lock:
             if path is not None:
                 self._db.execute("PRAGMA journal_mode=WAL")
@@ -309,8 +314,17 @@ class Store:
             return {"apps": apps}
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        self._closer()
+
+
+def _close(db: sqlite3.Connection, lock: threading.RLock) -> None:
+    """Close once no transaction runs; at exit a daemon thread stuck in one is left alone
+    (its committed writes are in the WAL, which the next open reads)."""
+    if lock.acquire(timeout=10):
+        try:
+            db.close()
+        finally:
+            lock.release()
 
 
 def _legacy_agent(parent: str, aid: str, tools: list[str]) -> dict[str, Any]:
