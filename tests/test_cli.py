@@ -285,6 +285,24 @@ def test_the_command_leaves_without_teardown_yet_runs_atexit_and_flushes(argv: l
     assert r.stdout.count("x") == 300_000 and "atexit ran" in r.stderr, r.stderr[-500:]
 
 
+def test_a_closed_stdout_is_one_clear_line_not_an_internal_error(repo: Path) -> None:
+    """`cesync validate | head -0`: the reader is gone before the first line is written."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        r = subprocess.run(
+            [sys.executable, "-m", "cesync.cli", "validate", "--dir", str(repo)],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        os.close(write_end)
+    assert r.returncode == 1, r.stderr
+    assert r.stderr == "error: the output was closed before it was all written (broken pipe)\n", r.stderr
+
+
 def test_the_embedded_state_is_whole_in_its_file_after_the_command(repo: Path, tmp_path: Path) -> None:
     """run() leaves by os._exit, without the shutdown that closed the state's database: the
     store closes itself at exit, so its writes are checkpointed into .cesync/ENV.json (no

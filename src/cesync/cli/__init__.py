@@ -65,6 +65,8 @@ def handled(fn: F) -> F:
             sys.exit(EXIT_ERROR)
         except (KeyboardInterrupt, click.exceptions.Abort):
             _leave_interrupted()
+        except BrokenPipeError:
+            _leave_output_closed()
         except click.exceptions.Exit:
             raise
         except click.ClickException:
@@ -112,6 +114,18 @@ def _leave_interrupted() -> NoReturn:
         signal.signal(signal.SIGINT, lambda signum, frame: None)
     err("interrupted")
     sys.exit(EXIT_INTERRUPTED)
+
+
+def _leave_output_closed() -> NoReturn:
+    """The reader of stdout left (`cesync plan | head -1`): one line and exit 1, not an
+    "internal error". The rest of the output, the final flush included, goes to /dev/null."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    with contextlib.suppress(OSError):
+        err("error: the output was closed before it was all written (broken pipe)")
+    sys.exit(EXIT_ERROR)
 
 
 # Each command's module and the first line of its help, so that `cesync --help` and a
