@@ -24,7 +24,6 @@ from ..pipeline.workflow import (
     export_app,
     plan_files,
     plan_folder,
-    sensitive_values,
     target_for_app,
 )
 from ..repo.config import EMBEDDED, ENV_NAME
@@ -97,7 +96,7 @@ def export(
         repo.overrides = cli_vars(var_pairs, var_files)
         env, root = repo.env(env_name), repo.root
         config_text = (repo.root / CONFIG_FILE).read_text(encoding="utf-8")
-        secrets = sensitive_values(repo, env)
+        secrets = repo.sensitive_values(env)
         remember(secrets.values())
         # A sensitive value the app holds is written back as its ${NAME}, never as a literal.
         env = dataclasses.replace(env, vars={**env.vars, **secrets})

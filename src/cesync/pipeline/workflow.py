@@ -6,6 +6,7 @@ This is the only place that joins the pure core to the repo on disk and to the A
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import dataclasses
 import re
@@ -92,7 +93,7 @@ def open_context(
     repo = load_repo(directory)
     repo.overrides = dict(variables or {})
     env = repo.env(env_name)
-    secrets = sensitive_values(repo, env)
+    secrets = repo.sensitive_values(env)
     remember(secrets.values())  # before rendering: a problem message must not print one either
     ahead = _ReadAhead(env, repo.root, endpoint) if read_ahead and _can_read_ahead(env, endpoint) else None
     try:
@@ -125,8 +126,7 @@ class _ReadAhead:
     def __init__(self, env: EnvTarget, root: Path, endpoint: str | None) -> None:
         self._env, self._root, self._endpoint = env, root, endpoint
         self._notices: list[str] = []
-        self._remote: list[Resource] = []
-        self._error: BaseException | None = None
+        self._done: concurrent.futures.Future[list[Resource]] = concurrent.futures.Future()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[list[Resource]] | None = None
         self._begun = threading.Event()
@@ -136,14 +136,15 @@ class _ReadAhead:
         self._thread.start()
 
     def _run(self) -> None:
+        self._done.set_running_or_notify_cancel()
         loop: asyncio.AbstractEventLoop | None = None
         try:
             loop = asyncio.new_event_loop()
             self._loop, self._task = loop, loop.create_task(self._read())
             self._begun.set()
-            self._remote = loop.run_until_complete(self._task)
+            self._done.set_result(loop.run_until_complete(self._task))
         except BaseException as exc:
-            self._error = exc
+            self._done.set_exception(exc)
         finally:
             self._begun.set()  # cancel() waits for this: set whatever happened
             if loop is not None:
@@ -162,33 +163,16 @@ class _ReadAhead:
         cancels the read and ends plan at once, as when plan read the app itself."""
         from ..client.api import stderr_line
 
-        await self._finished()
-        for line in self._notices:
-            stderr_line(line)
-        if self._error is not None:
-            raise self._error
-        return self._remote
-
-    async def _finished(self) -> None:
-        """Until the thread ends, without blocking this event loop (a daemon thread does the join)."""
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[None] = loop.create_future()
-
-        def settle() -> None:
-            if not done.done():
-                done.set_result(None)
-
-        def join() -> None:
-            self._thread.join()
-            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
-                loop.call_soon_threadsafe(settle)
-
-        threading.Thread(target=join, name="cesync-read-ahead-join", daemon=True).start()
+        read = asyncio.wrap_future(self._done)
         try:
-            await done
+            await asyncio.wait([read])  # not `await read`: the notices come before its error
         except asyncio.CancelledError:
+            read.cancel()
             self.cancel()
             raise
+        for line in self._notices:
+            stderr_line(line)
+        return read.result()
 
     def cancel(self) -> None:
         if not self._thread.is_alive():
@@ -200,16 +184,10 @@ class _ReadAhead:
         self._thread.join(timeout=10)
 
 
-def sensitive_values(repo: Repo, env: EnvTarget) -> dict[str, str]:
-    """The environment's sensitive variables that have a value, resolved as ${NAME} is (--var first)."""
-    return repo.sensitive_values(env)
-
-
 def sensitive_fields(
     repo: Repo, env: EnvTarget, desired: list[Resource], secrets: dict[str, str]
 ) -> dict[tuple[str, str], list[Path_]]:
-    cfg = repo.config
-    names = {*cfg.defaults.sensitive, *cfg.environments[env.name].sensitive}
+    names = repo.sensitive_names(env)
     if not names:
         return {}
     sources = {(f.kind, f.id): f.doc.data for f in repo.files}
@@ -399,7 +377,7 @@ def plan_folder(
     repo = load_repo(folder)
     repo.overrides = dict(variables or {})
     env = repo.env(env_name)
-    secrets = sensitive_values(repo, env)
+    secrets = repo.sensitive_values(env)
     remember(secrets.values())
     desired = repo.render(env)
     hidden = sensitive_fields(repo, env, desired, secrets)

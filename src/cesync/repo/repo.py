@@ -81,10 +81,13 @@ class Repo:
             return self._collect(env, self._render_files([env], started)[0])
         return self._collect(env, [_render_file(self.root, src, env, self._known, memo) for src in self.files])
 
+    def sensitive_names(self, env: EnvTarget) -> set[str]:
+        """The variables cesync.yaml marks sensitive for this environment (defaults included)."""
+        return {*self.config.defaults.sensitive, *self.config.environments[env.name].sensitive}
+
     def sensitive_values(self, env: EnvTarget) -> dict[str, str]:
         """The environment's sensitive variables that have a value, resolved as ${NAME} is (--var first)."""
-        names = {*self.config.defaults.sensitive, *self.config.environments[env.name].sensitive}
-        found = {n: env.var(n) for n in sorted(names)}
+        found = {n: env.var(n) for n in sorted(self.sensitive_names(env))}
         return {n: v for n, v in found.items() if v is not None}
 
     @property
