@@ -406,16 +406,17 @@ def test_lost_reply_and_retries_are_said_on_stderr(tmp_path: Path) -> None:
     assert lines[-1].startswith("error: ") and "UNAVAILABLE" in lines[-1]
 
 
-def test_ctrl_c_while_plan_waits_for_the_app_read_ahead(repo: Path) -> None:
-    """plan reads the app in a thread while it renders (workflow._ReadAhead): a Ctrl-C while
-    plan waits for that read (here a server that never answers) ends plan at once with 130."""
+@pytest.mark.parametrize("command", [["plan"], ["apply", "--auto-approve"]])
+def test_ctrl_c_while_waiting_for_the_app_read_ahead(repo: Path, command: list[str]) -> None:
+    """plan and apply read the app in a thread while they render (workflow._ReadAhead): a Ctrl-C
+    while they wait for that read (here a server that never answers) ends them at once with 130."""
     import socket
     import time
 
     with socket.create_server(("127.0.0.1", 0)) as server:
         server.settimeout(60)
         env = {"CES_EMULATOR_HOST": f"127.0.0.1:{server.getsockname()[1]}"}
-        run = Running(["plan", "--dir", str(repo), "--env", "prod"], env)
+        run = Running([*command, "--dir", str(repo), "--env", "prod"], env)
         conn, _ = server.accept()  # the read is under way: plan has rendered, or soon will
         with conn:
             conn.settimeout(60)

@@ -261,7 +261,10 @@ def apply(
 
     saved = load_plan(planfile) if planfile else None
     variables = cli_vars(var_pairs, var_files)
-    ctx = open_context(directory, env_name or (saved.environment if saved else None), endpoint, variables)
+    # a saved plan is checked before any connection; without one, the app is read while the repo renders, as plan does
+    ctx = open_context(
+        directory, env_name or (saved.environment if saved else None), endpoint, variables, read_ahead=saved is None
+    )
     if saved is not None:
         check_saved(ctx, saved)  # before any connection
     safety = ctx.repo.config.safety
