@@ -52,6 +52,9 @@ class Run:
     stdout: str
     cpu: float = 0.0  # the child's user + system CPU seconds: what load on the machine cannot inflate much
     server_cpu: float = 0.0  # the emulator's CPU seconds during the run (it shares the machine's cores)
+    started_at: float = 0.0  # epoch seconds at spawn (to place the emulator's write times, /admin/stats)
+    first_write: float = 0.0  # seconds from spawn to the first write's arrival (apply)
+    writes: float = 0.0  # seconds from the first write's arrival to the last write's answer (apply)
 
 
 @dataclass
@@ -71,9 +74,13 @@ class Measure:
         cpu = statistics.median(r.cpu for r in self.runs)
         server = statistics.median(r.server_cpu for r in self.runs)
         emulator = f"; emulator CPU {server:.2f} s" if server else ""
+        writes = ""
+        if all(r.writes for r in self.runs):
+            first, span = statistics.median(r.first_write for r in self.runs), statistics.median(r.writes for r in self.runs)
+            writes = f"\n{'':34}first write at {first:.2f} s, writes for {span:.2f} s (medians)"
         return (
             f"{self.seconds:7.2f} s  (runs {', '.join(f'{t:.2f}' for t in times)}; CPU {cpu:.2f} s{emulator};"
-            f" peak RSS {self.rss_mb:.0f} MB)"
+            f" peak RSS {self.rss_mb:.0f} MB){writes}"
         )
 
 
@@ -81,6 +88,7 @@ def run(cmd: list[str], *, ok: tuple[int, ...] = (0,), env: dict[str, str] | Non
     """One child process: wall time from spawn to exit, its peak RSS (wait4), its stdout."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         server_start = server.cpu() if server else 0.0
+        started_at = time.time()
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env={**os.environ, **(env or {})})
         _, status, usage = os.wait4(proc.pid, 0)
@@ -92,7 +100,7 @@ def run(cmd: list[str], *, ok: tuple[int, ...] = (0,), env: dict[str, str] | Non
     if proc.returncode not in ok:
         raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}:\n{stderr[-3000:]}")
     server_cpu = server.cpu() - server_start if server else 0.0
-    return Run(elapsed, usage.ru_maxrss / 1024, stdout, usage.ru_utime + usage.ru_stime, server_cpu)  # ru_maxrss: KiB on Linux
+    return Run(elapsed, usage.ru_maxrss / 1024, stdout, usage.ru_utime + usage.ru_stime, server_cpu, started_at)  # ru_maxrss: KiB
 
 
 def repeat(cmd: list[str], times: int, **kw: object) -> Measure:
@@ -159,6 +167,12 @@ def set_latency(url: str, latency_ms: float) -> None:
     urllib.request.urlopen(request, timeout=10).read()
 
 
+def write_stats(url: str) -> dict[str, float]:
+    """The emulator's write timings (/admin/stats): when the first write came, when the last was answered."""
+    with urllib.request.urlopen(f"{url}/admin/stats", timeout=10) as answer:
+        return dict(json.loads(answer.read()))
+
+
 def official(mode: str, url: str, *extra: str) -> float:
     result = run([sys.executable, str(HERE / "official.py"), mode, url, PARENT, *extra])
     return float(json.loads(result.stdout)["seconds"])
@@ -215,7 +229,12 @@ def bench_size(n: int, opts: argparse.Namespace, work: Path) -> dict[str, float]
         for _ in range(opts.repeats):
             with emulator(opts.latency_ms) as emu:
                 cmd = [*CESYNC, "apply", *endpoint, emu.url, "--auto-approve", "--parallelism", str(opts.parallelism)]
-                apply_runs.append(run(cmd, server=emu))
+                done = run(cmd, server=emu)
+                stats = write_stats(emu.url)
+                if stats["writes"]:
+                    done.first_write = stats["firstWriteAt"] - done.started_at
+                    done.writes = stats["lastWriteDoneAt"] - stats["firstWriteAt"]
+                apply_runs.append(done)
         apply = Measure(apply_runs)
         r["apply"], r["apply_rss"] = apply.seconds, apply.rss_mb
         print(f"apply, {n} creates, -p {opts.parallelism:<3}      {apply.spread()}", flush=True)

@@ -291,3 +291,20 @@ def test_admin_faults_reject_values_of_the_wrong_type(setting: dict[str, object]
             assert r.status_code == 400 and r.json()["error"]["status"] == "INVALID_ARGUMENT"
             assert "must be a" in r.json()["error"]["message"]
         assert httpx.get(f"{server.url}/admin/faults").json()["fail_status"] == ""  # never the text "None"
+
+
+def test_admin_stats_time_the_writes_and_only_the_writes() -> None:
+    """/admin/stats (the benchmark's time to first write): reads leave it alone; each write,
+    answered with an error or not, is counted, from the first's arrival to the last's answer."""
+    import time
+
+    with BackgroundServer(auto_create_apps=True) as server, httpx.Client(base_url=server.url) as h:
+        assert h.get("/admin/stats").json() == {"writes": 0, "firstWriteAt": 0.0, "lastWriteDoneAt": 0.0}
+        h.get(f"/v1/{APP}/tools").raise_for_status()
+        assert h.get("/admin/stats").json()["writes"] == 0
+        before = time.time()
+        h.post(f"/v1/{APP}/tools", params={"toolId": "a"}, json=FN).raise_for_status()
+        assert h.post(f"/v1/{APP}/tools", params={"toolId": "a"}, json=FN).status_code == 409
+        stats = h.get("/admin/stats").json()
+    assert stats["writes"] == 2
+    assert before <= stats["firstWriteAt"] <= stats["lastWriteDoneAt"] <= time.time()

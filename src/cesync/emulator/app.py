@@ -844,7 +844,7 @@ def create_app(
 
 
 async def _admin(emulator: Emulator, request: Request, registry: list[FaultMiddleware]) -> Any:
-    """Test and setup hooks: apps, agents, unknown fields, faults, state."""
+    """Test and setup hooks: apps, agents, unknown fields, faults, state, write timings (stats)."""
     action = request.path_params["action"]
     body = await _json_body(request) if request.method == "POST" else {}
     store = emulator.store
@@ -886,6 +886,8 @@ async def _admin(emulator: Emulator, request: Request, registry: list[FaultMiddl
             data = {**emulator._existing(db, parent, collection, rid).data, **fields}
             store.put(db, parent, collection, rid, printed(collection, data))
         return {"name": name}
+    if action == "stats":
+        return registry[0].clock.as_dict() if registry else {}
     if action == "faults":
         for middleware in registry:
             middleware.config.update(body)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import time
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -18,7 +19,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .errors import RpcError
 
-__all__ = ["ConnectionDropped", "FaultConfig", "FaultMiddleware"]
+__all__ = ["ConnectionDropped", "FaultConfig", "FaultMiddleware", "WriteClock"]
 
 WRITE_METHODS = {"POST", "PATCH", "DELETE"}
 
@@ -53,10 +54,24 @@ class FaultConfig:
         return asdict(self)
 
 
+@dataclass
+class WriteClock:
+    """When the API's writes came and went (epoch seconds, comparable across processes): for
+    benchmarks/bench.py, which reports the time to apply's first write and the span of its writes."""
+
+    writes: int = 0
+    first_write_at: float = 0.0  # arrival of the first write
+    last_write_done_at: float = 0.0  # answer of the last write
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"writes": self.writes, "firstWriteAt": self.first_write_at, "lastWriteDoneAt": self.last_write_done_at}
+
+
 class FaultMiddleware:
     def __init__(self, app: ASGIApp, config: FaultConfig, registry: list[FaultMiddleware]) -> None:
         self.app = app
         self.config = config
+        self.clock = WriteClock()
         self._rng = random.Random(config.seed)
         self._seed = config.seed
         registry.append(self)
@@ -76,6 +91,17 @@ class FaultMiddleware:
         if scope["type"] != "http" or not scope["path"].startswith(("/v1/", "/v1beta/")):
             await self.app(scope, receive, send)
             return
+        if scope["method"] in WRITE_METHODS:
+            self.clock.writes += 1
+            self.clock.first_write_at = self.clock.first_write_at or time.time()
+            try:
+                await self._faulted(scope, receive, send)
+            finally:
+                self.clock.last_write_done_at = time.time()
+            return
+        await self._faulted(scope, receive, send)
+
+    async def _faulted(self, scope: Scope, receive: Receive, send: Send) -> None:
         c = self.config
         delay = c.latency_ms + (self._roll() * c.jitter_ms if c.jitter_ms else 0.0)
         if delay > 0:
