@@ -45,7 +45,7 @@ from .store import (
     page_token,
     parse_page_token,
 )
-from .wire import TOOL_TYPES, Parsed, Printed, kind, map_references, mask_paths, parse, printed, split_known, to_data
+from .wire import TOOL_TYPES, Parsed, Printed, checked, kind, map_references, mask_paths, printed, split_known, to_data
 
 __all__ = ["create_app"]
 
@@ -153,13 +153,13 @@ def _checked(collection: str, body: dict[str, Any]) -> dict[str, Any]:
 
 def _checked_parsed(collection: str, body: dict[str, Any]) -> Parsed:
     """_checked, with the message it printed (a write prints its resource from it: see wire.printed)."""
-    message = parse(collection, body)
-    data = to_data(message)
+    parsed = checked(collection, body)
+    data = parsed.data
     if collection == "tools" and "mcpTool" in data:
         raise RpcError("INVALID_ARGUMENT", "mcpTool cannot be created or updated directly; it is managed by an MCP toolset")
     if collection == "tools" and "systemTool" in data:
         raise RpcError("INVALID_ARGUMENT", "systemTool cannot be created or updated; system tools come with the app")
-    return Parsed(message, data)
+    return parsed
 
 
 def _beta_body(request: Request, collection: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -337,7 +337,7 @@ class Emulator:
         body = await _json_body(request)
         paths = mask_paths(request.query_params.get("updateMask"), collection)
         whole = _checked_parsed(collection, body) if paths is None else None
-        incoming = whole.data if whole is not None else to_data(parse(collection, body, complete=False))
+        incoming = whole.data if whole is not None else checked(collection, body, complete=False).data
         etag = body.get("etag") or ""
         self.store.app(parent)
         with self.store.transaction(write=True) as db:
@@ -481,7 +481,7 @@ class Emulator:
     async def patch_app(self, request: Request, parent: str) -> Any:
         body = _beta_body(request, "apps", await _json_body(request))
         paths = mask_paths(request.query_params.get("updateMask"), "apps")
-        incoming = _checked("apps", body) if paths is None else to_data(parse("apps", body, complete=False))
+        incoming = _checked("apps", body) if paths is None else checked("apps", body, complete=False).data
         etag = body.get("etag") or ""
         self.store.app(parent)
         with self.store.transaction(write=True) as db:

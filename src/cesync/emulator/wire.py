@@ -24,6 +24,7 @@ from google.protobuf.message import Message
 from ..api import descriptors as api
 from .errors import RpcError
 from .resources import APP, COLLECTIONS, Collection
+from .roundtrip import Unsure, round_trip
 
 __all__ = [
     "RESOURCES",
@@ -31,6 +32,7 @@ __all__ = [
     "TOOL_TYPES",
     "Parsed",
     "Printed",
+    "checked",
     "descriptor",
     "duration_nanos",
     "mask_paths",
@@ -182,6 +184,34 @@ def _missing(message: Message, path: str) -> list[dict[str, str]]:
     return found
 
 
+def _missing_data(desc: Descriptor, data: dict[str, Any], path: str) -> list[dict[str, str]]:
+    """_missing of a message, read from its proto3 JSON data: a field is printed exactly when _missing counts it present."""
+    found: list[dict[str, str]] = []
+    for f, required, pattern in _checked_fields(desc):
+        at = f"{path}.{f.json_name}"
+        present = f.json_name in data
+        if required and not present:
+            found.append({"field": at, "description": "Field is required."})
+        if not present:
+            continue
+        value = data[f.json_name]
+        if pattern is not None and not pattern.fullmatch(value):
+            found.append({"field": at, "description": f"Invalid resource name '{value}'."})
+        if f.message_type is None or f.message_type.full_name in OPAQUE:
+            continue
+        if _is_map(f):
+            target = f.message_type.fields_by_name["value"].message_type
+            if target is not None:
+                for k, v in value.items():
+                    found += _missing_data(target, v, f"{at}[{json.dumps(k)}]")
+        elif f.is_repeated:
+            for i, v in enumerate(value):
+                found += _missing_data(f.message_type, v, f"{at}[{i}]")
+        else:
+            found += _missing_data(f.message_type, value, at)
+    return found
+
+
 def _invalid(singular: str, violations: list[dict[str, str]]) -> RpcError:
     return RpcError(
         "INVALID_ARGUMENT",
@@ -194,21 +224,23 @@ def kind(collection: str) -> Collection:
     return APP if collection == APP.name else COLLECTIONS[collection]
 
 
-def parse(collection: str, body: dict[str, Any], *, complete: bool = True) -> Message:
-    """A request body as a message (output-only fields, name and etag dropped), or INVALID_ARGUMENT.
-
-    ``complete=False`` is for the body of a masked update: names and types are
-    checked, required fields only once it is merged into the stored resource.
-    """
+def _cleaned(collection: str, body: dict[str, Any]) -> dict[str, Any]:
+    """A request body without output-only fields, name and etag, or INVALID_ARGUMENT for unknown fields."""
     desc = descriptor(collection)
     singular = kind(collection).singular
     unknown = _unknown(desc, body, singular)
     if unknown:
         raise _invalid(singular, unknown)
-    data = _without_output_only(desc, body)
+    data: dict[str, Any] = _without_output_only(desc, body)
     for key in ("name", "etag"):
         data.pop(key, None)
-    message = api.message_class(desc.full_name)()
+    return data
+
+
+def _message(collection: str, data: dict[str, Any]) -> Message:
+    """json_format's reading of a cleaned body, or INVALID_ARGUMENT in its words."""
+    singular = kind(collection).singular
+    message = api.message_class(descriptor(collection).full_name)()
     try:
         json_format.ParseDict(data, message, descriptor_pool=api.pool())
     except json_format.ParseError as exc:
@@ -216,16 +248,51 @@ def parse(collection: str, body: dict[str, Any], *, complete: bool = True) -> Me
         where = re.search(r'at "([\w.\[\]"]+)"', text)
         field = singular + where.group(1).partition(".")[1] + where.group(1).partition(".")[2] if where else singular
         raise _invalid(singular, [{"field": field, "description": text}]) from None
-    if not complete:
-        return message
-    violations = _missing(message, singular)
-    oneof = kind(collection).oneof
-    if oneof is not None and message.WhichOneof(oneof) is None:
-        members = _oneof_members(desc.full_name, oneof)
-        violations.append({"field": singular, "description": f"exactly one of {', '.join(members)} must be set"})
-    if violations:
-        raise _invalid(singular, violations)
     return message
+
+
+def _complete(collection: str, violations: list[dict[str, str]], has_type: bool) -> None:
+    """INVALID_ARGUMENT for required fields left out, malformed names, or no member of the type's oneof."""
+    oneof = kind(collection).oneof
+    if oneof is not None and not has_type:
+        members = _oneof_members(descriptor(collection).full_name, oneof)
+        violations.append({"field": kind(collection).singular, "description": f"exactly one of {', '.join(members)} must be set"})
+    if violations:
+        raise _invalid(kind(collection).singular, violations)
+
+
+def parse(collection: str, body: dict[str, Any], *, complete: bool = True) -> Message:
+    """A request body as a message (output-only fields, name and etag dropped), or INVALID_ARGUMENT.
+
+    ``complete=False`` is for the body of a masked update: names and types are
+    checked, required fields only once it is merged into the stored resource.
+    """
+    message = _message(collection, _cleaned(collection, body))
+    if complete:
+        oneof = kind(collection).oneof
+        has_type = oneof is None or message.WhichOneof(oneof) is not None
+        _complete(collection, _missing(message, kind(collection).singular), has_type)
+    return message
+
+
+def checked(collection: str, body: dict[str, Any], *, complete: bool = True) -> Parsed:
+    """What :func:`parse` accepts, as proto3 JSON data, or its INVALID_ARGUMENT.
+
+    Read by roundtrip.round_trip without a message when it can vouch for the body
+    (the common case; the required-field check then reads the data), else by parse.
+    """
+    data = _cleaned(collection, body)
+    desc = descriptor(collection)
+    try:
+        out = round_trip(desc, data, False)
+    except Unsure:
+        message = parse(collection, body, complete=complete)
+        return Parsed(message, to_data(message))
+    if complete:
+        oneof = kind(collection).oneof
+        members = _oneof_members(desc.full_name, oneof) if oneof is not None else ()
+        _complete(collection, _missing_data(desc, out, kind(collection).singular), not members or any(m in out for m in members))
+    return Parsed(None, out)
 
 
 def split_known(collection: str, data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -255,7 +322,7 @@ class Printed:
 class Parsed:
     """A checked request body: its message, and the proto3 JSON data printed from it."""
 
-    message: Message
+    message: Message | None  # None when read without one (roundtrip)
     data: dict[str, Any]
 
 
@@ -270,13 +337,17 @@ def printed(collection: str, data: dict[str, Any], parsed: Parsed | None = None)
     """
     desc = descriptor(collection)
     known, extra = split_known(collection, data)
-    if parsed is None:
-        message = api.message_class(desc.full_name)()
-        json_format.ParseDict(known, message, descriptor_pool=api.pool())
-    else:
-        message = parsed.message
-        _bring(message, parsed.data, known)
-    ints = {**json_format.MessageToDict(message, use_integers_for_enums=True), **extra}
+    try:
+        ints = round_trip(desc, known, True)
+    except Unsure:
+        if parsed is None or parsed.message is None:
+            message = api.message_class(desc.full_name)()
+            json_format.ParseDict(known, message, descriptor_pool=api.pool())
+        else:
+            message = parsed.message
+            _bring(message, parsed.data, known)
+        ints = json_format.MessageToDict(message, use_integers_for_enums=True)
+    ints.update(extra)
     return Printed(data, json.dumps(data, separators=(",", ":")), json.dumps(ints, separators=(",", ":")))
 
 
