@@ -1,17 +1,20 @@
-"""client/transport.py: httpx's transport with cesync's backend and pool, over a real socket."""
+"""client/transport.py: cesync's HTTP/1.1 transport and pool, over real sockets, against httpx's own."""
 
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
+import struct
+from collections.abc import Awaitable, Callable
 
-import httpcore
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from cesync.client import CesClient
-from cesync.client import transport as transport_module
-from cesync.client.transport import http_transport
+from cesync.client.transport import Http11Transport, http_transport
 from cesync.emulator.server import BackgroundServer
 
 PARENT = "projects/p/locations/us/apps/transport"
@@ -24,12 +27,13 @@ def test_many_requests_over_few_connections(emulator: BackgroundServer) -> None:
 
     async def run() -> None:
         async with CesClient(emulator.url, max_connections=3) as client:
-            pool = client.http._transport._pool  # type: ignore[attr-defined]
+            transport = client.http._transport
+            assert isinstance(transport, Http11Transport)
 
             async def one(i: int) -> None:
                 written = await client.create(PARENT, "tools", f"t{i}", {"pythonFunction": {"pythonCode": CODE}})
                 assert written.error is None, written.error
-                seen.append(len(pool.connections))
+                seen.append(transport.connections)
 
             await asyncio.gather(*(one(i) for i in range(40)))
             listed = await client.list_all(PARENT, "tools")
@@ -42,12 +46,10 @@ def test_many_requests_over_few_connections(emulator: BackgroundServer) -> None:
 def test_plain_http_loads_no_ca_bundle_and_trusts_nothing() -> None:
     """An http:// endpoint's transport: no certificates loaded, and a TLS connection could not be verified."""
     limits = httpx.Limits(max_connections=2)
-    pool = http_transport(limits, tls=False)._pool
-    context = pool._ssl_context
-    assert isinstance(pool, httpcore.AsyncConnectionPool)
+    context = http_transport(limits, tls=False).ssl_context
     assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
     assert context.cert_store_stats()["x509_ca"] == 0
-    assert http_transport(limits)._pool._ssl_context.cert_store_stats()["x509_ca"] > 0
+    assert http_transport(limits).ssl_context.cert_store_stats()["x509_ca"] > 0
 
 
 class _Server:
@@ -124,7 +126,7 @@ def test_pool_timeout_and_limit() -> None:
                 await sent
             server.delay = 0.0
             assert (await client.get("/e")).status_code == 200
-            assert len(client._transport._pool.connections) == 1  # type: ignore[attr-defined]
+            assert client._transport.connections == 1  # type: ignore[attr-defined]
         assert [r.split(b" ")[1] for r in server.requests] == [b"/a", b"/d", b"/e"]
 
     asyncio.run(run())
@@ -142,42 +144,144 @@ def test_many_waiting_requests_over_one_connection_all_answered_in_order() -> No
     assert asyncio.run(run()) == [f"/{i}".encode() for i in range(30)]
 
 
-class _Recording(httpcore.AsyncNetworkStream):
-    def __init__(self, fail_write: bool = False) -> None:
-        self.sent: list[bytes] = []
-        self.fail_write = fail_write
-
-    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return b"answer"
-
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        if self.fail_write:
-            raise httpcore.WriteError("broken pipe")
-        self.sent.append(buffer)
-
-    async def aclose(self) -> None:
-        pass
-
-    def get_extra_info(self, info: str) -> object:
-        return None
+_TOKEN = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABC-0123456789", min_size=1, max_size=12)
 
 
-def test_a_request_leaves_in_one_write_before_its_answer_is_read() -> None:
-    """Head and body written apart are sent together, before the first read; a failed send is
-    suppressed for the read (the server may have answered), as httpcore does for a request."""
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    method=st.sampled_from(["GET", "POST", "PATCH", "DELETE"]),
+    path=st.lists(_TOKEN, min_size=1, max_size=4).map("/".join),
+    params=st.dictionaries(_TOKEN, st.text(max_size=12), max_size=3),
+    headers=st.dictionaries(_TOKEN.map(lambda k: f"x-{k}"), _TOKEN, max_size=3),
+    body=st.none() | st.dictionaries(_TOKEN, st.text(max_size=20) | st.integers(), max_size=4),
+)
+def test_the_bytes_on_the_wire_are_httpcores(
+    method: str, path: str, params: dict[str, str], headers: dict[str, str], body: dict[str, object] | None
+) -> None:
+    """The same httpx request sent through httpx's default transport (httpcore) and through ours:
+    the server receives the same bytes, and the client the same answer."""
+
+    async def send(client: httpx.AsyncClient) -> tuple[int, list[tuple[bytes, bytes]], bytes, str]:
+        response = await client.request(method, f"/{path}", params=params, headers=headers, json=body)
+        return response.status_code, response.headers.raw, response.content, response.reason_phrase
 
     async def run() -> None:
-        inner = _Recording()
-        stream = transport_module._Stream(inner)
-        await stream.write(b"POST / HTTP/1.1\r\n\r\n")
-        await stream.write(b"body")
-        assert inner.sent == []
-        assert await stream.read(10) == b"answer"
-        assert inner.sent == [b"POST / HTTP/1.1\r\n\r\nbody"]
-        await stream.write(b"x" * transport_module.HOLD_LIMIT)
-        assert len(inner.sent) == 2  # a large body is not held
-        failing = transport_module._Stream(_Recording(fail_write=True))
-        await failing.write(b"GET / HTTP/1.1\r\n\r\n")
-        assert await failing.read(10) == b"answer"
+        limits = httpx.Limits(max_connections=2)
+        server = _Server()
+        async with server as url:
+            async with httpx.AsyncClient(base_url=url, transport=httpx.AsyncHTTPTransport(limits=limits)) as client:
+                theirs = await send(client)
+            async with _client(url, 2) as client:
+                ours = await send(client)
+        assert ours == theirs
+        assert server.requests[0] == server.requests[1]
+
+    asyncio.run(run())
+
+
+async def _raw_server(
+    handle: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
+) -> tuple[asyncio.Server, str]:
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    return server, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+
+
+async def _silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await reader.readuntil(b"\r\n\r\n")
+    await asyncio.sleep(2)
+    writer.close()
+
+
+async def _closes_before_answering(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await reader.readuntil(b"\r\n\r\n")
+    writer.close()
+
+
+async def _half_an_answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await reader.readuntil(b"\r\n\r\n")
+    writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\n{}")
+    await writer.drain()
+    writer.close()
+
+
+async def _resets(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await reader.readuntil(b"\r\n\r\n")
+    sock = writer.get_extra_info("socket")
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close with RST
+    writer.transport.abort()
+
+
+async def _garbage(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await reader.readuntil(b"\r\n\r\n")
+    writer.write(b"NOT HTTP AT ALL\r\n\r\n")
+    await writer.drain()
+    await asyncio.sleep(0.5)
+    writer.close()
+
+
+@pytest.mark.parametrize(
+    ("handle", "error"),
+    [
+        (_silent, httpx.ReadTimeout),
+        (_closes_before_answering, httpx.RemoteProtocolError),
+        (_half_an_answer, httpx.RemoteProtocolError),
+        (_resets, httpx.ReadError),
+        (_garbage, httpx.RemoteProtocolError),
+    ],
+)
+def test_errors_after_sending_are_httpx_types(
+    handle: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]], error: type[httpx.TransportError]
+) -> None:
+    """What a server does after the request left, as the exception httpx would name (the client
+    treats all of them as 'sent'); the connection is not kept, and the next request opens another."""
+
+    async def run() -> None:
+        server, url = await _raw_server(handle)
+        async with _client(url, 2, timeout=httpx.Timeout(5.0, read=0.2)) as client:
+            with pytest.raises(error):
+                await client.post("/x", json={"a": 1})
+            assert client._transport.connections == 0  # type: ignore[attr-defined]
+        server.close()
+
+    asyncio.run(run())
+
+
+def test_connect_errors_and_timeouts() -> None:
+    """Nothing listening: ConnectError; connecting too long: ConnectTimeout; neither keeps a place in the pool."""
+
+    async def run() -> None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]  # bound, not listening: refused
+            async with _client(f"http://127.0.0.1:{port}", 1) as client:
+                for _ in range(2):  # the place is given back, or the second would wait for the pool
+                    with pytest.raises(httpx.ConnectError):
+                        await client.get("/")
+        with socket.socket() as full:
+            full.bind(("127.0.0.1", 0))
+            full.listen(0)
+            address = full.getsockname()
+            waiting = [socket.create_connection(address, timeout=1)]  # never accepted: the queue (of one) is full
+            try:
+                async with _client(f"http://127.0.0.1:{address[1]}", 1, timeout=httpx.Timeout(5.0, connect=0.1)) as client:
+                    with pytest.raises(httpx.ConnectTimeout):
+                        await client.get("/")
+                    assert client._transport.connections == 0  # type: ignore[attr-defined]
+            finally:
+                for s in waiting:
+                    s.close()
+
+    asyncio.run(run())
+
+
+def test_write_timeout_when_the_server_reads_nothing() -> None:
+    """A body larger than the socket buffers to a server that never reads: httpx.WriteTimeout."""
+
+    async def run() -> None:
+        server, url = await _raw_server(_silent)
+        async with _client(url, 1, timeout=httpx.Timeout(5.0, write=0.2)) as client:
+            with pytest.raises(httpx.WriteTimeout):
+                await client.post("/x", content=b"x" * (64 * 1024 * 1024))
+        server.close()
 
     asyncio.run(run())
