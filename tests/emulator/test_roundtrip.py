@@ -137,20 +137,30 @@ def _outcome(call: Any) -> Any:
         return ("error", exc.status, exc.message, exc.details)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# What a request may echo that the server sets (output-only fields, name, etag), right or wrong.
+ECHOED = st.dictionaries(
+    st.sampled_from(["createTime", "update_time", "generatedSummary", "name", "etag", "bogus"]),
+    st.one_of(st.just("2026-01-02T03:04:05.5Z"), st.just("x"), st.integers(), st.none(), st.just({"bogus": 1})),
+    max_size=3,
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     case=resource_bodies(),
     drop=st.lists(st.booleans(), max_size=5),
-    how=st.integers(0, 5),
+    how=st.integers(0, 6),
     complete=st.booleans(),
+    echoed=ECHOED,
 )
 def test_checked_as_parse_then_print(
-    case: tuple[str, tuple[dict[str, Any], dict[str, Any]]], drop: list[bool], how: int, complete: bool
+    case: tuple[str, tuple[dict[str, Any], dict[str, Any]]], drop: list[bool], how: int, complete: bool, echoed: dict[str, Any]
 ) -> None:
-    """wire.checked gives parse's data, or its error word for word (required fields, names, types, oneof)."""
+    """wire.checked gives parse's data, or its error word for word (unknown and required fields, names, types, oneof)."""
     kind_name, (a, _) = case
     collection = KINDS[kind_name].collection
-    body = _pruned(a, drop) if how == 5 else _mangled(a, how)
+    body = _pruned(a, drop) if how == 5 else a if how == 6 else _mangled(a, how)
+    body = {**body, **echoed}
     if how % 2:
         body = json.loads(json.dumps(body).replace('"projects/', '"x/'))
     old = _outcome(lambda: to_data(parse(collection, body, complete=complete)))

@@ -24,7 +24,7 @@ from google.protobuf.message import Message
 from ..api import descriptors as api
 from .errors import RpcError
 from .resources import APP, COLLECTIONS, Collection
-from .roundtrip import Unsure, round_trip
+from .roundtrip import OPAQUE, Unsure, round_trip
 
 __all__ = [
     "RESOURCES",
@@ -43,8 +43,6 @@ __all__ = [
 ]
 
 RESOURCES = {c.name: c.full_message for c in (*COLLECTIONS.values(), APP)}
-# Messages json_format prints as JSON scalars or free objects: nothing inside to check.
-OPAQUE = {f"google.protobuf.{n}" for n in ("Duration", "Timestamp", "Struct", "Value", "ListValue", "FieldMask", "Any")}
 # Resource names the server resolves, so a malformed one is INVALID_ARGUMENT there too.
 RESOURCE_NAMES: dict[str, re.Pattern[str]] = {
     f"{api.PACKAGE}.{field}": re.compile(pattern)
@@ -281,10 +279,9 @@ def checked(collection: str, body: dict[str, Any], *, complete: bool = True) -> 
     Read by roundtrip.round_trip without a message when it can vouch for the body
     (the common case; the required-field check then reads the data), else by parse.
     """
-    data = _cleaned(collection, body)
     desc = descriptor(collection)
     try:
-        out = round_trip(desc, data, False)
+        out = round_trip(desc, body, False, request=True)
     except Unsure:
         message = parse(collection, body, complete=complete)
         return Parsed(message, to_data(message))
