@@ -135,6 +135,8 @@ def _outcome(call: Any) -> Any:
         return call()
     except RpcError as exc:
         return ("error", exc.status, exc.message, exc.details)
+    except Exception as exc:  # json_format's own failures (upb refuses lone surrogates in enum names): both ways alike
+        return ("crash", type(exc).__name__)
 
 
 # What a request may echo that the server sets (output-only fields, name, etag), right or wrong.
