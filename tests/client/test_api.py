@@ -73,3 +73,68 @@ def test_request_url_is_the_one_httpx_makes(base: str, segments: list[str], para
         return
     assert str(client.url(path, merged)) == str(expected)
     assert client.url(path, merged) == expected
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    method=st.sampled_from(["GET", "POST", "PATCH", "DELETE"]),
+    segments=st.lists(_URL_TEXT.filter(bool), min_size=1, max_size=4),
+    params=st.dictionaries(_URL_TEXT, _URL_TEXT | st.integers(), max_size=3),
+    body=st.none() | st.dictionaries(st.text(max_size=8), _JSON, max_size=4),
+    resource=st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=30),
+    timeout=st.none() | st.floats(min_value=0.5, max_value=400),
+)
+def test_request_is_the_one_build_request_makes(
+    method: str,
+    segments: list[str],
+    params: dict[str, object],
+    body: dict[str, object] | None,
+    resource: str,
+    timeout: float | None,
+) -> None:
+    """CesClient.request builds directly what httpx's build_request made of the same call (before it was direct)."""
+    client = CesClient("https://ces.us.rep.googleapis.com")
+    path = "/".join(segments)
+    try:
+        expected = client.http.build_request(
+            method,
+            client.url(path, {**params, "$alt": "json;enum-encoding=int"}),
+            json=body,
+            headers={"x-goog-request-params": f"parent={resource}"},
+            timeout=httpx.Timeout(timeout) if timeout else httpx.USE_CLIENT_DEFAULT,
+        )
+    except httpx.InvalidURL:
+        return
+    made = client.request(method, path, resource, params=params, body=body, timeout=timeout)
+    assert (made.method, made.url, made.headers.raw, made.content, made.extensions) == (
+        expected.method,
+        expected.url,
+        expected.headers.raw,
+        expected.content,
+        expected.extensions,
+    )
+
+
+def test_a_cookie_the_server_sets_is_never_sent_back() -> None:
+    """CES sets no cookies; if a server did, the client would not keep it (no state between calls)."""
+    seen: list[str | None] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("cookie"))
+        return httpx.Response(200, headers={"set-cookie": "session=abc; Path=/"}, json={"name": "x"})
+
+    async def run() -> None:
+        async with CesClient("http://emu", transport=httpx.MockTransport(answer)) as c:
+            await c.get(f"{APP}/tools/a")
+            await c.get(f"{APP}/tools/b")
+            assert not c.http.cookies
+
+    asyncio.run(run())
+    assert seen == [None, None]
