@@ -189,7 +189,8 @@ class CesClient:
         tests/client/test_api.py compares both on generated paths and params. A path with other than
         URL-safe ASCII (resource names have none) is left to httpx."""
         if _PLAIN_PATH.fullmatch(path):
-            return httpx.URL(f"{self.base_url}/v1/{path}", params=params)
+            query = str(httpx.QueryParams(params))  # as httpx.URL(..., params=) makes it, without a second parse
+            return httpx.URL(f"{self.base_url}/v1/{path}?{query}" if query else f"{self.base_url}/v1/{path}")
         return self.http.build_request("GET", f"/v1/{path}", params=params).url
 
     def request(
