@@ -236,7 +236,7 @@ class Emulator:
     def _existing(self, db: Any, parent: str, collection: str, rid: str) -> Printed:
         found = self.store.get(db, parent, collection, rid)
         if found is None:
-            raise RpcError("NOT_FOUND", f"{kind(collection).words} {parent}/{collection}/{rid} not found")
+            raise _not_found(parent, collection, rid)
         return found
 
     def _existing_app(self, db: Any, parent: str) -> Printed:
@@ -353,7 +353,10 @@ class Emulator:
         assert rid is not None
         self.store.app(parent)
         with self.store.transaction() as db:
-            return _answer(request, self._existing(db, parent, collection, rid))
+            text = self.store.text(db, parent, collection, rid, _enum_int(request))  # no data to read: only the answer
+        if text is None:
+            raise _not_found(parent, collection, rid)
+        return Response(text, media_type="application/json")
 
     async def patch(self, request: Request, parent: str, collection: str, rid: str | None) -> Any:
         assert rid is not None
@@ -684,6 +687,10 @@ class Emulator:
 
     async def list_operations(self, request: Request, location: str) -> Any:
         return self.operations.list(location)
+
+
+def _not_found(parent: str, collection: str, rid: str) -> RpcError:
+    return RpcError("NOT_FOUND", f"{kind(collection).words} {parent}/{collection}/{rid} not found")
 
 
 def _who(users: list[tuple[str, str, dict[str, Any]]]) -> str:

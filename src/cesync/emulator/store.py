@@ -209,6 +209,14 @@ class Store:
         ).fetchone()
         return Printed(json.loads(row[0]), row[0], row[1]) if row else None
 
+    def text(self, db: sqlite3.Connection, parent: str, collection: str, rid: str, enum_int: bool) -> str | None:
+        """A resource's answer text alone (what get() holds as Printed.text, without reading its data)."""
+        row = db.execute(
+            f"SELECT {'ints' if enum_int else 'names'} FROM resources WHERE app = ? AND collection = ? AND id = ?",
+            (parent, collection, rid),
+        ).fetchone()
+        return str(row[0]) if row else None
+
     def put(self, db: sqlite3.Connection, parent: str, collection: str, rid: str, res: Printed) -> None:
         db.execute(
             "INSERT OR REPLACE INTO resources (app, collection, id, name, create_time, system, display_name, names, ints)"

@@ -60,6 +60,7 @@ def descriptor(collection: str) -> Descriptor:
     return api.message(RESOURCES[collection])
 
 
+@cache
 def _oneof_members(message: str, oneof: str) -> tuple[str, ...]:
     return tuple(f.json_name for f in api.message(message).oneofs_by_name[oneof].fields)
 
@@ -345,7 +346,10 @@ def printed(collection: str, data: dict[str, Any], parsed: Parsed | None = None)
             _bring(message, parsed.data, known)
         ints = json_format.MessageToDict(message, use_integers_for_enums=True)
     ints.update(extra)
-    return Printed(data, json.dumps(data, separators=(",", ":")), json.dumps(ints, separators=(",", ":")))
+    return Printed(data, _COMPACT.encode(data), _COMPACT.encode(ints))
+
+
+_COMPACT = json.JSONEncoder(separators=(",", ":"))  # what json.dumps(..., separators=(",", ":")) makes anew per call
 
 
 _ABSENT = object()
