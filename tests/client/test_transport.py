@@ -13,9 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cesync.client import CesClient
+from cesync.client import CesClient, RetryPolicy
 from cesync.client.transport import Http11Transport, http_transport
 from cesync.emulator.server import BackgroundServer
+from cesync.errors import TransportError
 
 PARENT = "projects/p/locations/us/apps/transport"
 CODE = "def f(x):\n    return x\n"
@@ -285,3 +286,28 @@ def test_write_timeout_when_the_server_reads_nothing() -> None:
         server.close()
 
     asyncio.run(run())
+
+
+def test_proxies_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """HTTP_PROXY is honoured as httpx honours it (the request goes to the proxy, in absolute form),
+    and NO_PROXY too (the request goes straight to its closed port: cannot reach)."""
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{s.getsockname()[1]}"
+
+    async def run() -> list[bytes]:
+        proxy = _Server()
+        async with proxy as proxy_url:
+            monkeypatch.setenv("HTTP_PROXY", proxy_url)
+            async with CesClient(closed, retry=RetryPolicy(attempts=1)) as client:
+                assert await client.get(f"{PARENT}/tools/t") == {}
+            monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+            async with CesClient(closed, retry=RetryPolicy(attempts=1)) as client:
+                with pytest.raises(TransportError, match="cannot reach"):
+                    await client.get(f"{PARENT}/tools/t")
+        return proxy.requests
+
+    requests = asyncio.run(run())
+    assert len(requests) == 1 and requests[0].startswith(f"GET {closed}/v1/{PARENT}/tools/t?".encode())

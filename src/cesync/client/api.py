@@ -33,7 +33,7 @@ from ..api.kinds import KINDS, by_collection, by_word, kind_of_name
 from ..api.resource import Resource
 from ..core.sensitive import scrub
 from ..errors import BY_STATUS, ApiError, RetryableError, TransportError
-from .transport import http_transport
+from .transport import http_transport, proxy_mounts
 
 __all__ = ["CesClient", "RetryPolicy", "Written"]
 
@@ -166,6 +166,7 @@ class CesClient:
         self.http = _Http(
             base_url=self.base_url,
             transport=transport or http_transport(limits, tls=not self.base_url.startswith("http://")),
+            mounts=None if transport else proxy_mounts(limits),  # given a transport, httpx reads no proxy variables
             auth=auth,
             timeout=timeout,
             limits=limits,

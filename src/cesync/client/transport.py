@@ -17,8 +17,8 @@ after); ``httpx.Limits`` (at most ``max_connections`` open, at most
 waits for a connection at most the pool timeout, first come first served); an idle
 connection the server closed (or sent anything to) is never reused; TLS with the
 context httpx would make (ALPN http/1.1, as httpcore sets it). HTTP/2 and proxies
-are not spoken here: cesync asks for neither (httpx mounts its own transports for
-proxies when it is given them).
+are not spoken here: cesync asks for no HTTP/2, and a proxy from the environment is
+reached through httpx's own transport (``proxy_mounts``).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import Any
 import h11
 import httpx
 
-__all__ = ["Http11Transport", "http_transport"]
+__all__ = ["Http11Transport", "http_transport", "proxy_mounts"]
 
 HOLD_LIMIT = 256 * 1024  # a request is written in one piece up to this size, then as it comes
 
@@ -50,6 +50,19 @@ def http_transport(limits: httpx.Limits, *, tls: bool = True) -> Http11Transport
     """
     context = httpx.create_ssl_context() if tls else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     return Http11Transport(context, limits)
+
+
+def proxy_mounts(limits: httpx.Limits) -> dict[str, httpx.AsyncBaseTransport | None]:
+    """The proxies of the environment (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY) mounted as
+    httpx mounts them, for the client to pass as ``mounts``: httpx reads them only when it makes
+    its own transport, not when given one. A proxied origin goes through httpx's own transport
+    with that proxy; a NO_PROXY one maps to None, the client's transport (this one)."""
+    from httpx._utils import get_environment_proxies  # httpx's reading of the variables (internal, there since 0.18)
+
+    return {
+        pattern: None if url is None else httpx.AsyncHTTPTransport(proxy=url, limits=limits)
+        for pattern, url in get_environment_proxies().items()
+    }
 
 
 class _Connection(asyncio.Protocol):
