@@ -7,6 +7,7 @@ import socket
 import ssl
 import struct
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import httpx
 import pytest
@@ -17,6 +18,7 @@ from cesync.client import CesClient, RetryPolicy
 from cesync.client.transport import Http11Transport, http_transport
 from cesync.emulator.server import BackgroundServer
 from cesync.errors import TransportError
+from tests.google_fake import self_signed
 
 PARENT = "projects/p/locations/us/apps/transport"
 CODE = "def f(x):\n    return x\n"
@@ -311,3 +313,23 @@ def test_proxies_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
     requests = asyncio.run(run())
     assert len(requests) == 1 and requests[0].startswith(f"GET {closed}/v1/{PARENT}/tools/t?".encode())
+
+
+def test_tls_is_verified_against_the_trusted_certificates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """https to the emulator serving TLS: with its certificate trusted (SSL_CERT_FILE, read by httpx's
+    context) calls go through, over connections that are reused; without, nothing connects (cannot reach)."""
+    cert, key = self_signed(tmp_path)
+
+    async def run(url: str) -> None:
+        async with CesClient(url, retry=RetryPolicy(attempts=1)) as client:
+            for i in range(3):
+                written = await client.create(PARENT, "tools", f"tls{i}", {"pythonFunction": {"pythonCode": CODE}})
+                written.unwrap()
+            assert client.http._transport.connections == 1  # type: ignore[attr-defined]
+
+    with BackgroundServer(tls=(cert, key), auto_create_apps=True) as server:
+        url = f"https://{server.host}"
+        with pytest.raises(TransportError, match=r"cannot reach .*CERTIFICATE_VERIFY_FAILED"):
+            asyncio.run(run(url))
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+        asyncio.run(run(url))

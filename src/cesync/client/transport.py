@@ -164,12 +164,22 @@ class _Connection(asyncio.Protocol):
             return True
         sock = self.transport.get_extra_info("socket")
         # readable while idle: the server closed it (or broke the protocol), and the loop has not run yet
-        return sock is None or not select.select([sock], [], [], 0)[0]
+        return sock is None or not _readable(sock)
 
     def close(self) -> None:
         self.closed = True
         if self.transport is not None:
             self.transport.close()
+
+
+def _readable(sock: Any) -> bool:
+    """Has the socket something to read (or an end)? poll where there is one: select cannot
+    take a descriptor above 1023 (as httpcore checks it)."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
+        return bool(poller.poll(0))
+    return bool(select.select([sock], [], [], 0)[0])
 
 
 def _expire(waiter: asyncio.Future[None], error: type[httpx.TimeoutException]) -> None:
@@ -258,7 +268,12 @@ class Http11Transport(httpx.AsyncBaseTransport):
         try:
             await asyncio.wait_for(
                 loop.create_connection(
-                    lambda: connection, host, port, ssl=self.ssl_context if tls else None, server_hostname=sni
+                    lambda: connection,
+                    host,
+                    port,
+                    ssl=self.ssl_context if tls else None,
+                    server_hostname=sni,
+                    happy_eyeballs_delay=0.25,  # IPv6 and IPv4 addresses tried side by side, as anyio did
                 ),
                 timeout,
             )
