@@ -183,31 +183,46 @@ def _missing(message: Message, path: str) -> list[dict[str, str]]:
     return found
 
 
+@cache
+def _data_checks(desc: Descriptor) -> tuple[tuple[str, bool, re.Pattern[str] | None, str, Descriptor | None], ...]:
+    """_checked_fields for _missing_data: (JSON name, required, name pattern, how to go in, message there).
+
+    How to go in: "" not at all (a scalar or an opaque message), "map" (message values), "list", "one"."""
+    out = []
+    for f, required, pattern in _checked_fields(desc):
+        how, target = "", None
+        if f.message_type is not None and f.message_type.full_name not in OPAQUE:
+            if _is_map(f):
+                target = f.message_type.fields_by_name["value"].message_type
+                how = "map" if target is not None else ""
+            else:
+                how, target = ("list" if f.is_repeated else "one"), f.message_type
+        out.append((f.json_name, required, pattern, how, target))
+    return tuple(out)
+
+
 def _missing_data(desc: Descriptor, data: dict[str, Any], path: str) -> list[dict[str, str]]:
     """_missing of a message, read from its proto3 JSON data: a field is printed exactly when _missing counts it present."""
     found: list[dict[str, str]] = []
-    for f, required, pattern in _checked_fields(desc):
-        at = f"{path}.{f.json_name}"
-        present = f.json_name in data
-        if required and not present:
-            found.append({"field": at, "description": "Field is required."})
-        if not present:
+    for name, required, pattern, how, target in _data_checks(desc):
+        if name not in data:
+            if required:
+                found.append({"field": f"{path}.{name}", "description": "Field is required."})
             continue
-        value = data[f.json_name]
+        value = data[name]
         if pattern is not None and not pattern.fullmatch(value):
-            found.append({"field": at, "description": f"Invalid resource name '{value}'."})
-        if f.message_type is None or f.message_type.full_name in OPAQUE:
+            found.append({"field": f"{path}.{name}", "description": f"Invalid resource name '{value}'."})
+        if target is None:
             continue
-        if _is_map(f):
-            target = f.message_type.fields_by_name["value"].message_type
-            if target is not None:
-                for k, v in value.items():
-                    found += _missing_data(target, v, f"{at}[{json.dumps(k)}]")
-        elif f.is_repeated:
+        at = f"{path}.{name}"
+        if how == "map":
+            for k, v in value.items():
+                found += _missing_data(target, v, f"{at}[{json.dumps(k)}]")
+        elif how == "list":
             for i, v in enumerate(value):
-                found += _missing_data(f.message_type, v, f"{at}[{i}]")
+                found += _missing_data(target, v, f"{at}[{i}]")
         else:
-            found += _missing_data(f.message_type, value, at)
+            found += _missing_data(target, value, at)
     return found
 
 
