@@ -45,7 +45,7 @@ _INT64_RANGES = {
     F.TYPE_FIXED64: (0, 2**64 - 1),
 }
 _INT64_TEXT = re.compile(r"-?(0|[1-9][0-9]*)\Z", re.ASCII)
-_TIMESTAMP = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?Z\Z", re.ASCII)
+_TIMESTAMP = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?Z\Z", re.ASCII)
 # json_format refuses strings holding these (protobuf strings are UTF-8).
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # Messages json_format prints as JSON scalars or free objects: nothing inside to check.
@@ -311,17 +311,22 @@ def _duration(text: str) -> str:
         raise Unsure from None
 
 
+@lru_cache(maxsize=256)
+def _real_moment(text: str) -> bool:
+    """Whether YYYY-MM-DDTHH:MM:SS names a moment (server stamps share theirs for a second: kept)."""
+    try:
+        datetime.datetime(int(text[0:4]), int(text[5:7]), int(text[8:10]), int(text[11:13]), int(text[14:16]), int(text[17:19]))
+    except ValueError:
+        return False
+    return True
+
+
 def _timestamp(text: str) -> str:
     """A Timestamp as protobuf prints it after reading it, for the plain UTC form (server stamps); else Unsure."""
     match = _TIMESTAMP.match(text)
-    if match is None:
+    if match is None or not _real_moment(match.group(1)):
         raise Unsure
-    try:
-        year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
-        datetime.datetime(year, month, day, hour, minute, second)
-    except ValueError:
-        raise Unsure from None
-    fraction = match.group(7)
+    fraction = match.group(2)
     nanos = round(float("0." + fraction) * 1e9) if fraction else 0
     base = text[:19]
     if nanos == 0:

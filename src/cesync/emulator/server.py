@@ -45,6 +45,9 @@ class _OneWrite:
             if not self._inner.is_closing():
                 self._inner.write(data)
 
+    def is_closing(self) -> bool:  # asked on every answer: spared __getattr__'s failed lookup first
+        return self._inner.is_closing()
+
     def get_write_buffer_size(self) -> int:
         return self._inner.get_write_buffer_size() + sum(map(len, self._held))
 
