@@ -21,6 +21,7 @@ import uuid
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,10 @@ def new_etag() -> str:
     return uuid.uuid4().hex[:16]
 
 
+@lru_cache(maxsize=1024)
 def first_function(code: str) -> tuple[str | None, str | None]:
+    """The name and docstring of the code's first top-level function (kept by code: an update
+    that resends unchanged code does not parse it again; each create parses its own)."""
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
