@@ -247,12 +247,21 @@ def test_ctrl_c_at_a_random_moment(repo: Path, seed: int) -> None:
     assert len(remaining) == 21 - created, (delay, out)  # nothing half-applied or unaccounted for
 
 
-def test_a_ctrl_c_that_lands_in_a_callback_is_not_lost() -> None:
+@pytest.mark.parametrize("slow_thread_start", [False, True])
+def test_a_ctrl_c_that_lands_in_a_callback_is_not_lost(slow_thread_start: bool) -> None:
     """A KeyboardInterrupt raised inside a weakref callback (as a Ctrl-C landing in importlib's
-    module-lock callback is) cannot propagate; the command still ends with 130 and one line."""
+    module-lock callback is) cannot propagate; the command still ends with 130 and one line.
+    slow_thread_start: the main thread stays in the hook a while after starting the thread that
+    raises the interrupt again (as on a loaded machine): it is raised once the hook is left."""
+    slow = (
+        "import threading\n"
+        "_start = threading.Thread.start\n"
+        "def start(self):\n"
+        "    _start(self); time.sleep(0.2)\n"
+        "threading.Thread.start = start\n"
+    )
     probe = (
-        "import sys, time, weakref\n"
-        "from cesync import cli\n"
+        "import sys, time, weakref\n" + (slow if slow_thread_start else "") + "from cesync import cli\n"
         "@cli.main.command('boom')\n"
         "@cli.handled\n"
         "def boom():\n"

@@ -73,8 +73,7 @@ def handled(fn: F) -> F:
             raise
         except Exception as exc:  # a bug: still no traceback unless asked for
             if "KeyboardInterrupt" in str(exc):  # pydantic-core reports a Ctrl-C inside a model build as SchemaError
-                err("interrupted")
-                sys.exit(EXIT_INTERRUPTED)
+                _leave_interrupted()
             if os.environ.get("CESYNC_DEBUG"):
                 import traceback
 
@@ -255,20 +254,40 @@ def _no_lost_interrupt(hook: Callable[[Any], object]) -> Callable[[Any], object]
     weakref callback (importlib's module locks have one, run at the end of every import)
     or a __del__, the KeyboardInterrupt cannot propagate: Python printed "Exception
     ignored ... KeyboardInterrupt" and went on as if no Ctrl-C had come. Here it is not
-    printed and is raised again in the main thread a moment later, outside the callback,
-    where the command handles it (exit 130, 'interrupted').
+    printed and is raised again in the main thread once it has left this hook, where the
+    command handles it (exit 130, 'interrupted'). Not after a fixed delay: on a loaded
+    machine the main thread could still be in the hook (starting the thread) when it came,
+    and a KeyboardInterrupt raised inside the hook is lost too.
     """
 
     def unraisable(info: Any) -> object:
         if isinstance(info.exc_value, KeyboardInterrupt):
-            import _thread
             import threading
 
-            threading.Timer(0.001, _thread.interrupt_main).start()
+            main = threading.main_thread().ident
+            threading.Thread(target=_interrupt_main_outside, args=(unraisable.__code__, main), daemon=True).start()
             return None
         return hook(info)
 
     return unraisable
+
+
+def _interrupt_main_outside(code: Any, main: int | None) -> None:
+    """interrupt_main once no frame of the main thread runs code (the hook), for at most 5 s."""
+    import _thread
+    import time
+
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        frame = sys._current_frames().get(main or 0)
+        if frame is None:
+            return  # the main thread has ended
+        while frame is not None and frame.f_code is not code:
+            frame = frame.f_back
+        if frame is None:
+            break
+        time.sleep(0.001)
+    _thread.interrupt_main()
 
 
 def atomic_write(path: Path, text: str) -> None:
