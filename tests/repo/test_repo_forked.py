@@ -17,6 +17,7 @@ from cesync.api.resource import Resource
 from cesync.core import documents
 from cesync.core.plan import build_plan
 from cesync.errors import ConfigError, Problem
+from cesync.render.text import render_text
 from cesync.repo import forked
 from cesync.repo.repo import Repo, load_repo
 
@@ -101,6 +102,23 @@ def test_forked_render_plans_the_same(tmp_path: Path, monkeypatch: pytest.Monkey
     adopted = [t for t in texts if t in documents._SUBSTITUTED]
     assert len(adopted) >= len(texts) // 3  # the child's share came back
     assert all(documents.parse_document(t) == json.loads(json.dumps(yaml.safe_load(t))) for t in texts)
+    # The plan's text, part of it made in a forked process (as print_plan does), is the same too.
+    monkeypatch.setattr(forked, "MIN_ITEMS", 0)
+    for r in remote[1::3]:
+        r.body["displayName"] = "changed by hand"
+    code = next(r for r in remote if "pythonFunction" in r.body)
+    code.body["pythonFunction"] = {**code.body["pythonFunction"], "pythonCode": "def f():\n    return 1\n"}
+    remote.append(Resource("tool", "zz-gone", {"clientFunction": {"name": "gone"}}))
+    mixed = build_plan("dev", parent, desired, remote, prune=True)
+    assert {"create", "update", "delete"} <= {c.action for c in mixed.changes}
+    forks = []
+    fork = os.fork
+    monkeypatch.setattr(forked, "can_fork", lambda: True)  # pytest-xdist's worker runs threads
+    monkeypatch.setattr(os, "fork", lambda: forks.append(1) or fork())
+    for color in (False, True):
+        one = render_text(mixed, color=color)
+        assert render_text(mixed, color=color, mapper=forked.fork_map) == one
+    assert len(forks) == 2
 
 
 def _processes_naming(text: str) -> list[int]:

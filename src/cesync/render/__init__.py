@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..core.plan import Plan
     from .markdown import MARKER, render_markdown
-    from .text import render_text, use_color
+    from .text import Mapper, render_text, use_color
 
 __all__ = ["FORMATS", "MARKER", "render", "render_markdown", "render_text", "use_color"]
 
@@ -19,7 +19,8 @@ FORMATS = ("text", "json", "markdown")
 _LAZY = {"MARKER": "markdown", "render_markdown": "markdown", "render_text": "text", "use_color": "text"}
 
 
-def render(plan: Plan, fmt: str, *, color: bool = False) -> str:
+def render(plan: Plan, fmt: str, *, color: bool = False, mapper: Mapper | None = None) -> str:
+    """mapper: how the text renderer maps its changes to their texts (see text.Mapper)."""
     if fmt == "json":
         return plan.to_json()
     if fmt == "markdown":
@@ -28,7 +29,7 @@ def render(plan: Plan, fmt: str, *, color: bool = False) -> str:
         return render_markdown(plan)
     from .text import render_text
 
-    return render_text(plan, color=color)
+    return render_text(plan, color=color, mapper=mapper)
 
 
 def __getattr__(name: str) -> Any:
