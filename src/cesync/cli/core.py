@@ -255,7 +255,6 @@ def apply(
 ) -> None:
     """Make the app match the repo: creates, updates and (with --prune) deletes."""
     from ..core.plan import check_safety
-    from ..pipeline.apply import ApplyResult
     from ..pipeline.workflow import check_saved, make_plan, narrow_saved, open_context
     from ..render.common import summary
 
@@ -277,6 +276,8 @@ def apply(
                 current = await make_plan(ctx, client, prune=prune, targets=targets)
             if fmt == "text" and saved is None:
                 print_plan(current, "text")
+            from ..pipeline.apply import ApplyResult  # here: the HTTP client it imports loaded during the render
+
             if not current.has_changes:
                 if snapshot and fmt == "text":
                     out("No changes: no version created (--snapshot marks applies that changed the app).")
