@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from cesync.api.resource import Resource
 from cesync.client import CesClient
 from cesync.emulator import EmbeddedTransport
-from cesync.errors import AlreadyExists, NotFound
+from cesync.errors import AlreadyExists, ApiError, NotFound
 
 APP = "projects/p/locations/us/apps/a"
 
@@ -138,3 +138,26 @@ def test_a_cookie_the_server_sets_is_never_sent_back() -> None:
 
     asyncio.run(run())
     assert seen == [None, None]
+
+
+@pytest.mark.parametrize("code", [301, 302, 303, 307, 308])
+def test_a_redirect_is_an_error_not_a_success(code: int) -> None:
+    """An endpoint answering with a redirect (a wrong URL, a proxy's login page) carried out nothing:
+    reads and writes fail with a message naming it, the redirect is not followed, a write is not retried."""
+    seen: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(str(request.url.host))
+        return httpx.Response(code, headers={"location": "https://elsewhere.example/"})
+
+    async def run() -> None:
+        async with CesClient("http://emu", transport=httpx.MockTransport(answer)) as c:
+            with pytest.raises(ApiError, match=rf"redirect \(HTTP {code} to https://elsewhere.example/\)"):
+                await c.get(f"{APP}/tools/a")
+            with pytest.raises(ApiError, match="redirect"):
+                await c.list_all(APP, "tools")
+            written = await c.create(APP, "tools", "t", {"clientFunction": {"name": "t"}})
+            assert isinstance(written.error, ApiError) and "redirect" in str(written.error) and not written.retried
+
+    asyncio.run(run())
+    assert seen == ["emu"] * 3

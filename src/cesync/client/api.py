@@ -97,6 +97,12 @@ def to_error(response: httpx.Response, operation: str, resource: str) -> ApiErro
         error = {}
     status = str(error.get("status") or "")
     message = str(error.get("message") or response.reason_phrase or "error")
+    if 300 <= response.status_code < 400:  # not followed (credentials stay with the endpoint), and not a success
+        to = response.headers.get("location")
+        message = (
+            f"the server answered with a redirect (HTTP {response.status_code}{f' to {to}' if to else ''}), which cesync "
+            "does not follow: nothing was done; is the endpoint right?"
+        )
     details = error.get("details") or []
     if not status:
         status = {
@@ -242,7 +248,7 @@ class CesClient:
                 operation=operation,
                 resource=resource,
             ) from None
-        if response.status_code >= 400:
+        if response.status_code >= 300:  # a redirect is no success either: the request was not carried out
             raise to_error(response, operation, resource)
         try:
             data = response.json() if response.content else {}
