@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from cesync.client import CesClient, RetryPolicy
 from cesync.client.transport import Http11Transport, http_transport
 from cesync.emulator.server import BackgroundServer
-from cesync.errors import TransportError
+from cesync.errors import CesyncError, TransportError
 from tests.google_fake import self_signed
 
 PARENT = "projects/p/locations/us/apps/transport"
@@ -333,3 +333,16 @@ def test_tls_is_verified_against_the_trusted_certificates(tmp_path: Path, monkey
             asyncio.run(run(url))
         monkeypatch.setenv("SSL_CERT_FILE", str(cert))
         asyncio.run(run(url))
+
+
+@pytest.mark.parametrize("variable", ["ALL_PROXY=socks5://u:secret@127.0.0.1:1", "HTTP_PROXY=ftp://u:secret@127.0.0.1:1"])
+def test_a_proxy_httpx_cannot_use_is_a_clear_error(variable: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A SOCKS proxy without socksio, or a scheme httpx has no transport for: a cesync error naming the
+    proxy variables and what to do (not an internal error), without the proxy's password."""
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    name, value = variable.split("=", 1)
+    monkeypatch.setenv(name, value)
+    with pytest.raises(CesyncError, match=r"cannot use the proxy .*ALL_PROXY.*fix or unset the variable") as caught:
+        CesClient("http://127.0.0.1:1")
+    assert "secret" not in str(caught.value)

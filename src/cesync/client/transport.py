@@ -34,6 +34,8 @@ from typing import Any
 import h11
 import httpx
 
+from ..errors import CesyncError
+
 __all__ = ["Http11Transport", "http_transport", "proxy_mounts"]
 
 HOLD_LIMIT = 256 * 1024  # a request is written in one piece up to this size, then as it comes
@@ -59,10 +61,16 @@ def proxy_mounts(limits: httpx.Limits) -> dict[str, httpx.AsyncBaseTransport | N
     with that proxy; a NO_PROXY one maps to None, the client's transport (this one)."""
     from httpx._utils import get_environment_proxies  # httpx's reading of the variables (internal, there since 0.18)
 
-    return {
-        pattern: None if url is None else httpx.AsyncHTTPTransport(proxy=url, limits=limits)
-        for pattern, url in get_environment_proxies().items()
-    }
+    mounts: dict[str, httpx.AsyncBaseTransport | None] = {}
+    for pattern, url in get_environment_proxies().items():
+        try:
+            mounts[pattern] = None if url is None else httpx.AsyncHTTPTransport(proxy=url, limits=limits)
+        except (ImportError, ValueError) as exc:  # socks5:// without socksio, a scheme httpx has no transport for
+            raise CesyncError(
+                f"cannot use the proxy set for {pattern} in the environment (HTTP_PROXY, HTTPS_PROXY or ALL_PROXY): "
+                f"{exc}; fix or unset the variable"
+            ) from None
+    return mounts
 
 
 class _Connection(asyncio.Protocol):
