@@ -28,7 +28,7 @@ from cesync.api.kinds import KINDS
 from cesync.api.protojson import is_default
 from cesync.models import Behavior, FieldSpec, Kind, ProtoModel, Tool, specs
 
-__all__ = ["CREATABLE", "bodies", "json_values", "pairs", "resource_bodies", "resource_types", "respell"]
+__all__ = ["CREATABLE", "bodies", "json_values", "pairs", "pruned", "resource_bodies", "resource_types", "respell"]
 
 # Tool types the API refuses to create (MCP tools come from toolsets, system tools with the app).
 NOT_CREATABLE = {Tool: ("mcpTool", "systemTool")}
@@ -300,6 +300,16 @@ def pairs(
     keys = draw(st.lists(st.sampled_from(sorted({*a, *other})), unique=True))
     b = {k: v for k, v in a.items() if k not in keys} | {k: other[k] for k in keys if k in other}
     return (a, b) if _model_accepts(model, b) else (a, other)
+
+
+def pruned(value: Any, drop: list[bool]) -> Any:
+    """value with some keys of its mappings left out (drop: one choice per key, reused in turn)."""
+    if isinstance(value, dict):
+        kept = {k: v for i, (k, v) in enumerate(value.items()) if not (drop and drop[i % len(drop)])}
+        return {k: pruned(v, drop[1:] + drop[:1]) for k, v in kept.items()}
+    if isinstance(value, list):
+        return [pruned(v, drop) for v in value]
+    return value
 
 
 def resource_types() -> list[tuple[str, str]]:

@@ -15,7 +15,7 @@ from cesync.api.kinds import KINDS
 from cesync.emulator.errors import RpcError
 from cesync.emulator.roundtrip import Unsure, _timestamp, round_trip
 from cesync.emulator.wire import checked, descriptor, parse, to_data
-from tests.strategies import json_values, resource_bodies
+from tests.strategies import json_values, pruned, resource_bodies
 
 
 def _reference(collection: str, body: Any, ints: bool) -> dict[str, Any] | None:
@@ -161,22 +161,13 @@ def test_checked_as_parse_then_print(
     """wire.checked gives parse's data, or its error word for word (unknown and required fields, names, types, oneof)."""
     kind_name, (a, _) = case
     collection = KINDS[kind_name].collection
-    body = _pruned(a, drop) if how == 5 else a if how == 6 else _mangled(a, how)
+    body = pruned(a, drop) if how == 5 else a if how == 6 else _mangled(a, how)
     body = {**body, **echoed}
     if how % 2:
         body = json.loads(json.dumps(body).replace('"projects/', '"x/'))
     old = _outcome(lambda: to_data(parse(collection, body, complete=complete)))
     new = _outcome(lambda: checked(collection, body, complete=complete).data)
     assert json.dumps(new) == json.dumps(old)
-
-
-def _pruned(value: Any, drop: list[bool]) -> Any:
-    if isinstance(value, dict):
-        kept = {k: v for i, (k, v) in enumerate(value.items()) if not (drop and drop[i % len(drop)])}
-        return {k: _pruned(v, drop[1:] + drop[:1]) for k, v in kept.items()}
-    if isinstance(value, list):
-        return [_pruned(v, drop) for v in value]
-    return value
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -189,7 +180,7 @@ def test_missing_read_from_data_as_from_the_message(
 
     kind_name, (a, _) = case
     collection = KINDS[kind_name].collection
-    body = _pruned(json.loads(json.dumps(a).replace('"projects/', f'"{name}/')), drop)
+    body = pruned(json.loads(json.dumps(a).replace('"projects/', f'"{name}/')), drop)
     try:
         message = parse(collection, body, complete=False)
     except RpcError:

@@ -18,7 +18,7 @@ from cesync.emulator import EmbeddedTransport
 from cesync.emulator.app import _checked_parsed, _server_fields
 from cesync.emulator.errors import RpcError
 from cesync.emulator.wire import printed
-from tests.strategies import resource_bodies
+from tests.strategies import pruned, resource_bodies
 
 APP = "projects/p/locations/us/apps/a"
 OURS = (
@@ -229,16 +229,6 @@ def _missing_reference(message: Any, path: str) -> list[dict[str, str]]:
     return found
 
 
-def _pruned(value: Any, drop: list[bool]) -> Any:
-    """value with some keys of its mappings left out (drop: one choice per key, reused in turn)."""
-    if isinstance(value, dict):
-        kept = {k: v for i, (k, v) in enumerate(value.items()) if not (drop and drop[i % len(drop)])}
-        return {k: _pruned(v, drop[1:] + drop[:1]) for k, v in kept.items()}
-    if isinstance(value, list):
-        return [_pruned(v, drop) for v in value]
-    return value
-
-
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=resource_bodies(), drop=st.lists(st.booleans(), max_size=5), name=st.sampled_from(["x", "projects/p/secrets/s"]))
 def test_required_and_name_checks_as_before(
@@ -249,7 +239,7 @@ def test_required_and_name_checks_as_before(
 
     kind_name, (a, _) = case
     collection = KINDS[kind_name].collection
-    body = _pruned(json.loads(json.dumps(a).replace('"projects/', f'"{name}/' if name == "x" else '"projects/')), drop)
+    body = pruned(json.loads(json.dumps(a).replace('"projects/', f'"{name}/' if name == "x" else '"projects/')), drop)
     try:
         message = parse(collection, body, complete=False)
     except RpcError:
