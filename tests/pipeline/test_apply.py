@@ -112,44 +112,6 @@ def test_lost_reply_of_own_write_counts_as_done(action: str) -> None:
     assert final.outcomes == []  # nothing left to do
 
 
-class LostThenBusy(Recorder):
-    """After the first write's reply is lost, every later write is answered UNAVAILABLE (reads pass)."""
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        if request.method != "GET" and any(code == 0 for _, _, code in self.calls):
-            self.calls.append((request.method, request.url.path.rsplit("/", 1)[-1], 503))
-            return httpx.Response(503, json={"error": {"code": 503, "status": "UNAVAILABLE", "message": "busy"}})
-        return await super().handle_async_request(request)
-
-
-@pytest.mark.parametrize(("action", "theirs"), [("create", None), ("update", None), ("delete", None), ("update", "theirs")])
-def test_retries_run_out_after_a_lost_reply(action: str, theirs: str | None) -> None:
-    """The first attempt commits and its reply is lost; every resend meets UNAVAILABLE until the
-    retries run out. The write did happen: read back as sent, it is done, not failed. Changed by
-    someone else in between (theirs), it stays failed with the server's error."""
-    faults = FaultConfig()
-    transport = LostThenBusy(faults)
-    before = {} if action == "create" else {"t": search("old")}
-    after = {} if action == "delete" else {"t": search("new")}
-
-    async def steps(c: CesClient) -> ApplyResult:
-        await converge(c, before)
-        plan = await _plan(c, after, prune=True)
-        faults.update({"drop_next": 1})
-        if theirs is not None:
-            transport.on_drop = lambda inner: edit(inner, "t", theirs)
-        return await apply_plan(c, plan)
-
-    result = run(transport, steps)
-    (outcome,) = result.outcomes
-    if theirs is None:
-        assert outcome.status == "done" and "the reply was lost; read back" in outcome.message, outcome
-    else:
-        assert outcome.status == "failed" and "UNAVAILABLE" in outcome.message, outcome
-    codes = [code for _, _, code in transport.writes()]
-    assert codes[codes.index(0) :] == [0] + [503] * (FAST.attempts - 1)  # the lost reply, then busy to the end
-
-
 async def edit(transport: httpx.AsyncBaseTransport, tid: str, description: str) -> None:
     """Another client (a person, another pipeline) changes a tool's description."""
     async with CesClient("http://emu", transport=transport) as other:

@@ -28,7 +28,7 @@ from ..client.api import Written
 from ..client.apps import Polling, create_app
 from ..core.diff import diff_resource
 from ..core.plan import Action, Change, Plan
-from ..errors import Aborted, AlreadyExists, ApiError, FailedPrecondition, NotFound, RetryableError, TransportError
+from ..errors import Aborted, AlreadyExists, ApiError, FailedPrecondition, NotFound
 
 __all__ = ["ApplyResult", "Outcome", "apply_plan"]
 
@@ -166,8 +166,6 @@ class _Run:
             lost_reply = written.retried and isinstance(written.error, RESENT[c.action])
             if lost_reply:
                 written = await self._settle(c, written)
-            elif written.retried and isinstance(written.error, (RetryableError, TransportError)):
-                written, lost_reply = await self._settle_gave_up(c, written)
         except ApiError as exc:  # reading the resource back failed
             written, lost_reply = Written(error=exc), False
         if written.error is None:
@@ -188,15 +186,6 @@ class _Run:
         if c.action == "update":
             return await self.client.patch(c.name, {**(c.body or {}), "etag": c.etag}, list(c.update_mask))
         return await self.client.delete(c.name, c.etag or None, force=self.force_delete)
-
-    async def _settle_gave_up(self, c: Change, written: Written) -> tuple[Written, bool]:
-        """Retries ran out on a write sent more than once: an earlier attempt whose reply was lost
-        may have been carried out. Done if the resource reads back as sent; else its error stands."""
-        try:
-            settled = await self._settle(c, written)
-        except ApiError:
-            return written, False
-        return (settled, True) if settled.error is None else (written, False)
 
     async def _settle(self, c: Change, written: Written) -> Written:
         """After a resend met a conflict: is the resource what we sent (our lost write), or not?"""
