@@ -299,7 +299,12 @@ def test_admin_stats_time_the_writes_and_only_the_writes() -> None:
     import time
 
     with BackgroundServer(auto_create_apps=True) as server, httpx.Client(base_url=server.url) as h:
-        assert h.get("/admin/stats").json() == {"writes": 0, "firstWriteAt": 0.0, "lastWriteDoneAt": 0.0}
+        assert h.get("/admin/stats").json() == {
+            "writes": 0,
+            "firstWriteAt": 0.0,
+            "lastWriteDoneAt": 0.0,
+            "quotaRefused": {"writes": 0, "reads": 0},
+        }
         h.get(f"/v1/{APP}/tools").raise_for_status()
         assert h.get("/admin/stats").json()["writes"] == 0
         before = time.time()

@@ -40,6 +40,26 @@ from . import (
     show_default=True,
     help="Seconds before a long-running operation (CreateApp, exportApp, ...) is done.",
 )
+@click.option(
+    "--quota-writes-per-minute",
+    type=click.IntRange(0),
+    default=0,
+    help="Write requests a minute per project and location, as CES's ces.googleapis.com/write_requests quota "
+    "(CES's default: 600); over it, 429 RESOURCE_EXHAUSTED. 0 (the default): no quota.",
+)
+@click.option(
+    "--quota-reads-per-minute",
+    type=click.IntRange(0),
+    default=0,
+    help="Read requests a minute per project and location (ces.googleapis.com/read_requests; CES's default: 600). "
+    "0 (the default): no quota.",
+)
+@click.option(
+    "--quota-burst",
+    type=click.IntRange(0),
+    default=0,
+    help="Requests a quota lets through at once after a pause; 0 (the default): one second's worth.",
+)
 @handled
 def emulator(
     host: str,
@@ -54,11 +74,15 @@ def emulator(
     apps: tuple[str, ...],
     auto_create_apps: bool,
     operation_delay: float,
+    quota_writes_per_minute: int,
+    quota_reads_per_minute: int,
+    quota_burst: int,
 ) -> None:
     """Run the local CES emulator (point cesync at it with CES_EMULATOR_HOST)."""
     import re
 
     from ..emulator import FaultConfig
+    from ..emulator.quota import QuotaConfig
     from ..emulator.server import serve
 
     faults = FaultConfig(latency_ms, jitter_ms, rate_429, rate_503, drop_rate, seed=seed)
@@ -67,6 +91,9 @@ def emulator(
             raise CesyncError(f"--app {name}: expected projects/PROJECT/locations/LOCATION/apps/APP")
     click.echo(f"CES emulator on http://{host}:{port} (export CES_EMULATOR_HOST={host}:{port})", err=True)
     try:
-        serve(host, port, state, faults, apps=apps, auto_create_apps=auto_create_apps, operation_delay=operation_delay)
+        quota = QuotaConfig(quota_writes_per_minute, quota_reads_per_minute, quota_burst)
+        serve(
+            host, port, state, faults, apps=apps, auto_create_apps=auto_create_apps, operation_delay=operation_delay, quota=quota
+        )
     except OSError as exc:
         raise CesyncError(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None

@@ -2,7 +2,8 @@
 
 from .app import create_app
 from .faults import ConnectionDropped, FaultConfig
+from .quota import QuotaConfig
 from .store import Store
 from .transport import EmbeddedTransport
 
-__all__ = ["ConnectionDropped", "EmbeddedTransport", "FaultConfig", "Store", "create_app"]
+__all__ = ["ConnectionDropped", "EmbeddedTransport", "FaultConfig", "QuotaConfig", "Store", "create_app"]

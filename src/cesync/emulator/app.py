@@ -35,6 +35,7 @@ from .faults import FaultConfig, FaultMiddleware
 from .openapi import HTTP_METHODS, parse_document
 from .operations import DEFAULT_DELAY as DEFAULT_OPERATION_DELAY
 from .operations import Action, Operations
+from .quota import READ_METRIC, WRITE_METRIC, QuotaConfig, QuotaMiddleware, QuotaState
 from .resources import COLLECTIONS, REFERRERS, drop_references, references
 from .schemas import tool_schemas, toolset_tool_schemas
 from .store import (
@@ -221,6 +222,8 @@ class Emulator:
             "restore": self._do_restore,
         }
         self.operations = Operations(store, actions, operation_delay)
+        self.quota = QuotaConfig()  # the settings (create_app, /admin/quota)
+        self.quota_state = QuotaState()  # the buckets per project and location, and what they refused
 
     def _read_copy(self, parent: str, collection: str, rid: str) -> dict[str, Any] | None:
         self.store.app(parent)
@@ -839,9 +842,12 @@ def create_app(
     faults: FaultConfig | None = None,
     *,
     operation_delay: float = DEFAULT_OPERATION_DELAY,
+    quota: QuotaConfig | None = None,
 ) -> Starlette:
-    """The emulator as an ASGI app (state in memory unless the store has a file)."""
+    """The emulator as an ASGI app (state in memory unless the store has a file; no quota unless given)."""
     emulator = Emulator(store or Store(), operation_delay)
+    if quota is not None:
+        emulator.quota = quota
     fault_middleware: list[FaultMiddleware] = []
 
     def api_route(version: str) -> Callable[[Request], Awaitable[Response]]:
@@ -871,6 +877,7 @@ def create_app(
     app.state.emulator = emulator
     config = faults or FaultConfig()
     app.add_middleware(_ApiShortcut, endpoints=endpoints)  # inside the faults (the last added is outermost)
+    app.add_middleware(QuotaMiddleware, config=emulator.quota, state=emulator.quota_state)  # refused after the latency
     app.add_middleware(FaultMiddleware, config=config, registry=fault_middleware)
     app.state.faults = config
     return app
@@ -944,7 +951,13 @@ async def _admin(emulator: Emulator, request: Request, registry: list[FaultMiddl
             store.put(db, parent, collection, rid, printed(collection, data))
         return {"name": name}
     if action == "stats":
-        return registry[0].clock.as_dict() if registry else {}
+        refused = emulator.quota_state.refused
+        quota = {"quotaRefused": {"writes": refused[WRITE_METRIC], "reads": refused[READ_METRIC]}}
+        return {**(registry[0].clock.as_dict() if registry else {}), **quota}
+    if action == "quota":
+        if request.method == "POST":
+            emulator.quota.update(body)
+        return emulator.quota.as_dict()
     if action == "faults":
         for middleware in registry:
             middleware.config.update(body)

@@ -16,6 +16,7 @@ from uvicorn.protocols.http.auto import AutoHTTPProtocol
 from .app import create_app
 from .faults import FaultConfig
 from .operations import DEFAULT_DELAY as DEFAULT_OPERATION_DELAY
+from .quota import QuotaConfig
 from .store import Store
 
 __all__ = ["BackgroundServer", "free_port", "serve"]
@@ -87,8 +88,10 @@ def serve(
     apps: Iterable[str] = (),
     auto_create_apps: bool = False,
     operation_delay: float = DEFAULT_OPERATION_DELAY,
+    quota: QuotaConfig | None = None,
 ) -> None:
-    app = create_app(seeded_store(state, apps, auto_create_apps=auto_create_apps), faults, operation_delay=operation_delay)
+    store = seeded_store(state, apps, auto_create_apps=auto_create_apps)
+    app = create_app(store, faults, operation_delay=operation_delay, quota=quota)
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, http=_Protocol)
 
 
@@ -110,11 +113,12 @@ class BackgroundServer:
         auto_create_apps: bool = False,
         operation_delay: float = DEFAULT_OPERATION_DELAY,
         tls: tuple[Path, Path] | None = None,
+        quota: QuotaConfig | None = None,
     ) -> None:
         self.port = free_port()
         self.tls = tls  # (certificate, key): serve https, as clients that insist on it need
         store = seeded_store(state, apps, auto_create_apps=auto_create_apps)
-        self.app = create_app(store, faults, operation_delay=operation_delay)
+        self.app = create_app(store, faults, operation_delay=operation_delay, quota=quota)
         config = uvicorn.Config(
             self.app,
             host="127.0.0.1",

@@ -10,6 +10,7 @@ from starlette.applications import Starlette
 
 from .app import create_app
 from .faults import ConnectionDropped, FaultConfig
+from .quota import QuotaConfig
 from .store import Store
 
 __all__ = ["EmbeddedTransport"]
@@ -26,13 +27,14 @@ class EmbeddedTransport(httpx.AsyncBaseTransport):
         faults: FaultConfig | None = None,
         apps: Iterable[str] = (),
         auto_create_apps: bool = False,
+        quota: QuotaConfig | None = None,
     ) -> None:
         """apps: created at start (as ``cesync emulator --app``); any other app exists once created
         (auto_create_apps: on first use, for tests about something else)."""
         store = Store(state, auto_create_apps=auto_create_apps)
         for name in apps:
             store.app(name, create=True)
-        self.app = app or create_app(store, faults)
+        self.app = app or create_app(store, faults, quota=quota)
         self._inner = httpx.ASGITransport(app=self.app)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
