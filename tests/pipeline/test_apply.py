@@ -326,3 +326,37 @@ def test_fault_benchmark_reduced() -> None:
     assert totals.converged == totals.runs == 20, totals.failures
     # The faults did happen, so the zeros above mean something.
     assert totals.retries > 0 and totals.lost_replies_settled > 0 and totals.editor_writes > 0 and totals.real_conflicts > 0
+
+
+# --- two applies of the same change at once ---------------------------------------------------
+
+
+def test_two_applies_of_the_same_change_both_succeed() -> None:
+    """Both planned before either wrote: the second's update meets ABORTED, its create ALREADY_EXISTS;
+    read back, each already is what it wanted: done ("already applied"), not a conflict."""
+    transport = Recorder()
+    wanted = {"t": search("new"), "u": search("made")}
+
+    async def steps(c: CesClient) -> ApplyResult:
+        await converge(c, {"t": search("old")})
+        first, second = await _plan(c, wanted), await _plan(c, wanted)
+        assert (await apply_plan(c, first)).ok
+        return await apply_plan(c, second)
+
+    result = run(transport, steps)
+    assert sorted((o.action, o.status) for o in result.outcomes) == [("create", "done"), ("update", "done")], result.outcomes
+    assert all(o.message.startswith("already applied") for o in result.outcomes)
+    assert [w[2] for w in transport.writes()[-2:]] == [409, 409]  # both met the first apply's writes
+
+
+def test_a_conflict_with_a_different_change_is_still_a_conflict() -> None:
+    transport = Recorder()
+
+    async def steps(c: CesClient) -> ApplyResult:
+        await converge(c, {"t": search("old")})
+        plan = await _plan(c, {"t": search("new")})
+        await edit(transport.inner, "t", "theirs")
+        return await apply_plan(c, plan)
+
+    [outcome] = run(transport, steps).outcomes
+    assert outcome.status == "conflict" and "etag mismatch" in outcome.message

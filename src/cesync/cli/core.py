@@ -307,7 +307,7 @@ def apply(
         out(json.dumps(result.to_dict(), indent=2))
     else:
         for o in result.outcomes:
-            if o.status in ("skipped", "not started"):
+            if o.status in ("skipped", "not started") and not o.reported:  # each line once
                 out(f"  {o.status}: {o.action} {o.kind} {o.id}" + (f" ({o.message})" if o.message else ""))
         out(("Interrupted: " if result.interrupted else "Apply: ") + result.summary() + ".")
     if not result.ok:
@@ -350,6 +350,7 @@ class _Progress:
     def event(self, o: Outcome) -> None:
         if not self.enabled:
             return
+        o.reported = True
         line = scrub(f"{o.status}: {o.action} {o.kind} {o.id}" + (f" ({o.message})" if o.message else ""))
         if self.bar is not None:
             self.bar.console.print(line, markup=False, highlight=False)

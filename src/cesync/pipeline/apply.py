@@ -13,6 +13,11 @@ own first attempt, so the resource is read back and compared with what was sent
 (the masked fields of an update, the whole resource of a create, absence for a
 delete): equal is done, anything else is a real conflict. A delete of something
 already gone is done too.
+
+Two applies of the same change at once meet the same way without any lost reply:
+the second one's update is answered ABORTED (the first changed the etag) and its
+create ALREADY_EXISTS. Such a conflict is read back as well; a resource that already
+is what this apply wanted is done ("already applied"), not a conflict.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ class Outcome:
     status: Status = NOT_STARTED
     message: str = ""
     etag: str = ""  # the new etag after a create or update
+    reported: bool = field(default=False, repr=False, compare=False)  # printed as it happened (by on_event's printer)
 
 
 @dataclass
@@ -84,7 +90,7 @@ class ApplyResult:
             "ok": self.ok,
             "interrupted": self.interrupted,
             "counts": self.counts(),
-            "outcomes": [asdict(o) for o in self.outcomes],
+            "outcomes": [{k: v for k, v in asdict(o).items() if k != "reported"} for o in self.outcomes],
             **({"snapshot": self.snapshot} if self.snapshot else {}),
         }
 
@@ -163,15 +169,18 @@ class _Run:
     async def _call(self, c: Change, outcome: Outcome) -> None:
         try:
             written = await self._send(c)
-            lost_reply = written.retried and isinstance(written.error, RESENT[c.action])
-            if lost_reply:
+            met = isinstance(written.error, RESENT[c.action])
+            lost_reply = written.retried and met
+            if met:
                 written = await self._settle(c, written)
         except ApiError as exc:  # reading the resource back failed
-            written, lost_reply = Written(error=exc), False
+            written, lost_reply, met = Written(error=exc), False, False
         if written.error is None:
             outcome.status, outcome.etag = DONE, written.etag
             if lost_reply:
                 outcome.message = "the reply was lost; read back: " + ("gone" if c.action == "delete" else "as sent")
+            elif met and c.action != "delete":
+                outcome.message = "already applied: it was already as this apply wanted (another apply made the same change)"
             return
         outcome.status, outcome.message = _failure(c, written.error, lost_reply)
         if outcome.status == CONFLICT:
@@ -188,7 +197,10 @@ class _Run:
         return await self.client.delete(c.name, c.etag or None, force=self.force_delete)
 
     async def _settle(self, c: Change, written: Written) -> Written:
-        """After a resend met a conflict: is the resource what we sent (our lost write), or not?"""
+        """After a write met a conflict: is the resource what we sent (our lost write, or another
+        apply's same change), or not?"""
+        if c.action == "delete" and isinstance(written.error, NotFound) and not written.retried:
+            return written  # _failure says "already gone" without another read
         try:
             current: dict[str, Any] | None = (await self.client.read(c.name)).body
         except NotFound:
