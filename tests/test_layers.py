@@ -1,5 +1,6 @@
 """The layer rule (README, "Architecture: the layers"): a module imports only its own layer
-and those above it; the emulator imports nothing of cesync but the API snapshot.
+and those above it; the emulator imports nothing of cesync but the API snapshot and the
+field-behaviour table, and that table imports only the snapshot.
 
 Every ``import`` of every module in src/cesync is read with ``ast`` (including those inside
 functions and under ``TYPE_CHECKING``: a type still ties the layers together), so a new
@@ -40,8 +41,12 @@ LAYERS: dict[str, int] = {
     "cesync.emulator": EMULATOR,
 }
 
-# The only cesync modules the emulator may import: its own, and the published API.
-EMULATOR_MAY_IMPORT = ("cesync.emulator", "cesync.api.descriptors")
+# The only cesync modules the emulator may import: its own, the published API, and the
+# field-behaviour table (cited facts about the API, which the emulator must enforce as CES
+# does; it imports nothing but the snapshot, so no reading of cesync's comes with it).
+EMULATOR_MAY_IMPORT = ("cesync.emulator", "cesync.api.descriptors", "cesync.api.behaviour")
+BEHAVIOUR_TABLE = "cesync.api.behaviour"
+BEHAVIOUR_TABLE_MAY_IMPORT = ("cesync.api.descriptors",)
 # The layers that may start the emulator (client/connect.py's embedded endpoint, `cesync emulator`).
 EMULATOR_IMPORTED_FROM = IO
 
@@ -114,9 +119,14 @@ def violation(importer: str, imported: str) -> str | None:
             return f"the {LAYER_NAMES[mine]} layer does no I/O, so it does not import {imported}"
         return None
     theirs = layer_of(imported)
+    if importer == BEHAVIOUR_TABLE and imported not in BEHAVIOUR_TABLE_MAY_IMPORT:
+        return "the field-behaviour table holds cited facts only (the emulator reads it): it imports only the snapshot"
     if mine == EMULATOR:
         if not any(imported == m or imported.startswith(m + ".") for m in EMULATOR_MAY_IMPORT):
-            return "the emulator imports only itself and cesync.api.descriptors: it must not share our reading of the API"
+            return (
+                "the emulator imports only itself, cesync.api.descriptors and cesync.api.behaviour: "
+                "it must not share our reading of the API"
+            )
         return None
     if theirs == EMULATOR:
         if mine < EMULATOR_IMPORTED_FROM:
@@ -157,6 +167,10 @@ def test_every_exception_is_still_needed() -> None:
         ("cesync.cli.core", "cesync.pipeline.workflow", None),
         ("cesync.client.connect", "cesync.emulator", None),
         ("cesync.emulator.wire", "cesync.api.descriptors", None),
+        ("cesync.emulator.wire", "cesync.api.behaviour", None),
+        ("cesync.api.behaviour", "cesync.api.descriptors", None),
+        ("cesync.api.behaviour", "cesync.api.kinds", "cited facts only"),
+        ("cesync.api.behaviour", "cesync.models", "cited facts only"),
         ("cesync.core.plan", "cesync.client.api", "pure core module imports the I/O layer"),
         ("cesync.core.diff", "cesync.cli", "pure core module imports the commands layer"),
         ("cesync.core.diff", "httpx", "does no I/O"),

@@ -1,0 +1,238 @@
+"""Field behaviour: how CES treats each field, every rule in one table with its source.
+
+This is the one place cesync (validate, normalize, diff, plan, apply, export, pull) and
+the emulator learn how the service treats a field or a kind. Nothing else decides it:
+a module that needs to know asks here.
+
+The table has two parts:
+
+* **Descriptor rules**, read from the checked-in snapshot (:mod:`.descriptors`,
+  ``ces_v1.json``): the ``google.api.field_behavior`` annotations REQUIRED,
+  OUTPUT_ONLY, INPUT_ONLY, IMMUTABLE and IDENTIFIER of every field, and the kinds
+  whose Delete request has a ``force`` field. Their source is the proto file and field.
+* **The overlay** (:data:`OVERLAY`): what only outside evidence says (Google's Terraform
+  provider, the proto documentation text), each entry citing its file.
+
+It holds facts only, no reading of them by cesync: the emulator imports it (beside
+:mod:`.descriptors`), so it must stay free of cesync's own understanding of the API.
+
+Use::
+
+    from cesync.api import behaviour as fb
+
+    fb.has("Deployment", "whatsappCredentials", fb.INPUT_ONLY)   # True
+    fb.of("App", "loggingSettings")         # frozenset({'OPTIONAL', 'SERVER_DEFAULTED'})
+    fb.fields("Deployment", fb.INPUT_ONLY)  # ('whatsappCredentials', 'instagramCredentials')
+    fb.etag_guards("App")                   # False: App.etag is OUTPUT_ONLY
+    fb.delete_has_force("Tool")             # True
+    fb.rule("Tool", "openApiTool", fb.READ_ONLY).detail  # 'openApiToolset': the toolset that makes it
+    fb.rules()                              # every Rule, each with .source (the README lists them)
+
+Messages are named short (``"App"``, ``"Tool"``) or in full (``"google.cloud.ces.v1.App"``);
+fields by JSON name (``loggingSettings``) or proto name (``logging_settings``). Lookups
+return JSON names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+from . import descriptors
+
+__all__ = [
+    "APP_LOCK",
+    "BEHAVIOURS",
+    "DELETE_FORCE",
+    "DESCRIPTOR_BEHAVIOURS",
+    "IDENTIFIER",
+    "IMMUTABLE",
+    "INPUT_ONLY",
+    "LOCK_OVERRIDE",
+    "OUTPUT_ONLY",
+    "OVERLAY",
+    "READ_ONLY",
+    "REQUIRED",
+    "SERVER_DEFAULTED",
+    "Rule",
+    "delete_has_force",
+    "etag_guards",
+    "fields",
+    "full_name",
+    "has",
+    "kinds_with",
+    "of",
+    "rule",
+    "rules",
+]
+
+# From google/api/field_behavior.proto, as the snapshot records them.
+REQUIRED = "REQUIRED"
+OUTPUT_ONLY = "OUTPUT_ONLY"
+INPUT_ONLY = "INPUT_ONLY"
+IMMUTABLE = "IMMUTABLE"
+IDENTIFIER = "IDENTIFIER"
+DESCRIPTOR_BEHAVIOURS = (REQUIRED, OUTPUT_ONLY, INPUT_ONLY, IMMUTABLE, IDENTIFIER)
+# Derived from the descriptors: the kind's Delete request has a ``force`` field (field "").
+DELETE_FORCE = "DELETE_FORCE"
+# From outside evidence (the overlay).
+SERVER_DEFAULTED = "SERVER_DEFAULTED"
+READ_ONLY = "READ_ONLY"
+APP_LOCK = "APP_LOCK"
+LOCK_OVERRIDE = "LOCK_OVERRIDE"
+
+# What each behaviour means for a request and a reply: the facts the sources state.
+BEHAVIOURS: dict[str, str] = {
+    REQUIRED: "a request must set it (proto3: a default value counts as unset)",
+    OUTPUT_ONLY: "set by the server; a server ignores it in a request (so an OUTPUT_ONLY etag guards nothing)",
+    INPUT_ONLY: "sent in a request, never returned in a reply",
+    IMMUTABLE: "set on create only; changing it means delete and create",
+    IDENTIFIER: "the resource's name; set by the server from the parent and id",
+    DELETE_FORCE: "the kind's Delete request has `force` (delete although still referenced)",
+    SERVER_DEFAULTED: "the server fills it in when a request leaves it out",
+    READ_ONLY: "a tool type the server makes; a request cannot create or update a tool of this type",
+    APP_LOCK: "while true, modifications to the app's resources are rejected",
+    LOCK_OVERRIDE: "the one request flag that overrides the app lock",
+}
+
+_TF = "GoogleCloudPlatform/magic-modules mmv1/products/ces"
+_TOOL_NOTE = f"{_TF}/Tool.yaml, docs.note ('Direct Management Restriction') and `output: true` on the block"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One behaviour of one field (``field`` "" for a rule about the message's kind)."""
+
+    message: str  # full proto name
+    field: str  # JSON name
+    behaviour: str
+    source: str
+    detail: str = ""  # e.g. the Toolset field that makes a READ_ONLY tool type
+
+
+# What only outside evidence says. (message, JSON field, behaviour, source, detail)
+OVERLAY: tuple[Rule, ...] = (
+    Rule(
+        "google.cloud.ces.v1.App",
+        "loggingSettings",
+        SERVER_DEFAULTED,
+        f"{_TF}/App.yaml, loggingSettings: `default_from_api: true` (the only default_from_api in mmv1/products/ces)",
+    ),
+    *(
+        Rule("google.cloud.ces.v1.Tool", tool_type, READ_ONLY, _TOOL_NOTE, made_by)
+        for tool_type, made_by in (
+            ("openApiTool", "openApiToolset"),
+            ("connectorTool", "connectorToolset"),
+            ("mcpTool", "mcpToolset"),
+            ("remoteAgentTool", ""),  # "A2A connections configured externally"
+            ("systemTool", ""),  # "pre-defined platform tools managed entirely by Google Cloud"
+        )
+    ),
+    Rule(
+        "google.cloud.ces.v1.App",
+        "locked",
+        APP_LOCK,
+        "google/cloud/ces_v1/types/app.proto, App.locked: 'If the app is locked, modifications to the app "
+        "resources will be rejected.' (the status code is not stated; FAILED_PRECONDITION is AIP-193's code "
+        "for a request the resource's state forbids)",
+    ),
+    Rule(
+        "google.cloud.ces.v1.ImportAppRequest",
+        "ignoreAppLock",
+        LOCK_OVERRIDE,
+        "google/cloud/ces_v1/types/agent_service.proto, ImportAppRequest.ignore_app_lock: 'the import process "
+        "will ignore the app lock' (no other request has such a flag)",
+    ),
+)
+
+
+def full_name(message: str) -> str:
+    return message if message.startswith(descriptors.PACKAGE + ".") else f"{descriptors.PACKAGE}.{message}"
+
+
+def _json_name(message: str, field: str) -> str:
+    desc = descriptors.message(message)
+    f = desc.fields_by_name.get(field)
+    if f is not None:
+        return str(f.json_name)
+    if field in {x.json_name for x in desc.fields} or field in dict(descriptors.SEED_FIELDS.get(message, ())).values():
+        return field
+    raise KeyError(f"{message} has no field {field!r}")
+
+
+def _descriptor_rules() -> list[Rule]:
+    out: list[Rule] = []
+    for message, entry in sorted(descriptors.facts()["messages"].items()):
+        file = descriptors.message(message).file.name
+        short = message.removeprefix(descriptors.PACKAGE + ".")
+        for proto_name, facts in entry.get("fields", {}).items():
+            for b in facts.get("behaviors", ()):
+                if b in DESCRIPTOR_BEHAVIOURS:
+                    out.append(Rule(message, _json_name(message, proto_name), b, f"{file}, {short}.{proto_name} [{b}]"))
+        if short.startswith("Delete") and short.endswith("Request") and "force" in entry.get("fields", {}):
+            target = full_name(short.removeprefix("Delete").removesuffix("Request"))
+            out.append(Rule(target, "", DELETE_FORCE, f"{file}, {short}.force"))
+    return out
+
+
+@cache
+def rules() -> tuple[Rule, ...]:
+    """Every rule: the descriptor rules, then the overlay."""
+    return (*_descriptor_rules(), *OVERLAY)
+
+
+@cache
+def _index() -> dict[tuple[str, str], dict[str, Rule]]:
+    table: dict[tuple[str, str], dict[str, Rule]] = {}
+    for r in rules():
+        table.setdefault((r.message, r.field), {})[r.behaviour] = r
+    return table
+
+
+def _key(message: str, field: str) -> tuple[str, str]:
+    name = full_name(message)
+    return name, (_json_name(name, field) if field else "")
+
+
+def of(message: str, field: str) -> frozenset[str]:
+    """Every behaviour of ``message.field`` (OPTIONAL when the descriptor says so)."""
+    name, json_field = _key(message, field)
+    found = set(_index().get((name, json_field), {}))
+    proto = next((f.name for f in descriptors.message(name).fields if f.json_name == json_field), json_field)
+    found.update(b for b in descriptors.behaviors(name, proto) if b == "OPTIONAL")
+    return frozenset(found)
+
+
+def has(message: str, field: str, behaviour: str) -> bool:
+    return behaviour in _index().get(_key(message, field), {})
+
+
+def rule(message: str, field: str, behaviour: str) -> Rule:
+    """The rule (with its source); KeyError when the field does not have the behaviour."""
+    return _index()[_key(message, field)][behaviour]
+
+
+@cache
+def fields(message: str, behaviour: str) -> tuple[str, ...]:
+    """JSON names of the message's fields with the behaviour, in descriptor order."""
+    name = full_name(message)
+    order = {f.json_name: i for i, f in enumerate(descriptors.message(name).fields)}
+    found = [r.field for r in rules() if r.message == name and r.behaviour == behaviour and r.field]
+    return tuple(sorted(found, key=lambda f: order.get(f, len(order))))
+
+
+@cache
+def kinds_with(behaviour: str) -> tuple[str, ...]:
+    """Short names of the messages with a rule about the whole kind (``DELETE_FORCE``)."""
+    return tuple(r.message.removeprefix(descriptors.PACKAGE + ".") for r in rules() if r.behaviour == behaviour and not r.field)
+
+
+def delete_has_force(message: str) -> bool:
+    return has(message, "", DELETE_FORCE)
+
+
+def etag_guards(message: str) -> bool:
+    """Whether the server can be relied on to honour the message's etag in a request: it has
+    one and it is not OUTPUT_ONLY (a server ignores output-only fields in a request)."""
+    name = full_name(message)
+    return "etag" in descriptors.message(name).fields_by_name and not has(name, "etag", OUTPUT_ONLY)
