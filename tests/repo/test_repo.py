@@ -263,6 +263,17 @@ def test_references_inside_lists(tmp_path: Path) -> None:
     assert s.body["googleSearchTool"]["contextUrls"] == ["https://a.example", "projects/p/locations/us/apps/a/versions/help"]
 
 
+def test_the_draft_version_ref(tmp_path: Path) -> None:
+    files = {"deployments/web.yaml": "displayName: W\nappVersion: {ref: versions/-}\nchannelProfile: {channelType: WEB_UI}\n"}
+    repo = load_repo(make_repo(tmp_path, files))
+    assert not repo.validate()
+    web = next(d for d in repo.render(repo.env("local")) if d.kind == "deployment")
+    assert web.body["appVersion"] == "projects/p/locations/us/apps/a/versions/-"
+    files["deployments/web.yaml"] = files["deployments/web.yaml"].replace("versions/-", "versions/-x-")
+    [problem] = load_repo(make_repo(tmp_path / "bad", files)).validate()
+    assert "deployments/web.yaml:2:19:" in str(problem) and "versions/- (the draft app)" in str(problem)
+
+
 SYMLINKS = [
     # (link inside the repo, target relative to the folder outside it, what to load, expected problem file)
     ("tools/evil.yaml", "secret.yaml", "repo", "tools/evil.yaml"),

@@ -211,6 +211,18 @@ def test_references_in_lists_round_trip() -> None:
     assert not plan.has_changes, [c.fields for c in plan.changes]
 
 
+def test_a_deployment_of_the_draft_app_round_trips() -> None:
+    # Deployment.app_version: ".../versions/- to use the draft app" (google-cloud-ces docstring)
+    config = "version: 1\nenvironments:\n  local:\n    project: p\n    location: us\n    app: a\n"
+    body = {"displayName": "Web", "appVersion": f"{APP}/versions/-", "channelProfile": {"channelType": "WEB_UI"}}
+    remote = [Resource("deployment", "web", {"name": f"{APP}/deployments/web", "etag": "e", **body})]
+    exported = export_repo(remote, parent=APP, variables={}, urls={}, config_text=config)
+    assert "appVersion: {ref: versions/-}" in exported.files["deployments/web.yaml"]
+    app = Resource("app", "app", {"name": APP, "displayName": "a"})
+    plan = plan_files(exported.files, "local", [app, remote[0]])
+    assert not plan.has_changes, [c.fields for c in plan.changes]
+
+
 tricky_text = st.lists(
     st.sampled_from(
         [

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "APP",
+    "DRAFT_VERSION",
     "KINDS",
     "REF_ONLY",
     "ResourceKind",
@@ -208,6 +209,9 @@ APP = "app"  # the singleton kind's name and id: one app per environment
 # Collections a {ref:} may name that cesync does not manage: refs to them are not checked
 # (app versions are made by apply --snapshot, not defined in the repo).
 REF_ONLY = ("versions",)
+# The draft app as a version: Deployment.app_version's docstring (google-cloud-ces, ces_v1 and
+# ces_v1beta): "Use projects/{project}/locations/{location}/apps/{app}/versions/- to use the draft app."
+DRAFT_VERSION = "versions/-"
 
 
 def collections() -> list[str]:

@@ -8,18 +8,20 @@ repo conveniences ({file: ...}, mapping-form schemas, {ref: ...}) are allowed.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
-from ..api.kinds import KINDS, ResourceKind, ref_collections, ref_fields
+from ..api.kinds import DRAFT_VERSION, KINDS, ResourceKind, ref_collections, ref_fields
 from .config import Config
 
 __all__ = ["SCHEMA_FILES", "render_schemas"]
 
 SCHEMA_FILES = (*(f"{k}.schema.json" for k in KINDS), "cesync.schema.json")
 _FILE = {"type": "object", "properties": {"file": {"type": "string"}}, "required": ["file"], "additionalProperties": False}
+_REF_TARGET = f"({'|'.join(ref_collections())})/[A-Za-z0-9][A-Za-z0-9_-]*"
 _REF = {
     "type": "object",
-    "properties": {"ref": {"type": "string", "pattern": f"^({'|'.join(ref_collections())})/[A-Za-z0-9][A-Za-z0-9_-]*$"}},
+    "properties": {"ref": {"type": "string", "pattern": f"^({_REF_TARGET}|{re.escape(DRAFT_VERSION)})$"}},
     "required": ["ref"],
     "additionalProperties": False,
 }

@@ -15,7 +15,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from ..api.kinds import by_collection, ref_collections, spoken
+from ..api.kinds import DRAFT_VERSION, by_collection, ref_collections, spoken
 from ..api.resource import ID_RE
 from ..core.checks import suggest
 from ..core.documents import substitute_url
@@ -112,8 +112,9 @@ class Expander:
 
     def ref(self, target: Any, at: Path_) -> str | None:
         parts = target.split("/") if isinstance(target, str) else []
-        if len(parts) != 2 or parts[0] not in ref_collections() or not ID_RE.match(parts[1]):
-            shapes = spoken((f"{c}/<id>" for c in ref_collections()), "or")
+        draft = target == DRAFT_VERSION
+        if not draft and (len(parts) != 2 or parts[0] not in ref_collections() or not ID_RE.match(parts[1])):
+            shapes = spoken((*(f"{c}/<id>" for c in ref_collections()), f"{DRAFT_VERSION} (the draft app)"), "or")
             self.problems.append(self.doc.problem(at, f"ref must be {shapes}; got {target!r}"))
             self.failed_refs.add(at[:-1])
             return None

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..api.kinds import KINDS, REF_ONLY, by_collection
+from ..api.kinds import DRAFT_VERSION, KINDS, REF_ONLY, by_collection
 from ..api.resource import ID_RE, Resource
 from ..core.normalize import DOCUMENT_FIELDS, canonical
 from ..core.walk import SpecWalker
@@ -168,6 +168,8 @@ def _refs(data: Any, parent: str, known: set[tuple[str, str]]) -> Any:
     if isinstance(data, list):
         return [_refs(v, parent, known) for v in data]
     if isinstance(data, str) and data.startswith(parent + "/"):
+        if data == f"{parent}/{DRAFT_VERSION}":
+            return {"ref": DRAFT_VERSION}
         parts = data[len(parent) + 1 :].split("/")
         if len(parts) == 2 and ID_RE.match(parts[1]):
             kind = by_collection(parts[0])
