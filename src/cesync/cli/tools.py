@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import difflib
 import json
 import sys
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +27,15 @@ from ..tooltests import Result as TestResult
 from ..tooltests.scrapi import app_variables, scrapi_request
 from . import (
     EXIT_ERROR,
+    cli_vars,
     dir_option,
     endpoint_option,
     env_option,
+    err,
     handled,
     main,
     save,
+    var_options,
 )
 
 # --- running tools ----------------------------------------------------------------------------
@@ -74,6 +79,65 @@ async def _execute(
     return await client.execute(parent, request)
 
 
+local_option = click.option(
+    "--local",
+    is_flag=True,
+    help="Run the repo's tools, not the deployed ones: render the repo into a fresh in-memory emulator app "
+    "and run there (nothing is deployed or written).",
+)
+strict_option = click.option(
+    "--strict", is_flag=True, help="Fail (exit 1) when a tool run differs from what the repo defines (or the repo cannot render)."
+)
+
+
+@contextlib.asynccontextmanager
+async def _tools_session(
+    directory: Path,
+    env_name: str | None,
+    endpoint: str | None,
+    variables: dict[str, str],
+    *,
+    local: bool,
+    strict: bool,
+    tools: Iterable[str],
+) -> AsyncIterator[tuple[CesClient, str, dict[str, str]]]:
+    """(client, app, names) for running tools: the repo's own in a local app with --local;
+    otherwise the environment's app, with a word (or, --strict, an error) for every tool
+    that runs code the repo no longer defines."""
+    from ..pipeline.local import deployed_differences, local_app, tool_keys
+    from ..pipeline.workflow import open_context
+
+    if local:
+        ctx = open_context(directory, env_name, endpoint, variables)
+        async with local_app(ctx) as client:
+            yield client, ctx.env.parent, await tool_names(client, ctx.env.parent)
+        return
+    try:
+        ctx = open_context(directory, env_name, endpoint, variables)
+    except CesyncError as exc:
+        if strict:
+            raise CesyncError(
+                f"--strict: the repo does not render, so the deployed tools cannot be compared with it: {exc}"
+            ) from None
+        repo = load_repo(directory, resources=False)
+        env = repo.env(env_name)
+        err(f"warning: the deployed tools were not compared with the repo (it does not render: {str(exc).splitlines()[0]})")
+        async with connect(env, repo.root, override=endpoint) as client:
+            yield client, env.parent, await tool_names(client, env.parent)
+        return
+    async with ctx.client() as client:
+        names = await tool_names(client, ctx.env.parent)
+        differences = await deployed_differences(ctx, client, tool_keys(tools, names))
+        for d in differences:
+            err(
+                f"{'error' if strict else 'warning'}: {d.describe()}: this runs the deployed code, not the repo's "
+                "(apply first, or use --local)"
+            )
+        if strict and differences:
+            raise CesyncError(f"--strict: {len(differences)} tool(s) differ from the repo in '{ctx.env.name}'")
+        yield client, ctx.env.parent, names
+
+
 @main.command("exec")
 @click.argument("tool")
 @dir_option
@@ -85,6 +149,9 @@ async def _execute(
 @click.option("--mock", type=click.Path(dir_okay=False, path_type=Path), help="A mockConfig file (YAML or JSON).")
 @click.option("--fail-on-error", is_flag=True, help="Exit 1 when the tool reports an error (isError).")
 @click.option("--raw", is_flag=True, help="Print the executeTool response as it is.")
+@local_option
+@strict_option
+@var_options
 @handled
 def exec_cmd(
     tool: str,
@@ -97,6 +164,10 @@ def exec_cmd(
     mock: Path | None,
     fail_on_error: bool,
     raw: bool,
+    local: bool,
+    strict: bool,
+    var_pairs: tuple[str, ...],
+    var_files: tuple[Path, ...],
 ) -> None:
     """Run one tool (id, TOOLSET/TOOL_ID or display name) and print its canonical output."""
     if variables and context_:
@@ -104,20 +175,21 @@ def exec_cmd(
     arguments = _json_option(args_, "--args") or {}
     given_variables, given_context = _json_option(variables, "--variables"), _json_option(context_, "--context")
     mocks = _json_option(f"@{mock}", "--mock") if mock else None
-    repo = load_repo(directory, resources=False)
-    env = repo.env(env_name)
+    session = _tools_session(
+        directory, env_name, endpoint, cli_vars(var_pairs, var_files), local=local, strict=strict, tools=[tool]
+    )
 
     async def run() -> dict[str, Any]:
-        async with connect(env, repo.root, override=endpoint) as client:
-            names = await tool_names(client, env.parent)
+        async with session as (client, parent, names):
             try:
-                return await _execute(client, env.parent, names, tool, arguments, given_variables, given_context, mocks)
+                return await _execute(client, parent, names, tool, arguments, given_variables, given_context, mocks)
             except NotFound as exc:
-                tools = await client.resources(env.parent, "tool")
+                tools = await client.resources(parent, "tool")
                 known = sorted({t.id for t in tools} | set(names))
                 close = difflib.get_close_matches(tool, known, n=3, cutoff=0.5)
                 hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-                raise CesyncError(f"no tool {tool!r} in {env.parent}{hint} ({exc})") from None
+                where = "the repo" if local else parent
+                raise CesyncError(f"no tool {tool!r} in {where}{hint} ({exc})") from None
 
     answer = asyncio.run(run())
     output = canonical_output(answer)
@@ -136,6 +208,9 @@ def exec_cmd(
 @click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True, help="How to report the results."
 )
+@local_option
+@strict_option
+@var_options
 @handled
 def test_cmd(
     pattern: str | None,
@@ -145,8 +220,12 @@ def test_cmd(
     junit: Path | None,
     parallelism: int,
     fmt: str,
+    local: bool,
+    strict: bool,
+    var_pairs: tuple[str, ...],
+    var_files: tuple[Path, ...],
 ) -> None:
-    """Run the tool tests in tests/*.yaml against the environment's app."""
+    """Run the tool tests in tests/*.yaml against the environment's app (--local: against the repo)."""
     repo = load_repo(directory, resources=False)
     env = repo.env(env_name)
     cases = load_tests(repo.root, pattern)
@@ -156,23 +235,26 @@ def test_cmd(
         click.echo("no tests: add tests/*.yaml (see the README, 'Tool tests')")
         return
 
+    session = _tools_session(
+        directory, env_name, endpoint, cli_vars(var_pairs, var_files), local=local, strict=strict, tools=[c.tool for c in cases]
+    )
+
     async def run() -> list[TestResult]:
-        async with connect(env, repo.root, override=endpoint) as client:
-            names = await tool_names(client, env.parent)
+        async with session as (client, parent, names):
             # cxas-scrapi fills a test's variables from the app's declarations: read them as it does (GetApp)
-            app = app_variables(await client.get(env.parent)) if any(c.style == "cxas-scrapi" for c in cases) else {}
+            app = app_variables(await client.get(parent)) if any(c.style == "cxas-scrapi" for c in cases) else {}
 
             async def call(case: Case) -> dict[str, Any]:
                 variables, context = case.variables, case.context
                 if case.style == "cxas-scrapi":
                     variables, context = scrapi_request(variables, context, app)
-                return await _execute(client, env.parent, names, case.tool, case.args, variables, context, case.mocks)
+                return await _execute(client, parent, names, case.tool, case.args, variables, context, case.mocks)
 
             return await run_cases(cases, call, parallelism)
 
     results = asyncio.run(run())
     click.echo(report(results) if fmt == "text" else json.dumps(results_json(results), indent=2), nl=fmt == "json")
     if junit:
-        save(junit, junit_xml(results, suite=f"cesync {env.name}"))
+        save(junit, junit_xml(results, suite=f"cesync {env.name}" + (" (local)" if local else "")))
     if any(r.status != "passed" for r in results):
         sys.exit(EXIT_ERROR)
