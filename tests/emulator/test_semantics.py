@@ -164,6 +164,20 @@ def test_agents_block_delete_unless_forced() -> None:
     run(go())
 
 
+@pytest.mark.parametrize("collection", ["deployments", "examples", "versions"])
+def test_force_cannot_be_bound_where_the_delete_has_none(collection: str) -> None:
+    """DeleteDeploymentRequest, DeleteExampleRequest and DeleteAppVersionRequest have no ``force``."""
+
+    async def go() -> None:
+        async with client() as c:
+            r = await c.delete(f"/v1/{APP}/{collection}/x", params={"force": "true"})
+            assert r.status_code == 400 and "Cannot bind query parameter" in r.json()["error"]["message"]
+            assert r.json()["error"]["details"][0]["fieldViolations"][0]["field"] == "force"
+            assert (await c.delete(f"/v1/{APP}/{collection}/x")).json()["error"]["status"] == "NOT_FOUND"
+
+    run(go())
+
+
 def test_toolsets_and_retrieve_tools() -> None:
     async def go() -> None:
         async with client() as c:

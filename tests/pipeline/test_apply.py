@@ -267,6 +267,40 @@ def test_failed_delete_keeps_what_it_references() -> None:
     assert by_id["src"].status == "skipped" and "w1" in by_id["src"].message
 
 
+def test_force_is_sent_only_to_deletes_that_have_it() -> None:
+    """--force-delete: DeleteToolRequest has ``force``, DeleteDeploymentRequest has not (the behaviour table)."""
+    transport = Recorder()
+    queries: list[tuple[str, str]] = []
+    inner = transport.inner
+
+    class Queries(httpx.AsyncBaseTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            if request.method == "DELETE":
+                queries.append((request.url.path.rsplit("/", 2)[-2], request.url.params.get("force", "")))
+            return await inner.handle_async_request(request)
+
+    web = {"displayName": "Web", "channelProfile": {"channelType": "WEB_UI"}}
+
+    async def steps(c: CesClient) -> ApplyResult:
+        desired = [Resource("tool", "t", search("t")), Resource("deployment", "web", web)]
+        assert (await apply_plan(c, build_plan("e", APP, desired, await read_remote(c, APP)))).ok
+        remote = [r for r in await read_remote(c, APP) if r.kind in ("tool", "deployment")]
+        return await apply_plan(c, build_plan("e", APP, [], remote, prune=True), force_delete=True)
+
+    result = run(Queries(), steps)
+    assert result.ok and result.counts()["deleted"] == 2, result.outcomes
+    assert sorted(queries) == [("deployments", ""), ("tools", "true")]
+
+
+def test_a_refused_delete_without_force_does_not_offer_force_delete() -> None:
+    from cesync.errors import FailedPrecondition
+    from cesync.pipeline.apply import _failure
+
+    c = build_plan("e", APP, [], [Resource("deployment", "d", {"name": f"{APP}/deployments/d"})], prune=True).changes[0]
+    status, message = _failure(c, FailedPrecondition("x is referenced by the app"), False)
+    assert status == "failed" and "--force-delete" not in message and "has no force" in message
+
+
 async def agent(transport: httpx.AsyncBaseTransport, agent_id: str, tools: list[str]) -> None:
     async with httpx.AsyncClient(transport=transport, base_url="http://emu") as h:
         (await h.post("/admin/agents", json={"app": APP, "agentId": agent_id, "tools": tools})).raise_for_status()

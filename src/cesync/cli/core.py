@@ -224,7 +224,12 @@ def show(planfile: Path, fmt: str) -> None:
     "--parallelism", type=click.IntRange(1, 64), default=8, show_default=True, help="At most this many API calls at once."
 )
 @click.option("--prune/--no-prune", default=None, help="Delete remote resources the repo does not define.")
-@click.option("--force-delete", is_flag=True, help="Delete tools even if agents still reference them (removes the references).")
+@click.option(
+    "--force-delete",
+    is_flag=True,
+    help="Delete tools, toolsets, agents and guardrails even if still referenced (removes the references); "
+    "other kinds' deletes have no force.",
+)
 @click.option("--allow-mass-change", is_flag=True, help="Apply even if the plan touches more than the safety threshold.")
 @target_option
 @click.option(

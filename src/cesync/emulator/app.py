@@ -27,6 +27,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..api import behaviour as fb
 from ..api import descriptors as api
 from .archive import ARCHIVED, pack, unpack
 from .errors import RpcError
@@ -207,8 +208,26 @@ def _page_args(request: Request, key: str) -> tuple[int, int]:
 
 def _force_allowed(collection: str) -> bool:
     """Whether the Delete request of this kind has ``force`` (a version in use cannot be forced away)."""
-    desc = api.message(f"{api.PACKAGE}.Delete{kind(collection).message}Request")
-    return "force" in desc.fields_by_name
+    return fb.delete_has_force(kind(collection).message)
+
+
+def _unbound_force(collection: str) -> RpcError:
+    """A query parameter binds to a field of the request message (google/api/http.proto: fields not
+    bound by the path "automatically become HTTP query parameters"); DeleteDeploymentRequest,
+    DeleteExampleRequest and DeleteAppVersionRequest have no ``force``, so there is nothing to bind it
+    to. The wording is what Google's front end answers for an unbindable parameter (seen on Google
+    APIs; none of our stored sources quotes it for CES)."""
+    return RpcError(
+        "INVALID_ARGUMENT",
+        'Invalid JSON payload received. Unknown name "force": Cannot bind query parameter. '
+        f"Field 'force' could not be found in request message Delete{kind(collection).message}Request.",
+        details=[
+            {
+                "@type": "type.googleapis.com/google.rpc.BadRequest",
+                "fieldViolations": [{"field": "force", "description": 'Invalid JSON payload received. Unknown name "force"'}],
+            }
+        ],
+    )
 
 
 class Emulator:
@@ -390,6 +409,8 @@ class Emulator:
         assert rid is not None
         q = _query(request)
         etag, force = q.get("etag") or "", q.get("force", "").lower() == "true"
+        if "force" in q and not _force_allowed(collection):
+            raise _unbound_force(collection)
         self.store.app(parent)
         with self.store.transaction(write=True) as db:
             current = self._existing(db, parent, collection, rid).data

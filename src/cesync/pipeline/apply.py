@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from ..api import behaviour as fb
 from ..api.kinds import KINDS
 from ..client import CesClient
 from ..client.api import Written
@@ -194,7 +195,9 @@ class _Run:
             return await self.client.create(self.plan.app, KINDS[c.kind].collection, c.id, body)
         if c.action == "update":
             return await self.client.patch(c.name, {**(c.body or {}), "etag": c.etag}, list(c.update_mask))
-        return await self.client.delete(c.name, c.etag or None, force=self.force_delete)
+        # force only where the kind's Delete request has the field (the behaviour table): a Delete
+        # request without it has nothing to bind force=true to
+        return await self.client.delete(c.name, c.etag or None, force=self.force_delete and _forceable(c.kind))
 
     async def _settle(self, c: Change, written: Written) -> Written:
         """After a write met a conflict: is the resource what we sent (our lost write, or another
@@ -241,8 +244,14 @@ def _failure(c: Change, exc: ApiError, lost_reply: bool) -> tuple[Status, str]:
             return DONE, "already gone (deleted by someone else); nothing to do"
         return CONFLICT, f"{exc.message}: it was deleted since the plan; plan again"
     if isinstance(exc, FailedPrecondition) and c.action == "delete":
+        if not _forceable(c.kind):
+            return FAILED, f"{exc.message} (a {c.kind}'s delete has no force: change what uses it first)"
         return FAILED, f"{exc.message} (pass --force-delete to delete it anyway and remove those references)"
     return FAILED, str(exc)
+
+
+def _forceable(kind: str) -> bool:
+    return fb.delete_has_force(KINDS[kind].model_name)
 
 
 async def apply_plan(
