@@ -193,15 +193,16 @@ def test_snapshot_versions_and_rollback(bot: Path, server: BackgroundServer, goo
     url = server.url
     common = ("--dir", str(bot), "--env", "local", "--endpoint", url)
     out = run("apply", *common, "--auto-approve", "--snapshot")
-    assert "Snapshot: version" in out
-    listed = run("versions", *common)
-    version = listed.split()[0]
-    assert "cesync apply" in listed and len(listed.splitlines()) == 1
+    assert "Snapshot: none (the app does not exist yet" in out  # nothing before the app to go back to
 
-    # change the app after the snapshot, then roll back to it
+    # change the app with a snapshot taken before the change, then roll back to it
     agent = bot / "agents" / "billing.yaml"
     agent.write_text(agent.read_text().replace("Explain charges", "Explain every charge"))
-    run("apply", *common, "--auto-approve")
+    out = run("apply", *common, "--auto-approve", "--snapshot")
+    assert "Snapshot: version" in out and "undoes it" in out
+    version = out.split("Snapshot: version ", 1)[1].split()[0]
+    listed = run("versions", *common)
+    assert any(line.startswith(version + " ") and "cesync apply" in line for line in listed.splitlines()), listed
     preview = cesync("rollback", version, *common)  # no terminal, no --yes: shows, then refuses
     assert preview.returncode == 1 and "~ agent billing" in preview.stdout and "--yes" in preview.stderr
     assert "Explain every charge" in google.get_agent(name=f"{PARENT}/agents/billing").instruction

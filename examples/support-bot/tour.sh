@@ -4,7 +4,7 @@
 #   2. an agent edited by hand (here through the REST API, as the console would) is drift;
 #   3. a tool and its reference in an agent go in one apply;
 #   4. export writes a repo that plans empty; so does an exportApp archive through import-archive;
-#   5. the version --snapshot made is listed, and rollback restores it.
+#   5. the version apply --snapshot made before the removal is listed, and rollback to it undoes that apply.
 # It works on a copy in a temporary folder: this example stays as it is.
 set -euo pipefail
 
@@ -38,8 +38,8 @@ PY
 
 step "1. plan: the app does not exist yet, so it and everything in it will be created"
 cesync plan --env local
-step "apply, then snapshot the result as an app version"
-cesync apply --env local --auto-approve --snapshot
+step "apply"
+cesync apply --env local --auto-approve
 step "plan: nothing to change (exit 0)"
 cesync plan --env local --detailed-exitcode
 
@@ -51,10 +51,10 @@ set +e; cesync plan --env local --detailed-exitcode; code=$?; set -e
 [ "$code" = 2 ] || { echo "expected drift (exit 2), got $code" >&2; exit 1; }
 cesync apply --env local --auto-approve
 
-step "3. remove the order-status tool and its reference in the support agent: one apply"
+step "3. remove the order-status tool and its reference in the support agent: one apply, snapshotted before it writes"
 rm tools/order-status.yaml
 grep -v 'ref: tools/order-status' agents/support.yaml >agents/support.yaml.new && mv agents/support.yaml.new agents/support.yaml
-cesync apply --env local --auto-approve --prune
+cesync apply --env local --auto-approve --prune --snapshot
 cesync plan --env local --detailed-exitcode --prune
 
 step "4. export the app as a new repo; it plans empty against the same app"
@@ -72,9 +72,9 @@ cesync import-archive "$work/app.zip" --out "$work/imported" --app "$app"
 cp -r .cesync "$work/imported/"
 cesync plan --dir "$work/imported" --env local --endpoint embedded --detailed-exitcode
 
-step "5. the version the first apply made, and a rollback to it (the removed tool comes back)"
+step "5. the version apply --snapshot made before the removal, and a rollback to it (the removed tool comes back)"
 cesync versions --env local
-version=$(cesync versions --env local --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["name"].rsplit("/", 1)[-1])')
+version=$(cesync versions --env local --format json | python3 -c 'import json,sys; print(next(v["name"].rsplit("/", 1)[-1] for v in json.load(sys.stdin) if v.get("description", "").startswith("the app before")))')
 cesync rollback "$version" --env local --yes
 step "the repo no longer has that tool: plan would remove it again"
 set +e; cesync plan --env local --detailed-exitcode --prune; code=$?; set -e

@@ -238,7 +238,7 @@ def show(planfile: Path, fmt: str) -> None:
 @click.option(
     "--snapshot",
     is_flag=True,
-    help="After a successful apply that changed something, create an app version named after the git commit.",
+    help="Before the first write, create an app version named after the git commit: 'cesync rollback' to it undoes the apply.",
 )
 @var_options
 @handled
@@ -295,14 +295,11 @@ def apply(
                     raise CesyncError("no terminal to confirm on: pass --auto-approve to apply without asking")
                 if not click.confirm(f"Apply {summary(current.counts())} to '{current.environment}'?", default=False):
                     raise CesyncError("apply cancelled; nothing was changed")
+            version: dict[str, Any] = {}
+            if snapshot:
+                version = await _snapshot_before(client, ctx, current, fmt)
             result = await _run_apply(client, current, parallelism, force_delete, fmt)
-            if snapshot and result.ok:
-                from ..sync.snapshot import take_snapshot
-
-                version = await take_snapshot(client, ctx.env, ctx.repo.root)
-                if fmt == "text":
-                    out(f"Snapshot: version {version['name'].rsplit('/', 1)[-1]} ({version.get('displayName', '')}).")
-                result.snapshot = str(version.get("name", ""))
+            result.snapshot = str(version.get("name", ""))
             return result
 
     result = asyncio.run(run())
@@ -319,6 +316,22 @@ def apply(
         if not result.interrupted and fmt == "text":
             err("some actions did not succeed; run 'cesync plan' to see the remaining work")
         sys.exit(EXIT_INTERRUPTED if result.interrupted else EXIT_ERROR)
+
+
+async def _snapshot_before(client: CesClient, ctx: Any, plan_: Plan, fmt: str) -> dict[str, Any]:
+    """apply --snapshot: the app as it is before this apply's first write (nothing when the apply creates the app)."""
+    from ..sync.snapshot import take_snapshot
+
+    if any(c.kind == "app" and c.action == "create" for c in plan_.changes):
+        if fmt == "text":
+            out("Snapshot: none (the app does not exist yet; this apply creates it).")
+        return {}
+    version = await take_snapshot(client, ctx.env, ctx.repo.root)
+    if fmt == "text":
+        vid = str(version.get("name", "")).rsplit("/", 1)[-1]
+        shown = version.get("displayName", "")
+        out(f"Snapshot: version {vid} ({shown}), the app before this apply: cesync rollback {vid} undoes it.")
+    return version
 
 
 async def _run_apply(client: CesClient, plan_: Plan, parallelism: int, force_delete: bool, fmt: str) -> ApplyResult:

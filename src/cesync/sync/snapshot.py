@@ -1,4 +1,4 @@
-"""``apply --snapshot``: an app version named after the git commit the repo is at."""
+"""``apply --snapshot``: an app version of the app before the apply, named after the git commit the repo is at."""
 
 from __future__ import annotations
 
@@ -36,12 +36,12 @@ def version_body(env: EnvTarget, sha: str, subject: str, dirty: bool, now: datet
     stamp = now.strftime("%Y-%m-%d %H:%M:%S UTC")
     if sha:
         display = f"{sha[:7]} {subject}".strip() + (" (+ uncommitted changes)" if dirty else "")
-        description = f"cesync apply --snapshot to {env.name} at {stamp}, commit {sha}" + (
+        description = f"the app before cesync apply --snapshot to {env.name} at {stamp}, commit {sha}" + (
             " with uncommitted changes" if dirty else ""
         )
     else:
         display = f"cesync apply {stamp}"
-        description = f"cesync apply --snapshot to {env.name} at {stamp} (not a git checkout)"
+        description = f"the app before cesync apply --snapshot to {env.name} at {stamp} (not a git checkout)"
     if len(display) > MAX_DISPLAY:
         display = display[: MAX_DISPLAY - 3] + "..."
     return {"displayName": display, "description": description}
