@@ -206,8 +206,11 @@ def test_snapshot_versions_and_rollback(bot: Path, server: BackgroundServer, goo
     preview = cesync("rollback", version, *common)  # no terminal, no --yes: shows, then refuses
     assert preview.returncode == 1 and "~ agent billing" in preview.stdout and "--yes" in preview.stderr
     assert "Explain every charge" in google.get_agent(name=f"{PARENT}/agents/billing").instruction
-    run("rollback", version, *common, "--yes")
+    restored = run("rollback", version, *common, "--yes")
     assert "Explain charges" in google.get_agent(name=f"{PARENT}/agents/billing").instruction
+    [backup] = [v for v in google.list_app_versions(parent=PARENT) if not v.name.endswith(f"/{version}")]
+    assert any("Explain every charge" in a.instruction for a in backup.snapshot.agents)
+    assert f"kept as version {backup.name.rsplit('/', 1)[-1]}" in restored
     drift = plan_json(bot, url)
     assert keys(drift) == [("update", "agent/billing")]  # the repo still says otherwise
 

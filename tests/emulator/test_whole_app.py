@@ -196,12 +196,16 @@ def test_versions_deployments_and_restore(client: ces_v1.AgentServiceClient) -> 
     operation.result(timeout=30)
     assert [t.name for t in client.list_tools(parent=app)] == [tool.name]
     assert [a.name for a in client.list_agents(parent=app)] == [f"{app}/agents/root"]
+    # "This will create a new app version from the current draft app" (RestoreAppVersion's docstring)
+    [backup] = [v for v in client.list_app_versions(parent=app) if v.name != version.name]
+    assert [t.name for t in backup.snapshot.tools] == [f"{app}/tools/other"] and not backup.snapshot.agents
 
     client.update_deployment(
         deployment=ces_v1.Deployment(name=deployment.name, app_version=f"{app}/versions/-"),
         update_mask=field_mask_pb2.FieldMask(paths=["app_version"]),
     )
     client.delete_app_version(name=version.name)  # no longer in use
+    client.delete_app_version(name=backup.name)
     client.delete_deployment(name=deployment.name)
     assert list(client.list_deployments(parent=app)) == []
 

@@ -55,14 +55,14 @@ def versions(directory: Path, env_name: str | None, endpoint: str | None, fmt: s
 def rollback(directory: Path, env_name: str | None, endpoint: str | None, version: str, yes: bool, fmt: str) -> None:
     """Show what restoring VERSION (an id from 'cesync versions') would change, then restore it (RestoreAppVersion)."""
     from ..client import connect
-    from ..client.apps import restore_version
+    from ..client.apps import list_versions, restore_version
     from ..pipeline.workflow import restore_plan
     from ..repo.repo import load_repo
 
     repo = load_repo(directory, resources=False)
     env = repo.env(env_name)
 
-    async def run() -> bool:
+    async def run() -> list[str]:
         async with connect(env, repo.root, override=endpoint) as client:
             name, preview = await restore_plan(client, env, version)
             print_plan(preview, fmt)
@@ -71,8 +71,15 @@ def rollback(directory: Path, env_name: str | None, endpoint: str | None, versio
                     raise CesyncError("no terminal to confirm on: pass --yes to restore without asking")
                 if not click.confirm(f"Restore {version} to '{env.name}'?", default=False):
                     raise CesyncError("rollback cancelled; nothing was changed")
+            before = {v.get("name") for v in await list_versions(client, env.parent)}
             await restore_version(client, name)
-            return True
+            # RestoreAppVersion first "will create a new app version from the current draft app"
+            # (google-cloud-ces); its answer does not name it, the list does
+            return [
+                str(v["name"]).rsplit("/", 1)[-1] for v in await list_versions(client, env.parent) if v.get("name") not in before
+            ]
 
-    asyncio.run(run())
+    backups = asyncio.run(run())
     out(f"Restored {version} to {env.parent}. The repo may say otherwise: 'cesync plan' shows the difference.")
+    if backups:
+        out(f"The app as it was is kept as version {backups[0]} ('cesync rollback {backups[0]}' goes back to it).")

@@ -450,17 +450,22 @@ class Emulator:
         rid = self._new_id(request, "versions")
         self.store.app(parent)
         with self.store.transaction(write=True) as db:
-            if rid is None:
-                rid = self.store.next_id(db, parent, "version")
-            if self.store.get(db, parent, "versions", rid) is not None:
-                raise RpcError("ALREADY_EXISTS", f"app version {parent}/versions/{rid} already exists")
-            data = _stamp(data, f"{parent}/versions/{rid}", None)
-            data.pop("updateTime")  # an AppVersion has no update time
-            data["creator"] = "emulator@cesync.local"
-            data["snapshot"] = self._snapshot(db, parent)
-            res = printed("versions", data)
-            self.store.put(db, parent, "versions", rid, res)
+            res = self._new_version(db, parent, rid, data)
         return _answer(request, res)
+
+    def _new_version(self, db: Any, parent: str, rid: str | None, data: dict[str, Any]) -> Printed:
+        """An app version of the draft as it is now (server-assigned id when rid is None)."""
+        if rid is None:
+            rid = self.store.next_id(db, parent, "version")
+        if self.store.get(db, parent, "versions", rid) is not None:
+            raise RpcError("ALREADY_EXISTS", f"app version {parent}/versions/{rid} already exists")
+        data = _stamp(data, f"{parent}/versions/{rid}", None)
+        data.pop("updateTime")  # an AppVersion has no update time
+        data["creator"] = "emulator@cesync.local"
+        data["snapshot"] = self._snapshot(db, parent)
+        res = printed("versions", data)
+        self.store.put(db, parent, "versions", rid, res)
+        return res
 
     def _snapshot(self, db: Any, parent: str) -> dict[str, Any]:
         """An AppSnapshot: the app and its archived resources (system tools come with every app)."""
@@ -482,6 +487,10 @@ class Emulator:
         parent, _, rid = version.rpartition("/versions/")
         snapshot = self._existing(db, parent, "versions", rid).data.get("snapshot", {})
         current = self._existing_app(db, parent).data
+        # AgentService.RestoreAppVersion (google-cloud-ces): "This will create a new app version from the
+        # current draft app and overwrite the current draft with the specified app version." Its id,
+        # display name and description are not documented: a server-assigned id, nothing else set.
+        self._new_version(db, parent, None, {})
         for collection in ARCHIVED:
             for old_id, old in self.store.all_data(db, parent, collection).items():
                 if "systemTool" not in old:
