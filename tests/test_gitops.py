@@ -447,3 +447,21 @@ def test_examples_plan_read_only_and_apply_only_in_a_protected_environment() -> 
         assert job.get("variables", {}).get("GCP_SERVICE_ACCOUNT") == expected, name
         assert ("environment" in job) == (kind == "apply"), name
     assert seen["plan"] >= 5 and seen["apply"] >= 4
+
+
+def test_preview_jobs_hold_only_the_sandbox_identity_and_skip_forks() -> None:
+    """A preview writes on a pull request's behalf: only the preview identity, never from a fork."""
+    yaml = YAML(typ="safe", pure=True)
+    jobs = [
+        (path.name, name, job)
+        for path in WORKFLOWS
+        for name, job in yaml.load(path.read_text())["jobs"].items()
+        if any("cesync preview" in str(s.get("run", "")) for s in job.get("steps", []))
+    ]
+    assert {n for _, n, _ in jobs} == {"preview", "cleanup"}
+    for file, name, job in jobs:
+        assert "GCP_PREVIEW_SERVICE_ACCOUNT" in _identity(job), f"{file}:{name}"
+        assert "head.repo.full_name == github.repository" in job["if"], f"{file}:{name}"
+        assert "environment" not in job
+        runs = [str(s.get("run", "")) for s in job["steps"]]
+        assert all("--env preview" in r for r in runs if r.startswith("cesync ")), runs

@@ -129,7 +129,7 @@ def _leave_output_closed() -> NoReturn:
 
 # Each command's module and the first line of its help, so that `cesync --help` and a
 # command run import only what they use (tests/test_cli_lazy.py keeps this table true).
-MODULES = ("adopt", "ci", "core", "serve", "sync", "tools", "versions")
+MODULES = ("adopt", "ci", "core", "preview", "serve", "sync", "tools", "versions")
 COMMANDS: dict[str, tuple[str, str]] = {
     "apply": ("core", "Make the app match the repo: creates, updates and (with --prune) deletes."),
     "comment": ("ci", "Keep one sticky plan comment per environment and app on the pull/merge request."),
@@ -149,10 +149,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "versions",
         "Show what restoring VERSION (an id from 'cesync versions') would change, then restore it (RestoreAppVersion).",
     ),
+    "preview": ("preview", "Apply the repo to a throw-away app beside the environment's (APP-NAME), or --delete it."),
     "pull": ("sync", "Write the app's state of managed resources back into the files that define them."),
     "schema": ("core", "Write JSON Schemas for tool files, toolset files and cesync.yaml."),
     "show": ("core", "Render a saved plan (text, json or markdown)."),
-    "test": ("tools", "Run the tool tests in tests/*.yaml against the environment's app."),
+    "test": ("tools", "Run the tool tests in tests/*.yaml against the environment's app (--local: against the repo)."),
     "validate": ("core", "Check every file offline; report each problem as file:line:col."),
     "versions": ("versions", "List the app's versions, newest first (make one with 'apply --snapshot')."),
 }

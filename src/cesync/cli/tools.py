@@ -85,6 +85,9 @@ local_option = click.option(
     help="Run the repo's tools, not the deployed ones: render the repo into a fresh in-memory emulator app "
     "and run there (nothing is deployed or written).",
 )
+preview_option = click.option(
+    "--preview", "preview_name", metavar="NAME", help="Run against the environment's preview app NAME (see 'cesync preview')."
+)
 strict_option = click.option(
     "--strict", is_flag=True, help="Fail (exit 1) when a tool run differs from what the repo defines (or the repo cannot render)."
 )
@@ -100,27 +103,31 @@ async def _tools_session(
     local: bool,
     strict: bool,
     tools: Iterable[str],
+    preview: str | None = None,
 ) -> AsyncIterator[tuple[CesClient, str, dict[str, str]]]:
     """(client, app, names) for running tools: the repo's own in a local app with --local;
     otherwise the environment's app, with a word (or, --strict, an error) for every tool
     that runs code the repo no longer defines."""
     from ..pipeline.local import deployed_differences, local_app, tool_keys
+    from ..pipeline.preview import preview_env
     from ..pipeline.workflow import open_context
 
+    if local and preview:
+        raise CesyncError("give --local or --preview, not both")
     if local:
         ctx = open_context(directory, env_name, endpoint, variables)
         async with local_app(ctx) as client:
             yield client, ctx.env.parent, await tool_names(client, ctx.env.parent)
         return
     try:
-        ctx = open_context(directory, env_name, endpoint, variables)
+        ctx = open_context(directory, env_name, endpoint, variables, preview=preview)
     except CesyncError as exc:
         if strict:
             raise CesyncError(
                 f"--strict: the repo does not render, so the deployed tools cannot be compared with it: {exc}"
             ) from None
         repo = load_repo(directory, resources=False)
-        env = repo.env(env_name)
+        env = repo.env(env_name) if preview is None else preview_env(repo.env(env_name), preview)
         err(f"warning: the deployed tools were not compared with the repo (it does not render: {str(exc).splitlines()[0]})")
         async with connect(env, repo.root, override=endpoint) as client:
             yield client, env.parent, await tool_names(client, env.parent)
@@ -150,6 +157,7 @@ async def _tools_session(
 @click.option("--fail-on-error", is_flag=True, help="Exit 1 when the tool reports an error (isError).")
 @click.option("--raw", is_flag=True, help="Print the executeTool response as it is.")
 @local_option
+@preview_option
 @strict_option
 @var_options
 @handled
@@ -165,6 +173,7 @@ def exec_cmd(
     fail_on_error: bool,
     raw: bool,
     local: bool,
+    preview_name: str | None,
     strict: bool,
     var_pairs: tuple[str, ...],
     var_files: tuple[Path, ...],
@@ -176,7 +185,14 @@ def exec_cmd(
     given_variables, given_context = _json_option(variables, "--variables"), _json_option(context_, "--context")
     mocks = _json_option(f"@{mock}", "--mock") if mock else None
     session = _tools_session(
-        directory, env_name, endpoint, cli_vars(var_pairs, var_files), local=local, strict=strict, tools=[tool]
+        directory,
+        env_name,
+        endpoint,
+        cli_vars(var_pairs, var_files),
+        local=local,
+        strict=strict,
+        tools=[tool],
+        preview=preview_name,
     )
 
     async def run() -> dict[str, Any]:
@@ -209,6 +225,7 @@ def exec_cmd(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True, help="How to report the results."
 )
 @local_option
+@preview_option
 @strict_option
 @var_options
 @handled
@@ -221,6 +238,7 @@ def test_cmd(
     parallelism: int,
     fmt: str,
     local: bool,
+    preview_name: str | None,
     strict: bool,
     var_pairs: tuple[str, ...],
     var_files: tuple[Path, ...],
@@ -236,7 +254,14 @@ def test_cmd(
         return
 
     session = _tools_session(
-        directory, env_name, endpoint, cli_vars(var_pairs, var_files), local=local, strict=strict, tools=[c.tool for c in cases]
+        directory,
+        env_name,
+        endpoint,
+        cli_vars(var_pairs, var_files),
+        local=local,
+        strict=strict,
+        tools=[c.tool for c in cases],
+        preview=preview_name,
     )
 
     async def run() -> list[TestResult]:

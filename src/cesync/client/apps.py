@@ -17,7 +17,16 @@ from typing import Any
 from ..errors import BY_STATUS, ApiError, NotFound
 from .api import CesClient, Written
 
-__all__ = ["Polling", "create_app", "create_version", "get_app", "list_versions", "operation_error", "restore_version"]
+__all__ = [
+    "Polling",
+    "create_app",
+    "create_version",
+    "delete_app",
+    "get_app",
+    "list_versions",
+    "operation_error",
+    "restore_version",
+]
 
 # google.rpc.Code: an operation's error carries the number, not the name.
 CODES = [
@@ -108,6 +117,18 @@ async def create_app(client: CesClient, parent: str, body: dict[str, Any], polli
     except ApiError as exc:
         return Written({}, exc, written.retried)
     return Written(created or await client._retrying(lambda: client._call("GET", parent, "get app", parent)))
+
+
+async def delete_app(client: CesClient, parent: str, etag: str = "", polling: Polling | None = None) -> None:
+    """DeleteApp (a long-running operation: ``DeleteAppRequest`` has ``name`` and ``etag``, no
+    ``force``), waited for; an app already gone is not an error."""
+    params = {"etag": etag} if etag else {}
+    written = await client._write(lambda: client._call("DELETE", parent, "delete app", parent, params=params))
+    if written.error is not None:
+        if isinstance(written.error, NotFound):
+            return
+        raise written.error
+    await wait_operation(client, written.body, "delete app", parent, polling)
 
 
 async def list_versions(client: CesClient, parent: str) -> list[dict[str, Any]]:

@@ -84,15 +84,21 @@ def open_context(
     variables: dict[str, str] | None = None,
     *,
     read_ahead: bool = False,
+    preview: str | None = None,
 ) -> Context:
     """variables: --var/--var-file values, which win over cesync.yaml and the process environment.
 
     read_ahead: read the app (read_remote) in a thread while the repo renders, for make_plan;
     the read waits on the network most of its time, rendering on the CPU.
+    preview: render for the preview app NAME of the environment (pipeline.preview.preview_env).
     """
     repo = load_repo(directory)
     repo.overrides = dict(variables or {})
     env = repo.env(env_name)
+    if preview is not None:
+        from .preview import preview_env
+
+        env = preview_env(env, preview)
     secrets = repo.sensitive_values(env)
     remember(secrets.values())  # before rendering: a problem message must not print one either
     ahead = _ReadAhead(env, repo.root, endpoint) if read_ahead and _can_read_ahead(env, endpoint) else None
