@@ -436,3 +436,18 @@ def test_ctrl_c_while_waiting_for_the_app_read_ahead(repo: Path, command: list[s
     assert code == 130 and run.err[-1:] == ["interrupted"], (code, run.err)
     assert "Traceback" not in "\n".join(run.err)
     assert time.monotonic() - started < 10
+
+
+def test_the_progress_line_shows_the_count_the_rate_and_the_time_left(capsys: pytest.CaptureFixture[str]) -> None:
+    from cesync.cli.core import _Progress
+    from cesync.pipeline.apply import Outcome
+
+    now = [100.0]
+    progress = _Progress(30, enabled=True, clock=lambda: now[0])
+    for i in range(10):
+        now[0] += 0.5
+        progress.event(Outcome("tool", f"t{i}", "create", "done"))
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last == "done: create tool t9  [10/30, 2.0/s, ETA 10s]"
+    now[0] += 60
+    assert progress.pace() == "[10/30, 0.2/s, ETA 2m10s]"  # 10 in 65 s, 20 left

@@ -89,3 +89,40 @@ def test_the_embedded_emulator_has_no_app_until_it_is_created(tmp_path: Path) ->
     before, error, after = asyncio.run(run())
     assert before is None and error is None
     assert isinstance(after, dict) and after["displayName"] == "A"
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "told", "expected"),
+    [
+        (None, None, (600, 600)),  # Google: CES's documented defaults
+        ("http://127.0.0.1:1", None, (None, None)),  # an emulator: none
+        ("embedded", None, (None, None)),
+        (None, {"writesPerMinute": 1200}, (1200, 600)),  # what is told wins, the rest defaults
+        ("http://127.0.0.1:1", {"readsPerMinute": 60}, (None, 60)),
+        (None, {"writesPerMinute": 0, "readsPerMinute": 0}, (0, 0)),  # 0: not paced, adapts to refusals
+    ],
+)
+def test_the_quota_paced_to(
+    tmp_path: Path, endpoint: str | None, told: dict[str, int] | None, expected: tuple[object, object]
+) -> None:
+    """cesync.yaml's quota:, through defaults and the environment, to the client's pacers."""
+    from cesync.core.yamlfile import Document, load_text
+    from cesync.repo.config import Config
+    from cesync.repo.environments import resolve_env
+
+    env_fields: dict[str, object] = {"app": "a", **({"endpoint": endpoint} if endpoint else {})}
+    config = Config.model_validate(
+        {
+            "defaults": {"project": "p", "location": "us", **({"quota": told} if told else {})},
+            "environments": {"prod": env_fields},
+        }
+    )
+    doc = load_text("version: 1\n", "cesync.yaml")
+    assert isinstance(doc, Document)
+    env = resolve_env(config, doc, "prod", {})
+    client = connect(env, tmp_path)
+    try:
+        assert (client.quota.writes_per_minute, client.quota.reads_per_minute) == expected
+        assert client.writes.ceiling == (expected[0] / 60 if expected[0] else None)
+    finally:
+        asyncio.run(client.aclose())

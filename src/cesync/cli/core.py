@@ -8,6 +8,8 @@ import dataclasses
 import json
 import signal
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -352,11 +354,21 @@ async def _run_apply(client: CesClient, plan_: Plan, parallelism: int, force_del
             loop.remove_signal_handler(signal.SIGINT)
 
 
-class _Progress:
-    """A progress bar on a terminal; one plain line per action elsewhere (CI logs)."""
+def _duration(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
-    def __init__(self, total: int, enabled: bool) -> None:
+
+class _Progress:
+    """A progress bar on a terminal; one plain line per action elsewhere (CI logs), each with the count,
+    the rate and the time left: under a quota (about 10 writes a second) a big apply takes minutes."""
+
+    def __init__(self, total: int, enabled: bool, clock: Callable[[], float] = time.monotonic) -> None:
         self.enabled = enabled
+        self.total = total
+        self.count = 0
+        self.clock = clock
+        self.started = clock()
         self.bar: Any = None
         if enabled and sys.stdout.isatty():
             from rich.progress import Progress
@@ -365,16 +377,25 @@ class _Progress:
             self.task = self.bar.add_task("applying", total=total)
             self.bar.start()
 
+    def pace(self) -> str:
+        """``[done/total, rate/s, ETA]`` from what finished so far."""
+        elapsed = self.clock() - self.started
+        rate = self.count / elapsed if elapsed > 0 else 0.0
+        left = self.total - self.count
+        eta = f"ETA {_duration(left / rate)}" if rate > 0 and left else ("done" if not left else "ETA ?")
+        return f"[{self.count}/{self.total}, {rate:.1f}/s, {eta}]"
+
     def event(self, o: Outcome) -> None:
         if not self.enabled:
             return
         o.reported = True
+        self.count += 1
         line = scrub(f"{o.status}: {o.action} {o.kind} {o.id}" + (f" ({o.message})" if o.message else ""))
         if self.bar is not None:
             self.bar.console.print(line, markup=False, highlight=False)
-            self.bar.advance(self.task)
+            self.bar.update(self.task, advance=1, description=f"applying {self.pace()}")
         else:
-            out(line)
+            out(f"{line}  {self.pace()}")
 
     def close(self) -> None:
         if self.bar is not None:

@@ -5,6 +5,11 @@ Reads come back as :class:`cesync.api.resource.Resource` records (``resources``,
 the server sent it. Errors are the typed tree of :mod:`cesync.errors`, chosen by the
 ``google.rpc.Status`` of the answer; a write's error is returned in its ``Written``.
 
+Requests are paced to the environment's quota and slow down on a quota refusal
+(:mod:`cesync.client.pacing`); a quota refusal (a 429 naming the quota) was not carried
+out, so it is sent again when its turn comes, for up to ``RetryPolicy.quota_patience``
+seconds, outside the budget of attempts below.
+
 Retries follow SPEC section 5 (AIP-194): only UNAVAILABLE, DEADLINE_EXCEEDED,
 RESOURCE_EXHAUSTED (waiting at least its ``RetryInfo`` delay) and connection
 failures, with exponential backoff and full jitter; never INVALID_ARGUMENT,
@@ -18,21 +23,24 @@ is announced in one line (what, why, how long) through ``notify``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
 
 import httpx
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, wait_random_exponential
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from ..api.kinds import KINDS, by_collection, by_word, kind_of_name
 from ..api.resource import Resource
 from ..core.sensitive import scrub
 from ..errors import BY_STATUS, ApiError, RetryableError, TransportError
+from .pacing import Pacer, Quota, is_quota_refusal
 from .transport import http_transport, proxy_mounts
 
 __all__ = ["CesClient", "RetryPolicy", "Written"]
@@ -47,6 +55,7 @@ class RetryPolicy:
     attempts: int = 6
     initial: float = 0.2
     maximum: float = 10.0
+    quota_patience: float = 600.0  # how long a request refused over quota is sent again before it fails
 
 
 @dataclass(frozen=True)
@@ -164,10 +173,17 @@ class CesClient:
         timeout: float = 60.0,
         max_connections: int = 32,
         notify: Callable[[str], None] = stderr_line,
+        quota: Quota | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.retry = retry or RetryPolicy()
         self.notify = notify
+        self.quota = quota or Quota()
+        self.clock = clock
+        self.writes = Pacer(self.quota.writes_per_minute, clock=clock, sleep=sleep)  # a GET is a read, the rest writes
+        self.reads = Pacer(self.quota.reads_per_minute, clock=clock, sleep=sleep)
         limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
         self.http = _Http(
             base_url=self.base_url,
@@ -235,6 +251,47 @@ class CesClient:
         body: dict[str, Any] | None = None,
         timeout: float | None = None,
     ) -> dict[str, Any]:
+        """One call, paced; refused over quota, sent again in its turn until quota_patience has passed."""
+        pacer = self.reads if method == "GET" else self.writes
+        first_refusal: float | None = None
+        while True:
+            turn = await pacer.acquire()
+            try:
+                result = await self._send(method, path, operation, resource, params=params, body=body, timeout=timeout)
+            except ApiError as exc:
+                if not is_quota_refusal(exc.details, exc.status):
+                    if not isinstance(exc, TransportError):
+                        pacer.admitted()
+                    raise
+                now = self.clock()
+                first_refusal = now if first_refusal is None else first_refusal
+                if pacer.refused(turn, quota_limit(exc)):
+                    self.notify(quota_line(exc, pacer))
+                if pacer.next_turn() - first_refusal > self.retry.quota_patience:  # its next turn would come too late
+                    raise type(exc)(
+                        f"{exc.message} (refused over quota for {now - first_refusal:.0f} s; other callers in the project "
+                        "may be using it: run again later, or ask for more quota)",
+                        code=exc.code,
+                        status=exc.status,
+                        operation=exc.operation,
+                        resource=exc.resource,
+                        details=exc.details,
+                    ) from None
+                continue
+            pacer.admitted()
+            return result
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        operation: str,
+        resource: str,
+        *,
+        params: dict[str, Any] | None = None,
+        body: dict[str, Any] | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
         try:
             response = await self.http.send(self.request(method, path, resource, params=params, body=body, timeout=timeout))
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
@@ -268,6 +325,8 @@ class CesClient:
         try:
             return await fn()
         except (RetryableError, TransportError) as exc:
+            if is_quota_refusal(exc.details, exc.status):
+                raise  # refused over quota for quota_patience already (see _call): no more waiting here
             first: BaseException = exc
         if self.retry.attempts <= 1:
             raise first
@@ -284,7 +343,7 @@ class CesClient:
                 self.notify(retry_line(exc, state.upcoming_sleep, state.attempt_number, self.retry.attempts))
 
         async for attempt in AsyncRetrying(
-            retry=retry_if_exception_type((RetryableError, TransportError)),
+            retry=retry_if_exception(_transient),
             wait=wait,
             stop=stop_after_attempt(self.retry.attempts),
             before_sleep=announce,
@@ -386,6 +445,34 @@ def retry_line(exc: ApiError, wait: float, attempt: int, attempts: int) -> str:
         if hinted is not None:
             why += f", server asks to wait {hinted:g}s"
     return f"retry {attempt}/{attempts - 1}: {what}: {why}; next attempt in {wait:.2f}s"
+
+
+def _transient(exc: BaseException) -> bool:
+    """Retried within the budget of attempts: a quota refusal reaching here has waited its patience out."""
+    return isinstance(exc, (RetryableError, TransportError)) and not is_quota_refusal(exc.details, exc.status)
+
+
+def quota_limit(exc: ApiError) -> int | None:
+    """The limit a minute a quota refusal names (ErrorInfo metadata quota_limit_value), if it names one."""
+    info = exc.detail("google.rpc.ErrorInfo") or {}
+    metadata = info.get("metadata")
+    value = str(metadata.get("quota_limit_value", "")) if isinstance(metadata, dict) else ""
+    return int(value) if value.isdigit() and int(value) > 0 else None
+
+
+def quota_line(exc: ApiError, pacer: Pacer) -> str:
+    """One line when a quota refusal slows the client down: which quota, and the new pace."""
+    info = exc.detail("google.rpc.ErrorInfo") or {}
+    found = info.get("metadata")
+    metadata: dict[str, Any] = found if isinstance(found, dict) else {}
+    metric = str(metadata.get("quota_metric") or "the project's request quota")
+    limit = metadata.get("quota_limit_value")
+    told = f"{pacer.ceiling * 60:.0f}/min told" if pacer.ceiling else "none told"
+    return (
+        f"quota: CES refused a request over {metric}"
+        + (f" (limit {limit}/min)" if limit else "")
+        + f"; pacing at {(pacer.rate or 0) * 60:.0f}/min ({told}); refused requests are sent again in turn"
+    )
 
 
 def _record(kind: str, body: dict[str, Any]) -> Resource:

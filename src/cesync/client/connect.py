@@ -12,8 +12,9 @@ from ..repo.environments import EnvTarget
 
 if TYPE_CHECKING:
     from .api import CesClient, RetryPolicy
+    from .pacing import Quota
 
-__all__ = ["connect", "endpoint_for"]
+__all__ = ["connect", "endpoint_for", "quota_for"]
 
 GOOGLE = {"us": "https://ces.us.rep.googleapis.com", "eu": "https://ces.eu.rep.googleapis.com"}
 GLOBAL = "https://ces.googleapis.com"
@@ -40,6 +41,20 @@ def endpoint_for(env: EnvTarget, override: str | None = None) -> str:
     return GOOGLE.get(env.location, GLOBAL)
 
 
+def quota_for(env: EnvTarget, google: bool) -> Quota:
+    """The environment's ``quota:``; absent, CES's documented defaults on Google, none on an emulator."""
+    from .pacing import CES_DEFAULT_QUOTA, Quota
+
+    told = env.quota
+    default = CES_DEFAULT_QUOTA if google else Quota()
+    if told is None:
+        return default
+    return Quota(
+        default.writes_per_minute if told.writesPerMinute is None else told.writesPerMinute,
+        default.reads_per_minute if told.readsPerMinute is None else told.readsPerMinute,
+    )
+
+
 def connect(
     env: EnvTarget, root: Path, *, override: str | None = None, retry: RetryPolicy | None = None, max_connections: int = 32
 ) -> CesClient:
@@ -55,9 +70,11 @@ def connect(
         state = root / ".cesync" / f"{env.name}.json"
         # as in CES, the app exists once created: apply creates it (CreateApp), nothing invents it
         transport = EmbeddedTransport(state=state, auto_create_apps=False)
-        return CesClient("http://embedded", transport=transport, retry=retry, max_connections=max_connections)
-    if endpoint.startswith("http://") or os.environ.get("CES_EMULATOR_HOST"):
-        return CesClient(endpoint, retry=retry, max_connections=max_connections)  # an emulator: anonymous
+        quota = quota_for(env, google=False)
+        return CesClient("http://embedded", transport=transport, retry=retry, max_connections=max_connections, quota=quota)
+    if endpoint.startswith("http://") or os.environ.get("CES_EMULATOR_HOST"):  # an emulator: anonymous
+        return CesClient(endpoint, retry=retry, max_connections=max_connections, quota=quota_for(env, google=False))
     check_trusted(endpoint)  # before credentials are looked up and before any connection is opened
     credentials = default_credentials(env.impersonate_service_account, env.quota_project)
-    return CesClient(endpoint, auth=GoogleAuth(credentials, env.quota_project), retry=retry, max_connections=max_connections)
+    auth = GoogleAuth(credentials, env.quota_project)
+    return CesClient(endpoint, auth=auth, retry=retry, max_connections=max_connections, quota=quota_for(env, google=True))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from functools import lru_cache
@@ -873,6 +874,7 @@ def create_app(
     *,
     operation_delay: float = DEFAULT_OPERATION_DELAY,
     quota: QuotaConfig | None = None,
+    quota_clock: Callable[[], float] = time.monotonic,
 ) -> Starlette:
     """The emulator as an ASGI app (state in memory unless the store has a file; no quota unless given)."""
     emulator = Emulator(store or Store(), operation_delay)
@@ -907,7 +909,8 @@ def create_app(
     app.state.emulator = emulator
     config = faults or FaultConfig()
     app.add_middleware(_ApiShortcut, endpoints=endpoints)  # inside the faults (the last added is outermost)
-    app.add_middleware(QuotaMiddleware, config=emulator.quota, state=emulator.quota_state)  # refused after the latency
+    quota_state = emulator.quota_state
+    app.add_middleware(QuotaMiddleware, config=emulator.quota, state=quota_state, clock=quota_clock)  # after the latency
     app.add_middleware(FaultMiddleware, config=config, registry=fault_middleware)
     app.state.faults = config
     return app

@@ -15,6 +15,7 @@ __all__ = [
     "Config",
     "Defaults",
     "Environment",
+    "QuotaSettings",
     "Safety",
     "check_segment",
     "normalize_endpoint",
@@ -121,6 +122,16 @@ class Safety(_Strict):
     minResources: int = Field(10, ge=0, description="The fraction is checked only when at least this many resources are managed.")
 
 
+class QuotaSettings(_Strict):
+    """CES's request quotas of the environment's project (requests a minute), which cesync paces to.
+
+    Absent, Google endpoints get CES's documented defaults (600 writes and 600 reads a minute)
+    and emulators none; 0 sends as fast as the server admits, slowing down on its first refusal."""
+
+    writesPerMinute: int | None = Field(None, ge=0, description="ces.googleapis.com/write_requests a minute.")
+    readsPerMinute: int | None = Field(None, ge=0, description="ces.googleapis.com/read_requests a minute.")
+
+
 class Defaults(_Strict):
     """Values every environment inherits unless it sets its own."""
 
@@ -129,6 +140,7 @@ class Defaults(_Strict):
     endpoint: str | None = None
     vars: dict[str, str] = Field(default_factory=dict)
     sensitive: list[VarName] = Field(default_factory=list, description=SENSITIVE_HELP)
+    quota: QuotaSettings | None = None
 
     @field_validator("endpoint")
     @classmethod
@@ -158,6 +170,11 @@ class Environment(_Strict):
     prune: bool | None = Field(None, description="Delete remote resources that the repo does not define.")
     impersonateServiceAccount: str | None = None
     quotaProject: str | None = None
+    quota: QuotaSettings | None = Field(
+        None,
+        description="Requests a minute the project's CES quota allows (writesPerMinute, readsPerMinute), shared by "
+        "everyone in the project; absent: CES's defaults (600 each) on Google, none on an emulator.",
+    )
 
     @field_validator("endpoint")
     @classmethod

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from ..core.checks import suggest
 from ..core.yamlfile import Document, Path_
 from ..errors import CesyncError, ConfigError, Problem
-from .config import Config, Environment, check_segment
+from .config import Config, Environment, QuotaSettings, check_segment
 
 __all__ = ["VAR_ENV_PREFIX", "EnvTarget", "resolve_env"]
 
@@ -33,6 +33,7 @@ class EnvTarget:
     prune: bool
     impersonate_service_account: str | None = None
     quota_project: str | None = None
+    quota: QuotaSettings | None = None  # None: the endpoint's default (connect)
     overrides: Mapping[str, str] = field(default_factory=dict)  # --var / --var-file: win over everything
 
     def __post_init__(self) -> None:
@@ -97,7 +98,18 @@ def _target(config: Config, config_doc: Document, name: str, env: Environment, o
         prune=config.prune if env.prune is None else env.prune,
         impersonate_service_account=env.impersonateServiceAccount,
         quota_project=env.quotaProject,
+        quota=_quota(env.quota, d.quota),
         overrides=dict(overrides),
+    )
+
+
+def _quota(env: QuotaSettings | None, defaults: QuotaSettings | None) -> QuotaSettings | None:
+    """The environment's quota, each limit it leaves out taken from defaults."""
+    if env is None or defaults is None:
+        return env or defaults
+    return QuotaSettings(
+        writesPerMinute=defaults.writesPerMinute if env.writesPerMinute is None else env.writesPerMinute,
+        readsPerMinute=defaults.readsPerMinute if env.readsPerMinute is None else env.readsPerMinute,
     )
 
 
