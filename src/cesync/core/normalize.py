@@ -23,7 +23,7 @@ from ..models import FieldSpec, Kind, ProtoModel
 from .documents import parse_document
 from .walk import DROP, Path, SpecWalker
 
-__all__ = ["DOCUMENT_FIELDS", "Canonical", "canonical"]
+__all__ = ["DOCUMENT_FIELDS", "Canonical", "canonical", "canonical_message"]
 
 DOCUMENT_FIELDS = {"openApiSchema"}
 ENV_VAR = "$env_var"
@@ -44,6 +44,13 @@ def canonical(kind: str, rid: str, body: dict[str, Any]) -> Canonical:
     if hook is not None:
         hook(rid, out)
     return Canonical(out, walker.unknown_paths)
+
+
+def canonical_message(data: Any, model: type[ProtoModel]) -> Canonical:
+    """One message value (a list item, a map value) in canonical form, its unknown fields set aside."""
+    walker = _Normalize()
+    out = walker.walk(data, model)
+    return Canonical(out if isinstance(out, dict) else {}, walker.unknown_paths)
 
 
 class _Normalize(SpecWalker):

@@ -22,6 +22,7 @@ from .. import __version__
 from ..api.kinds import APP, KINDS, names_pattern
 from ..api.resource import Resource
 from ..errors import CesyncError, PlanFileError, UnsafePlanError
+from .carry import carry_unknown
 from .diff import FieldChange, diff_resource
 from .order import Node, order
 from .planfile import Action, PlanFile, parse_plan_file
@@ -251,6 +252,8 @@ def build_plan(
             note = "the app does not exist yet: created first" if kind == APP else ""
             changes.append(Change(action="create", note=note, deferred=where.deferred, patch_after=where.patch_after, **common))
         elif d.update_mask:
+            if d.unknown:
+                common.update(_carried(kind, rid, r.body, body, d.update_mask))
             changes.append(
                 Change(
                     action="update",
@@ -297,6 +300,22 @@ def build_plan(
         created_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         sensitive=Sealed(fields={name_of[k]: [list(p) for p in v] for k, v in sorted(hidden.items()) if k in name_of}),
     )
+
+
+def _carried(kind: str, rid: str, remote: dict[str, Any], body: dict[str, Any], mask: list[str]) -> dict[str, Any]:
+    """The body an update sends with the remote's unknown fields inside its masked fields (core.carry),
+    and a note naming them; a change that would drop one is refused, naming each."""
+    carried = carry_unknown(kind, remote, body, mask)
+    if carried.lost:
+        raise CesyncError(
+            f"{kind} {rid}: the update would drop {', '.join(carried.lost)}, which the app has and this cesync "
+            "does not know (a newer API field), because the repo adds and removes items of that list at once "
+            "and cesync cannot tell which item they belong to; nothing was planned. Remove the old items in one "
+            "apply and add the new ones in the next, or use a cesync that knows the field"
+        )
+    if not carried.kept:
+        return {}
+    return {"body": carried.body, "note": "keeps the app's fields cesync does not know: " + ", ".join(carried.kept)}
 
 
 def _untargeted_dependencies(changes: list[Change], new: Mapping[str, tuple[str, str]]) -> None:

@@ -51,7 +51,22 @@ from .store import (
     page_token,
     parse_page_token,
 )
-from .wire import TOOL_TYPES, Parsed, Printed, checked, kind, map_references, mask_paths, printed, split_known, to_data
+from .wire import (
+    TOOL_TYPES,
+    Extra,
+    Parsed,
+    Printed,
+    checked,
+    extras,
+    graft,
+    kind,
+    map_references,
+    mask_paths,
+    printed,
+    split_known,
+    to_data,
+    without,
+)
 
 __all__ = ["create_app"]
 
@@ -60,6 +75,8 @@ LOCATION_RE = re.compile(r"^(projects/[^/]+/locations/[^/]+)/(apps|operations)(.
 ID_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_-]{0,127}\Z")
 VERSIONS = ("v1", "v1beta")
 BETA_ONLY = {"evaluationSettings", "evaluation_settings", "evaluationPersonas", "evaluation_personas"}  # App, v1beta
+Extras = list[Extra]  # module names: inside Emulator, "list" is its list method
+Paths = list[str] | None
 Handler = Callable[[Request, str, str, str | None], Awaitable[Any]]
 
 
@@ -140,6 +157,11 @@ def _apply_mask(stored: dict[str, Any], body: dict[str, Any], paths: list[str]) 
             else:
                 dst[parts[-1]] = src
     return merged
+
+
+def _with_extras(data: dict[str, Any], found: list[Extra]) -> dict[str, Any]:
+    """data (a copy, when there is anything to put back) with these fields where they were."""
+    return graft(json.loads(json.dumps(data)), found) if found else data
 
 
 def _stamp(data: dict[str, Any], name: str, created: str | None) -> dict[str, Any]:
@@ -242,8 +264,21 @@ class Emulator:
             "restore": self._do_restore,
         }
         self.operations = Operations(store, actions, operation_delay)
+        # Fields a newer CES has and the snapshot lacks, as (message, JSON name), taught by /admin/inject:
+        # this server then stores them wherever they sit, returns them, and takes them in requests.
+        self.taught: set[tuple[str, str]] = set()
         self.quota = QuotaConfig()  # the settings (create_app, /admin/quota)
         self.quota_state = QuotaState()  # the buckets per project and location, and what they refused
+
+    def _split(self, collection: str, body: dict[str, Any]) -> tuple[dict[str, Any], list[Extra]]:
+        """A request body without the taught fields it holds, and those fields; untaught ones stay for
+        the usual INVALID_ARGUMENT ('Unknown name')."""
+        if not self.taught:
+            return body, []
+        found = extras(collection, body)
+        if not found or any((e.message, str(e.path[-1])) not in self.taught for e in found):
+            return body, []
+        return without(body, found), found
 
     def _read_copy(self, parent: str, collection: str, rid: str) -> dict[str, Any] | None:
         self.store.app(parent)
@@ -355,7 +390,8 @@ class Emulator:
         if collection == "versions":
             return await self.create_version(request, parent)
         c = kind(collection)
-        parsed = _checked_parsed(collection, await _json_body(request))
+        body, taught = self._split(collection, await _json_body(request))
+        parsed = _checked_parsed(collection, body)
         rid = self._new_id(request, collection)
         self.store.app(parent)
         with self.store.transaction(write=True) as db:
@@ -366,7 +402,7 @@ class Emulator:
             data = _server_fields(collection, parent, rid, dict(parsed.data), None)
             self._unique_display_name(db, parent, collection, data, rid)
             self._check_references(db, parent, c.singular, data)
-            res = printed(collection, data, parsed)
+            res = printed(collection, _with_extras(data, taught), parsed)
             self.store.put(db, parent, collection, rid, res)
         return _answer(request, res)
 
@@ -384,7 +420,7 @@ class Emulator:
     async def patch(self, request: Request, parent: str, collection: str, rid: str | None) -> Any:
         assert rid is not None
         c = kind(collection)
-        body = await _json_body(request)
+        body, taught = self._split(collection, await _json_body(request))
         paths = mask_paths(_query(request).get("updateMask"), collection)
         whole = _checked_parsed(collection, body) if paths is None else None
         incoming = whole.data if whole is not None else checked(collection, body, complete=False).data
@@ -397,14 +433,31 @@ class Emulator:
             if etag and etag != current.get("etag"):
                 raise RpcError("ABORTED", f"etag mismatch for {current['name']}: it was changed since it was read")
             known, unknown = split_known(collection, current)
-            parsed = whole if whole is not None else _checked_parsed(collection, _apply_mask(known, incoming, paths or []))
+            parsed, nested = self._masked(collection, known, whole, incoming, taught, paths)
             data = _server_fields(collection, parent, rid, dict(parsed.data), current.get("createTime"))
             self._unique_display_name(db, parent, collection, data, rid)
             self._check_references(db, parent, c.singular, data)
             data.update(unknown)  # fields this emulator was taught out of band survive
-            res = printed(collection, data, parsed)
+            res = printed(collection, _with_extras(data, nested), parsed)
             self.store.put(db, parent, collection, rid, res)
         return _answer(request, res)
+
+    def _masked(
+        self,
+        collection: str,
+        known: dict[str, Any],
+        whole: Parsed | None,
+        incoming: dict[str, Any],
+        taught: Extras,
+        paths: Paths,
+    ) -> tuple[Parsed, Extras]:
+        """An update's resource, checked, and the taught fields it holds at any depth: what the mask
+        names comes from the request (its taught fields with it), the rest stays as stored."""
+        if whole is not None:
+            return whole, taught
+        merged = _apply_mask(known, _with_extras(incoming, taught), paths or [])
+        nested = extras(collection, merged) if self.taught else []
+        return _checked_parsed(collection, without(merged, nested) if nested else merged), nested
 
     async def delete(self, request: Request, parent: str, collection: str, rid: str | None) -> Any:
         assert rid is not None
@@ -540,9 +593,10 @@ class Emulator:
             return _answer(request, self._existing_app(db, parent))
 
     async def patch_app(self, request: Request, parent: str) -> Any:
-        body = _beta_body(request, "apps", await _json_body(request))
+        body, taught = self._split("apps", _beta_body(request, "apps", await _json_body(request)))
         paths = mask_paths(_query(request).get("updateMask"), "apps")
-        incoming = _checked("apps", body) if paths is None else checked("apps", body, complete=False).data
+        whole = _checked_parsed("apps", body) if paths is None else None
+        incoming = whole.data if whole is not None else checked("apps", body, complete=False).data
         etag = body.get("etag") or ""
         self.store.app(parent)
         with self.store.transaction(write=True) as db:
@@ -550,11 +604,11 @@ class Emulator:
             if etag and etag != current.get("etag"):
                 raise RpcError("ABORTED", f"etag mismatch for {parent}: it was changed since it was read")
             known, unknown = split_known("apps", current)
-            data = incoming if paths is None else _checked("apps", _apply_mask(known, incoming, paths))
-            data = _stamp(data, parent, current.get("createTime"))
+            parsed, nested = self._masked("apps", known, whole, incoming, taught, paths)
+            data = _stamp(dict(parsed.data), parent, current.get("createTime"))
             self._check_references(db, parent, "app", data)
             data.update(unknown)
-            res = printed("apps", data)
+            res = printed("apps", _with_extras(data, nested), parsed)
             self.store.put_app(db, parent, res)
         return _answer(request, res)
 
@@ -981,6 +1035,7 @@ async def _admin(emulator: Emulator, request: Request, registry: list[FaultMiddl
         store.app(parent)
         with store.transaction(write=True) as db:
             data = {**emulator._existing(db, parent, collection, rid).data, **fields}
+            emulator.taught.update((e.message, str(e.path[-1])) for e in extras(collection, data))
             store.put(db, parent, collection, rid, printed(collection, data))
         return {"name": name}
     if action == "stats":
