@@ -52,6 +52,16 @@ case "$command" in
   test)
     cesync test "${env_args[@]}" --junit "$junit" "${extra[@]}" || code=$?
     ;;
+  promote)
+    if [ -z "${INPUT_FROM:-}" ] || [ -z "$environment" ]; then
+      echo "::error::promote needs the inputs 'from' and 'environment'"
+      exit 1
+    fi
+    cesync promote --from "$INPUT_FROM" --to "$environment" --out "$plan_json" --detailed-exitcode "${extra[@]}" || code=$?
+    if [ -f "$plan_json" ]; then
+      cesync show "$plan_json" --format markdown > "$plan_md"
+    fi
+    ;;
   diff)
     if [ -z "${INPUT_FROM:-}" ] || [ -z "$environment" ]; then
       echo "::error::diff needs the inputs 'from' and 'environment'"
@@ -60,7 +70,7 @@ case "$command" in
     cesync diff --from "$INPUT_FROM" --to "$environment" --format markdown --detailed-exitcode "${extra[@]}" > "$plan_md" || code=$?
     ;;
   *)
-    echo "::error::unknown command '$command': use validate, plan, apply, test or diff"
+    echo "::error::unknown command '$command': use validate, plan, apply, test, promote or diff"
     exit 1
     ;;
 esac

@@ -138,7 +138,8 @@ def test_diff_shows_exactly_the_seeded_difference(bot: Path, emulator: Backgroun
     ]
     assert plan["app"].endswith("/apps/support-bot")  # the plan is for prod
     text = cesync(*args)
-    assert "Promoting 'dev'" in text.stdout and "Search the new help centre." in text.stdout
+    assert "like the live 'dev'" in text.stdout and "Search the new help centre." in text.stdout
+    assert "not a promotion: 'cesync promote --from dev --to prod'" in text.stderr
 
 
 # --- the pure reverse mapping -------------------------------------------------------------

@@ -129,11 +129,11 @@ def _leave_output_closed() -> NoReturn:
 
 # Each command's module and the first line of its help, so that `cesync --help` and a
 # command run import only what they use (tests/test_cli_lazy.py keeps this table true).
-MODULES = ("adopt", "ci", "core", "preview", "serve", "sync", "tools", "versions")
+MODULES = ("adopt", "ci", "core", "preview", "promote", "serve", "sync", "tools", "versions")
 COMMANDS: dict[str, tuple[str, str]] = {
     "apply": ("core", "Make the app match the repo: creates, updates and (with --prune) deletes."),
     "comment": ("ci", "Keep one sticky plan comment per environment and app on the pull/merge request."),
-    "diff": ("adopt", "What promoting one live environment to another would change."),
+    "diff": ("adopt", "Compare two live apps: what making TO like FROM's app as it runs now would change."),
     "emulator": ("serve", "Run the local CES emulator (point cesync at it with CES_EMULATOR_HOST)."),
     "exec": ("tools", "Run one tool (id, TOOLSET/TOOL_ID or display name) and print its canonical output."),
     "export": ("adopt", "Write the whole app (settings, agents, guardrails, tools and the rest) as a cesync repo (adoption)."),
@@ -150,6 +150,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Show what restoring VERSION (an id from 'cesync versions') would change, then restore it (RestoreAppVersion).",
     ),
     "preview": ("preview", "Apply the repo to a throw-away app beside the environment's (APP-NAME), or --delete it."),
+    "promote": ("promote", "Plan TO from exactly the commit FROM last applied (its applied record), in that commit's tree."),
     "pull": ("sync", "Write the app's state of managed resources back into the files that define them."),
     "schema": ("core", "Write JSON Schemas for tool files, toolset files and cesync.yaml."),
     "show": ("core", "Render a saved plan (text, json or markdown)."),

@@ -187,11 +187,12 @@ def diff_cmd(
     var_pairs: tuple[str, ...],
     var_files: tuple[Path, ...],
 ) -> None:
-    """What promoting one live environment to another would change.
+    """Compare two live apps: what making TO like FROM's app as it runs now would change.
 
     Reads both apps, turns FROM back into repo form with its own variables, renders
     that for TO, and plans it against TO (with prune: resources only in TO show as
-    deletes).
+    deletes). This is not a promotion: 'cesync promote' plans TO from the commit FROM
+    last applied, and that plan is what apply applies.
     """
     repo = load_repo(directory, resources=False)
     repo.overrides = cli_vars(var_pairs, var_files)
@@ -205,10 +206,15 @@ def diff_cmd(
 
     exported, remote_b = asyncio.run(run())
     result = plan_files(exported.files, b.name, remote_b, prune=True, variables=repo.overrides)
+    not_promotion = (
+        f"This compares the live apps; it is not a promotion: 'cesync promote --from {a.name} --to {b.name}' "
+        f"plans '{b.name}' from the commit '{a.name}' last applied."
+    )
     if fmt == "text":
-        click.echo(f"Promoting '{a.name}' ({a.parent}) to '{b.name}' would change:")
+        click.echo(f"Making '{b.name}' like the live '{a.name}' ({a.parent}) would change:")
+        err(not_promotion)
     elif fmt == "markdown":
-        click.echo(f"#### Promotion `{a.name}` → `{b.name}`\n")
+        click.echo(f"#### Live `{a.name}` → `{b.name}` (a comparison, not a promotion)\n")
     print_plan(result, fmt)
     if detailed_exitcode and result.has_changes:
         sys.exit(EXIT_CHANGES)

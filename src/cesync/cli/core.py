@@ -267,10 +267,17 @@ def apply(
 
     saved = load_plan(planfile) if planfile else None
     variables = cli_vars(var_pairs, var_files)
+    source = directory
+    if saved is not None and saved.commit:  # a promotion: the repo as at its commit, never the working tree
+        from ..pipeline.promote import commit_tree
+        from ..repo.repo import load_repo
+
+        root = load_repo(directory, resources=False).root
+        source = click.get_current_context().with_resource(commit_tree(root, saved.commit))
     # a saved plan is checked before any connection; without one, the app is read while the repo renders, as plan does
-    ctx = open_context(
-        directory, env_name or (saved.environment if saved else None), endpoint, variables, read_ahead=saved is None
-    )
+    ctx = open_context(source, env_name or (saved.environment if saved else None), endpoint, variables, read_ahead=saved is None)
+    if saved is not None and saved.commit:
+        ctx.state_root, ctx.promotion = root, (saved.promoted_from, saved.commit)
     if saved is not None:
         check_saved(ctx, saved)  # before any connection
     safety = ctx.repo.config.safety

@@ -93,6 +93,8 @@ class Plan:
     refused: str = ""  # why apply would refuse this plan (the mass-change guard), shown by every renderer
     created_at: str = ""
     endpoint: str = ""  # where the plan read the app; apply of a saved plan refuses any other
+    promoted_from: str = ""  # cesync promote: the environment whose applied commit this plan was made from
+    commit: str = ""  # ... and that commit: apply renders the repo as it is there, not the working tree
     sensitive: Sealed = field(default_factory=Sealed)
     cesync_version: str = __version__
     format_version: int = FORMAT_VERSION

@@ -78,6 +78,8 @@ class PlanFile(_Strict):
     refused: str = ""
     created_at: str = ""
     endpoint: str = ""
+    promoted_from: str = ""
+    commit: str = Field("", pattern=r"^([0-9a-f]{40})?$")
     sensitive: SealedFile = Field(default_factory=SealedFile)
 
 

@@ -62,6 +62,10 @@ class Context:
     secrets: dict[str, str] = field(default_factory=dict)  # sensitive NAME -> resolved value (memory only)
     hidden: dict[tuple[str, str], list[Path_]] = field(default_factory=dict)  # (kind, id) -> sensitive body paths
     read_ahead: _ReadAhead | None = None  # the app, read while the repo rendered (open_context(read_ahead=True))
+    # where the embedded emulator keeps its state (.cesync/ENV.json): the repo's root, unless the
+    # repo was rendered from a commit's tree in a temporary folder (promotion)
+    state_root: Path | None = None
+    promotion: tuple[str, str] = ("", "")  # (environment, commit): the repo was rendered from that commit's tree
 
     @property
     def digest(self) -> str:
@@ -74,7 +78,8 @@ class Context:
     def client(self, *, retry: RetryPolicy | None = None, max_connections: int = 32) -> CesClient:
         from ..client import connect
 
-        return connect(self.env, self.repo.root, override=self.endpoint, retry=retry, max_connections=max_connections)
+        root = self.state_root or self.repo.root
+        return connect(self.env, root, override=self.endpoint, retry=retry, max_connections=max_connections)
 
 
 def open_context(
@@ -269,7 +274,8 @@ def seal_plan(plan: Plan, ctx: Context, salt: str) -> Plan:
         key=(KEY_ENV if plan_key() else "none") if ctx.secrets else "",
         values=seal(ctx.secrets, salt, plan_key()) if ctx.secrets else {},
     )
-    return replace(plan, endpoint=ctx.endpoint_url, sensitive=sealed)
+    promoted_from, commit = ctx.promotion
+    return replace(plan, endpoint=ctx.endpoint_url, sensitive=sealed, promoted_from=promoted_from, commit=commit)
 
 
 async def narrow_saved(

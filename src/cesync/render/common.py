@@ -35,6 +35,11 @@ def unified(before: Any, after: Any, path: str) -> list[str]:
 def notices(plan: Plan) -> list[str]:
     """What a reader must not miss before the changes: a partial plan, a plan apply will refuse."""
     out = []
+    if plan.commit:
+        out.append(
+            f"Promotion: the repo as at commit {plan.commit[:12]}, which '{plan.promoted_from}' last applied "
+            "(not the working tree)"
+        )
     if plan.targets:
         out.append(f"Partial plan: only {', '.join(plan.targets)} (--target); other resources were not compared")
     if plan.refused:

@@ -1,0 +1,108 @@
+"""Promotion by commit: plan one environment from exactly the commit another last applied.
+
+What is approved for prod must be what dev runs, not the working tree and not a
+comparison of two live apps: ``cesync promote --from dev --to prod`` reads the commit dev's
+applied record names, lays that commit's tree out in a temporary folder (``git archive``:
+nothing in the checkout or its ``.git`` changes), renders it with prod's variables and
+plans prod from it. The plan names the commit; ``cesync apply PLAN`` lays the same commit
+out again and applies that plan and nothing else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import subprocess
+import tarfile
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..client.api import CesClient
+from ..errors import CesyncError, NotFound
+from ..repo.environments import EnvTarget
+
+__all__ = ["COMMIT_RE", "applied_commit", "checkout_root", "commit_tree"]
+
+COMMIT_RE = re.compile(r"^[0-9a-f]{40}\Z")  # a full sha-1 commit id; anything else from a server is refused
+MAX_ARCHIVE = 200 * 1024 * 1024  # bytes of the commit's folder, as import-archive's limit
+
+
+async def applied_commit(client: CesClient, env: EnvTarget) -> str:
+    """The commit cesync last applied to env's app, from the app's own record of it."""
+    from ..client.apps import list_versions
+
+    try:
+        versions = await list_versions(client, env.parent)
+    except NotFound:
+        raise CesyncError(f"'{env.name}' has no app ({env.parent}): nothing was applied to it to promote") from None
+    for version in versions:  # newest first
+        found = _RECORD_RE.search(str(version.get("description", "")))
+        if found and found.group(1) == env.name:
+            return found.group(2)
+    raise CesyncError(
+        f"'{env.name}' has no record of an applied commit ({env.parent}): apply to it with cesync from a git "
+        "checkout first; its record names the commit to promote"
+    )
+
+
+_RECORD_RE = re.compile(r"to (\S+) at .*?, commit ([0-9a-f]{40})(?! with uncommitted)")
+
+
+def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    try:
+        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, timeout=120, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise CesyncError(f"git could not be run in {cwd}: {exc}") from None
+
+
+def checkout_root(directory: Path) -> tuple[Path, Path]:
+    """(top of the git checkout holding directory, directory relative to it)."""
+    found = _git(directory, "rev-parse", "--show-toplevel")
+    if found.returncode != 0:
+        raise CesyncError(f"{directory} is not in a git checkout: promotion plans from a commit")
+    top = Path(found.stdout.decode().strip()).resolve()
+    return top, directory.resolve().relative_to(top)
+
+
+@contextlib.contextmanager
+def commit_tree(directory: Path, commit: str) -> Iterator[Path]:
+    """The repo folder (directory) as it is at commit, in a temporary folder removed afterwards."""
+    if not COMMIT_RE.fullmatch(commit):
+        raise CesyncError(f"{commit!r} is not a full commit id (40 hex digits)")
+    top, relative = checkout_root(directory)
+    if _git(top, "cat-file", "-e", f"{commit}^{{commit}}").returncode != 0:
+        raise CesyncError(
+            f"commit {commit[:12]} is not in this checkout: fetch it (in CI, check out with the whole history, "
+            "e.g. actions/checkout with fetch-depth: 0)"
+        )
+    path = "." if str(relative) == "." else relative.as_posix()
+    archive = _git(top, "archive", "--format=tar", commit, "--", path)
+    if archive.returncode != 0:
+        raise CesyncError(f"git archive of {commit[:12]}:{path} failed: {archive.stderr.decode(errors='replace').strip()}")
+    if len(archive.stdout) > MAX_ARCHIVE:
+        raise CesyncError(f"the repo folder at {commit[:12]} is over {MAX_ARCHIVE // 2**20} MB")
+    with tempfile.TemporaryDirectory(prefix="cesync-promote-") as tmp:
+        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+            _extract(tar, Path(tmp))
+        folder = Path(tmp) / relative
+        if not (folder / "cesync.yaml").is_file():
+            raise CesyncError(f"{path} has no cesync.yaml at commit {commit[:12]}")
+        yield folder
+
+
+def _extract(tar: tarfile.TarFile, dest: Path) -> None:
+    """Regular files and folders only, each inside dest: a commit's links and devices are not
+    laid out (the loader refuses links that leave the repo; here they are not even made)."""
+    for member in tar.getmembers():
+        target = (dest / member.name).resolve()
+        if not target.is_relative_to(dest.resolve()):
+            raise CesyncError(f"the commit holds a path outside its folder: {member.name!r}")
+        if member.isdir():
+            target.mkdir(parents=True, exist_ok=True)
+        elif member.isfile():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            source = tar.extractfile(member)
+            assert source is not None
+            target.write_bytes(source.read())
