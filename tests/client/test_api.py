@@ -6,8 +6,6 @@ import asyncio
 
 import httpx
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from cesync.api.resource import Resource
 from cesync.client import CesClient
@@ -45,81 +43,6 @@ paths:
       operationId: x
       responses: {'200': {description: ok}}
 """
-
-
-_URL_TEXT = st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=12) | st.text(
-    alphabet="aZ09_.~:@!$&'()*+,;=-", max_size=12
-)
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    base=st.sampled_from(
-        ["http://127.0.0.1:8080", "https://ces.us.rep.googleapis.com", "https://h.example/pre/fix", "http://embedded"]
-    ),
-    segments=st.lists(_URL_TEXT, min_size=1, max_size=5),
-    params=st.dictionaries(_URL_TEXT, _URL_TEXT | st.integers(), max_size=4),
-)
-def test_request_url_is_the_one_httpx_makes(base: str, segments: list[str], params: dict[str, object]) -> None:
-    """CesClient.url parses once what httpx makes of a relative path and params on the base URL."""
-    client = CesClient(base)
-    path = "/".join(segments)
-    merged = {**params, "$alt": "json;enum-encoding=int"}
-    try:
-        expected = client.http.build_request("GET", f"/v1/{path}", params=merged).url
-    except httpx.InvalidURL:
-        with pytest.raises(httpx.InvalidURL):
-            client.url(path, merged)
-        return
-    assert str(client.url(path, merged)) == str(expected)
-    assert client.url(path, merged) == expected
-
-
-_JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
-    max_leaves=8,
-)
-
-
-@settings(max_examples=200, deadline=None)
-@given(
-    method=st.sampled_from(["GET", "POST", "PATCH", "DELETE"]),
-    segments=st.lists(_URL_TEXT.filter(bool), min_size=1, max_size=4),
-    params=st.dictionaries(_URL_TEXT, _URL_TEXT | st.integers(), max_size=3),
-    body=st.none() | st.dictionaries(st.text(max_size=8), _JSON, max_size=4),
-    resource=st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=30),
-    timeout=st.none() | st.floats(min_value=0.5, max_value=400),
-)
-def test_request_is_the_one_build_request_makes(
-    method: str,
-    segments: list[str],
-    params: dict[str, object],
-    body: dict[str, object] | None,
-    resource: str,
-    timeout: float | None,
-) -> None:
-    """CesClient.request builds directly what httpx's build_request made of the same call (before it was direct)."""
-    client = CesClient("https://ces.us.rep.googleapis.com")
-    path = "/".join(segments)
-    try:
-        expected = client.http.build_request(
-            method,
-            client.url(path, {**params, "$alt": "json;enum-encoding=int"}),
-            json=body,
-            headers={"x-goog-request-params": f"parent={resource}"},
-            timeout=httpx.Timeout(timeout) if timeout else httpx.USE_CLIENT_DEFAULT,
-        )
-    except httpx.InvalidURL:
-        return
-    made = client.request(method, path, resource, params=params, body=body, timeout=timeout)
-    assert (made.method, made.url, made.headers.raw, made.content, made.extensions) == (
-        expected.method,
-        expected.url,
-        expected.headers.raw,
-        expected.content,
-        expected.extensions,
-    )
 
 
 def test_a_cookie_the_server_sets_is_never_sent_back() -> None:

@@ -1,15 +1,8 @@
 """Talking to CES: the REST client, authentication, and endpoint selection."""
 
-import sys
+from typing import TYPE_CHECKING, Any
 
-# httpx imports its command-line client, and with it rich and pygments (about half of
-# httpx's import time), only to offer httpx.main, which cesync never calls. With None in
-# sys.modules that import fails and httpx defines a stub main instead.
-sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
-
-from typing import TYPE_CHECKING, Any  # noqa: E402
-
-from .connect import connect  # noqa: E402  (light: it imports the HTTP client only when called)
+from .connect import connect  # light: it imports the HTTP client only when called
 
 if TYPE_CHECKING:
     from .api import CesClient, RetryPolicy

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import ssl
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -39,15 +40,14 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 from ..api.kinds import KINDS, by_collection, by_word, kind_of_name
 from ..api.resource import Resource
 from ..core.sensitive import scrub
-from ..errors import BY_STATUS, ApiError, RetryableError, TransportError
+from ..errors import BY_STATUS, ApiError, CesyncError, RetryableError, TransportError
 from .pacing import Pacer, Quota, is_quota_refusal
-from .transport import http_transport, proxy_mounts
 
 __all__ = ["CesClient", "RetryPolicy", "Written"]
 
 T = TypeVar("T")
 ALT = {"$alt": "json;enum-encoding=int"}
-_PLAIN_PATH = re.compile(r"[\w.~:@!$&'()*+,;=/-]*", re.ASCII)
+_USERINFO = re.compile(r"//[^/@\s]*@")
 
 
 @dataclass(frozen=True)
@@ -135,6 +135,16 @@ def to_error(response: httpx.Response, operation: str, resource: str) -> ApiErro
     return cls(message, code=response.status_code, status=status, operation=operation, resource=resource, details=details)
 
 
+def _verify(base_url: str) -> ssl.SSLContext | bool:
+    """httpx's verification for https; for a plain-http endpoint (an emulator) a context that loads no
+    CA bundle (tens of milliseconds per command) and, requiring a verified certificate, trusts nothing."""
+    return True if not base_url.startswith("http://") else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
+def _no_userinfo(text: str) -> str:
+    return _USERINFO.sub("//", text)
+
+
 class _NoCookies(httpx.Cookies):
     """An empty cookie jar that stays empty."""
 
@@ -185,15 +195,22 @@ class CesClient:
         self.writes = Pacer(self.quota.writes_per_minute, clock=clock, sleep=sleep)  # a GET is a read, the rest writes
         self.reads = Pacer(self.quota.reads_per_minute, clock=clock, sleep=sleep)
         limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
-        self.http = _Http(
-            base_url=self.base_url,
-            transport=transport or http_transport(limits, tls=not self.base_url.startswith("http://")),
-            mounts=None if transport else proxy_mounts(limits),  # given a transport, httpx reads no proxy variables
-            auth=auth,
-            timeout=timeout,
-            limits=limits,
-            headers={"x-goog-api-client": "cesync/0.1"},
-        )
+        try:
+            self.http = _Http(
+                base_url=self.base_url,
+                transport=transport,  # None: httpx's own, with the proxies of the environment as httpx reads them
+                http2=True,  # where the server offers it (ALPN): CES's endpoints do; a plain-http emulator speaks 1.1
+                verify=_verify(self.base_url),
+                auth=auth,
+                timeout=timeout,
+                limits=limits,
+                headers={"x-goog-api-client": "cesync/0.1"},
+            )
+        except (ImportError, ValueError) as exc:  # socks5:// without socksio, a scheme httpx has no transport for
+            raise CesyncError(
+                "cannot use the proxy set in the environment (HTTP_PROXY, HTTPS_PROXY or ALL_PROXY): "
+                f"{_no_userinfo(str(exc))}; fix or unset the variable"
+            ) from None
 
     async def __aenter__(self) -> CesClient:
         return self
@@ -206,16 +223,6 @@ class CesClient:
 
     # --- plumbing -----------------------------------------------------------------------
 
-    def url(self, path: str, params: dict[str, Any]) -> httpx.URL:
-        """The URL httpx makes of ``/v1/{path}`` on the base URL with params, parsed once: given the
-        relative path and params, httpx parses three times (a tenth of the client's CPU per request);
-        tests/client/test_api.py compares both on generated paths and params. A path with other than
-        URL-safe ASCII (resource names have none) is left to httpx."""
-        if _PLAIN_PATH.fullmatch(path):
-            query = str(httpx.QueryParams(params))  # as httpx.URL(..., params=) makes it, without a second parse
-            return httpx.URL(f"{self.base_url}/v1/{path}?{query}" if query else f"{self.base_url}/v1/{path}")
-        return self.http.build_request("GET", f"/v1/{path}", params=params).url
-
     def request(
         self,
         method: str,
@@ -226,18 +233,13 @@ class CesClient:
         body: dict[str, Any] | None = None,
         timeout: float | None = None,
     ) -> httpx.Request:
-        """The request ``http.build_request`` makes of these, built directly: its merges of
-        URL, headers, cookies and params with the client's re-parse the URL and copy the
-        headers each time; tests/client/test_api.py compares both on generated calls."""
-        headers = self.http.headers.copy()
-        headers["x-goog-request-params"] = f"parent={resource}"
-        limits = httpx.Timeout(timeout) if timeout else self.http.timeout
-        return httpx.Request(
+        return self.http.build_request(
             method,
-            self.url(path, {**(params or {}), **ALT}),
+            f"/v1/{path}",
+            params={**(params or {}), **ALT},
             json=body,
-            headers=headers,
-            extensions={"timeout": limits.as_dict()},
+            headers={"x-goog-request-params": f"parent={resource}"},
+            timeout=httpx.Timeout(timeout) if timeout else httpx.USE_CLIENT_DEFAULT,
         )
 
     async def _call(
