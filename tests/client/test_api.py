@@ -84,3 +84,64 @@ def test_a_redirect_is_an_error_not_a_success(code: int) -> None:
 
     asyncio.run(run())
     assert seen == ["emu"] * 3
+
+
+def test_a_permission_denied_names_the_method_s_own_permission() -> None:
+    """Each hint is the permission Google's REST reference gives the method (cesync.api.permissions)."""
+    from cesync.client.apps import create_version, restore_version
+    from cesync.emulator import FaultConfig
+
+    async def run() -> list[str]:
+        transport = EmbeddedTransport(auto_create_apps=True, faults=FaultConfig(fail_status="PERMISSION_DENIED"))
+        seen: list[str] = []
+        async with CesClient("http://emu", transport=transport, retry=None) as c:
+            calls = [
+                lambda: create_version(c, APP, {}),
+                lambda: restore_version(c, f"{APP}/versions/v1"),
+                lambda: c.read(f"{APP}/versions/v1"),
+                lambda: c.get(f"{APP}/agents/root"),
+                c.patch(f"{APP}/agents/root", {}, ["instruction"]),
+                c.execute(APP, {"tool": f"{APP}/tools/t"}),
+            ]
+            for call in calls:
+                try:
+                    outcome = await (call() if callable(call) else call)
+                    error = getattr(outcome, "error", None)
+                except ApiError as exc:
+                    error = exc
+                assert error is not None
+                seen.append(str(error))
+        return seen
+
+    seen = asyncio.run(run())
+    expected = [
+        "ces.appVersions.create on",
+        "ces.appVersions.restore on",
+        "ces.appVersions.get on",
+        "ces.agents.get on",
+        "ces.agents.update on",
+        "ces.tools.execute on",
+    ]
+    for line, permission in zip(seen, expected, strict=True):
+        assert f"needs permission {permission}" in line, line
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "expected"),
+    [
+        ("GET", "projects/p/locations/l/operations/op", "ces.operations.get"),  # polling an operation
+        ("POST", f"{APP}/versions", "ces.appVersions.create"),
+        ("POST", f"{APP}/versions/v:restore", "ces.appVersions.restore"),
+        ("POST", f"{APP}:exportApp", "ces.apps.export"),
+        ("POST", "projects/p/locations/l/apps", "ces.apps.create"),
+        ("GET", f"{APP}/toolsets", "ces.toolsets.list"),
+        ("DELETE", f"{APP}/guardrails/g", "ces.guardrails.delete"),
+        ("POST", "projects/p/locations/l/apps:importApp", ""),  # the reference pages we have are silent
+        ("POST", f"{APP}/toolsets/t:retrieveTools", ""),
+        ("GET", f"{APP}/toolsets/t/tools/x", ""),
+    ],
+)
+def test_permission_of_each_method(method: str, path: str, expected: str) -> None:
+    from cesync.api.permissions import permission
+
+    assert permission(method, path) == expected

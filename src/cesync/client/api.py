@@ -37,7 +37,8 @@ from typing import Any, TypeVar
 import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_random_exponential
 
-from ..api.kinds import KINDS, by_collection, by_word, kind_of_name
+from ..api.kinds import KINDS, by_collection, kind_of_name
+from ..api.permissions import permission
 from ..api.resource import Resource
 from ..core.sensitive import scrub
 from ..errors import BY_STATUS, ApiError, CesyncError, RetryableError, TransportError
@@ -126,10 +127,10 @@ def to_error(response: httpx.Response, operation: str, resource: str) -> ApiErro
         }.get(response.status_code, "INTERNAL" if response.status_code >= 500 else "UNKNOWN")
     cls = BY_STATUS.get(status, ApiError)
     if status == "PERMISSION_DENIED":
-        verb = operation.split()[0] if operation else "get"
-        noun = by_word(operation.split()[1]) if len(operation.split()) > 1 else None
-        collection = (noun or KINDS["tool"]).collection
-        message += f" (the caller needs permission ces.{collection}.{verb} on the app)"
+        request = response.request
+        needed = permission(request.method, re.sub(r"^/v1[a-z0-9]*/", "", request.url.path)) if request else ""
+        if needed:  # the method's own permission, from Google's REST reference (cesync.api.permissions)
+            message += f" (the caller needs permission {needed} on {resource or 'the resource'})"
     if status == "NOT_FOUND" and operation.startswith("list"):
         message += " (does the app exist? check project, location and app in cesync.yaml)"
     return cls(message, code=response.status_code, status=status, operation=operation, resource=resource, details=details)
