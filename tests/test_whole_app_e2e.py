@@ -168,9 +168,10 @@ def test_new_agents_naming_each_other_are_created_then_patched(
 def test_a_created_resource_whose_patch_cannot_happen_is_not_done_once(tmp_path: Path, server: BackgroundServer) -> None:
     """The app is created without its root agent; the agent's create then fails: the app exists,
     so it is 'not started' (its patch), not 'skipped', and it is reported once."""
-    missing = "projects/p/locations/us/apps/a/tools/nope"  # a plain name: CES refuses the agent
-    repo = make_repo(tmp_path, {**CYCLE, "agents/a.yaml": f"displayName: A\nllmAgent: {{}}\ntools: [{missing}]\n"})
-    r = cesync("apply", "--dir", str(repo), "--env", "local", "--endpoint", server.url, "--auto-approve", "--format", "json")
+    # agent 0, created first, takes agent a's display name: CES refuses a (display names are unique)
+    repo = make_repo(tmp_path, {**CYCLE, "agents/0.yaml": "displayName: A\nllmAgent: {}\n"})
+    common = ("--dir", str(repo), "--env", "local", "--endpoint", server.url, "--parallelism", "1")
+    r = cesync("apply", *common, "--auto-approve", "--format", "json")
     assert r.returncode == 1, r.stderr
     outcomes = [o for o in json.loads(r.stdout)["outcomes"] if o["kind"] == "app"]
     assert [o["status"] for o in outcomes] == ["not started"], outcomes

@@ -84,3 +84,15 @@ def test_toolsets_round_trip(emulator: BackgroundServer) -> None:
     assert [t.name for t in client.list_toolsets(parent=APP)] == [created.name]
     client.delete_toolset(name=created.name)
     assert list(client.list_toolsets(parent=APP)) == []
+
+
+@pytest.mark.parametrize("value", ["nonsense", "tools/escalate", "projects/p/locations/us/apps/other/tools/t1"])
+def test_a_reference_that_is_not_a_name_of_the_app_is_refused(client: ces_v1.AgentServiceClient, value: str) -> None:
+    """Agent.tools carries google.api.resource_reference (ces.googleapis.com/Tool): a string that names
+    no tool of the app is INVALID_ARGUMENT with a field violation, never stored as written."""
+    agent = ces_v1.Agent(display_name=f"A {value}", llm_agent=ces_v1.Agent.LlmAgent(), tools=[value])
+    with pytest.raises(exceptions.BadRequest) as refused:
+        client.create_agent(parent=APP, agent=agent, agent_id="a1")
+    [violation] = refused.value.response.json()["error"]["details"][0]["fieldViolations"]
+    assert violation["field"] == "agent.tools[0]" and value in violation["description"]
+    assert not [a for a in client.list_agents(parent=APP) if a.name.endswith("/a1")]

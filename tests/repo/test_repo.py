@@ -341,3 +341,26 @@ def test_one_clear_problem_per_mistake(tmp_path: Path, content: str, expected: l
     for problem, want in zip(problems, expected, strict=True):
         assert want in str(problem)
     assert not any("missing required" in p.message or "exactly one of" in p.message for p in problems)
+
+
+WRITTEN_NAMES = {
+    # (what the resource-name field holds, what validate says there)
+    "a bare kind/id": ("tools/greet", "is not a resource name: CES takes a full name here; write {ref: tools/greet}"),
+    "a bare id": ("greet", "is not a resource name: CES takes a full name here; write {ref: tools/greet}"),
+    "an unknown id": ("projects/p/locations/us/apps/a/tools/nope", "no tool of this repo; write {ref: tools/nope}"),
+    "another app's name": ("projects/p/locations/us/apps/b/tools/greet", "a resource of another app"),
+    "a name of the wrong kind": ("projects/p/locations/us/apps/a/agents/x", "not one of this app's tools"),
+}
+
+
+@pytest.mark.parametrize(("value", "expected"), WRITTEN_NAMES.values(), ids=list(WRITTEN_NAMES))
+def test_a_resource_name_field_written_as_text_is_checked_where_it_stands(tmp_path: Path, value: str, expected: str) -> None:
+    """Agent.tools holds tool names (google.api.resource_reference): a forgotten {ref:} is a problem at file:line:col."""
+    agent = f"displayName: A\nllmAgent: {{}}\ntools:\n  - {{ref: tools/greet}}\n  - {value}\n"
+    [problem] = load_repo(make_repo(tmp_path, {"agents/a.yaml": agent})).validate()
+    assert str(problem).startswith("agents/a.yaml:5:5: tools ") and expected in str(problem), str(problem)
+
+
+def test_a_full_name_of_the_repos_own_resource_is_accepted(tmp_path: Path) -> None:
+    agent = "displayName: A\nllmAgent: {}\ntools: [projects/p/locations/us/apps/a/tools/greet]\n"
+    assert not load_repo(make_repo(tmp_path, {"agents/a.yaml": agent})).validate()

@@ -38,7 +38,7 @@ from .openapi import HTTP_METHODS, parse_document
 from .operations import DEFAULT_DELAY as DEFAULT_OPERATION_DELAY
 from .operations import Action, Operations
 from .quota import READ_METRIC, WRITE_METRIC, QuotaConfig, QuotaMiddleware, QuotaState
-from .resources import COLLECTIONS, REFERRERS, drop_references, references
+from .resources import COLLECTIONS, REFERRERS, drop_references, reference_values, references
 from .schemas import tool_schemas, toolset_tool_schemas
 from .store import (
     DEFAULT_PAGE,
@@ -311,13 +311,35 @@ class Emulator:
         A tool's own reference (``agentTool.agent``) is not checked: tools come first in
         every apply order, before the agents they may hand over to.
         """
+        violations = self._malformed_references(parent, singular, data)
         if singular in ("tool", "toolset"):
+            self._refuse(singular, violations)
             return
-        violations = []
         for path, name, collection, rid in references(data, parent):
             if name != data.get("name") and self.store.get(db, parent, collection, rid) is None:
                 at = singular + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
                 violations.append({"field": at, "description": f"{name} does not exist"})
+        self._refuse(singular, violations)
+
+    @staticmethod
+    def _malformed_references(parent: str, singular: str, data: dict[str, Any]) -> list[dict[str, str]]:
+        """A resource-reference field (REFERENCE_FIELDS) must hold a full name of this app's resource
+        of the referenced type (``versions/-``, the draft, included): a bare id or ``tools/x`` is refused."""
+        collection = "apps" if singular == "app" else next(c.name for c in COLLECTIONS.values() if c.singular == singular)
+        found = []
+        for path, value, wanted in reference_values(collection, data):
+            prefix = f"{parent}/{wanted}/"
+            rid = value[len(prefix) :] if value.startswith(prefix) else ""
+            if rid and "/" not in rid:
+                continue
+            if wanted == "tools" and re.fullmatch(re.escape(parent) + r"/toolsets/[^/]+/tools/[^/]+", value):
+                continue  # a toolset's tool (``{toolset}/tools/{id}``) is a tool too
+            at = singular + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+            found.append({"field": at, "description": f"{value!r} is not the name of a {wanted[:-1]} of {parent}"})
+        return found
+
+    @staticmethod
+    def _refuse(singular: str, violations: list[dict[str, str]]) -> None:
         if violations:
             raise RpcError(
                 "INVALID_ARGUMENT",

@@ -18,9 +18,11 @@ from ..api import descriptors as api
 
 __all__ = [
     "COLLECTIONS",
+    "REFERENCE_FIELDS",
     "REFERRERS",
     "Collection",
     "drop_references",
+    "reference_values",
     "references",
 ]
 
@@ -69,6 +71,54 @@ REFERRERS = ("tools", "toolsets", "agents", "guardrails", "examples", "deploymen
 _NAME = re.compile(r"^(projects/[^/]+/locations/[^/]+/apps/[^/]+)/(" + "|".join(COLLECTIONS) + r")/([^/]+)(/tools/[^/]+)?\Z")
 
 Path = tuple[str | int, ...]
+
+# The fields whose proto declaration carries ``google.api.resource_reference`` to a resource of
+# the app (googleapis google/cloud/ces/v1/*.proto: agent.proto Agent.tools -> Tool, child_agents
+# -> Agent, guardrails -> Guardrail, AgentToolset.toolset -> Toolset; agent_transfers.proto
+# TransferRule.child_agent -> Agent; app.proto App.root_agent -> Agent, guardrails -> Guardrail;
+# example.proto Example.entry_agent, AgentTransfer.target_agent -> Agent, ToolCall.tool,
+# ToolResponse.tool -> Tool; agent_tool.proto AgentTool.root_agent -> Agent; deployment.proto
+# Deployment.app_version -> AppVersion). The snapshot in api/ces_v1.binpb does not keep field
+# options (google-cloud-ces's proto-plus descriptors drop them), hence this table; the docstrings'
+# "Format: .../apps/{app}/<collection>/..." lines agree with it. The fields not in those protos
+# (ToolsetTool.toolset, TransferAgent.agent, WidgetTool's sourceToolName) follow their docstrings.
+# Whether CES checks at write time that such a name exists is not documented (the sources are
+# silent); the emulator does, so a name that would dangle is found by the first apply.
+REFERENCE_FIELDS: dict[str, dict[str, str]] = {
+    "apps": {"rootAgent": "agents", "guardrails": "guardrails"},
+    "agents": {
+        "tools": "tools",
+        "childAgents": "agents",
+        "guardrails": "guardrails",
+        "toolsets.toolset": "toolsets",
+        "transferRules.childAgent": "agents",
+    },
+    "tools": {"agentTool.rootAgent": "agents", "agentTool.agent": "agents", "widgetTool.dataMapping.sourceToolName": "tools"},
+    "guardrails": {"action.transferAgent.agent": "agents"},
+    "examples": {
+        "entryAgent": "agents",
+        "messages.chunks.toolCall.tool": "tools",
+        "messages.chunks.toolResponse.tool": "tools",
+        "messages.chunks.toolCall.toolsetTool.toolset": "toolsets",
+        "messages.chunks.toolResponse.toolsetTool.toolset": "toolsets",
+        "messages.chunks.agentTransfer.targetAgent": "agents",
+    },
+    "deployments": {"appVersion": "versions"},
+}
+
+
+def reference_values(collection: str, data: Any) -> Iterator[tuple[Path, str, str]]:
+    """(path, value, collection it must name) of every string in a resource-reference field."""
+    fields = REFERENCE_FIELDS.get(collection, {})
+    stack: list[tuple[Path, str, Any]] = [((), "", data)]
+    while stack:
+        path, dotted, item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(((*path, k), f"{dotted}.{k}" if dotted else k, v) for k, v in item.items())
+        elif isinstance(item, list):
+            stack.extend(((*path, i), dotted, v) for i, v in enumerate(item))
+        elif isinstance(item, str) and dotted in fields:
+            yield path, item, fields[dotted]
 
 
 def references(data: Any, app: str, path: Path = ()) -> Iterator[tuple[Path, str, str, str]]:

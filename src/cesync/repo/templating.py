@@ -93,6 +93,10 @@ class Expander:
     references: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # the kind's dotted field -> collections
 
     def expand(self, data: Any, path: Path_ = ()) -> Any:
+        if isinstance(data, str):
+            if self.references:
+                self.written_name(data, path)
+            return data
         if isinstance(data, list):
             return [
                 self.ref(v["ref"], (*path, i, "ref")) if is_ref(v) else self.expand(v, (*path, i)) for i, v in enumerate(data)
@@ -135,6 +139,39 @@ class Expander:
             return None
         self.used_parent = True
         return f"{self.parent}/{target}"
+
+    def written_name(self, value: str, at: Path_) -> None:
+        """A resource-name field (the kind's references) written as text rather than a {ref:}.
+
+        CES takes a full resource name there (the protos' ``google.api.resource_reference``
+        annotations; see api/kinds.py): a bare ``tools/x``, an id, a name of another app or one
+        naming nothing the repo defines would be stored as written, or refused at apply time.
+        A full name of this app's resource the repo defines is what a {ref:} gives: accepted.
+        """
+        dotted = ".".join(p for p in at if isinstance(p, str))
+        wanted = self.references.get(dotted)
+        if not wanted or not value:
+            return
+        self.used_parent = True  # the verdict depends on the environment's app
+        parts = value.split("/")
+        collection, rid = (parts[-2], parts[-1]) if len(parts) >= 2 else (wanted[0], value)
+        if collection not in wanted:
+            collection = wanted[0]
+        hint = f"write {{ref: {collection}/{rid if ID_RE.match(rid) else '<id>'}}}"
+        prefix = f"{self.parent}/{collection}/"
+        if value.startswith(prefix) and "/" not in value[len(prefix) :]:
+            found = by_collection(collection)
+            if found is None or (found.name, rid) in self.known or rid == "-":
+                return  # this app's resource, written out in full
+            ids = sorted(i for k, i in self.known if k == found.name)
+            message = f"{dotted} names {value!r}, no {found.name} of this repo{suggest(rid, ids)}; {hint}"
+        elif value.startswith(self.parent + "/"):
+            message = f"{dotted} names {value!r}, which is not one of this app's {spoken(wanted, 'or')}; {hint}"
+        elif value.startswith("projects/") and "/apps/" in value:
+            message = f"{dotted} names {value!r}, a resource of another app (this environment's is {self.parent}); {hint}"
+        else:
+            message = f"{dotted} holds {value!r}, which is not a resource name: CES takes a full name here; {hint}"
+        self.problems.append(self.doc.problem(at, message))
 
     def include(self, key: str, value: dict[str, Any], here: Path_) -> str | None:
         if set(value) != {"file"}:
