@@ -11,6 +11,10 @@ counts, every key counts (even ``__x``), floats compare exactly (normalize has
 already rounded float32 fields). A difference that deepdiff reports without a
 path the mask can name falls back to the top-level fields that differ, so a
 change can never vanish between the diff and the update mask.
+
+Two rules of the field-behaviour table (:mod:`cesync.api.behaviour`) decide what is
+compared at all: INPUT_ONLY fields never are (normalize leaves them out), and a
+SERVER_DEFAULTED field the repo does not name is the server's to fill, not a change.
 """
 
 from __future__ import annotations
@@ -18,9 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..api import behaviour as fb
 from ..api.kinds import KINDS
 from ..models import FieldSpec, Kind, ProtoModel, specs
-from .normalize import DOCUMENT_FIELDS, canonical
+from .normalize import DOCUMENT_FIELDS, Canonical, canonical
 from .walk import specs_along
 
 __all__ = [
@@ -186,6 +191,9 @@ def diff_resource(kind: str, rid: str, desired: dict[str, Any] | None, remote: d
     unknown = before.unknown if before else []
     if before is None or after is None:
         return ResourceDiff(before.body if before else None, after.body if after else None, unknown=unknown)
+    unnamed = [f for f in fb.fields(KINDS[kind].model_name, fb.SERVER_DEFAULTED) if f not in after.body and f in before.body]
+    if unnamed:
+        before = Canonical({k: v for k, v in before.body.items() if k not in unnamed}, before.unknown)
     mask = minimal_mask(changed_paths(before.body, after.body, model))
     fields = [FieldChange(p, _get(before.body, p.split(".")), _get(after.body, p.split("."))) for p in mask]
     return ResourceDiff(before.body, after.body, fields, mask, unknown)

@@ -6,7 +6,8 @@ enums as names, Durations, int64 and float32 in one spelling, OpenAPI documents
 parsed so they compare by meaning, ``$env_var`` substituted. Known server
 defaults (a SYNCHRONOUS execution type, a 30 s timeout, a Python function's
 name taken from its code: each kind's ``server_defaults`` in :mod:`cesync.api.kinds`)
-equal their absence. Keys the model does not know are
+equal their absence. INPUT_ONLY fields (:mod:`cesync.api.behaviour`: sent, never returned)
+are left out, so they are never compared. Keys the model does not know are
 set aside and reported, never compared.
 """
 
@@ -17,6 +18,7 @@ import binascii
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..api import behaviour as fb
 from ..api.kinds import KINDS
 from ..api.protojson import canonical_duration, float32, is_default
 from ..models import FieldSpec, Kind, ProtoModel
@@ -38,7 +40,7 @@ class Canonical:
 def canonical(kind: str, rid: str, body: dict[str, Any]) -> Canonical:
     walker = _Normalize()
     out = walker.walk(body, KINDS[kind].model)
-    for key in ("name", "etag"):
+    for key in ("name", "etag", *fb.fields(KINDS[kind].model_name, fb.INPUT_ONLY)):
         out.pop(key, None)
     hook = KINDS[kind].server_defaults
     if hook is not None:

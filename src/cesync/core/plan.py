@@ -26,7 +26,7 @@ from .carry import carry_unknown
 from .diff import FieldChange, diff_resource
 from .order import Node, order
 from .planfile import Action, PlanFile, parse_plan_file
-from .sensitive import CHANGED, cut, mask, overlaps
+from .sensitive import CHANGED, cut, input_only_fields, mask, overlaps
 from .yamlfile import Path_
 
 __all__ = [
@@ -252,6 +252,9 @@ def build_plan(
             common["after"] = mask(d.after, [cut(p) for p in paths])
         if r is None:
             note = "the app does not exist yet: created first" if kind == APP else ""
+            if sent := input_only_fields(KINDS[kind].model_name, body):
+                said = f"sends {', '.join(sent)} (input only: sent on create, never read back, so never compared)"
+                note = f"{note}; {said}" if note else said
             changes.append(Change(action="create", note=note, deferred=where.deferred, patch_after=where.patch_after, **common))
         elif d.update_mask:
             if d.unknown:

@@ -42,6 +42,8 @@ __all__ = [
     "MASK",
     "MIN_SCRUB",
     "field_paths",
+    "input_only_fields",
+    "input_only_values",
     "mask",
     "new_salt",
     "remember",
@@ -66,6 +68,18 @@ def field_paths(source: Any, rendered: Any, names: Iterable[str], values: Iterab
     needles = [v for v in values if len(v) >= MIN_SCRUB]
     found |= {p for p, text in _strings(rendered) if any(v in text for v in needles)}
     return sorted(found, key=lambda p: [str(x) for x in p])
+
+
+def input_only_fields(model_name: str, body: dict[str, Any]) -> list[str]:
+    """The INPUT_ONLY fields a body sets (cesync.api.behaviour): one-time credentials, treated as sensitive."""
+    from ..api import behaviour as fb
+
+    return [f for f in fb.fields(model_name, fb.INPUT_ONLY) if body.get(f) is not None]
+
+
+def input_only_values(model_name: str, body: dict[str, Any]) -> list[str]:
+    """Every string inside the body's INPUT_ONLY fields (for scrub)."""
+    return [text for f in input_only_fields(model_name, body) for _, text in _strings(body[f])]
 
 
 def _strings(data: Any, path: Path_ = ()) -> Iterable[tuple[Path_, str]]:

@@ -57,6 +57,7 @@ from .wire import (
     Parsed,
     Printed,
     checked,
+    etag_honoured,
     extras,
     graft,
     kind,
@@ -66,6 +67,7 @@ from .wire import (
     split_known,
     to_data,
     without,
+    without_input_only,
 )
 
 __all__ = ["create_app"]
@@ -253,6 +255,22 @@ def _unbound_force(collection: str) -> RpcError:
     )
 
 
+# What the emulator fills in for a field the server defaults (fb.SERVER_DEFAULTED) when a write
+# leaves it out. The real value is not documented (Terraform says only `default_from_api`): this
+# one is the emulator's own, present and non-empty so that a client that plans it away shows.
+SERVER_DEFAULT_VALUES: dict[tuple[str, str], dict[str, Any]] = {
+    ("App", "loggingSettings"): {"conversationLoggingSettings": {}, "cloudLoggingSettings": {}},
+}
+
+
+def _server_defaults(collection: str, data: dict[str, Any]) -> dict[str, Any]:
+    message = kind(collection).message
+    for name in fb.fields(message, fb.SERVER_DEFAULTED):
+        if name not in data:
+            data[name] = json.loads(json.dumps(SERVER_DEFAULT_VALUES[(message, name)]))
+    return data
+
+
 class Emulator:
     def __init__(self, store: Store, operation_delay: float = DEFAULT_OPERATION_DELAY) -> None:
         self.store = store
@@ -421,7 +439,7 @@ class Emulator:
                 rid = self.store.next_id(db, parent, c.singular)
             if self.store.get(db, parent, collection, rid) is not None:
                 raise RpcError("ALREADY_EXISTS", f"{c.words} {parent}/{collection}/{rid} already exists")
-            data = _server_fields(collection, parent, rid, dict(parsed.data), None)
+            data = without_input_only(collection, _server_fields(collection, parent, rid, dict(parsed.data), None))
             self._unique_display_name(db, parent, collection, data, rid)
             self._check_references(db, parent, c.singular, data)
             res = printed(collection, _with_extras(data, taught), parsed)
@@ -446,7 +464,7 @@ class Emulator:
         paths = mask_paths(_query(request).get("updateMask"), collection)
         whole = _checked_parsed(collection, body) if paths is None else None
         incoming = whole.data if whole is not None else checked(collection, body, complete=False).data
-        etag = body.get("etag") or ""
+        etag = (body.get("etag") or "") if etag_honoured(collection) else ""
         self.store.app(parent)
         with self.store.transaction(write=True) as db:
             current = self._existing(db, parent, collection, rid).data
@@ -457,6 +475,7 @@ class Emulator:
             known, unknown = split_known(collection, current)
             parsed, nested = self._masked(collection, known, whole, incoming, taught, paths)
             data = _server_fields(collection, parent, rid, dict(parsed.data), current.get("createTime"))
+            data = without_input_only(collection, data)
             self._unique_display_name(db, parent, collection, data, rid)
             self._check_references(db, parent, c.singular, data)
             data.update(unknown)  # fields this emulator was taught out of band survive
@@ -605,7 +624,7 @@ class Emulator:
     def _do_create_app(self, db: Any, parent: str, data: dict[str, Any]) -> dict[str, Any]:
         if self.store.get_app(db, parent) is not None:
             raise RpcError("ALREADY_EXISTS", f"app {parent} already exists")
-        res = printed("apps", app_data(parent, data))
+        res = printed("apps", _server_defaults("apps", app_data(parent, data)))
         self.store.create_app(db, parent, res)
         return res.data
 
@@ -619,7 +638,7 @@ class Emulator:
         paths = mask_paths(_query(request).get("updateMask"), "apps")
         whole = _checked_parsed("apps", body) if paths is None else None
         incoming = whole.data if whole is not None else checked("apps", body, complete=False).data
-        etag = body.get("etag") or ""
+        etag = (body.get("etag") or "") if etag_honoured("apps") else ""  # App.etag is OUTPUT_ONLY: ignored
         self.store.app(parent)
         with self.store.transaction(write=True) as db:
             current = self._existing_app(db, parent).data
@@ -627,7 +646,7 @@ class Emulator:
                 raise RpcError("ABORTED", f"etag mismatch for {parent}: it was changed since it was read")
             known, unknown = split_known("apps", current)
             parsed, nested = self._masked("apps", known, whole, incoming, taught, paths)
-            data = _stamp(dict(parsed.data), parent, current.get("createTime"))
+            data = _server_defaults("apps", _stamp(dict(parsed.data), parent, current.get("createTime")))
             self._check_references(db, parent, "app", data)
             data.update(unknown)
             res = printed("apps", _with_extras(data, nested), parsed)

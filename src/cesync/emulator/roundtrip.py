@@ -25,6 +25,7 @@ from google.protobuf import descriptor_pool, duration_pb2
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
 from google.protobuf.internal import type_checkers
 
+from ..api import behaviour as fb
 from ..api import descriptors as api
 
 __all__ = ["Unsure", "round_trip"]
@@ -126,7 +127,7 @@ def _enum_table(enum: EnumDescriptor) -> tuple[dict[Any, tuple[int, str]], ...]:
 
 def _plan(f: FieldDescriptor, container: Descriptor) -> _Field:
     plan = _value_plan(f, container)
-    if "OUTPUT_ONLY" not in api.behaviors(container.full_name, f.name):
+    if not fb.has(container.full_name, f.name, fb.OUTPUT_ONLY):
         return plan
     # wire._unknown looks inside an echoed output-only message before it is dropped: leave those to it.
     opaque = f.message_type is None or f.message_type.full_name in OPAQUE

@@ -4,8 +4,9 @@ The emulator shares no model code with cesync: it parses bodies with
 ``google.protobuf.json_format`` into messages built from the descriptor snapshot
 (:mod:`cesync.api.descriptors`), so it accepts what a real server accepts (camelCase or
 snake_case names, int64 as strings or numbers, enums by name or number) and
-rejects unknown fields. Field behaviour (REQUIRED, OUTPUT_ONLY, IDENTIFIER) comes
-from the snapshot too. A resource is printed once per write, in both enum
+rejects unknown fields. Field behaviour (REQUIRED, OUTPUT_ONLY, INPUT_ONLY, ...) comes
+from the field-behaviour table (:mod:`cesync.api.behaviour`, the snapshot's annotations
+and cited outside evidence). A resource is printed once per write, in both enum
 encodings, and the texts are kept: listing never runs json_format.
 """
 
@@ -21,6 +22,7 @@ from google.protobuf import duration_pb2, json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
+from ..api import behaviour as fb
 from ..api import descriptors as api
 from .errors import RpcError
 from .resources import APP, COLLECTIONS, Collection
@@ -36,6 +38,7 @@ __all__ = [
     "checked",
     "descriptor",
     "duration_nanos",
+    "etag_honoured",
     "extras",
     "graft",
     "mask_paths",
@@ -44,6 +47,7 @@ __all__ = [
     "split_known",
     "to_data",
     "without",
+    "without_input_only",
 ]
 
 RESOURCES = {c.name: c.full_message for c in (*COLLECTIONS.values(), APP)}
@@ -82,8 +86,8 @@ def _fields(desc: Descriptor) -> dict[str, FieldDescriptor]:
 
 
 @cache
-def _behaviors(desc: Descriptor) -> dict[str, tuple[str, ...]]:
-    return {f.name: api.behaviors(desc.full_name, f.name) for f in desc.fields}
+def _behaviors(desc: Descriptor) -> dict[str, frozenset[str]]:
+    return {f.name: fb.of(desc.full_name, f.name) for f in desc.fields}
 
 
 def _is_map(f: Any) -> bool:
@@ -509,6 +513,19 @@ def duration_nanos(text: str) -> int:
     duration = duration_pb2.Duration()
     duration.FromJsonString(text.strip())  # ValueError when it is not one
     return int(duration.ToNanoseconds())
+
+
+def without_input_only(collection: str, data: dict[str, Any]) -> dict[str, Any]:
+    """What the server keeps of a request: INPUT_ONLY fields (a Deployment's WhatsApp and Instagram
+    credentials, ``google/cloud/ces_v1/types/deployment.proto``) are used, never stored or returned."""
+    dropped = fb.fields(descriptor(collection).full_name, fb.INPUT_ONLY)
+    return {k: v for k, v in data.items() if k not in dropped} if dropped else data
+
+
+def etag_honoured(collection: str) -> bool:
+    """Whether a write's ``etag`` is a request field: an OUTPUT_ONLY etag (App, Deployment) is ignored
+    in a request like every output-only field (``google/api/field_behavior.proto``)."""
+    return fb.etag_guards(descriptor(collection).full_name)
 
 
 def writable(collection: str, data: dict[str, Any]) -> dict[str, Any]:

@@ -22,7 +22,17 @@ from ..api.resource import Resource
 from ..client.connect import endpoint_for
 from ..core.documents import parse_document
 from ..core.plan import Plan, build_plan, desired_digest, masked, narrow, safety_refusal
-from ..core.sensitive import KEY_ENV, field_paths, new_salt, plan_key, remember, same, seal
+from ..core.sensitive import (
+    KEY_ENV,
+    field_paths,
+    input_only_fields,
+    input_only_values,
+    new_salt,
+    plan_key,
+    remember,
+    same,
+    seal,
+)
 from ..core.targets import resolve_targets, target_keys
 from ..core.yamlfile import Path_
 from ..core.yamlout import to_yaml
@@ -198,12 +208,19 @@ class _ReadAhead:
 def sensitive_fields(
     repo: Repo, env: EnvTarget, desired: list[Resource], secrets: dict[str, str]
 ) -> dict[tuple[str, str], list[Path_]]:
+    """Per resource, the paths of its sensitive values: those of sensitive variables, and every
+    INPUT_ONLY field it sets (one-time credentials: never printed, masked in plan files)."""
     names = repo.sensitive_names(env)
-    if not names:
-        return {}
-    sources = {(f.kind, f.id): f.doc.data for f in repo.files}
-    out = {(d.kind, d.id): field_paths(sources.get((d.kind, d.id)), d.body, names, secrets.values()) for d in desired}
-    return {k: v for k, v in out.items() if v}
+    sources = {(f.kind, f.id): f.doc.data for f in repo.files} if names else {}
+    out: dict[tuple[str, str], list[Path_]] = {}
+    for d in desired:
+        model = KINDS[d.kind].model_name
+        remember(input_only_values(model, d.body))  # scrubbed from whatever is printed or logged
+        paths = field_paths(sources.get((d.kind, d.id)), d.body, names, secrets.values()) if names else []
+        paths += [(f,) for f in input_only_fields(model, d.body) if (f,) not in paths]
+        if paths:
+            out[(d.kind, d.id)] = paths
+    return out
 
 
 async def read_plan(ctx: Context, *, prune: bool | None = None, targets: Iterable[str] | None = None) -> Plan:
