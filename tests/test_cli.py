@@ -451,3 +451,24 @@ def test_the_progress_line_shows_the_count_the_rate_and_the_time_left(capsys: py
     assert last == "done: create tool t9  [10/30, 2.0/s, ETA 10s]"
     now[0] += 60
     assert progress.pace() == "[10/30, 0.2/s, ETA 2m10s]"  # 10 in 65 s, 20 left
+
+
+def test_a_refused_write_prints_every_detail_at_the_field_in_the_repo(tmp_path: Path) -> None:
+    """A BadRequest field violation is printed at the file:line:col the field came from; JSON keeps the details."""
+    files = {
+        "deployments/web.yaml": (
+            "displayName: Web\nchannelProfile: {channelType: WEB_UI}\nappVersion: projects/p/locations/us/apps/a/versions/nope\n"
+        )
+    }
+    root = make_repo(tmp_path, files)
+    with BackgroundServer(auto_create_apps=True) as server:
+        common = ("--dir", str(root), "--env", "local", "--endpoint", server.url, "--auto-approve")
+        text = cesync("apply", *common)
+        as_json = cesync("apply", *common, "--format", "json")
+    assert text.returncode == 1
+    assert (
+        "    BadRequest: deployments/web.yaml:3:13: deployment.appVersion: "
+        "projects/p/locations/us/apps/a/versions/nope does not exist"
+    ) in text.stdout
+    [failed] = [o for o in json.loads(as_json.stdout)["outcomes"] if o["status"] == "failed"]
+    assert failed["details"][0]["fieldViolations"][0]["field"] == "deployment.appVersion"

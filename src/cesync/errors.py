@@ -20,6 +20,9 @@ CesyncError                  every error cesync reports to a user (one clear lin
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +44,7 @@ __all__ = [
     "TransportError",
     "Unauthenticated",
     "UnsafePlanError",
+    "detail_lines",
 ]
 
 
@@ -106,6 +110,87 @@ class ApiError(CesyncError):
             if str(d.get("@type", "")).endswith(type_suffix):
                 return d
         return None
+
+    def detail_lines(self, locate: Callable[[str], str] | None = None) -> list[str]:
+        """Every detail of the answer, one line each (see :func:`detail_lines`)."""
+        return detail_lines(self.details, locate)
+
+
+MAX_DETAIL_LINES = 40  # a server's list of violations is printed up to this many lines, then counted
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _plain(value: Any, limit: int = 500) -> str:
+    """A server's text as one printable line: control characters (terminal escapes) shown, not sent."""
+    text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
+    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text.replace("\n", " "))
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _items(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _detail(d: dict[str, Any], locate: Callable[[str], str] | None) -> list[str]:
+    """google.rpc error_details.proto, by type: https://github.com/googleapis/googleapis/blob/master/google/rpc/error_details.proto"""
+    kind = str(d.get("@type", "")).rsplit("/", 1)[-1].removeprefix("google.rpc.")
+    g = d.get
+    if kind == "ErrorInfo":
+        found = g("metadata")
+        meta: dict[str, Any] = found if isinstance(found, dict) else {}
+        extra = ", ".join(f"{_plain(k)}={_plain(v)}" for k, v in sorted(meta.items()))
+        return [f"ErrorInfo: {_plain(g('reason', ''))} (domain {_plain(g('domain', ''))}{'; ' + extra if extra else ''})"]
+    if kind == "BadRequest":
+        out = []
+        for v in _items(g("fieldViolations")):
+            field = str(v.get("field", ""))
+            where = locate(field) if locate and field else ""
+            reason = f" [{_plain(v['reason'])}]" if v.get("reason") else ""
+            out.append(f"BadRequest: {where + ': ' if where else ''}{_plain(field)}: {_plain(v.get('description', ''))}{reason}")
+        return out
+    if kind == "QuotaFailure":
+        out = []
+        for v in _items(g("violations")):
+            extra = ", ".join(f"{k} {_plain(v[k])}" for k in ("quotaMetric", "quotaId", "quotaValue", "apiService") if v.get(k))
+            text = f"QuotaFailure: {_plain(v.get('subject', ''))}: {_plain(v.get('description', ''))}"
+            out.append(text + (f" ({extra})" if extra else ""))
+        return out
+    if kind == "PreconditionFailure":
+        return [
+            f"PreconditionFailure: {_plain(v.get('type', ''))} {_plain(v.get('subject', ''))}: {_plain(v.get('description', ''))}"
+            for v in _items(g("violations"))
+        ]
+    if kind == "Help":
+        return [f"Help: {_plain(v.get('description', ''))}: {_plain(v.get('url', ''))}" for v in _items(g("links"))]
+    if kind == "LocalizedMessage":
+        return [f"LocalizedMessage ({_plain(g('locale', ''))}): {_plain(g('message', ''))}"]
+    if kind == "RetryInfo":
+        return [f"RetryInfo: retry after {_plain(g('retryDelay', ''))}"]
+    if kind == "ResourceInfo":
+        owner = f" (owner {_plain(g('owner'))})" if g("owner") else ""
+        text = f"{_plain(g('resourceType', ''))} {_plain(g('resourceName', ''))}{owner}"
+        return [f"ResourceInfo: {text}" + (f": {_plain(g('description'))}" if g("description") else "")]
+    if kind == "RequestInfo":
+        serving = f" ({_plain(g('servingData'))})" if g("servingData") else ""
+        return [f"RequestInfo: request {_plain(g('requestId', ''))}{serving}"]
+    if kind == "DebugInfo":
+        return [f"DebugInfo: {_plain(g('detail', ''))}"]
+    rest = {k: v for k, v in d.items() if k != "@type"}
+    return [f"{_plain(kind or 'detail')}: {_plain(rest)}"]
+
+
+def detail_lines(details: list[Any], locate: Callable[[str], str] | None = None) -> list[str]:
+    """Every ``google.rpc`` detail of an error, one printable line each, at most MAX_DETAIL_LINES.
+
+    locate: a BadRequest field path -> ``file:line:col`` of the field in the repo ("" when unknown).
+    """
+    lines: list[str] = []
+    for d in details:
+        lines += _detail(d, locate) if isinstance(d, dict) else [f"detail: {_plain(d)}"]
+    if len(lines) > MAX_DETAIL_LINES:
+        left = len(lines) - MAX_DETAIL_LINES + 1
+        lines = [*lines[: MAX_DETAIL_LINES - 1], f"... and {left} more detail lines"]
+    return lines
 
 
 class InvalidArgument(ApiError):

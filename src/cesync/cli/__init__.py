@@ -28,7 +28,7 @@ import click  # noqa: E402
 
 from .. import __version__  # noqa: E402
 from ..core.sensitive import scrub  # noqa: E402
-from ..errors import CesyncError, ConfigError, PlanFileError  # noqa: E402
+from ..errors import ApiError, CesyncError, ConfigError, PlanFileError  # noqa: E402
 from ..render import FORMATS  # noqa: E402
 
 if TYPE_CHECKING:
@@ -62,6 +62,8 @@ def handled(fn: F) -> F:
             sys.exit(EXIT_ERROR)
         except CesyncError as exc:
             err(f"error: {exc}")
+            for line in exc.detail_lines() if isinstance(exc, ApiError) else []:
+                err(f"  {line}")
             sys.exit(EXIT_ERROR)
         except (KeyboardInterrupt, click.exceptions.Abort):
             _leave_interrupted()

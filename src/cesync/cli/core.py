@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..core.sensitive import scrub
-from ..errors import CesyncError, ConfigError, Problem
+from ..errors import CesyncError, ConfigError, Problem, detail_lines
 from . import (
     EXIT_CHANGES,
     EXIT_ERROR,
@@ -307,7 +307,7 @@ def apply(
             version: dict[str, Any] = {}
             if snapshot:
                 version = await _snapshot_before(client, ctx, current, fmt)
-            result = await _run_apply(client, current, parallelism, force_delete, fmt)
+            result = await _run_apply(client, current, parallelism, force_delete, fmt, ctx.repo.locate)
             result.snapshot = str(version.get("name", ""))
             return result
 
@@ -343,14 +343,21 @@ async def _snapshot_before(client: CesClient, ctx: Any, plan_: Plan, fmt: str) -
     return version
 
 
-async def _run_apply(client: CesClient, plan_: Plan, parallelism: int, force_delete: bool, fmt: str) -> ApplyResult:
+async def _run_apply(
+    client: CesClient,
+    plan_: Plan,
+    parallelism: int,
+    force_delete: bool,
+    fmt: str,
+    locate: Callable[[str, str, str], str] | None = None,
+) -> ApplyResult:
     from ..pipeline.apply import apply_plan
 
     interrupt = asyncio.Event()
     loop = asyncio.get_running_loop()
     with contextlib.suppress(NotImplementedError, RuntimeError):
         loop.add_signal_handler(signal.SIGINT, interrupt.set)
-    progress = _Progress(len(plan_.changes), enabled=fmt == "text")
+    progress = _Progress(len(plan_.changes), enabled=fmt == "text", locate=locate)
     try:
         return await apply_plan(
             client, plan_, parallelism=parallelism, force_delete=force_delete, on_event=progress.event, interrupt=interrupt
@@ -370,8 +377,15 @@ class _Progress:
     """A progress bar on a terminal; one plain line per action elsewhere (CI logs), each with the count,
     the rate and the time left: under a quota (about 10 writes a second) a big apply takes minutes."""
 
-    def __init__(self, total: int, enabled: bool, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        total: int,
+        enabled: bool,
+        clock: Callable[[], float] = time.monotonic,
+        locate: Callable[[str, str, str], str] | None = None,
+    ) -> None:
         self.enabled = enabled
+        self.locate = locate  # (kind, id, BadRequest field) -> file:line:col in the repo
         self.total = total
         self.count = 0
         self.clock = clock
@@ -398,11 +412,18 @@ class _Progress:
         o.reported = True
         self.count += 1
         line = scrub(f"{o.status}: {o.action} {o.kind} {o.id}" + (f" ({o.message})" if o.message else ""))
+        locate = self.locate
+        where = (lambda f: locate(o.kind, o.id, f)) if locate is not None else None
+        details = [scrub("    " + d) for d in detail_lines(o.details, where)]
         if self.bar is not None:
             self.bar.console.print(line, markup=False, highlight=False)
+            for d in details:
+                self.bar.console.print(d, markup=False, highlight=False)
             self.bar.update(self.task, advance=1, description=f"applying {self.pace()}")
         else:
             out(f"{line}  {self.pace()}")
+            for d in details:
+                out(d)
 
     def close(self) -> None:
         if self.bar is not None:

@@ -54,6 +54,7 @@ class Outcome:
     status: Status = NOT_STARTED
     message: str = ""
     etag: str = ""  # the new etag after a create or update
+    details: list[dict[str, Any]] = field(default_factory=list)  # the error's google.rpc details, as the server sent them
     reported: bool = field(default=False, repr=False, compare=False)  # printed as it happened (by on_event's printer)
 
 
@@ -184,6 +185,7 @@ class _Run:
                 outcome.message = "already applied: it was already as this apply wanted (another apply made the same change)"
             return
         outcome.status, outcome.message = _failure(c, written.error, lost_reply)
+        outcome.details = list(written.error.details)
         if outcome.status == CONFLICT:
             self.stop.set()
 

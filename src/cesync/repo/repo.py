@@ -23,6 +23,7 @@ from ..api.kinds import KINDS
 from ..api.resource import ID_RE, Position, Resource
 from ..core.checks import Finding, check_body, lint_keys
 from ..core.documents import adopt_parsed, parsed
+from ..core.fieldpath import data_path, position
 from ..core.references import Ref, cycles, names_in
 from ..core.yamlfile import Document, Path_
 from ..errors import ConfigError, Problem
@@ -128,6 +129,15 @@ class Repo:
         if problems:
             raise ConfigError(problems)
         return sorted(out, key=lambda d: (d.kind, d.id))
+
+    def locate(self, kind: str, rid: str, field: str) -> str:
+        """``file:line:col`` of a field an API error names (a BadRequest field path), or "" when the
+        resource is not one of the repo's files."""
+        src = next((f for f in self.files if f.kind == kind and f.id == rid), None)
+        if src is None:
+            return ""
+        line, col = position(src.doc.positions, data_path(field, kind))
+        return f"{src.doc.file}:{line}:{col}"
 
     def validate(self, env_names: list[str] | None = None) -> list[Problem]:
         """Every problem of the repo, for each named environment (default: all)."""
