@@ -55,3 +55,8 @@ def cesync_in_process(*args: str) -> subprocess.CompletedProcess[str]:
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout, result.stderr)
+
+
+def emulator_env(host: str) -> dict[str, str]:
+    """The variables that send a command to the emulator at host even for an environment of Google's."""
+    return {"CESYNC_ENDPOINT": "emulator", "CES_EMULATOR_HOST": host}

@@ -16,7 +16,7 @@ import pytest
 
 from cesync.emulator.server import BackgroundServer, free_port
 from tests.conftest import EXAMPLES, ROOT
-from tests.helpers import cesync, make_repo
+from tests.helpers import cesync, emulator_env, make_repo
 
 
 @pytest.fixture
@@ -96,7 +96,7 @@ def test_api_errors_are_one_clear_line(repo: Path, setup: dict[str, object], exp
             httpx.post(f"{server.url}/admin/config", json=setup)
         else:
             httpx.post(f"{server.url}/admin/faults", json=setup)
-        result = cesync("plan", "--dir", str(repo), "--env", "prod", env={"CES_EMULATOR_HOST": server.host})
+        result = cesync("plan", "--dir", str(repo), "--env", "prod", env=emulator_env(server.host))
     found = expected.search(result.stderr) if isinstance(expected, re.Pattern) else expected in result.stderr
     assert result.returncode == 1 and found, result.stderr
     assert "Traceback" not in result.stderr
@@ -105,7 +105,7 @@ def test_api_errors_are_one_clear_line(repo: Path, setup: dict[str, object], exp
 def test_unreachable_endpoint(repo: Path) -> None:
     port = free_port()
     result = cesync(
-        "plan", "--dir", str(repo), "--env", "prod", env={"CES_EMULATOR_HOST": f"127.0.0.1:{port}", "CESYNC_RETRY_ATTEMPTS": "2"}
+        "plan", "--dir", str(repo), "--env", "prod", env={**emulator_env(f"127.0.0.1:{port}"), "CESYNC_RETRY_ATTEMPTS": "2"}
     )
     assert result.returncode == 1 and "cannot reach" in result.stderr
 
@@ -114,7 +114,7 @@ def test_a_repo_problem_comes_before_and_without_the_app_read(repo: Path) -> Non
     """plan reads the app while it renders (workflow._ReadAhead): a repo problem is still the only
     error, without the read's retry notices, and the pending read does not hold the exit back."""
     (repo / "tools" / "broken.yaml").write_text("clientFunction: {name: x\n")
-    env = {"CES_EMULATOR_HOST": f"127.0.0.1:{free_port()}", "CESYNC_RETRY_ATTEMPTS": "8"}  # retries: seconds of back-off
+    env = {**emulator_env(f"127.0.0.1:{free_port()}"), "CESYNC_RETRY_ATTEMPTS": "8"}  # retries: seconds of back-off
     result = cesync("plan", "--dir", str(repo), "--env", "prod", env=env)
     assert result.returncode == 1 and "tools/broken.yaml:" in result.stderr, result.stderr
     assert "cannot reach" not in result.stderr and "retry" not in result.stderr, result.stderr
@@ -182,7 +182,7 @@ class Running:
 
 
 def _remaining(root: Path, host: str, env_name: str) -> list[dict[str, Any]]:
-    rest = cesync("plan", "--dir", str(root), "--env", env_name, "--format", "json", env={"CES_EMULATOR_HOST": host})
+    rest = cesync("plan", "--dir", str(root), "--env", env_name, "--format", "json", env=emulator_env(host))
     assert rest.returncode == 0, rest.stderr
     return list(json.loads(rest.stdout)["changes"])
 
@@ -194,7 +194,7 @@ def test_ctrl_c_stops_new_actions_and_reports(repo: Path) -> None:
         httpx.post(f"{server.url}/admin/faults", json={"latency_ms": 300})
         run = Running(
             ["apply", "--dir", str(repo), "--env", "prod", "--auto-approve", "--parallelism", "1"],
-            {"CES_EMULATOR_HOST": server.host},
+            emulator_env(server.host),
         )
         run.wait_for(run.out, lambda line: line.startswith("done: create"))  # not a fixed sleep: fails under load
         assert run.interrupt() == 130, run.err
@@ -221,7 +221,7 @@ def test_ctrl_c_at_a_random_moment(repo: Path, seed: int) -> None:
         httpx.post(f"{server.url}/admin/faults", json={"latency_ms": 100})
         run = Running(
             ["apply", "--dir", str(repo), "--env", "prod", "--auto-approve", "--parallelism", "1"],
-            {"CES_EMULATOR_HOST": server.host},
+            emulator_env(server.host),
             python_flags=("-X", "importtime"),
         )
         run.wait_for(run.err, lambda line: line.endswith("| cesync"))
@@ -424,7 +424,7 @@ def test_ctrl_c_while_waiting_for_the_app_read_ahead(repo: Path, command: list[s
 
     with socket.create_server(("127.0.0.1", 0)) as server:
         server.settimeout(60)
-        env = {"CES_EMULATOR_HOST": f"127.0.0.1:{server.getsockname()[1]}"}
+        env = emulator_env(f"127.0.0.1:{server.getsockname()[1]}")
         run = Running([*command, "--dir", str(repo), "--env", "prod"], env)
         conn, _ = server.accept()  # the read is under way: plan has rendered, or soon will
         with conn:

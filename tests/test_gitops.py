@@ -71,6 +71,7 @@ def action(repo: Path, tmp: Path, forge: Forge, emulator_url: str, **inputs: str
         "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
         "NO_COLOR": "1",
         "CES_EMULATOR_HOST": emulator_url,
+        "CESYNC_ENDPOINT": "emulator",  # the example's environments point at Google
         **github_env(forge, event, 7),
         "GITHUB_OUTPUT": str(outputs),
         "GITHUB_STEP_SUMMARY": str(summary),

@@ -234,13 +234,17 @@ class Internal(ApiError):
 
 
 class TransportError(ApiError):
-    """No answer: the endpoint was not reached (``sent`` False) or the reply was lost."""
+    """No answer: the endpoint was not reached (``sent`` False) or the reply was lost.
+
+    ``final``: not worth retrying (the connection was refused before the endpoint ever answered).
+    """
 
     status = "UNREACHABLE"
 
-    def __init__(self, message: str, *, sent: bool = False, **kw: Any) -> None:
+    def __init__(self, message: str, *, sent: bool = False, final: bool = False, **kw: Any) -> None:
         super().__init__(message, **kw)
         self.sent = sent
+        self.final = final
 
 
 BY_STATUS: dict[str, type[ApiError]] = {

@@ -145,3 +145,28 @@ def test_permission_of_each_method(method: str, path: str, expected: str) -> Non
     from cesync.api.permissions import permission
 
     assert permission(method, path) == expected
+
+
+def test_a_refused_connection_is_retried_only_once_the_server_has_answered() -> None:
+    """Before any answer, a refusal is final (nothing listens there); after one, a restart or a blip: retried, announced."""
+    from cesync.client.api import RetryPolicy
+    from cesync.emulator.server import BackgroundServer, free_port
+    from cesync.errors import TransportError
+
+    async def run(url: str, server: BackgroundServer | None) -> tuple[TransportError, list[str]]:
+        lines: list[str] = []
+        async with CesClient(url, retry=RetryPolicy(attempts=3, initial=0.01, maximum=0.02), notify=lines.append) as client:
+            if server is not None:
+                with pytest.raises(NotFound):
+                    await client.get("projects/p/locations/us/apps/a")  # an answer: the server is there
+                server.__exit__(None, None, None)
+            with pytest.raises(TransportError) as exc:
+                await client.list_all("projects/p/locations/us/apps/a", "tools")
+        return exc.value, lines
+
+    never, quiet = asyncio.run(run(f"http://127.0.0.1:{free_port()}", None))
+    assert never.final and quiet == [] and "is the emulator running" in str(never)
+    server = BackgroundServer()
+    server.__enter__()
+    gone, said = asyncio.run(run(server.url, server))
+    assert not gone.final and len(said) == 2 and all(x.startswith("retry ") for x in said), said

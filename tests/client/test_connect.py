@@ -126,3 +126,35 @@ def test_the_quota_paced_to(
         assert client.writes.ceiling == (expected[0] / 60 if expected[0] else None)
     finally:
         asyncio.run(client.aclose())
+
+
+@pytest.mark.parametrize("env", [target(), target(location="global"), target("https://ces.us.rep.googleapis.com")])
+def test_the_emulator_variable_never_redirects_an_environment_of_the_api(monkeypatch: pytest.MonkeyPatch, env: EnvTarget) -> None:
+    """An exported CES_EMULATOR_HOST left from a local session: plan --env prod is an error, not a plan of the emulator."""
+    monkeypatch.setenv("CES_EMULATOR_HOST", "127.0.0.1:8765")
+    with pytest.raises(
+        CesyncError, match=r"CES_EMULATOR_HOST is set \(127\.0\.0\.1:8765\) but environment 'prod' points at"
+    ) as exc:
+        endpoint_for(env)
+    assert "https://ces." in str(exc.value) and "--endpoint emulator" in str(exc.value)
+    assert endpoint_for(env, "emulator") == "http://127.0.0.1:8765"  # said on the command line: the emulator
+    assert endpoint_for(env, "https://ces.eu.rep.googleapis.com") == "https://ces.eu.rep.googleapis.com"
+
+
+def test_endpoint_emulator_in_the_environment_reads_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(CesyncError, match=r"environment 'prod' \(endpoint: emulator\) needs CES_EMULATOR_HOST"):
+        endpoint_for(target("emulator"))
+    with pytest.raises(CesyncError, match=r"--endpoint emulator needs CES_EMULATOR_HOST"):
+        endpoint_for(target(), "emulator")
+    monkeypatch.setenv("CES_EMULATOR_HOST", "127.0.0.1:9")
+    assert endpoint_for(target("emulator")) == "http://127.0.0.1:9"
+
+
+def test_an_https_override_with_the_variable_set_still_gets_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the endpoint the variable named is treated as an emulator (anonymous), not every endpoint while it is set."""
+    monkeypatch.setenv("CES_EMULATOR_HOST", "127.0.0.1:9")
+    client = connect(target(), tmp_path, override="https://ces.us.rep.googleapis.com")
+    try:
+        assert isinstance(client.http.auth, GoogleAuth)
+    finally:
+        asyncio.run(client.aclose())

@@ -136,7 +136,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "apply": ("core", "Make the app match the repo: creates, updates and (with --prune) deletes."),
     "comment": ("ci", "Keep one sticky plan comment per environment and app on the pull/merge request."),
     "diff": ("adopt", "Compare two live apps: what making TO like FROM's app as it runs now would change."),
-    "emulator": ("serve", "Run the local CES emulator (point cesync at it with CES_EMULATOR_HOST)."),
+    "emulator": ("serve", "Run the local CES emulator (export CES_EMULATOR_HOST, then --endpoint emulator)."),
     "exec": ("tools", "Run one tool (id, TOOLSET/TOOL_ID or display name) and print its canonical output."),
     "export": ("adopt", "Write the whole app (settings, agents, guardrails, tools and the rest) as a cesync repo (adoption)."),
     "import-archive": ("adopt", "Convert a CES app export (zip or folder) into a cesync repo."),
@@ -320,8 +320,9 @@ def _endpoint(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 endpoint_option = click.option(
     "--endpoint",
     callback=_endpoint,
-    help="Override the environment's endpoint: 'embedded' or an emulator URL (CES_EMULATOR_HOST works too); "
-    "a loopback host:port means http://host:port.",
+    envvar="CESYNC_ENDPOINT",
+    help="Override the environment's endpoint (or CESYNC_ENDPOINT): 'embedded', 'emulator' (the one "
+    "CES_EMULATOR_HOST names) or a URL; a loopback host:port means http://host:port.",
 )
 format_option = click.option(
     "--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="How to show the plan."

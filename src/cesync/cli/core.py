@@ -113,7 +113,9 @@ def _validate_one(
         count = len(repo.files)
         where = f" in {prefix}" if prefix is not None else ""
         click.echo(f"ok: {count} file{'s' if count != 1 else ''}{where} valid for {', '.join(names)}")
-    return problems, lint_credentials(repo)
+    from ..repo.environments import shared_apps
+
+    return problems, lint_credentials(repo) + shared_apps(repo.config, repo.config_doc)
 
 
 @main.command()

@@ -18,7 +18,11 @@ from . import (
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on (keep it on loopback).")
 @click.option("--port", type=int, default=8765, show_default=True, help="The port to listen on.")
-@click.option("--state", type=click.Path(dir_okay=False, path_type=Path), help="Persist to this JSON file (shared safely).")
+@click.option(
+    "--state",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Keep the state in this SQLite database file (several emulators may share it).",
+)
 @click.option("--latency-ms", type=float, default=0.0, help="Fixed latency added to every API call.")
 @click.option("--jitter-ms", type=float, default=0.0, help="Random extra latency, up to this much.")
 @click.option("--rate-429", type=click.FloatRange(0, 1), default=0.0, help="Share of calls answered RESOURCE_EXHAUSTED.")
@@ -78,7 +82,7 @@ def emulator(
     quota_reads_per_minute: int,
     quota_burst: int,
 ) -> None:
-    """Run the local CES emulator (point cesync at it with CES_EMULATOR_HOST)."""
+    """Run the local CES emulator (export CES_EMULATOR_HOST, then --endpoint emulator)."""
     import re
 
     from ..emulator import FaultConfig
@@ -89,7 +93,11 @@ def emulator(
     for name in apps:
         if not re.fullmatch(r"projects/[^/]+/locations/[^/]+/apps/[a-zA-Z0-9][a-zA-Z0-9_-]{0,127}", name):
             raise CesyncError(f"--app {name}: expected projects/PROJECT/locations/LOCATION/apps/APP")
-    click.echo(f"CES emulator on http://{host}:{port} (export CES_EMULATOR_HOST={host}:{port})", err=True)
+    click.echo(
+        f"CES emulator on http://{host}:{port} (export CES_EMULATOR_HOST={host}:{port}, then use --endpoint emulator "
+        "or endpoint: emulator in cesync.yaml)",
+        err=True,
+    )
     try:
         quota = QuotaConfig(quota_writes_per_minute, quota_reads_per_minute, quota_burst)
         serve(

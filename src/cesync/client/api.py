@@ -24,6 +24,7 @@ is announced in one line (what, why, how long) through ``notify``.
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import re
 import ssl
@@ -190,6 +191,11 @@ class CesClient:
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.retry = retry or RetryPolicy()
+        # Set by the first answer of any kind. Until then a refused connection means nothing
+        # listens at base_url (an emulator not started, a wrong port): one error with what to
+        # check, not a retry line per concurrent call; once a server has answered, a refusal
+        # is a restart or a blip and is retried.
+        self.answered = False
         self.notify = notify
         self.quota = quota or Quota()
         self.clock = clock
@@ -297,7 +303,13 @@ class CesClient:
     ) -> dict[str, Any]:
         try:
             response = await self.http.send(self.request(method, path, resource, params=params, body=body, timeout=timeout))
-        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+        except httpx.ConnectError as exc:
+            if not self.answered and _refused(exc):
+                raise TransportError(self._nobody_listens(), final=True, operation=operation, resource=resource) from None
+            raise TransportError(
+                f"cannot reach {self.base_url}: {type(exc).__name__}: {exc}", operation=operation, resource=resource
+            ) from None
+        except (httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
             raise TransportError(
                 f"cannot reach {self.base_url}: {type(exc).__name__}: {exc}", operation=operation, resource=resource
             ) from None
@@ -308,6 +320,7 @@ class CesClient:
                 operation=operation,
                 resource=resource,
             ) from None
+        self.answered = True
         if response.status_code >= 300:  # a redirect is no success either: the request was not carried out
             raise to_error(response, operation, resource)
         try:
@@ -331,7 +344,7 @@ class CesClient:
             if is_quota_refusal(exc.details, exc.status):
                 raise  # refused over quota for quota_patience already (see _call): no more waiting here
             first: BaseException = exc
-        if self.retry.attempts <= 1:
+        if self.retry.attempts <= 1 or (isinstance(first, TransportError) and first.final):
             raise first
         exponential = wait_random_exponential(multiplier=self.retry.initial, max=self.retry.maximum)
 
@@ -370,6 +383,18 @@ class CesClient:
             return Written(await self._retrying(counted), None, sent > 1)
         except ApiError as exc:
             return Written({}, exc, sent > 1)
+
+    def _nobody_listens(self) -> str:
+        if self.base_url.startswith("http://"):
+            check = (
+                "is the emulator running (`cesync emulator` prints its address), and is this the endpoint you meant "
+                "(--endpoint, CES_EMULATOR_HOST, endpoint: in cesync.yaml)?"
+            )
+        else:
+            check = (
+                "is this the endpoint you meant (--endpoint, endpoint: in cesync.yaml), and does a proxy or firewall refuse it?"
+            )
+        return f"cannot reach {self.base_url}: the connection was refused (nothing listens there); {check}"
 
     # --- calls -----------------------------------------------------------------------------
 
@@ -476,6 +501,19 @@ def quota_line(exc: ApiError, pacer: Pacer) -> str:
         + (f" (limit {limit}/min)" if limit else "")
         + f"; pacing at {(pacer.rate or 0) * 60:.0f}/min ({told}); refused requests are sent again in turn"
     )
+
+
+def _refused(exc: httpx.ConnectError) -> bool:
+    """Whether the connection was refused (ECONNREFUSED), whichever transport raised it."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # a short chain: __cause__ / __context__ of the transport's OSError
+        if seen is None:
+            break
+        if isinstance(seen, ConnectionRefusedError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    text = str(exc)
+    return f"[Errno {errno.ECONNREFUSED}]" in text or "connection refused" in text.lower()
 
 
 def _record(kind: str, body: dict[str, Any]) -> Resource:

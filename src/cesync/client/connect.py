@@ -7,38 +7,66 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import CesyncError
-from ..repo.config import EMBEDDED, normalize_endpoint
+from ..repo.config import EMBEDDED, EMULATOR, normalize_endpoint
 from ..repo.environments import EnvTarget
 
 if TYPE_CHECKING:
     from .api import CesClient, RetryPolicy
     from .pacing import Quota
 
-__all__ = ["connect", "endpoint_for", "quota_for"]
+__all__ = ["EMULATOR_HOST_VAR", "connect", "endpoint_for", "quota_for"]
 
 GOOGLE = {"us": "https://ces.us.rep.googleapis.com", "eu": "https://ces.eu.rep.googleapis.com"}
 GLOBAL = "https://ces.googleapis.com"
 
 
-def endpoint_for(env: EnvTarget, override: str | None = None) -> str:
-    """--endpoint, then CES_EMULATOR_HOST, then the environment's endpoint, then Google's.
+EMULATOR_HOST_VAR = "CES_EMULATOR_HOST"
 
-    --endpoint and ``endpoint:`` go through the same check (config.normalize_endpoint).
+
+def endpoint_for(env: EnvTarget, override: str | None = None) -> str:
+    """--endpoint, then the environment's endpoint, then Google's; CES_EMULATOR_HOST only where they allow it.
+
+    --endpoint and ``endpoint:`` go through the same check (config.normalize_endpoint). 'emulator'
+    (in either) means CES_EMULATOR_HOST. The variable also replaces an emulator endpoint (embedded,
+    http://), but never one of the CES API (https://, or none): an exported variable left over from
+    a local session must not send ``plan --env prod`` to an emulator, so that is an error.
     """
+    host = os.environ.get(EMULATOR_HOST_VAR) or None
     if override:
-        try:
-            return normalize_endpoint(override)
-        except ValueError as exc:
-            raise CesyncError(f"--endpoint: {exc}") from None
-    host = os.environ.get("CES_EMULATOR_HOST")
-    if host:
-        return host if host.startswith(("http://", "https://")) or host == EMBEDDED else f"http://{host}"
+        chosen = _checked(override, "--endpoint")
+        return _emulator(host, "--endpoint emulator") if chosen == EMULATOR else chosen
     if env.endpoint:
-        try:
-            return normalize_endpoint(env.endpoint)
-        except ValueError as exc:
-            raise CesyncError(f"environment '{env.name}': {exc}") from None
-    return GOOGLE.get(env.location, GLOBAL)
+        chosen = _checked(env.endpoint, f"environment '{env.name}'")
+        if chosen == EMULATOR:
+            return _emulator(host, f"environment '{env.name}' (endpoint: emulator)")
+    else:
+        chosen = GOOGLE.get(env.location, GLOBAL)
+    if host is None:
+        return chosen
+    if chosen.startswith("https://"):
+        raise CesyncError(
+            f"{EMULATOR_HOST_VAR} is set ({host}) but environment '{env.name}' points at the CES API ({chosen}); "
+            f"refusing to guess which one you mean. Unset {EMULATOR_HOST_VAR} to use {chosen}, or pass "
+            f"--endpoint emulator (or CESYNC_ENDPOINT=emulator) to use the emulator"
+        )
+    return _host_url(host)
+
+
+def _checked(value: str, what: str) -> str:
+    try:
+        return normalize_endpoint(value)
+    except ValueError as exc:
+        raise CesyncError(f"{what}: {exc}") from None
+
+
+def _emulator(host: str | None, what: str) -> str:
+    if host is None:
+        raise CesyncError(f"{what} needs {EMULATOR_HOST_VAR}=host:port (the address 'cesync emulator' prints), and it is not set")
+    return _host_url(host)
+
+
+def _host_url(host: str) -> str:
+    return host if host.startswith(("http://", "https://")) or host == EMBEDDED else f"http://{host}"
 
 
 def quota_for(env: EnvTarget, google: bool) -> Quota:
@@ -72,7 +100,8 @@ def connect(
         transport = EmbeddedTransport(state=state, auto_create_apps=False)
         quota = quota_for(env, google=False)
         return CesClient("http://embedded", transport=transport, retry=retry, max_connections=max_connections, quota=quota)
-    if endpoint.startswith("http://") or os.environ.get("CES_EMULATOR_HOST"):  # an emulator: anonymous
+    host = os.environ.get(EMULATOR_HOST_VAR)
+    if endpoint.startswith("http://") or (host and endpoint == _host_url(host)):  # an emulator: anonymous
         return CesClient(endpoint, retry=retry, max_connections=max_connections, quota=quota_for(env, google=False))
     check_trusted(endpoint)  # before credentials are looked up and before any connection is opened
     credentials = default_credentials(env.impersonate_service_account, env.quota_project)

@@ -32,6 +32,13 @@ def unified(before: Any, after: Any, path: str) -> list[str]:
     return list(difflib.unified_diff(a, b, f"remote/{path}", f"desired/{path}", lineterm="", n=2))
 
 
+def where(plan: Plan) -> str:
+    """Where the plan read the app: the endpoint, so a plan read from the wrong place says so at its top."""
+    if not plan.endpoint:
+        return ""  # a plan file from before endpoints were recorded
+    return "the embedded emulator" if plan.endpoint == "embedded" else plan.endpoint
+
+
 def notices(plan: Plan) -> list[str]:
     """What a reader must not miss before the changes: a partial plan, a plan apply will refuse."""
     out = []

@@ -6,7 +6,7 @@ import re
 
 from ..core.plan import Plan
 from ..core.sensitive import CHANGED
-from .common import SYMBOL, VERB, as_text, is_multiline, notices, summary, unified
+from .common import SYMBOL, VERB, as_text, is_multiline, notices, summary, unified, where
 
 MARKER = "<!-- cesync-plan:{env}:{app} -->"
 GITHUB_COMMENT_LIMIT = 65_536
@@ -22,7 +22,7 @@ def render_markdown(plan: Plan, *, max_chars: int | None = None, full_plan: str 
         MARKER.format(env=plan.environment, app=plan.app),
         f"### cesync plan: `{plan.environment}`",
         "",
-        f"App `{plan.app}`",
+        f"App `{plan.app}`" + (f" at `{where(plan)}`" if where(plan) else ""),
         "",
     ]
     head += [f"> **{line.split(': ', 1)[0]}:** {line.split(': ', 1)[1]}" for line in notices(plan) if line]

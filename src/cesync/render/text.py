@@ -9,7 +9,7 @@ from typing import Any
 
 from ..core.plan import Change, Plan
 from ..core.sensitive import CHANGED
-from .common import SYMBOL, VERB, as_text, is_multiline, notices, summary, unified
+from .common import SYMBOL, VERB, as_text, is_multiline, notices, summary, unified, where
 
 COLORS = {"create": "\x1b[32m", "update": "\x1b[33m", "delete": "\x1b[31m", "dim": "\x1b[2m", "bold": "\x1b[1m"}
 RESET = "\x1b[0m"
@@ -37,7 +37,8 @@ def render_text(plan: Plan, *, color: bool = False, mapper: Mapper | None = None
     def texts(changes: list[Change]) -> list[str]:
         return ["\n".join(_change(c, paint)) for c in changes]
 
-    lines = [f"Plan for environment '{plan.environment}' ({plan.app})", ""]
+    at = f" at {where(plan)}" if where(plan) else ""
+    lines = [f"Plan for environment '{plan.environment}' ({plan.app}){at}", ""]
     lines += [paint(line, "bold") for line in notices(plan)]
     lines += mapper(texts, list(plan.changes)) if mapper is not None else texts(list(plan.changes))
     if not plan.changes:

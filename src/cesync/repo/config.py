@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 __all__ = [
     "EMBEDDED",
+    "EMULATOR",
     "ENV_NAME",
     "Config",
     "Defaults",
@@ -22,6 +23,7 @@ __all__ = [
 ]
 
 EMBEDDED = "embedded"
+EMULATOR = "emulator"  # the emulator CES_EMULATOR_HOST names: the one way that variable reaches an environment of Google's
 ENV_NAME = re.compile(r"^[a-z]([a-z0-9-]*[a-z0-9])?\Z")  # \Z, not $: no trailing newline (names become file names)
 # One resource-name segment: nothing that could add a path segment, a query, a custom
 # method (':'), an escape ('%') or a '..' to the URL it is put in.
@@ -55,14 +57,16 @@ def _is_loopback(host: str) -> bool:
 def normalize_endpoint(value: str) -> str:
     """The one check of an endpoint, for ``endpoint:`` in cesync.yaml and ``--endpoint`` alike.
 
-    Returns 'embedded' or ``scheme://host[:port]``. The emulator's printed ``host:port``
-    is read as ``http://host:port`` when the host is loopback, and refused with a hint
+    Returns 'embedded', 'emulator' (whatever CES_EMULATOR_HOST names) or ``scheme://host[:port]``.
+    The emulator's printed ``host:port`` is read as ``http://host:port`` when the host is loopback, and refused with a hint
     otherwise (a bare host must never be mistaken for a Google endpoint that gets a token).
     """
-    if value == EMBEDDED:
+    if value in (EMBEDDED, EMULATOR):
         return value
     if not isinstance(value, str) or not value or any(c.isspace() for c in value):
-        raise ValueError(f"endpoint {value!r}: must be 'embedded' or a URL such as http://127.0.0.1:8765, without spaces")
+        raise ValueError(
+            f"endpoint {value!r}: must be 'embedded', 'emulator' or a URL such as http://127.0.0.1:8765, without spaces"
+        )
     if "://" not in value:
         bare = urlsplit(f"//{value}")
         try:
@@ -160,7 +164,8 @@ class Environment(_Strict):
     endpoint: str | None = Field(
         None,
         description="'embedded' (the in-process emulator, state in .cesync/<env>.json), "
-        "an http(s) URL, or absent for Google's endpoint for the location.",
+        "'emulator' (the one CES_EMULATOR_HOST names), an http(s) URL, or absent for Google's endpoint for the location "
+        "(CES_EMULATOR_HOST never redirects that).",
     )
     vars: dict[str, str] = Field(default_factory=dict, description="Values for ${NAME} in tool files.")
     sensitive: list[VarName] = Field(default_factory=list, description=SENSITIVE_HELP)

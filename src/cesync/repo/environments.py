@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from ..core.checks import suggest
 from ..core.yamlfile import Document, Path_
 from ..errors import CesyncError, ConfigError, Problem
-from .config import Config, Environment, QuotaSettings, check_segment
+from .config import EMBEDDED, Config, Environment, QuotaSettings, check_segment
 
-__all__ = ["VAR_ENV_PREFIX", "EnvTarget", "resolve_env"]
+__all__ = ["VAR_ENV_PREFIX", "EnvTarget", "resolve_env", "shared_apps"]
 
 # The process environment gives ${NAME} only as CESYNC_VAR_NAME (as Terraform's TF_VAR_):
 # a pull request's author writes every repo file, so reading plain NAME would let one print
@@ -111,6 +111,28 @@ def _quota(env: QuotaSettings | None, defaults: QuotaSettings | None) -> QuotaSe
         writesPerMinute=defaults.writesPerMinute if env.writesPerMinute is None else env.writesPerMinute,
         readsPerMinute=defaults.readsPerMinute if env.readsPerMinute is None else env.readsPerMinute,
     )
+
+
+def shared_apps(config: Config, config_doc: Document) -> list[Problem]:
+    """Warnings for environments that name the same app at the same endpoint: a plan or apply
+    for one writes the other (embedded environments each have their own state file)."""
+    seen: dict[tuple[str, ...], str] = {}
+    out: list[Problem] = []
+    d = config.defaults
+    for name, env in config.environments.items():
+        endpoint = env.endpoint or d.endpoint or f"google:{env.location or d.location}"
+        if endpoint == EMBEDDED:
+            continue
+        key = (endpoint, str(env.project or d.project), str(env.location or d.location), env.app)
+        if key in seen:
+            message = (
+                f"environments '{seen[key]}' and '{name}' both point at app '{env.app}' of project '{key[1]}' "
+                f"({key[2]}){'' if endpoint.startswith('google:') else ' at ' + endpoint}: applying one changes the other"
+            )
+            out.append(_problem(config_doc, ("environments", name, "app"), message))
+        else:
+            seen[key] = name
+    return out
 
 
 def _problem(config_doc: Document, path: Path_, message: str) -> Problem:
