@@ -375,3 +375,31 @@ def test_pull_writes_only_inside_the_repo(tmp_path: Path) -> None:
     write_files(root, {"tools/x.yaml": "new\n"})
     assert victim.read_text() == "keep\n"
     assert (root / "tools" / "x.yaml").read_text() == "new\n"
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.sampled_from(sorted(EDITS)), value=TEXT)
+def test_a_conflict_leaves_only_its_resource_and_the_rest_is_pulled(
+    tmp_path_factory: pytest.TempPathFactory, emulator: BackgroundServer, name: str, value: str
+) -> None:
+    """One resource whose remote text no value of its ${VAR} can produce: every other console edit
+    still comes back (and is shown by --dry-run), the conflict is reported with the right hint, exit 1."""
+    edit = EDITS[name]
+    root, parent = fresh_repo(tmp_path_factory.mktemp("pull"), emulator)
+    before = snapshot(root)
+    console_edit(emulator, f"{parent}/{edit.resource}", edit.mask, edit.make(value))
+    console_edit(  # the text around ${GREETING} changed: no value of GREETING renders this
+        emulator, f"{parent}/tools/search", "googleSearchTool.description", _set(["googleSearchTool", "description"], "Bye")
+    )
+    dry = cli("pull", "--dir", str(root), "--endpoint", emulator.url, "--dry-run")
+    assert dry.exit_code == 1 and f"+++ b/{edit.file}" in dry.output and "search.yaml" not in dry.output.split("pull: ")[0]
+    assert snapshot(root) == before
+    r = cli("pull", "--dir", str(root), "--endpoint", emulator.url)
+    assert r.exit_code == 1, r.output
+    [problem] = [line for line in r.output.splitlines() if line.startswith("tools/search.yaml:3:")]
+    assert "no value of GREETING can produce it" in problem and "set defaults.vars" not in problem, problem
+    assert "1 left as they are" in r.output
+    after = snapshot(root)
+    assert after["tools/search.yaml"] == before["tools/search.yaml"] and after[edit.file] != before[edit.file]
+    plan = cli("plan", "--dir", str(root), "--endpoint", emulator.url, "--format", "json")
+    assert [c["id"] for c in json.loads(plan.output)["changes"]] == ["search"]  # only the conflict is left

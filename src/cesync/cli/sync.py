@@ -39,8 +39,9 @@ def pull(
     """Write the app's state of managed resources back into the files that define them.
 
     Minimal edits: comments, key order, quoting and includes stay; only changed values
-    move. Exit 1, writing nothing, when a remote value differs from a ${VAR} rendering
-    (unless --inline) or when the result would not plan empty.
+    move. A resource whose remote value differs from a ${VAR} rendering (unless --inline)
+    is left as it is and reported, the others are pulled, and the exit is 1. Exit 1, writing
+    nothing, when the result would not plan empty.
     """
     from ..core.targets import resolve_targets, target_keys
     from ..pipeline.pull import pull_changes, unified_diffs, verify, write_files
@@ -58,9 +59,13 @@ def pull(
     result = pull_changes(
         ctx.repo, ctx.env, ctx.desired, remote, wanted=selected, prune=prune, inline=inline, secrets=ctx.secrets
     )
-    if result.conflicts:
-        raise ConfigError(result.conflicts)
-    left = verify(ctx.repo.root, result.files, ctx.env, remote, target_keys(selected))
+    # A resource with a conflict stays as it is (and is not expected to plan empty); the rest is pulled.
+    wanted = target_keys(selected)
+    if result.conflicted:
+        wanted = (wanted or {f"{d.kind}/{d.id}" for d in ctx.desired} | {f"{r.kind}/{r.id}" for r in remote}) - set(
+            result.conflicted
+        )
+    left = verify(ctx.repo.root, result.files, ctx.env, remote, wanted)
     if left:
         raise CesyncError(
             "pull cannot reproduce the app exactly; nothing was written. Still different after the edit: " + "; ".join(left)
@@ -74,11 +79,18 @@ def pull(
     else:
         write_files(ctx.repo.root, result.files)
     verb = "would change" if dry_run else "changed"
+    kept = f", {len(result.conflicted)} left as they are (conflicts below)" if result.conflicted else ""
     click.echo(
-        f"pull: {len(result.updated)} updated, {len(result.created)} new, {len(result.gone)} gone; "
-        f"{verb} {len(result.files)} file(s)",
+        f"pull: {len(result.updated)} updated, {len(result.created)} new, {len(result.gone)} gone{kept}; "
+        f"{verb} {_files(len(result.files))}",
         err=dry_run,
     )
+    if result.conflicts:
+        raise ConfigError(result.conflicts)  # after the rest is pulled: each conflict, then exit 1
+
+
+def _files(n: int) -> str:
+    return f"{n} file{'' if n == 1 else 's'}"
 
 
 @main.command()

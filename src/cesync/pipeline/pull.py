@@ -68,6 +68,7 @@ __all__ = ["PullResult", "pull_changes", "unified_diffs", "verify", "write_files
 class PullResult:
     files: dict[str, str | None] = field(default_factory=dict)  # repo-relative path -> new text (None: delete)
     conflicts: list[Problem] = field(default_factory=list)  # remote values that differ from a rendered ${VAR}
+    conflicted: list[str] = field(default_factory=list)  # kind/id of the resources left as they are for a conflict
     updated: list[str] = field(default_factory=list)  # kind/id
     created: list[str] = field(default_factory=list)
     gone: list[str] = field(default_factory=list)  # kind/id (file) of resources no longer in the app
@@ -116,8 +117,13 @@ def pull_changes(
                         result.files[inc] = None
             continue
         mask = diff_resource(d.kind, d.id, d.body, r.body).update_mask
-        if mask and editor.resource(src, d, r, mask):
+        if not mask:
+            continue
+        # A conflict leaves this resource's file as it is; every other resource is still pulled.
+        if editor.resource(src, d, r, mask):
             result.updated.append(f"{d.kind}/{d.id}")
+        else:
+            result.conflicted.append(f"{d.kind}/{d.id}")
     # The app's settings come back only into an app.yaml the repo has (a repo may leave them to the console).
     new = [r for r in remote if (r.kind, r.id) not in sources and take(r.kind, r.id) and not KINDS[r.kind].singleton]
     if new:
@@ -292,19 +298,24 @@ class _Editor:
 
     def _var_message(self, template: str, value: Any) -> str:
         names = [m.group(2) for m in VAR_RE.finditer(template) if not m.group(1)]
-        where = ", ".join(self._var_home(n) for n in names)
         parts = re.split(r"(\$\$?\{[^}]*\}?)", template)
         pattern = "".join("(.*)" if p.startswith("${") else re.escape(p[1:] if p.startswith("$$") else p) for p in parts)
         match = re.fullmatch(pattern, value, re.S) if isinstance(value, str) else None
-        if match and len(names) == len(match.groups()):
-            wanted = "; ".join(f"{self._var_home(n)} to {v!r}" for n, v in zip(names, match.groups(), strict=True))
+        found = list(zip(names, match.groups(), strict=False)) if match and len(names) == len(match.groups()) else []
+        values = dict(found)
+        # Some value of each variable renders the remote text (the same one where a name repeats).
+        if found and all(values[n] == v for n, v in found):
+            wanted = "; ".join(f"{self._var_home(n)} to {v!r}" for n, v in values.items())
             return (
                 f"the remote value {_short(value)} differs from {template!r} rendered for environment "
                 f"'{self.env.name}'; set {wanted} (or pass --inline to write the literal)"
             )
+        plural = len(set(names)) != 1
         return (
-            f"the remote value {_short(value)} differs from {template!r} rendered for environment '{self.env.name}'; "
-            f"change {where} (or pass --inline to write the literal)"
+            f"the remote value {_short(value)} differs from {template!r} rendered for environment '{self.env.name}', "
+            f"and no value of {', '.join(dict.fromkeys(names))} can produce it (the text around "
+            f"{'the placeholders' if plural else 'the placeholder'} differs): edit the file to match the app, "
+            "or pass --inline to write the remote value as a literal"
         )
 
     def _var_home(self, name: str) -> str:
