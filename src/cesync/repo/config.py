@@ -7,7 +7,7 @@ import re
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
 
 __all__ = [
     "EMBEDDED",
@@ -117,6 +117,20 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
+def _var_text(value: object) -> object:
+    """A variable's YAML scalar as the text ${NAME} puts in place (true -> 'true', 30 -> '30'): where the
+    placeholder is a whole value, it takes the field's type again (templating)."""
+    if isinstance(value, dict):
+        return {k: _scalar_text(v) for k, v in value.items()}
+    return value
+
+
+def _scalar_text(value: object) -> object:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value) if isinstance(value, (int, float)) else value
+
+
 class Safety(_Strict):
     """octoDNS-style guard against plans that touch too much at once."""
 
@@ -142,7 +156,7 @@ class Defaults(_Strict):
     project: str | None = None
     location: str | None = None
     endpoint: str | None = None
-    vars: dict[str, str] = Field(default_factory=dict)
+    vars: Annotated[dict[str, str], BeforeValidator(_var_text)] = Field(default_factory=dict)
     sensitive: list[VarName] = Field(default_factory=list, description=SENSITIVE_HELP)
     quota: QuotaSettings | None = None
 
@@ -167,12 +181,21 @@ class Environment(_Strict):
         "'emulator' (the one CES_EMULATOR_HOST names), an http(s) URL, or absent for Google's endpoint for the location "
         "(CES_EMULATOR_HOST never redirects that).",
     )
-    vars: dict[str, str] = Field(default_factory=dict, description="Values for ${NAME} in tool files.")
+    vars: Annotated[dict[str, str], BeforeValidator(_var_text)] = Field(
+        default_factory=dict,
+        description="Values for ${NAME} in resource files (text, true/false or numbers: a placeholder that is a "
+        "whole value takes its field's type).",
+    )
     sensitive: list[VarName] = Field(default_factory=list, description=SENSITIVE_HELP)
     urls: dict[str, str] = Field(
         default_factory=dict, description="Per tool or toolset id: the server URL that replaces $env_var."
     )
     prune: bool | None = Field(None, description="Delete remote resources that the repo does not define.")
+    skip: list[str] = Field(
+        default_factory=list,
+        description="Resources of the repo this environment does not have, as COLLECTION/ID (tools/debug-echo, "
+        "agents/beta, ...): left out of its plan, and unmanaged if the app has them.",
+    )
     impersonateServiceAccount: str | None = None
     quotaProject: str | None = None
     quota: QuotaSettings | None = Field(

@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ..api.kinds import KINDS, by_collection
 from ..core.checks import suggest
 from ..core.yamlfile import Document, Path_
 from ..errors import CesyncError, ConfigError, Problem
@@ -35,6 +36,7 @@ class EnvTarget:
     quota_project: str | None = None
     quota: QuotaSettings | None = None  # None: the endpoint's default (connect)
     overrides: Mapping[str, str] = field(default_factory=dict)  # --var / --var-file: win over everything
+    skip: frozenset[tuple[str, str]] = frozenset()  # (kind, id) of the repo's resources this environment leaves out
 
     def __post_init__(self) -> None:
         # Every URL is built from these: refuse anything that could change it (--app included).
@@ -87,6 +89,23 @@ def _target(config: Config, config_doc: Document, name: str, env: Environment, o
             ]
         )
     assert project and location
+    skip: set[tuple[str, str]] = set()
+    for i, entry in enumerate(env.skip):
+        collection, _, rid = entry.partition("/")
+        kind = by_collection(collection)
+        if kind is None or not rid:
+            names = sorted(k.collection for k in KINDS.values() if not k.singleton)
+            raise ConfigError(
+                [
+                    _problem_at(
+                        config_doc,
+                        ("environments", name, "skip", i),
+                        f"skip entry {entry!r}: write COLLECTION/ID, COLLECTION one of {', '.join(names)}"
+                        + suggest(collection, names),
+                    )
+                ]
+            )
+        skip.add((kind.name, rid))
     return EnvTarget(
         name=name,
         project=project,
@@ -100,6 +119,7 @@ def _target(config: Config, config_doc: Document, name: str, env: Environment, o
         quota_project=env.quotaProject,
         quota=_quota(env.quota, d.quota),
         overrides=dict(overrides),
+        skip=frozenset(skip),
     )
 
 
@@ -133,6 +153,10 @@ def shared_apps(config: Config, config_doc: Document) -> list[Problem]:
         else:
             seen[key] = name
     return out
+
+
+def _problem_at(config_doc: Document, path: Path_, message: str) -> Problem:
+    return config_doc.problem(path, message)
 
 
 def _problem(config_doc: Document, path: Path_, message: str) -> Problem:

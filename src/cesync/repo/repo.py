@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from ..api.kinds import KINDS
 from ..api.resource import ID_RE, Position, Resource
-from ..core.checks import Finding, check_body, lint_keys
+from ..core.checks import Finding, check_body, lint_keys, suggest
 from ..core.documents import adopt_parsed, parsed
 from ..core.fieldpath import data_path, position
 from ..core.references import Ref, cycles, names_in
@@ -119,8 +119,16 @@ class Repo:
         problems: list[Problem] = list(self.load_problems)
         out: list[Resource] = []
         edges: list[Ref] = []
+        problems += self._skip_problems(env)
         for src, (body, found, refs) in zip(self.files, renders, strict=True):
+            if (src.kind, src.id) in env.skip:
+                continue  # this environment does not have it (environments.<name>.skip)
             problems += found
+            for at, target in names_in(body, env.parent) if env.skip and body is not None else ():
+                if target in env.skip:
+                    said = f"{KINDS[target[0]].collection}/{target[1]}"
+                    message = f"{said} is in environments.{env.name}.skip, so nothing this environment has may name it"
+                    problems.append(src.doc.problem(at, message))
             edges += [Ref((src.kind, src.id), target, partial(src.doc.problem, at, "")) for at, target in refs]
             if body is not None:
                 out.append(Resource(src.kind, src.id, body, source=Position(src.doc.file)))
@@ -138,6 +146,24 @@ class Repo:
             return ""
         line, col = position(src.doc.positions, data_path(field, kind))
         return f"{src.doc.file}:{line}:{col}"
+
+    def _skip_problems(self, env: EnvTarget) -> list[Problem]:
+        """A skip entry that names no resource of the repo (a typo would skip nothing)."""
+        known = self._known
+        entries = self.config.environments[env.name].skip if env.name in self.config.environments else []
+        out = []
+        for i, entry in enumerate(entries):
+            collection, _, rid = entry.partition("/")
+            found = next(((k, r) for k, r in env.skip if KINDS[k].collection == collection and r == rid), None)
+            if found is not None and found not in known:
+                ids = [f"{KINDS[k].collection}/{r}" for k, r in sorted(known)]
+                out.append(
+                    self.config_doc.problem(
+                        ("environments", env.name, "skip", i),
+                        f"skip entry {entry!r} names no resource of the repo{suggest(entry, ids)}",
+                    )
+                )
+        return out
 
     def validate(self, env_names: list[str] | None = None) -> list[Problem]:
         """Every problem of the repo, for each named environment (default: all)."""
@@ -198,7 +224,7 @@ def _render_file(
 ) -> _FileRender:
     """${VAR} substitution is per environment; what follows runs again only if it changed the data."""
     doc = src.doc
-    data, missing = substitute(doc.data, env, ())
+    data, missing = substitute(doc.data, env, (), KINDS[src.kind].model)
     key = json.dumps(data, default=str) if memo is not None else ""
     hit = memo.get((src.kind, src.id)) if memo is not None else None
     if hit is not None and hit[0] == key and hit[1] in (None, env.parent):
@@ -214,7 +240,9 @@ def _render_file(
         # A reference in a field the create may leave for a later patch closes no impossible cycle (order.py).
         if target in known and not (path and path[0] in deferrable):  # positioned at the {ref:} when it came from one
             refs.append(((*path, "ref") if path in ref_paths else path, target))
-    problems = [doc.problem(p, m) for p, m in missing] + problems
+    said = [doc.problem(p, m) for p, m in missing]
+    at = {(x.file, x.line, x.col) for x in said}  # a variable's problem explains the model's at the same value
+    problems = said + [x for x in problems if (x.file, x.line, x.col) not in at]
     if body is None or problems:
         return None, problems, refs
     body = dict(body)  # _env_var replaces the type's dict, never the shared one

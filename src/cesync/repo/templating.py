@@ -21,6 +21,7 @@ from ..core.checks import suggest
 from ..core.documents import substitute_url
 from ..core.yamlfile import Document, Path_, read_text
 from ..errors import Problem
+from ..models.base import FieldSpec, Kind, ProtoModel, specs
 from .environments import VAR_ENV_PREFIX, EnvTarget
 from .loading import SourceFile, display_path
 
@@ -33,23 +34,35 @@ INCLUDABLE = {"openApiSchema", "pythonCode", "pythonScript"}
 ENV_VAR = "$env_var"
 
 
-def substitute(data: Any, env: EnvTarget, path: Path_) -> tuple[Any, list[tuple[Path_, str]]]:
-    """Replace ${NAME} in every string (values: :meth:`EnvTarget.var`)."""
+def substitute(
+    data: Any, env: EnvTarget, path: Path_, model: type[ProtoModel] | None = None
+) -> tuple[Any, list[tuple[Path_, str]]]:
+    """Replace ${NAME} in every string (values: :meth:`EnvTarget.var`).
+
+    With the file's model, a placeholder that is a whole value (``enabled: ${GUARD_ON}``) takes
+    the type of the field it stands in: bool, number, duration; enums stay names.
+    """
     if isinstance(data, dict):
         out, missing = {}, []
         for k, v in data.items():
-            out[k], m = substitute(v, env, (*path, k))
+            out[k], m = substitute(v, env, (*path, k), model)
             missing += m
         return out, missing
     if isinstance(data, list):
         items, missing = [], []
         for i, v in enumerate(data):
-            value, m = substitute(v, env, (*path, i))
+            value, m = substitute(v, env, (*path, i), model)
             items.append(value)
             missing += m
         return items, missing
     if not isinstance(data, str) or "${" not in data:
         return data, []
+    whole = WHOLE_VAR.fullmatch(data)
+    if whole and model is not None:
+        spec = field_at(model, path)
+        value = env.var(whole.group(1))
+        if spec is not None and value is not None and spec.kind in TYPED:
+            return _typed(value, spec, whole.group(1), env.name, path)
     problems: list[tuple[Path_, str]] = []
 
     def replace(match: re.Match[str]) -> str:
@@ -74,6 +87,56 @@ def substitute(data: Any, env: EnvTarget, path: Path_) -> tuple[Any, list[tuple[
         return value
 
     return VAR_RE.sub(replace, data), problems
+
+
+WHOLE_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")  # used with fullmatch: the placeholder is the whole value
+TYPED = {Kind.BOOL, Kind.INT32, Kind.INT64, Kind.DOUBLE, Kind.FLOAT, Kind.DURATION}
+_BOOLS = {"true": True, "false": False}
+
+
+def field_at(model: type[ProtoModel], path: Path_) -> FieldSpec | None:
+    """The field a value at path of a file of ``model`` stands in (an element's, for a list or map entry)."""
+    spec: FieldSpec | None = None
+    message: type[ProtoModel] | None = model
+    entry = False  # at a map's key or a list's index: the value has the field's own type
+    for step in path:
+        if isinstance(step, int) or (spec is not None and spec.map and not entry):
+            if spec is None or not (spec.repeated or spec.map) or entry:
+                return None
+            entry = True
+            continue
+        if message is None:
+            return None
+        spec = specs(message).get(step)
+        if spec is None:
+            return None
+        message, entry = spec.message, False
+    if spec is not None and (spec.repeated or spec.map) and not entry:
+        return None  # the placeholder stands for the whole list or map: only text can
+    return spec
+
+
+def _typed(value: str, spec: FieldSpec, name: str, env_name: str, path: Path_) -> tuple[Any, list[tuple[Path_, str]]]:
+    """``value`` as the field's type, or a problem saying what the field takes."""
+    text = value.strip()
+    kind = spec.kind
+    if kind is Kind.BOOL and text.lower() in _BOOLS:
+        return _BOOLS[text.lower()], []
+    if kind in (Kind.INT32, Kind.INT64) and re.fullmatch(r"[+-]?\d+", text):
+        return int(text), []
+    if kind in (Kind.DOUBLE, Kind.FLOAT) and re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", text):
+        return float(text), []
+    if kind is Kind.DURATION:
+        return (f"{text}s" if re.fullmatch(r"\d+(\.\d{1,9})?", text) else value), []  # '30' means 30 seconds
+    takes = {
+        Kind.BOOL: "true or false",
+        Kind.INT32: "a whole number",
+        Kind.INT64: "a whole number",
+        Kind.DOUBLE: "a number",
+        Kind.FLOAT: "a number",
+    }[kind]
+    field_name = ".".join(str(p) for p in path)
+    return value, [(path, f"variable '{name}' is {value!r} for environment '{env_name}', but {field_name} takes {takes}")]
 
 
 @dataclass
