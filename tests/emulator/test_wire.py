@@ -15,9 +15,7 @@ from hypothesis import strategies as st
 
 from cesync.api.kinds import KINDS
 from cesync.emulator import EmbeddedTransport
-from cesync.emulator.app import _checked_parsed, _server_fields
 from cesync.emulator.errors import RpcError
-from cesync.emulator.wire import printed
 from tests.strategies import pruned, resource_bodies
 
 APP = "projects/p/locations/us/apps/a"
@@ -136,63 +134,6 @@ def test_snake_case_update_mask() -> None:
 
     got = asyncio.run(go())
     assert got["clientFunction"] == {"name": "c", "description": "d"} and got["timeout"] == "5s"
-
-
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(case=resource_bodies())
-def test_a_write_prints_from_its_parsed_body_as_from_its_data(case: tuple[str, tuple[dict[str, Any], dict[str, Any]]]) -> None:
-    """printed(collection, data, parsed) brings the parsed message to data by its differences: the texts
-    are those of parsing data anew, the parsed data is left as it was, and any body can become any other."""
-    kind_name, (a, b) = case
-    collection = KINDS[kind_name].collection
-    try:
-        first, second = _checked_parsed(collection, a), _checked_parsed(collection, b)
-    except RpcError:
-        assume(False)
-        raise
-    before = json.dumps(first.data)
-    data = _server_fields(collection, APP, "t1", dict(first.data), None)
-    assert printed(collection, data, first) == printed(collection, data)
-    assert json.dumps(first.data) == before
-    again = _checked_parsed(collection, a)  # printed changed first's message: it is used once
-    assert printed(collection, second.data, again) == printed(collection, second.data)  # a masked update's new body
-
-
-def test_an_answer_leaves_in_one_send() -> None:
-    """The emulator's transport joins what one step of the event loop writes (head and body); closing sends it first."""
-    from cesync.emulator.server import _OneWrite
-
-    class Recording:
-        def __init__(self) -> None:
-            self.sent: list[bytes] = []
-            self.closed = False
-
-        def write(self, data: bytes) -> None:
-            self.sent.append(data)
-
-        def is_closing(self) -> bool:
-            return self.closed
-
-        def close(self) -> None:
-            self.closed = True
-
-        def get_extra_info(self, name: str) -> str:
-            return f"info {name}"
-
-    async def run() -> Recording:
-        inner = Recording()
-        transport = _OneWrite(inner)
-        transport.write(b"HTTP/1.1 200 OK\r\n\r\n")
-        transport.write(b"{}")
-        assert inner.sent == [] and transport.get_extra_info("peername") == "info peername"
-        await asyncio.sleep(0)
-        assert inner.sent == [b"HTTP/1.1 200 OK\r\n\r\n{}"]
-        transport.write(b"last")
-        transport.close()
-        assert inner.sent[-1] == b"last" and inner.closed
-        return inner
-
-    asyncio.run(run())
 
 
 def _missing_reference(message: Any, path: str) -> list[dict[str, str]]:

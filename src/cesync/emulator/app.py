@@ -17,16 +17,13 @@ import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from functools import lru_cache
 from typing import Any
-from urllib.parse import parse_qsl
 
 from google.protobuf import json_format
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..api import behaviour as fb
 from ..api import descriptors as api
@@ -83,24 +80,8 @@ Handler = Callable[[Request, str, str, str | None], Awaitable[Any]]
 
 
 def _query(request: Request) -> dict[str, str]:
-    """The query's parameters as Starlette's ``request.query_params`` reads them (parse_qsl, the last
-    of a repeated one wins), once per request; escaped parts (``%24alt=...``, on every call) are kept."""
-    found: dict[str, str] | None = request.scope.get("ces_query")
-    if found is None:
-        found = {}
-        for part in request.scope["query_string"].decode("latin-1").split("&"):
-            if "%" in part or "+" in part:
-                found.update(_escaped_part(part))
-            elif part:
-                key, _, value = part.partition("=")
-                found[key] = value
-        request.scope["ces_query"] = found
-    return found
-
-
-@lru_cache(maxsize=512)
-def _escaped_part(part: str) -> list[tuple[str, str]]:
-    return parse_qsl(part, keep_blank_values=True)
+    """The query's parameters as Starlette reads them (the last of a repeated one wins)."""
+    return dict(request.query_params)
 
 
 def _enum_int(request: Request) -> bool:
@@ -442,7 +423,7 @@ class Emulator:
             data = without_input_only(collection, _server_fields(collection, parent, rid, dict(parsed.data), None))
             self._unique_display_name(db, parent, collection, data, rid)
             self._check_references(db, parent, c.singular, data)
-            res = printed(collection, _with_extras(data, taught), parsed)
+            res = printed(collection, _with_extras(data, taught))
             self.store.put(db, parent, collection, rid, res)
         return _answer(request, res)
 
@@ -479,7 +460,7 @@ class Emulator:
             self._unique_display_name(db, parent, collection, data, rid)
             self._check_references(db, parent, c.singular, data)
             data.update(unknown)  # fields this emulator was taught out of band survive
-            res = printed(collection, _with_extras(data, nested), parsed)
+            res = printed(collection, _with_extras(data, nested))
             self.store.put(db, parent, collection, rid, res)
         return _answer(request, res)
 
@@ -649,7 +630,7 @@ class Emulator:
             data = _server_defaults("apps", _stamp(dict(parsed.data), parent, current.get("createTime")))
             self._check_references(db, parent, "app", data)
             data.update(unknown)
-            res = printed("apps", _with_extras(data, nested), parsed)
+            res = printed("apps", _with_extras(data, nested))
             self.store.put_app(db, parent, res)
         return _answer(request, res)
 
@@ -1003,36 +984,14 @@ def create_app(
     )
     app.state.emulator = emulator
     config = faults or FaultConfig()
-    app.add_middleware(_ApiShortcut, endpoints=endpoints)  # inside the faults (the last added is outermost)
-    quota_state = emulator.quota_state
-    app.add_middleware(QuotaMiddleware, config=emulator.quota, state=quota_state, clock=quota_clock)  # after the latency
+    quota_state = emulator.quota_state  # inside the faults (the last added is outermost): refused after the latency
+    app.add_middleware(QuotaMiddleware, config=emulator.quota, state=quota_state, clock=quota_clock)
     app.add_middleware(FaultMiddleware, config=config, registry=fault_middleware)
     app.state.faults = config
     return app
 
 
 API_METHODS = ("GET", "POST", "PATCH", "DELETE")
-
-
-class _ApiShortcut:
-    """Straight to the API's endpoint for what its route would take, past Starlette's exception
-    middleware and router (a tenth of the emulator's CPU per call); the rest (other paths and
-    methods, a root path, a newline that the route's pattern reads its own way) goes the usual way."""
-
-    def __init__(self, app: ASGIApp, endpoints: dict[str, Callable[[Request], Awaitable[Response]]]) -> None:
-        self.app = app
-        self.prefixes = [(f"/{v}/", endpoint) for v, endpoint in endpoints.items()]
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] in API_METHODS and not scope.get("root_path"):
-            path: str = scope["path"]
-            for prefix, endpoint in self.prefixes:
-                if path.startswith(prefix) and "\n" not in path:
-                    scope["path_params"] = {"path": path[len(prefix) :]}
-                    response = await endpoint(Request(scope, receive, send))
-                    await response(scope, receive, send)
-                    return
-        await self.app(scope, receive, send)
 
 
 async def _admin(emulator: Emulator, request: Request, registry: list[FaultMiddleware]) -> Any:

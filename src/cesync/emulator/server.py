@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 import uvicorn
-from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 from .app import create_app
 from .faults import FaultConfig
@@ -20,55 +17,6 @@ from .quota import QuotaConfig
 from .store import Store
 
 __all__ = ["BackgroundServer", "free_port", "serve"]
-
-
-class _OneWrite:
-    """An asyncio transport whose writes within one step of the event loop leave in one send.
-
-    uvicorn writes an answer's head and body apart: two system calls, and the client woken
-    and reading twice. Held until the step ends, they go out together; closing sends what
-    is held first. Everything else is the socket's transport, unchanged.
-    """
-
-    def __init__(self, inner: asyncio.Transport) -> None:
-        self._inner = inner
-        self._held: list[bytes] = []
-
-    def write(self, data: bytes) -> None:
-        if not self._held:
-            asyncio.get_running_loop().call_soon(self._send)
-        self._held.append(data)
-
-    def _send(self) -> None:
-        if self._held:
-            data = b"".join(self._held)
-            self._held.clear()
-            if not self._inner.is_closing():
-                self._inner.write(data)
-
-    def is_closing(self) -> bool:  # asked on every answer: spared __getattr__'s failed lookup first
-        return self._inner.is_closing()
-
-    def get_write_buffer_size(self) -> int:
-        return self._inner.get_write_buffer_size() + sum(map(len, self._held))
-
-    def close(self) -> None:
-        self._send()
-        self._inner.close()
-
-    def abort(self) -> None:
-        self._held.clear()
-        self._inner.abort()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
-class _Protocol(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
-    """uvicorn's HTTP protocol (httptools when installed, else h11) over a _OneWrite transport."""
-
-    def connection_made(self, transport: asyncio.Transport) -> None:
-        super().connection_made(_OneWrite(transport))
 
 
 def seeded_store(state: Path | None, apps: Iterable[str] = (), *, auto_create_apps: bool = False) -> Store:
@@ -92,7 +40,7 @@ def serve(
 ) -> None:
     store = seeded_store(state, apps, auto_create_apps=auto_create_apps)
     app = create_app(store, faults, operation_delay=operation_delay, quota=quota)
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, http=_Protocol)
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
 
 
 def free_port() -> int:
@@ -125,7 +73,6 @@ class BackgroundServer:
             port=self.port,
             log_level="critical",
             access_log=False,
-            http=_Protocol,
             ssl_certfile=str(tls[0]) if tls else None,
             ssl_keyfile=str(tls[1]) if tls else None,
         )

@@ -26,7 +26,9 @@ from ..api import behaviour as fb
 from ..api import descriptors as api
 from .errors import RpcError
 from .resources import APP, COLLECTIONS, Collection
-from .roundtrip import OPAQUE, Unsure, round_trip
+
+# Messages proto3 JSON prints as a scalar or free JSON (a string, an object of any keys): not walked into.
+OPAQUE = {f"google.protobuf.{n}" for n in ("Duration", "Timestamp", "Struct", "Value", "ListValue", "FieldMask", "Any")}
 
 __all__ = [
     "RESOURCES",
@@ -191,49 +193,6 @@ def _missing(message: Message, path: str) -> list[dict[str, str]]:
     return found
 
 
-@cache
-def _data_checks(desc: Descriptor) -> tuple[tuple[str, bool, re.Pattern[str] | None, str, Descriptor | None], ...]:
-    """_checked_fields for _missing_data: (JSON name, required, name pattern, how to go in, message there).
-
-    How to go in: "" not at all (a scalar or an opaque message), "map" (message values), "list", "one"."""
-    out = []
-    for f, required, pattern in _checked_fields(desc):
-        how, target = "", None
-        if f.message_type is not None and f.message_type.full_name not in OPAQUE:
-            if _is_map(f):
-                target = f.message_type.fields_by_name["value"].message_type
-                how = "map" if target is not None else ""
-            else:
-                how, target = ("list" if f.is_repeated else "one"), f.message_type
-        out.append((f.json_name, required, pattern, how, target))
-    return tuple(out)
-
-
-def _missing_data(desc: Descriptor, data: dict[str, Any], path: str) -> list[dict[str, str]]:
-    """_missing of a message, read from its proto3 JSON data: a field is printed exactly when _missing counts it present."""
-    found: list[dict[str, str]] = []
-    for name, required, pattern, how, target in _data_checks(desc):
-        if name not in data:
-            if required:
-                found.append({"field": f"{path}.{name}", "description": "Field is required."})
-            continue
-        value = data[name]
-        if pattern is not None and not pattern.fullmatch(value):
-            found.append({"field": f"{path}.{name}", "description": f"Invalid resource name '{value}'."})
-        if target is None:
-            continue
-        at = f"{path}.{name}"
-        if how == "map":
-            for k, v in value.items():
-                found += _missing_data(target, v, f"{at}[{json.dumps(k)}]")
-        elif how == "list":
-            for i, v in enumerate(value):
-                found += _missing_data(target, v, f"{at}[{i}]")
-        else:
-            found += _missing_data(target, value, at)
-    return found
-
-
 def _invalid(singular: str, violations: list[dict[str, str]]) -> RpcError:
     return RpcError(
         "INVALID_ARGUMENT",
@@ -298,22 +257,9 @@ def parse(collection: str, body: dict[str, Any], *, complete: bool = True) -> Me
 
 
 def checked(collection: str, body: dict[str, Any], *, complete: bool = True) -> Parsed:
-    """What :func:`parse` accepts, as proto3 JSON data, or its INVALID_ARGUMENT.
-
-    Read by roundtrip.round_trip without a message when it can vouch for the body
-    (the common case; the required-field check then reads the data), else by parse.
-    """
-    desc = descriptor(collection)
-    try:
-        out = round_trip(desc, body, False, request=True)
-    except Unsure:
-        message = parse(collection, body, complete=complete)
-        return Parsed(message, to_data(message))
-    if complete:
-        oneof = kind(collection).oneof
-        members = _oneof_members(desc.full_name, oneof) if oneof is not None else ()
-        _complete(collection, _missing_data(desc, out, kind(collection).singular), not members or any(m in out for m in members))
-    return Parsed(None, out)
+    """What :func:`parse` accepts, as proto3 JSON data (json_format's), or its INVALID_ARGUMENT."""
+    message = parse(collection, body, complete=complete)
+    return Parsed(message, to_data(message))
 
 
 def split_known(collection: str, data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -426,64 +372,22 @@ class Printed:
 class Parsed:
     """A checked request body: its message, and the proto3 JSON data printed from it."""
 
-    message: Message | None  # None when read without one (roundtrip)
+    message: Message
     data: dict[str, Any]
 
 
-def printed(collection: str, data: dict[str, Any], parsed: Parsed | None = None) -> Printed:
-    """Print a resource's data once per write. Fields the API lacks (``/admin/inject``) pass through as given.
-
-    parsed: the body data was made from (data is parsed.data with the server's fields
-    set, parsed.data itself unchanged). Its message is brought to data (so it serves once) by what differs
-    instead of parsing the whole resource again (json_format's parsing was a third of
-    the emulator's CPU per write); the message and so the texts are the same
-    (tests/emulator/test_wire.py compares both ways).
-    """
+def printed(collection: str, data: dict[str, Any]) -> Printed:
+    """Print a resource's data once per write, in both enum encodings, as json_format prints its message.
+    Fields the API lacks (``/admin/inject``) pass through as given, at any depth."""
     desc = descriptor(collection)
     known, extra = split_known(collection, data)
-    nested: list[Extra] = []
-    try:
-        ints = round_trip(desc, known, True)
-    except Unsure:
-        nested = extras(collection, known)  # looked for only here: round_trip is unsure of any unknown field
-        known = without(known, nested) if nested else known
-        if parsed is None or parsed.message is None:
-            message = api.message_class(desc.full_name)()
-            json_format.ParseDict(known, message, descriptor_pool=api.pool())
-        else:
-            message = parsed.message
-            _bring(message, parsed.data, known)
-        ints = json_format.MessageToDict(message, use_integers_for_enums=True)
+    nested = extras(collection, known)
+    message = api.message_class(desc.full_name)()
+    json_format.ParseDict(without(known, nested) if nested else known, message, descriptor_pool=api.pool())
+    ints = json_format.MessageToDict(message, use_integers_for_enums=True)
     ints.update(extra)
     graft(ints, nested)
-    return Printed(data, _COMPACT.encode(data), _COMPACT.encode(ints))
-
-
-_COMPACT = json.JSONEncoder(separators=(",", ":"))  # what json.dumps(..., separators=(",", ":")) makes anew per call
-
-
-_ABSENT = object()
-
-
-def _bring(message: Message, before: dict[str, Any], after: dict[str, Any]) -> None:
-    """Make a message that holds ``before`` (its proto3 JSON) hold ``after``: only the fields that differ are set."""
-    table = _fields(message.DESCRIPTOR)
-    changed: dict[str, Any] = {}
-    for key in before.keys() - after.keys():
-        message.ClearField(table[key].name)
-    for key, value in after.items():
-        old = before.get(key, _ABSENT)
-        if value is old:
-            continue
-        f = table[key]
-        nested = f.message_type is not None and not f.is_repeated and f.message_type.full_name not in OPAQUE
-        if nested and isinstance(value, dict) and isinstance(old, dict) and not _is_map(f):
-            _bring(getattr(message, f.name), old, value)
-        elif value != old:
-            message.ClearField(f.name)
-            changed[key] = value
-    if changed:
-        json_format.ParseDict(changed, message, descriptor_pool=api.pool())
+    return Printed(data, json.dumps(data, separators=(",", ":")), json.dumps(ints, separators=(",", ":")))
 
 
 def mask_paths(raw: str | None, collection: str) -> list[str] | None:
