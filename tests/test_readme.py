@@ -42,8 +42,22 @@ def test_tool_test_examples_load(tmp_path: Path) -> None:
 
 
 def _options(command: str) -> list[str]:
+    """A command's own options (those every command has are listed once, below the table)."""
+    from cesync.cli import GLOBAL_OPTIONS
+
     cmd = ALL[command]
-    return [max(p.opts, key=len) for p in cmd.params if p.param_type_name == "option" and p.name != "help"]
+    options = [max(p.opts, key=len) for p in cmd.params if p.param_type_name == "option" and p.name != "help"]
+    return [o for o in options if o not in GLOBAL_OPTIONS]
+
+
+def test_the_options_of_every_command_are_described_once() -> None:
+    from cesync.cli import GLOBAL_OPTIONS
+
+    table_end = README.index("\n\n", README.index("| command | what it does |"))
+    after = README[table_end : table_end + 4000]
+    for option in GLOBAL_OPTIONS:
+        assert f"`{option}`" in after, option
+        assert all(any(option in p.opts for p in cmd.params) for cmd in ALL.values()), option
 
 
 @pytest.mark.parametrize("command", sorted(ALL))

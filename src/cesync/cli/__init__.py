@@ -10,6 +10,7 @@ of this package by theme, each imported when one of its commands runs.
 from __future__ import annotations
 
 import gc
+import logging
 import os
 import sys
 
@@ -162,6 +163,68 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Log lines to the standard error of the moment (click's test runner swaps it), each
+    scrubbed whole, traceback included, as everything else cesync prints."""
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+    def format(self, record: logging.LogRecord) -> str:
+        return scrub(super().format(record))
+
+
+LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
+
+
+def configure_logging(verbose: int) -> None:
+    """--verbose (-v: cesync's loggers at debug; -vv: every library's too) or CESYNC_LOG=LEVEL;
+    without either, nothing is logged. Called for every command, so a second command in the
+    same process (tests) starts from its own setting."""
+    named = os.environ.get("CESYNC_LOG", "").strip().lower()
+    level = logging.DEBUG if verbose else LOG_LEVELS.get(named)
+    for logger in (logging.getLogger("cesync"), logging.getLogger()):
+        for h in [h for h in logger.handlers if isinstance(h, _StderrHandler)]:
+            logger.removeHandler(h)
+    logging.getLogger("cesync").setLevel(logging.NOTSET)
+    if named and named not in LOG_LEVELS and not verbose:
+        err(f"warning: CESYNC_LOG={named!r} is not one of {', '.join(LOG_LEVELS)}: nothing is logged")
+    if level is None:
+        return
+    logger = logging.getLogger() if verbose > 1 else logging.getLogger("cesync")
+    handler = _StderrHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s.%(msecs)03d %(levelname)s %(name)s: %(message)s", "%H:%M:%S"))
+    logger.addHandler(handler)
+    logger.setLevel(level)
+
+
+def _verbosity(ctx: click.Context, param: click.Parameter, value: int) -> None:
+    if value or not ctx.find_root().meta.get("cesync.verbose"):
+        ctx.find_root().meta["cesync.verbose"] = value or ctx.find_root().meta.get("cesync.verbose", 0)
+        configure_logging(ctx.find_root().meta["cesync.verbose"])
+
+
+def verbose_option() -> click.Option:
+    """-v/--verbose, on the group and on every command (``cesync -v plan`` and ``cesync plan -v``)."""
+    return click.Option(
+        ["-v", "--verbose"],
+        count=True,
+        expose_value=False,
+        is_eager=True,
+        callback=_verbosity,
+        help="Log each HTTP call (method, path, status, time) and each planning decision to standard error; "
+        "-vv adds the libraries' logs. CESYNC_LOG=debug|info|warning|error does the same without the flag.",
+    )
+
+
+GLOBAL_OPTIONS = ("--verbose",)  # on every command: the README lists them once, below the commands table
+
+
 class _Main(click.Group):
     """Ctrl-C in click's own work (parsing, prompts) exits 130 too, not with click's "Aborted!" and 1.
 
@@ -177,7 +240,10 @@ class _Main(click.Group):
             known = COMMANDS.get(cmd_name)
             for module in [known[0]] if known else MODULES:  # not in the table: look everywhere
                 importlib.import_module(f"{__name__}.{module}")
-        return self.commands.get(cmd_name)
+        command = self.commands.get(cmd_name)
+        if command is not None and not any(p.name == "verbose" for p in command.params):
+            command.params.append(verbose_option())
+        return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """click's listing, from the table: no command module is imported to show it."""
@@ -210,7 +276,7 @@ def _fewer_collections() -> None:
     gc.set_threshold(50_000, *gc.get_threshold()[1:])
 
 
-@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]}, params=[verbose_option()])
 @click.version_option(__version__, prog_name="cesync")
 def main() -> None:
     """Manage Google Cloud CES agent tools as code: validate, plan, apply."""

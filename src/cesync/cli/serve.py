@@ -64,6 +64,7 @@ from . import (
     default=0,
     help="Requests a quota lets through at once after a pause; 0 (the default): one second's worth.",
 )
+@click.option("--quiet", is_flag=True, help="Do not log one line per request to standard error.")
 @handled
 def emulator(
     host: str,
@@ -81,6 +82,7 @@ def emulator(
     quota_writes_per_minute: int,
     quota_reads_per_minute: int,
     quota_burst: int,
+    quiet: bool,
 ) -> None:
     """Run the local CES emulator (export CES_EMULATOR_HOST, then --endpoint emulator)."""
     import re
@@ -101,7 +103,15 @@ def emulator(
     try:
         quota = QuotaConfig(quota_writes_per_minute, quota_reads_per_minute, quota_burst)
         serve(
-            host, port, state, faults, apps=apps, auto_create_apps=auto_create_apps, operation_delay=operation_delay, quota=quota
+            host,
+            port,
+            state,
+            faults,
+            apps=apps,
+            auto_create_apps=auto_create_apps,
+            operation_delay=operation_delay,
+            quota=quota,
+            log_requests=not quiet,
         )
     except OSError as exc:
         raise CesyncError(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import json
+import logging
 import re
 import ssl
 import sys
@@ -44,6 +45,13 @@ from ..api.resource import Resource
 from ..core.sensitive import scrub
 from ..errors import BY_STATUS, ApiError, CesyncError, RetryableError, TransportError
 from .pacing import Pacer, Quota, is_quota_refusal
+
+log = logging.getLogger(__name__)  # one line per HTTP call with --verbose (method, path, status, time)
+
+
+def _ms(started: float) -> float:
+    return (time.monotonic() - started) * 1000
+
 
 __all__ = ["CesClient", "RetryPolicy", "Written"]
 
@@ -301,19 +309,23 @@ class CesClient:
         body: dict[str, Any] | None = None,
         timeout: float | None = None,
     ) -> dict[str, Any]:
+        started = time.monotonic()
         try:
             response = await self.http.send(self.request(method, path, resource, params=params, body=body, timeout=timeout))
         except httpx.ConnectError as exc:
+            log.debug("%s %s: cannot connect (%s) after %.0f ms", method, path, type(exc).__name__, _ms(started))
             if not self.answered and _refused(exc):
                 raise TransportError(self._nobody_listens(), final=True, operation=operation, resource=resource) from None
             raise TransportError(
                 f"cannot reach {self.base_url}: {type(exc).__name__}: {exc}", operation=operation, resource=resource
             ) from None
         except (httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+            log.debug("%s %s: cannot connect (%s) after %.0f ms", method, path, type(exc).__name__, _ms(started))
             raise TransportError(
                 f"cannot reach {self.base_url}: {type(exc).__name__}: {exc}", operation=operation, resource=resource
             ) from None
         except httpx.TransportError as exc:
+            log.debug("%s %s: connection broke (%s) after %.0f ms", method, path, type(exc).__name__, _ms(started))
             raise TransportError(
                 f"the connection to {self.base_url} broke before the answer came: {type(exc).__name__}: {exc}",
                 sent=True,
@@ -321,6 +333,7 @@ class CesClient:
                 resource=resource,
             ) from None
         self.answered = True
+        log.debug("%s %s -> %s in %.0f ms", method, path, response.status_code, _ms(started))
         if response.status_code >= 300:  # a redirect is no success either: the request was not carried out
             raise to_error(response, operation, resource)
         try:

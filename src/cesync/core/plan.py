@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, get_args
@@ -42,6 +43,7 @@ __all__ = [
     "safety_refusal",
 ]
 
+log = logging.getLogger(__name__)  # planning decisions, shown with --verbose
 FORMAT_VERSION = 2
 ACTIONS: tuple[Action, ...] = get_args(Action)
 
@@ -236,6 +238,7 @@ def build_plan(
         if d.unknown:
             unknown[name] = d.unknown
         if not wanted(kind, rid) and not (kind == APP and r is None):
+            log.debug("plan: %s %s: not a --target, not compared", kind, rid)
             continue
         where = placed[name]
         common: dict[str, Any] = {
@@ -250,6 +253,12 @@ def build_plan(
         paths = hidden.get((kind, rid), [])
         if paths:
             common["after"] = mask(d.after, [cut(p) for p in paths])
+        log.debug(
+            "plan: %s %s: %s",
+            kind,
+            rid,
+            "create (not in the app)" if r is None else f"update {', '.join(d.update_mask)}" if d.update_mask else "unchanged",
+        )
         if r is None:
             note = "the app does not exist yet: created first" if kind == APP else ""
             if sent := input_only_fields(KINDS[kind].model_name, body):
@@ -278,8 +287,10 @@ def build_plan(
             continue  # the app is never deleted, nor listed as unmanaged
         name = KINDS[r.kind].resource_name(parent, r.id)
         if not prune:
+            log.debug("plan: %s %s: in the app, not in the repo: kept (prune is off)", r.kind, r.id)
             unmanaged.append(name)
             continue
+        log.debug("plan: %s %s: in the app, not in the repo: delete (prune)", r.kind, r.id)
         d = diff_resource(r.kind, r.id, None, r.body)
         dependents = sorted(
             n

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 
@@ -27,6 +29,35 @@ def seeded_store(state: Path | None, apps: Iterable[str] = (), *, auto_create_ap
     return store
 
 
+class RequestLog:
+    """ASGI middleware: one line per request (method, path and query, status, milliseconds) to
+    the ``cesync.emulator`` logger. The bodies are never logged: they may hold what a repo
+    keeps in sensitive variables."""
+
+    def __init__(self, app: Any, logger: logging.Logger) -> None:
+        self.app, self.log = app, logger
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        started, status = time.monotonic(), [0]
+
+        async def sending(message: Any) -> None:
+            if message.get("type") == "http.response.start":
+                status[0] = int(message.get("status", 0))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            query = scope.get("query_string", b"").decode("latin-1")
+            path = scope.get("path", "") + (f"?{query}" if query else "")
+            self.log.info(
+                "%s %s -> %s in %.0f ms", scope.get("method"), path, status[0] or "-", (time.monotonic() - started) * 1000
+            )
+
+
 def serve(
     host: str,
     port: int,
@@ -37,9 +68,18 @@ def serve(
     auto_create_apps: bool = False,
     operation_delay: float = DEFAULT_OPERATION_DELAY,
     quota: QuotaConfig | None = None,
+    log_requests: bool = True,
 ) -> None:
     store = seeded_store(state, apps, auto_create_apps=auto_create_apps)
-    app = create_app(store, faults, operation_delay=operation_delay, quota=quota)
+    app: Any = create_app(store, faults, operation_delay=operation_delay, quota=quota)
+    if log_requests:
+        logger = logging.getLogger("cesync.emulator")
+        if not logger.handlers:
+            handler = logging.StreamHandler()  # standard error
+            handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+            logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        app = RequestLog(app, logger)
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
 
 
