@@ -472,3 +472,28 @@ def test_a_refused_write_prints_every_detail_at_the_field_in_the_repo(tmp_path: 
     ) in text.stdout
     [failed] = [o for o in json.loads(as_json.stdout)["outcomes"] if o["status"] == "failed"]
     assert failed["details"][0]["fieldViolations"][0]["field"] == "deployment.appVersion"
+
+
+def test_validation_errors_ces_reports_are_shown_by_plan_and_apply(tmp_path: Path) -> None:
+    """App/Agent validationErrors and Example.invalid (output only): shown, and --fail-on-validation-errors fails."""
+    import httpx
+
+    files = {"agents/root.yaml": "displayName: Root\ninstruction: Help.\n"}
+    root = make_repo(tmp_path, files)
+    app = "projects/p/locations/us/apps/a"
+    with BackgroundServer(auto_create_apps=True) as server:
+        common = ("--dir", str(root), "--env", "local", "--endpoint", server.url)
+        assert cesync("apply", *common, "--auto-approve").returncode == 0
+        injected = {"name": f"{app}/agents/root", "fields": {"validationErrors": ["Tool 'x' is not found."]}}
+        httpx.post(f"{server.url}/admin/inject", json=injected).raise_for_status()
+        plan = cesync("plan", *common)
+        failing = cesync("plan", *common, "--fail-on-validation-errors", "--format", "json")
+        (root / "tools" / "greet.yaml").write_text((root / "tools" / "greet.yaml").read_text().replace("Hello ", "Hi "))
+        applied = cesync("apply", *common, "--auto-approve", "--fail-on-validation-errors")
+    line = f"  ! {app}/agents/root: validationErrors: Tool 'x' is not found."
+    assert plan.returncode == 0 and line in plan.stdout and "CES reports problems in the app" in plan.stdout
+    assert failing.returncode == 1 and json.loads(failing.stdout)["validation"] == {
+        f"{app}/agents/root": ["validationErrors: Tool 'x' is not found."]
+    }
+    assert "--fail-on-validation-errors" in failing.stderr
+    assert applied.returncode == 1 and "1 updated" in applied.stdout and line in applied.stdout

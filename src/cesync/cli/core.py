@@ -44,6 +44,14 @@ if TYPE_CHECKING:  # the commands import what they use: validate and schema star
     from ..pipeline.apply import ApplyResult, Outcome
 
 
+fail_on_validation_option = click.option(
+    "--fail-on-validation-errors",
+    "fail_on_validation",
+    is_flag=True,
+    help="Exit 1 when CES reports problems in the app (App/Agent validationErrors, Example invalid).",
+)
+
+
 @main.command()
 @dir_option
 @click.option("--env", "envs", multiple=True, help="Validate for these environments only (default: all).")
@@ -178,6 +186,7 @@ def init(directory: Path, app: str) -> None:
 )
 @target_option
 @click.option("--prune/--no-prune", default=None, help="Delete remote resources the repo does not define (default: cesync.yaml).")
+@fail_on_validation_option
 @var_options
 @handled
 def plan(
@@ -190,6 +199,7 @@ def plan(
     fail_on_unmanaged: bool,
     targets: tuple[str, ...],
     prune: bool | None,
+    fail_on_validation: bool,
     var_pairs: tuple[str, ...],
     var_files: tuple[Path, ...],
 ) -> None:
@@ -205,6 +215,9 @@ def plan(
         err(f"saved plan to {out}")
     if fail_on_unmanaged and result.unmanaged:
         err(f"drift: {len(result.unmanaged)} resource(s) in the app that the repo does not define (made by hand?)")
+    if fail_on_validation and result.validation:
+        err(f"CES reports problems in {len(result.validation)} resource(s) of the app (--fail-on-validation-errors)")
+        sys.exit(EXIT_ERROR)
     if detailed_exitcode and (result.has_changes or (fail_on_unmanaged and result.unmanaged)):
         sys.exit(EXIT_CHANGES)
 
@@ -244,6 +257,7 @@ def show(planfile: Path, fmt: str) -> None:
     is_flag=True,
     help="Before the first write, create an app version named after the git commit: 'cesync rollback' to it undoes the apply.",
 )
+@fail_on_validation_option
 @var_options
 @handled
 def apply(
@@ -259,6 +273,7 @@ def apply(
     targets: tuple[str, ...],
     fmt: str,
     snapshot: bool,
+    fail_on_validation: bool,
     var_pairs: tuple[str, ...],
     var_files: tuple[Path, ...],
 ) -> None:
@@ -311,6 +326,8 @@ def apply(
                 version = await _snapshot_before(client, ctx, current, fmt)
             result = await _run_apply(client, current, parallelism, force_delete, fmt, ctx.repo.locate)
             result.snapshot = str(version.get("name", ""))
+            if not result.interrupted:
+                result.validation = await validation_after(client, current.app)
             return result
 
     result = asyncio.run(run())
@@ -323,10 +340,31 @@ def apply(
             if o.status in ("skipped", "not started") and not o.reported:  # each line once
                 out(f"  {o.status}: {o.action} {o.kind} {o.id}" + (f" ({o.message})" if o.message else ""))
         out(("Interrupted: " if result.interrupted else "Apply: ") + result.summary() + ".")
+        if result.validation:
+            from ..render.common import validation_lines
+
+            out("CES reports problems in the app as applied (validationErrors, invalid):")
+            for line in validation_lines(result.validation):
+                out(f"  ! {line}")
+    if fail_on_validation and result.validation and result.ok:
+        err(f"CES reports problems in {len(result.validation)} resource(s) of the app (--fail-on-validation-errors)")
+        sys.exit(EXIT_ERROR)
     if not result.ok:
         if not result.interrupted and fmt == "text":
             err("some actions did not succeed; run 'cesync plan' to see the remaining work")
         sys.exit(EXIT_INTERRUPTED if result.interrupted else EXIT_ERROR)
+
+
+async def validation_after(client: CesClient, parent: str) -> dict[str, list[str]]:
+    """What CES reports wrong once the writes are done: the app, its agents and examples read again."""
+    from ..api.resource import Resource
+    from ..client.apps import get_app
+    from ..core.validation import findings
+
+    app, agents, examples = await asyncio.gather(
+        get_app(client, parent), client.resources(parent, "agent"), client.resources(parent, "example")
+    )
+    return findings(parent, [*([Resource("app", "app", app)] if app else []), *agents, *examples])
 
 
 async def _snapshot_before(client: CesClient, ctx: Any, plan_: Plan, fmt: str) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from .diff import FieldChange, diff_resource
 from .order import Node, order
 from .planfile import Action, PlanFile, parse_plan_file
 from .sensitive import CHANGED, cut, input_only_fields, mask, overlaps
+from .validation import findings
 from .yamlfile import Path_
 
 __all__ = [
@@ -89,6 +90,7 @@ class Plan:
     changes: tuple[Change, ...] = ()
     unmanaged: tuple[str, ...] = ()  # remote resources kept because prune is off
     unknown_fields: dict[str, list[str]] = field(default_factory=dict)  # resource -> fields we do not model
+    validation: dict[str, list[str]] = field(default_factory=dict)  # resource -> what CES reports wrong (core.validation)
     managed: int = 0  # resources the repo defines
     prune: bool = False
     targets: tuple[str, ...] = ()  # a --target plan: only these kind/id were compared (a partial plan)
@@ -311,6 +313,7 @@ def build_plan(
         changes=tuple(changes + deletes),
         unmanaged=tuple(sorted(unmanaged)),
         unknown_fields=unknown,
+        validation=findings(parent, remote),
         managed=len(desired),
         prune=prune,
         created_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

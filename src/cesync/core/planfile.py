@@ -72,6 +72,7 @@ class PlanFile(_Strict):
     changes: list[ChangeFile] = Field(default_factory=list)
     unmanaged: list[str] = Field(default_factory=list)
     unknown_fields: dict[str, list[str]] = Field(default_factory=dict)
+    validation: dict[str, list[str]] = Field(default_factory=dict)
     managed: int = Field(0, ge=0)
     prune: bool = False
     targets: list[str] = Field(default_factory=list)

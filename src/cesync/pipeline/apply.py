@@ -65,6 +65,7 @@ class ApplyResult:
     outcomes: list[Outcome] = field(default_factory=list)
     interrupted: bool = False
     snapshot: str = ""  # the app version apply --snapshot created
+    validation: dict[str, list[str]] = field(default_factory=dict)  # what CES reports wrong after the writes
 
     @property
     def ok(self) -> bool:
@@ -94,6 +95,7 @@ class ApplyResult:
             "counts": self.counts(),
             "outcomes": [{k: v for k, v in asdict(o).items() if k != "reported"} for o in self.outcomes],
             **({"snapshot": self.snapshot} if self.snapshot else {}),
+            "validation": self.validation,
         }
 
 

@@ -54,5 +54,10 @@ def notices(plan: Plan) -> list[str]:
     return [*out, ""] if out else []
 
 
+def validation_lines(found: dict[str, list[str]]) -> list[str]:
+    """What CES reports wrong with the app's resources (App/Agent validationErrors, Example invalid)."""
+    return [f"{name}: {problem}" for name, problems in sorted(found.items()) for problem in problems]
+
+
 def summary(counts: dict[str, int]) -> str:
     return f"{counts['create']} to create, {counts['update']} to update, {counts['delete']} to delete"

@@ -6,7 +6,7 @@ import re
 
 from ..core.plan import Plan
 from ..core.sensitive import CHANGED
-from .common import SYMBOL, VERB, as_text, is_multiline, notices, summary, unified, where
+from .common import SYMBOL, VERB, as_text, is_multiline, notices, summary, unified, validation_lines, where
 
 MARKER = "<!-- cesync-plan:{env}:{app} -->"
 GITHUB_COMMENT_LIMIT = 65_536
@@ -36,6 +36,10 @@ def render_markdown(plan: Plan, *, max_chars: int | None = None, full_plan: str 
     if not plan.changes:
         head += ["**No changes.** The app matches the repo.", ""]
     tail: list[str] = []
+    if plan.validation:
+        tail += ["**CES reports problems in the app as it is** (validationErrors, invalid):", ""]
+        tail += [f"- `{line.split(': ', 1)[0]}`: {line.split(': ', 1)[1]}" for line in validation_lines(plan.validation)]
+        tail.append("")
     if plan.unmanaged:
         tail += ["<details><summary>Remote resources not in the repo (kept)</summary>", ""]
         tail += [f"- `{n}`" for n in plan.unmanaged] + ["", "</details>", ""]

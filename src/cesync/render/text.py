@@ -9,7 +9,7 @@ from typing import Any
 
 from ..core.plan import Change, Plan
 from ..core.sensitive import CHANGED
-from .common import SYMBOL, VERB, as_text, is_multiline, notices, summary, unified, where
+from .common import SYMBOL, VERB, as_text, is_multiline, notices, summary, unified, validation_lines, where
 
 COLORS = {"create": "\x1b[32m", "update": "\x1b[33m", "delete": "\x1b[31m", "dim": "\x1b[2m", "bold": "\x1b[1m"}
 RESET = "\x1b[0m"
@@ -47,6 +47,10 @@ def render_text(plan: Plan, *, color: bool = False, mapper: Mapper | None = None
     if plan.unmanaged:
         lines.append(paint(f"{len(plan.unmanaged)} remote resource(s) not in the repo (kept; use --prune to delete):", "dim"))
         lines += [paint(f"  ? {name}", "dim") for name in plan.unmanaged]
+        lines.append("")
+    if plan.validation:
+        lines.append(paint("CES reports problems in the app as it is (validationErrors, invalid):", "bold"))
+        lines += [f"  ! {line}" for line in validation_lines(plan.validation)]
         lines.append("")
     if plan.unknown_fields:
         lines.append(paint("Remote fields cesync does not model (never compared, kept on update):", "dim"))
