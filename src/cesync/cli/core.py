@@ -42,6 +42,7 @@ if TYPE_CHECKING:  # the commands import what they use: validate and schema star
     from ..client.api import CesClient
     from ..core.plan import Plan
     from ..pipeline.apply import ApplyResult, Outcome
+    from ..repo.repo import Repo
 
 
 fail_on_validation_option = click.option(
@@ -96,6 +97,34 @@ def validate(
         raise ConfigError(problems)
 
 
+def _test_problems(repo: Repo) -> list[Problem]:
+    """tests/*.yaml checked as 'cesync test' reads them, and each test's tool against the repo's tools."""
+    from ..models import TOOL_TYPES
+    from ..tooltests.schema import load_tests, unknown_tools
+
+    try:
+        cases = load_tests(repo.root)
+    except ConfigError as exc:
+        return list(exc.problems)
+    names: dict[str, str] = {}
+    toolsets: set[str] = set()
+    for src in repo.files:
+        data = src.doc.data if isinstance(src.doc.data, dict) else {}
+        if src.kind == "tool":
+            kind = next((k for k in TOOL_TYPES if isinstance(data.get(k), dict)), None)
+            aliases = [data.get("displayName"), data[kind].get("name") if kind else None]
+        elif src.kind == "toolset":
+            aliases = [data.get("displayName")]
+            toolsets |= {src.id, *(a for a in aliases if isinstance(a, str))}
+        else:
+            continue
+        for alias in aliases:
+            if isinstance(alias, str) and alias:
+                names.setdefault(alias, src.id)
+        names.setdefault(src.id, src.id)
+    return unknown_tools(cases, names, toolsets)
+
+
 def _prefixed(problems: list[Problem], prefix: Path | None) -> list[Problem]:
     """Problems of one app folder, named from the folder validate --recursive started in."""
     if prefix is None or str(prefix) == ".":
@@ -116,7 +145,7 @@ def _validate_one(
     for name in names:
         env = repo.env(name)  # unknown names fail here with the list of known ones
         remember(repo.sensitive_values(env).values())  # before rendering: a problem message must not print one
-    problems = repo.validate(names)
+    problems = repo.validate(names) + _test_problems(repo)
     if not problems:
         count = len(repo.files)
         where = f" in {prefix}" if prefix is not None else ""

@@ -15,7 +15,7 @@ import click
 
 from ..client import connect
 from ..client.api import CesClient
-from ..core.toolcall import canonical_output, request_for
+from ..core.toolcall import canonical_output, request_for, unknown_tool
 from ..core.yamlfile import load_text, read_text
 from ..errors import CesyncError, NotFound, Problem
 from ..pipeline.workflow import (
@@ -270,6 +270,9 @@ def test_cmd(
             app = app_variables(await client.get(parent)) if any(c.style == "cxas-scrapi" for c in cases) else {}
 
             async def call(case: Case) -> dict[str, Any]:
+                missing = None if case.api_error else unknown_tool(case.tool, names)
+                if missing:  # the test is wrong, not the tool: an error with the closest names, not a failure
+                    raise CesyncError(f"{missing} (the test cannot run)")
                 variables, context = case.variables, case.context
                 if case.style == "cxas-scrapi":
                     variables, context = scrapi_request(variables, context, app)

@@ -13,8 +13,9 @@ import re
 from typing import Any
 
 from ..errors import CesyncError
+from .checks import suggest
 
-__all__ = ["canonical_output", "mock_config", "request_for", "target"]
+__all__ = ["canonical_output", "mock_config", "request_for", "target", "unknown_tool"]
 
 FULL = re.compile(r"^projects/[^/]+/locations/[^/]+/apps/[^/]+/(tools|toolsets)/([^/]+)(?:/tools/([^/]+))?\Z")
 
@@ -82,6 +83,18 @@ def request_for(
     if mocks is not None:
         request["mockConfig"] = mock_config(mocks, parent, names)
     return request
+
+
+def unknown_tool(ref: str, names: dict[str, str], where: str = "the app") -> str | None:
+    """Why ``ref`` names no tool of ``names`` (every name -> local id, ids included), with the
+    closest names; None when it names one. A TOOLSET/TOOL_ID is checked as far as its toolset."""
+    if FULL.match(ref):
+        return None  # a full name of any app: its last part counts, checked by the server
+    resolved = _alias(ref, names)
+    ids = set(names.values()) | {v.split("/")[0] for v in names.values()}
+    if resolved in ids or ("/" in resolved and resolved.split("/")[0] in ids):
+        return None
+    return f"tool '{ref}' is not in {where}{suggest(ref, sorted(set(names)))}"
 
 
 def _alias(ref: str, names: dict[str, str]) -> str:

@@ -461,6 +461,8 @@ async def tool_names(client: CesClient, parent: str) -> dict[str, str]:
             names.setdefault(ts["displayName"], rid)
         for operation in _operation_ids(ts):  # cxas-scrapi names an OpenAPI toolset's tool <toolset>_<operationId>
             names.setdefault(f"{ts.get('displayName') or rid}_{operation}", f"{rid}/{operation}")
+    for rid in [r.id for r in tools] + [r.id for r in toolsets]:
+        names.setdefault(rid, rid)  # the ids too, after the aliases: a name that names nothing is known as such
     return names
 
 

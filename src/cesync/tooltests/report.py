@@ -18,7 +18,11 @@ def report(results: list[Result]) -> str:
         lines += [f"      {m}" for m in r.messages]
     counts = {s: sum(1 for r in results if r.status == s) for s in ("passed", "failed", "error")}
     lines.append("")
-    lines.append(f"{len(results)} tests: {counts['passed']} passed, {counts['failed']} failed, {counts['error']} errors")
+    n, errors = len(results), counts["error"]
+    lines.append(
+        f"{n} test{'' if n == 1 else 's'}: {counts['passed']} passed, {counts['failed']} failed, "
+        f"{errors} error{'' if errors == 1 else 's'}"
+    )
     return "\n".join(lines) + "\n"
 
 

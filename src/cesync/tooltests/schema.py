@@ -22,7 +22,7 @@ from ..core.checks import suggest
 from ..core.yamlfile import Document, load_text, read_text
 from ..errors import ConfigError, Problem
 
-__all__ = ["OPERATORS", "REGEX", "Case", "Expectation", "load_tests"]
+__all__ = ["OPERATORS", "REGEX", "Case", "Expectation", "load_tests", "unknown_tools"]
 
 OPERATORS = (
     "equals",
@@ -64,10 +64,28 @@ class Case:
     checks: tuple[Expectation, ...] = ()  # cxas-scrapi: on the response
     variable_checks: tuple[Expectation, ...] = ()  # cxas-scrapi: on the variables after the call
     style: str = "cesync"
+    tool_at: tuple[int, int] = (0, 0)  # line and column of the tool's name in the file
 
     @property
     def id(self) -> str:
         return f"{self.file}::{self.name}"
+
+
+def unknown_tools(cases: list[Case], names: dict[str, str], toolsets: set[str]) -> list[Problem]:
+    """A problem for each case whose tool the repo does not define (names: every name -> local id).
+
+    toolsets: the toolsets' ids and display names, whose OpenAPI tools cxas-scrapi names NAME_OPERATION.
+    """
+    from ..core.toolcall import unknown_tool
+
+    out = []
+    for case in cases:
+        if case.api_error or any(case.tool.startswith(f"{t}_") for t in toolsets):
+            continue
+        missing = unknown_tool(case.tool, names, "the repo")
+        if missing:
+            out.append(Problem(case.file, *case.tool_at, f"test '{case.name}': {missing}"))
+    return out
 
 
 # --- loading --------------------------------------------------------------------------------
@@ -213,9 +231,11 @@ def _native(doc: Document, raw: dict[str, Any], at: tuple[str | int, ...], found
         found.append(doc.problem((*at, "toolCall"), "toolCall needs tool (an id) or toolsetTool {toolset, toolId}"))
         return None
     args = _mapping(doc, call, "args", (*at, "toolCall"), found) or {}
+    tool_at = doc.positions.at((*at, "toolCall", "tool" if "tool" in call else "toolsetTool"))
     expected = raw.get("toolResponse")
     if not isinstance(expected, dict):
-        found.append(doc.problem(at, "each test needs toolResponse: {response: ...} or {apiError: STATUS}"))
+        if not any("did you mean 'toolResponse'" in f.message for f in found):  # a misspelt key says it already
+            found.append(doc.problem(at, "each test needs toolResponse: {response: ...} or {apiError: STATUS}"))
         return None
     _unknown(doc, expected, {"response", "apiError"} | CAPTURED | {"tool", "toolsetTool"}, (*at, "toolResponse"), found)
     _regexes(doc, expected.get("response"), (*at, "toolResponse", "response"), found)
@@ -226,6 +246,7 @@ def _native(doc: Document, raw: dict[str, Any], at: tuple[str | int, ...], found
         response=expected.get("response"),
         api_error=str(api_error) if api_error is not None else None,
         expect_variables=raw.get("expectVariables"),
+        tool_at=tool_at,
         **common,
     )
 
@@ -288,6 +309,7 @@ def _scrapi(doc: Document, raw: dict[str, Any], at: tuple[str | int, ...], found
         checks=lists["response"],
         variable_checks=lists["variables"],
         style="cxas-scrapi",
+        tool_at=doc.positions.at((*at, "tool")),
         **common,
     )
 
