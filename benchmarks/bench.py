@@ -1,16 +1,21 @@
 """What users wait for: the real `cesync` command, whole process, on realistic repos.
 
-    python benchmarks/bench.py                     # 100 and 1,000 tools, 3 repeats
-    python benchmarks/bench.py --sizes 100,1000,10000
+    python benchmarks/bench.py                     # 100 and 1,000 tools
+    python benchmarks/bench.py --quota 600         # CES's default quota (slow by design: 100 s per 1,000 writes)
     python benchmarks/bench.py --sizes 1000,10000 --only plan   # the growth targets alone
 
-For each size a repo is generated (benchmarks/generate.py), the emulator runs in its
-own process (`cesync emulator --latency-ms 20`), and every measure is the median of
+For each size a repo is generated (benchmarks/generate.py) and the emulator runs in its
+own process (`cesync emulator --latency-ms 20`). plan and validate are the median of
 --repeats runs of a child process: wall time from start to exit, and the child's peak
-resident memory (wait4 rusage). The official-client baselines (benchmarks/official.py)
-run in the same session against the same emulator. Each target prints as PASS or FAIL;
-the exit status is 1 if any failed. ``--only`` runs some measures (help, validate, plan,
-apply, official); targets whose measures did not run are not printed.
+resident memory (wait4 rusage); the official-client baselines (benchmarks/official.py)
+run in the same session against the same emulator. apply runs against an emulator that
+enforces the quota (`--quota-writes-per-minute Q --quota-reads-per-minute Q`), once per
+scenario: told the quota (cesync.yaml `quota:`), two applies of N/2 in one project at
+once (both told), and not told. Each is held to N/Q plus the time of a plan of the same
+creates (the part of the command before its first write), and the quota's 429s are
+counted (/admin/stats). Each target prints as PASS or FAIL; the exit status is 1 if any
+failed. ``--only`` runs some measures (help, validate, plan, apply, official); targets
+whose measures did not run are not printed.
 
 cesync's modules are compiled to bytecode first, as installing a wheel does: with
 PYTHONDONTWRITEBYTECODE set (CI images often set it) an editable install would otherwise
@@ -34,6 +39,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from generate import ENVIRONMENTS, generate
@@ -52,9 +58,6 @@ class Run:
     stdout: str
     cpu: float = 0.0  # the child's user + system CPU seconds: what load on the machine cannot inflate much
     server_cpu: float = 0.0  # the emulator's CPU seconds during the run (it shares the machine's cores)
-    started_at: float = 0.0  # epoch seconds at spawn (to place the emulator's write times, /admin/stats)
-    first_write: float = 0.0  # seconds from spawn to the first write's arrival (apply)
-    writes: float = 0.0  # seconds from the first write's arrival to the last write's answer (apply)
 
 
 @dataclass
@@ -74,13 +77,9 @@ class Measure:
         cpu = statistics.median(r.cpu for r in self.runs)
         server = statistics.median(r.server_cpu for r in self.runs)
         emulator = f"; emulator CPU {server:.2f} s" if server else ""
-        writes = ""
-        if all(r.writes for r in self.runs):
-            first, span = statistics.median(r.first_write for r in self.runs), statistics.median(r.writes for r in self.runs)
-            writes = f"\n{'':34}first write at {first:.2f} s, writes for {span:.2f} s (medians)"
         return (
             f"{self.seconds:7.2f} s  (runs {', '.join(f'{t:.2f}' for t in times)}; CPU {cpu:.2f} s{emulator};"
-            f" peak RSS {self.rss_mb:.0f} MB){writes}"
+            f" peak RSS {self.rss_mb:.0f} MB)"
         )
 
 
@@ -88,7 +87,6 @@ def run(cmd: list[str], *, ok: tuple[int, ...] = (0,), env: dict[str, str] | Non
     """One child process: wall time from spawn to exit, its peak RSS (wait4), its stdout."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         server_start = server.cpu() if server else 0.0
-        started_at = time.time()
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env={**os.environ, **(env or {})})
         _, status, usage = os.wait4(proc.pid, 0)
@@ -100,7 +98,7 @@ def run(cmd: list[str], *, ok: tuple[int, ...] = (0,), env: dict[str, str] | Non
     if proc.returncode not in ok:
         raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}:\n{stderr[-3000:]}")
     server_cpu = server.cpu() - server_start if server else 0.0
-    return Run(elapsed, usage.ru_maxrss / 1024, stdout, usage.ru_utime + usage.ru_stime, server_cpu, started_at)  # ru_maxrss: KiB
+    return Run(elapsed, usage.ru_maxrss / 1024, stdout, usage.ru_utime + usage.ru_stime, server_cpu)  # ru_maxrss: KiB
 
 
 def repeat(cmd: list[str], times: int, **kw: object) -> Measure:
@@ -132,11 +130,13 @@ class Emulator:
 
 
 @contextlib.contextmanager
-def emulator(latency_ms: float) -> Iterator[Emulator]:
-    """`cesync emulator` in its own process, in memory, with a fixed latency per API call."""
+def emulator(latency_ms: float, quota: int = 0) -> Iterator[Emulator]:
+    """`cesync emulator` in its own process, in memory, with a fixed latency per API call and, given
+    one, a quota of writes and of reads a minute (per project and location, as CES meters them)."""
     port = free_port()
+    quotas = ["--quota-writes-per-minute", str(quota), "--quota-reads-per-minute", str(quota)] if quota else []
     proc = subprocess.Popen(
-        [*CESYNC, "emulator", "--port", str(port), "--latency-ms", str(latency_ms), "--auto-create-apps"],
+        [*CESYNC, "emulator", "--port", str(port), "--latency-ms", str(latency_ms), "--auto-create-apps", *quotas],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -167,8 +167,8 @@ def set_latency(url: str, latency_ms: float) -> None:
     urllib.request.urlopen(request, timeout=10).read()
 
 
-def write_stats(url: str) -> dict[str, float]:
-    """The emulator's write timings (/admin/stats): when the first write came, when the last was answered."""
+def write_stats(url: str) -> dict[str, Any]:
+    """The emulator's /admin/stats: writes, and the writes and reads refused over quota."""
     with urllib.request.urlopen(f"{url}/admin/stats", timeout=10) as answer:
         return dict(json.loads(answer.read()))
 
@@ -176,14 +176,6 @@ def write_stats(url: str) -> dict[str, float]:
 def official(mode: str, url: str, *extra: str) -> float:
     result = run([sys.executable, str(HERE / "official.py"), mode, url, PARENT, *extra])
     return float(json.loads(result.stdout)["seconds"])
-
-
-def rendered_bodies(root: Path, path: Path) -> None:
-    """What apply sends, for the official-client script (made here, outside every clock)."""
-    from cesync.repo.repo import load_repo
-
-    repo = load_repo(root)
-    path.write_text(json.dumps([[d.id, d.body] for d in repo.render(repo.env(ENV)) if d.kind == "tool"]))
 
 
 @dataclass
@@ -225,32 +217,85 @@ def bench_size(n: int, opts: argparse.Namespace, work: Path) -> dict[str, float]
                 )
 
     if "apply" in opts.only and n <= opts.apply_max:
-        apply_runs = []
-        for _ in range(opts.repeats):
-            with emulator(opts.latency_ms) as emu:
-                cmd = [*CESYNC, "apply", *endpoint, emu.url, "--auto-approve", "--parallelism", str(opts.parallelism)]
-                done = run(cmd, server=emu)
-                stats = write_stats(emu.url)
-                if stats["writes"]:
-                    done.first_write = stats["firstWriteAt"] - done.started_at
-                    done.writes = stats["lastWriteDoneAt"] - stats["firstWriteAt"]
-                apply_runs.append(done)
-        apply = Measure(apply_runs)
-        r["apply"], r["apply_rss"] = apply.seconds, apply.rss_mb
-        if all(x.writes for x in apply.runs):
-            r["apply_first_write"] = statistics.median(x.first_write for x in apply.runs)
-            r["apply_writes"] = statistics.median(x.writes for x in apply.runs)
-        print(f"apply, {n} creates, -p {opts.parallelism:<3}      {apply.spread()}", flush=True)
-    if baselines and n <= opts.apply_max:
-        bodies = work / f"bodies{n}.json"
-        rendered_bodies(root, bodies)
-        creates = []
-        for _ in range(opts.repeats):
-            with emulator(opts.latency_ms) as emu:
-                creates.append(official("create", emu.url, str(bodies)))
-        r["official_create"] = statistics.median(creates)
+        r.update(bench_apply(n, opts, work, root))
+    return r
+
+
+def tell_quota(root: Path, per_minute: int, app: str | None = None) -> None:
+    """The dev environment told the quota (cesync.yaml ``quota:``), and moved to another app of the project."""
+    config = root / "cesync.yaml"
+    text = config.read_text()
+    block = f"  {ENV}:\n    app: bench-{ENV}\n"
+    assert block in text
+    told = f"    quota: {{writesPerMinute: {per_minute}, readsPerMinute: {per_minute}}}\n" if per_minute else ""
+    config.write_text(text.replace(block, f"  {ENV}:\n    app: {app or f'bench-{ENV}'}\n{told}"))
+
+
+@dataclass
+class Applied:
+    seconds: float
+    code: int
+    summary: str
+    retries: int  # lines announcing a retry of a transient error (quota refusals are paced, not retried)
+
+
+def applies(roots: list[Path], url: str) -> list[Applied]:
+    """Each repo's `cesync apply` at once, against one emulator: wall time from spawn to exit, each."""
+    with contextlib.ExitStack() as files:
+        procs = []
+        for root in roots:
+            cmd = [*CESYNC, "apply", "--dir", str(root), "--env", ENV, "--endpoint", url, "--auto-approve"]
+            out, err = files.enter_context(tempfile.TemporaryFile()), files.enter_context(tempfile.TemporaryFile())
+            start = time.perf_counter()
+            procs.append((start, subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL), out, err))
+        ran = []
+        for start, proc, out, err in procs:
+            code = proc.wait()
+            elapsed = time.perf_counter() - start
+            out.seek(0)
+            err.seek(0)
+            ran.append((elapsed, code, out.read().decode(), err.read().decode()))
+    done = []
+    for elapsed, code, stdout, stderr in ran:
+        summary = next((line for line in reversed(stdout.splitlines()) if line.startswith(("Apply:", "Interrupted:"))), "")
+        if code and not summary:
+            summary = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit {code}"
+        retries = sum(1 for line in stderr.splitlines() if line.startswith("retry "))
+        done.append(Applied(elapsed, code, summary, retries))
+    return done
+
+
+def bench_apply(n: int, opts: argparse.Namespace, work: Path, root: Path) -> dict[str, float]:
+    """apply at the quota: told it, two at once in one project, not told; each held to N/Q + plan time."""
+    q = opts.quota
+    r: dict[str, float] = {"ideal": n / q * 60}
+    told = generate(work / f"told{n}", n)
+    tell_quota(told, q)
+    with emulator(opts.latency_ms, q) as emu:  # the part of apply before its first write: a plan of the creates
+        plans = repeat([*CESYNC, "plan", "--dir", str(told), "--env", ENV, "--endpoint", emu.url], opts.repeats)
+    r["plan_creates"] = plans.seconds
+    print(f"plan, {n} creates (quota {q}/min)     {plans.spread()}", flush=True)
+    halves = [generate(work / f"half{n}{x}", n // 2) for x in "ab"]
+    for x, half in zip("ab", halves, strict=True):
+        tell_quota(half, q, app=f"bench-{ENV}-{x}")  # two apps, one project: one quota
+    untold = generate(work / f"untold{n}", n)
+    for name, roots in (("told", [told]), ("two", halves), ("untold", [untold])):
+        with emulator(opts.latency_ms, q) as emu:
+            ran = applies(roots, emu.url)
+            stats = write_stats(emu.url)
+        refused = int(stats.get("quotaRefused", {}).get("writes", 0))
+        slowest = max(a.seconds for a in ran)
+        r[f"{name}_s"] = slowest
+        r[f"{name}_ok"] = float(all(a.code == 0 and ", 0 failed" in a.summary and "not done" not in a.summary for a in ran))
+        r[f"{name}_429"] = refused
+        r[f"{name}_retries"] = refused + sum(a.retries for a in ran)
+        share = r["ideal"] / max(slowest - plans.seconds, 1e-9)
+        each = ", ".join(f"{a.seconds:.2f} s ({a.summary or f'exit {a.code}'})" for a in ran)
         print(
-            f"  official client, sequential    {r['official_create']:7.2f} s  (runs {', '.join(f'{t:.2f}' for t in sorted(creates))})"
+            f"apply {name:<6} {n} creates: {slowest:7.2f} s = {slowest / (r['ideal'] + plans.seconds):.2f} x (N/Q + plan);"
+            f" {share:.0%} of the quota after the plan; {refused} writes refused (429), "
+            f"{sum(a.retries for a in ran)} retries\n{'':34}{each}",
+            flush=True,
         )
     return r
 
@@ -270,29 +315,26 @@ def report(results: Results, opts: argparse.Namespace) -> int:
     if results.help_s:
         t.check("cesync --help (s)", results.help_s, "<= 0.15", results.help_s <= 0.15)
     k = results.sizes.get(1000, {})
-    if "plan" in k:
-        t.check("plan 1,000 unchanged (s)", k["plan"], "<= 1.5", k["plan"] <= 1.5)
-        if "official_get" in k:
-            t.check(
-                "plan vs official GET per tool (x faster)",
-                k["official_get"] / k["plan"],
-                ">= 10",
-                k["official_get"] / k["plan"] >= 10,
-            )
-    if "apply" in k:
-        ideal = 1000 * opts.latency_ms / 1000 / opts.parallelism
-        if "official_create" in k:
-            speed = k["official_create"] / k["apply"]
-            t.check(f"apply 1,000 -p {opts.parallelism} vs official sequential (x)", speed, ">= 8", speed >= 8)
+    if "plan" in k and "official_get" in k:
         t.check(
-            f"apply 1,000 / ideal {ideal:.2f} s (N x RTT / {opts.parallelism})",
-            k["apply"] / ideal,
-            "<= 1.5",
-            k["apply"] / ideal <= 1.5,
+            "plan vs official GET per tool (x faster)",
+            k["official_get"] / k["plan"],
+            ">= 10",
+            k["official_get"] / k["plan"] >= 10,
         )
-        if "apply_writes" in k:  # no target of its own: where the whole command's time goes (README, Performance)
-            what = "apply's writes alone / ideal (x)"
-            print(f"  info  {what:<46} {k['apply_writes'] / ideal:8.2f}  first write {k['apply_first_write']:.2f} s after start")
+    for n in sorted(results.sizes):
+        a = results.sizes[n]
+        if "told_s" not in a:
+            continue
+        base = a["ideal"] + a["plan_creates"]
+        what = f"{n:,} creates at {opts.quota}/min"
+        t.check(f"apply {what}, told / (N/Q + plan)", a["told_s"] / base, "<= 1.3", a["told_s"] / base <= 1.3)
+        t.check("  told: writes failed", 1 - a["told_ok"], "= 0", a["told_ok"] == 1)
+        t.check("  told: retries / writes (%)", 100 * a["told_retries"] / n, "<= 5", a["told_retries"] <= 0.05 * n)
+        t.check(f"two applies of {n // 2:,}, slower / (N/Q + plan)", a["two_s"] / base, "<= 1.35", a["two_s"] / base <= 1.35)
+        t.check("  two: both succeeded (failed runs)", 1 - a["two_ok"], "= 0", a["two_ok"] == 1)
+        t.check(f"apply {what}, not told / (N/Q + plan)", a["untold_s"] / base, "<= 1.6", a["untold_s"] / base <= 1.6)
+        t.check("  not told: all writes made (failed runs)", 1 - a["untold_ok"], "= 0", a["untold_ok"] == 1)
     if "validate" in k:
         t.check("validate 1,000 files (s)", k["validate"], "<= 2", k["validate"] <= 2)
         ratio = k["validate_all"] / k["validate"]
@@ -323,7 +365,12 @@ def main() -> None:
     parser.add_argument("--sizes", default="100,1000", help="Comma-separated repo sizes (add 10000 for the growth targets).")
     parser.add_argument("--repeats", type=int, default=3, help="Runs per measure; the median counts.")
     parser.add_argument("--latency-ms", type=float, default=20.0, help="Emulator latency per API call.")
-    parser.add_argument("--parallelism", type=int, default=16)
+    parser.add_argument(
+        "--quota",
+        type=int,
+        default=3000,
+        help="The emulator's write and read quota a minute for apply (CES's default is 600: 100 s per 1,000 writes).",
+    )
     parser.add_argument("--baseline-max", type=int, default=1000, help="Run the official-client baselines up to this size.")
     parser.add_argument("--apply-max", type=int, default=1000, help="Measure apply up to this size (no target above 1,000).")
     parser.add_argument("--only", default=",".join(MEASURES), help=f"Comma-separated measures to run, of: {', '.join(MEASURES)}.")
