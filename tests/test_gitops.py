@@ -433,6 +433,14 @@ def test_examples_plan_read_only_and_apply_only_in_a_protected_environment() -> 
             commands = [s.get("with", {}).get("command") for s in job.get("steps", []) if s.get("uses") == "cesync/cesync@v1"]
             if not commands:
                 continue
+            steps = [s for s in job.get("steps", []) if s.get("uses") == "cesync/cesync@v1"]
+            if all(s["with"].get("command") == "test" and "--local" in s["with"].get("args", "") for s in steps):
+                # runs the pull request's code: no credential of any kind in reach
+                assert not any("google-github-actions/auth" in s.get("uses", "") for s in job["steps"]), name
+                assert job.get("permissions") == {"contents": "read"}, f"{path.name}:{name}"
+                assert all(s["with"].get("github-token") == "" for s in steps), name
+                seen["local"] = seen.get("local", 0) + 1
+                continue
             kind = "apply" if "apply" in commands else "plan"
             seen[kind] += 1
             expected = "GCP_DEPLOY_SERVICE_ACCOUNT" if kind == "apply" else "GCP_PLAN_SERVICE_ACCOUNT"
@@ -447,7 +455,7 @@ def test_examples_plan_read_only_and_apply_only_in_a_protected_environment() -> 
         expected = "$GCP_DEPLOY_SERVICE_ACCOUNT" if kind == "apply" else "$GCP_PLAN_SERVICE_ACCOUNT"
         assert job.get("variables", {}).get("GCP_SERVICE_ACCOUNT") == expected, name
         assert ("environment" in job) == (kind == "apply"), name
-    assert seen["plan"] >= 5 and seen["apply"] >= 4
+    assert seen["plan"] >= 5 and seen["apply"] >= 4 and seen.get("local") == 1
 
 
 def test_preview_jobs_hold_only_the_sandbox_identity_and_skip_forks() -> None:
