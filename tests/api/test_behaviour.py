@@ -107,3 +107,10 @@ def test_the_readme_lists_every_rule_with_its_source() -> None:
             continue
         assert f"{rule.message.removeprefix('google.cloud.ces.v1.')}.{rule.field}" in section or not rule.field
         assert rule.source in section
+
+
+def test_the_readme_says_what_cesync_and_the_emulator_do_with_every_behaviour() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("What cesync and the emulator do with each behaviour") :]
+    rows = {line.split("|")[1].strip() for line in section.splitlines() if line.startswith("| ")}
+    assert set(fb.BEHAVIOURS) <= rows, set(fb.BEHAVIOURS) - rows

@@ -134,3 +134,48 @@ def test_a_server_defaulted_field_is_filled_when_left_out(rule: fb.Rule) -> None
             assert got[rule.field] == (given or default)
         cleared = h.patch(f"/v1/{LOCATION}/apps/named", params={"updateMask": rule.field}, json={})
         assert cleared.json()[rule.field] == default  # cleared: the server fills it again
+
+
+APP_LOCK = [r for r in fb.rules() if r.behaviour == fb.APP_LOCK]
+
+
+@pytest.mark.parametrize("rule", APP_LOCK, ids=[r.field for r in APP_LOCK])
+def test_a_locked_app_refuses_every_write_but_the_unlock(emulator: BackgroundServer, rule: fb.Rule) -> None:
+    with httpx.Client(base_url=emulator.url) as h:
+        for collection, body in BODIES.items():
+            assert h.post(f"/v1/{APP}/{collection}", params={f"{collection[:-1]}Id": "one"}, json=body).status_code == 200
+        assert h.patch(f"/v1/{APP}", params={"updateMask": rule.field}, json={rule.field: True}).json()[rule.field] is True
+        refused = [
+            h.patch(f"/v1/{APP}", params={"updateMask": "description"}, json={"description": "x"}),
+            h.patch(
+                f"/v1/{APP}", params={"updateMask": f"{rule.field},description"}, json={rule.field: True, "description": "x"}
+            ),
+            h.delete(f"/v1/{LOCATION}/apps/a"),
+        ]
+        for collection, body in BODIES.items():
+            refused += [
+                h.post(f"/v1/{APP}/{collection}", params={f"{collection[:-1]}Id": "two"}, json=body),
+                h.patch(f"/v1/{APP}/{collection}/one", json=body),
+                h.delete(f"/v1/{APP}/{collection}/one"),
+            ]
+        for r in refused:
+            assert r.status_code == 400 and r.json()["error"]["status"] == "FAILED_PRECONDITION", r.text
+            assert "locked" in r.json()["error"]["message"]
+        assert h.get(f"/v1/{APP}/tools/one").status_code == 200  # reads are not modifications
+        assert h.post(f"/v1/{APP}/versions", json={"displayName": "v"}).status_code == 200  # a copy, not a change
+        unlocked = h.patch(f"/v1/{APP}", params={"updateMask": f"{rule.field},description"}, json={"description": "y"})
+        assert unlocked.status_code == 200 and rule.field not in unlocked.json()
+        assert h.delete(f"/v1/{APP}/tools/one").status_code == 200
+
+
+def test_the_official_client_meets_the_lock_as_failed_precondition(emulator: BackgroundServer) -> None:
+    from google.api_core import exceptions
+
+    client = ces_v1.AgentServiceClient(
+        credentials=AnonymousCredentials(), transport="rest", client_options=ClientOptions(api_endpoint=emulator.url)
+    )
+    client.update_app(app=ces_v1.App(name=APP, locked=True), update_mask=field_mask_pb2.FieldMask(paths=["locked"]))
+    with pytest.raises(exceptions.BadRequest, match="is locked"):  # HTTP 400: FAILED_PRECONDITION
+        client.create_tool(
+            parent=APP, tool=ces_v1.Tool(python_function=ces_v1.PythonFunction(python_code="def f():\n  return 1\n")), tool_id="t"
+        )

@@ -10,8 +10,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from cesync.api import behaviour as fb
 from cesync.core.plan import Plan
 from cesync.emulator.server import BackgroundServer
+from cesync.errors import CesyncError
 from cesync.pipeline.apply import ApplyResult, apply_plan
 from cesync.pipeline.workflow import make_plan, open_context
 from cesync.render.text import render_text
@@ -84,3 +86,109 @@ def test_a_server_defaulted_setting_the_repo_leaves_out_is_not_planned_away(tmp_
     assert [c.key for c in named.changes] == ["app/app"]  # named: compared as usual
     assert all(m.startswith("loggingSettings") for m in named.changes[0].update_mask)
     assert asyncio.run(_apply(named, root)).ok and not asyncio.run(_plan(root)).has_changes
+
+
+# (file, its text, a change of the repo, the console's edit of the same resource: path, mask, body)
+UNGUARDED = {
+    "App": ("app.yaml", APP_YAML, "description: ours\n", ("", "description", {"description": "theirs"})),
+    "Deployment": (
+        "deployments/web.yaml",
+        "displayName: Web\nchannelProfile:\n  channelType: WEB_UI\n",
+        "displayName: Web (ours)\n",
+        ("/deployments/web", "channelProfile", {"channelProfile": {"channelType": "API"}}),
+    ),
+}
+
+
+@pytest.mark.parametrize("message", [m for m in UNGUARDED if not fb.etag_guards(m)])
+def test_a_console_edit_of_a_kind_whose_etag_is_output_only_is_a_conflict(
+    tmp_path: Path, server: BackgroundServer, message: str
+) -> None:
+    """Finding 4: the server ignores an OUTPUT_ONLY etag, so apply reads the resource just before writing it."""
+    assert set(UNGUARDED) == {
+        m for m in ("App", "Agent", "Tool", "Toolset", "Guardrail", "Example", "Deployment") if not fb.etag_guards(m)
+    }
+    path, text, ours, (suffix, mask, theirs) = UNGUARDED[message]
+    root = _repo(tmp_path, server, {path: text} if path != "app.yaml" else {})
+    assert asyncio.run(_apply(asyncio.run(_plan(root)), root)).ok
+    (root / path).write_text(text.replace("displayName: Web\n", "") + ours if path != "app.yaml" else text + ours)
+    plan = asyncio.run(_plan(root))
+    assert plan.has_changes
+    name = f"/v1/projects/p/locations/us/apps/a{suffix}"
+    edited = httpx.patch(f"{server.url}{name}", params={"updateMask": mask}, json=theirs)
+    assert edited.status_code == 200, edited.text
+    result = asyncio.run(_apply(plan, root))
+    (outcome,) = [o for o in result.outcomes if o.status != "done"]
+    assert outcome.status == "conflict" and "changed by someone else since the plan" in outcome.message
+    after = httpx.get(f"{server.url}{name}").json()
+    assert after[mask] == theirs[mask]  # not overwritten
+    assert asyncio.run(_apply(asyncio.run(_plan(root)), root)).ok  # a new plan sees their edit, and applies
+
+
+def test_an_unchanged_app_is_written_after_the_read(tmp_path: Path, server: BackgroundServer) -> None:
+    root = _repo(tmp_path, server, {})
+    assert asyncio.run(_apply(asyncio.run(_plan(root)), root)).ok
+    (root / "app.yaml").write_text(APP_YAML + "description: ours\n")
+    result = asyncio.run(_apply(asyncio.run(_plan(root)), root))
+    assert result.ok and httpx.get(f"{server.url}/v1/projects/p/locations/us/apps/a").json()["description"] == "ours"
+
+
+def _lock(server: BackgroundServer, value: bool) -> None:
+    r = httpx.patch(f"{server.url}/v1/projects/p/locations/us/apps/a", params={"updateMask": "locked"}, json={"locked": value})
+    assert r.status_code == 200, r.text
+
+
+def _app(server: BackgroundServer) -> dict[str, object]:
+    return httpx.get(f"{server.url}/v1/projects/p/locations/us/apps/a").json()  # type: ignore[no-any-return]
+
+
+TOOL = "pythonFunction:\n  pythonCode: |\n    def greet(name: str) -> dict:\n        return {'hi': name}\n"
+
+
+def test_apply_to_a_locked_app_stops_before_its_first_write(tmp_path: Path, server: BackgroundServer) -> None:
+    """Finding 5: a locked production app failed mid-apply; now apply stops first, naming the setting."""
+    root = _repo(tmp_path, server, {})
+    assert asyncio.run(_apply(asyncio.run(_plan(root)), root)).ok
+    _lock(server, True)
+    assert not asyncio.run(_plan(root)).has_changes  # a repo that does not name 'locked' leaves the lock alone
+    (root / "tools" / "second.yaml").write_text(TOOL.replace("greet", "second"))
+    (root / "app.yaml").write_text(APP_YAML + "description: new\n")
+    plan = asyncio.run(_plan(root))
+    assert "apply will stop before its first write" in plan.app_lock and "App lock: " in render_text(plan)
+    before = _app(server)
+    with pytest.raises(CesyncError, match=r"is locked \(App\.locked is true\): nothing was written"):
+        asyncio.run(_apply(plan, root))
+    assert _app(server) == before
+    assert httpx.get(f"{server.url}/v1/projects/p/locations/us/apps/a/tools/second").status_code == 404
+
+
+def test_a_repo_that_unlocks_the_app_unlocks_it_first(tmp_path: Path, server: BackgroundServer) -> None:
+    root = _repo(tmp_path, server, {})
+    assert asyncio.run(_apply(asyncio.run(_plan(root)), root)).ok
+    _lock(server, True)
+    (root / "tools" / "second.yaml").write_text(TOOL.replace("greet", "second"))
+    (root / "app.yaml").write_text(APP_YAML + "description: new\nlocked: false\n")
+    plan = asyncio.run(_plan(root))
+    assert "apply unlocks it first" in plan.app_lock
+    result = asyncio.run(_apply(plan, root))
+    assert result.ok, [(o.key if hasattr(o, "key") else o.id, o.status, o.message) for o in result.outcomes]
+    assert _app(server).get("locked") is None and _app(server)["description"] == "new"
+    assert not asyncio.run(_plan(root)).has_changes
+
+
+@pytest.mark.parametrize("existing", [True, False], ids=["update", "create"])
+def test_a_repo_that_locks_the_app_locks_it_last(tmp_path: Path, server: BackgroundServer, existing: bool) -> None:
+    root = _repo(tmp_path, server, {})
+    if existing:
+        assert asyncio.run(_apply(asyncio.run(_plan(root)), root)).ok
+    (root / "tools" / "second.yaml").write_text(TOOL.replace("greet", "second"))
+    (root / "deployments").mkdir()  # deployments are written after the app: the lock must wait for them
+    (root / "deployments" / "web.yaml").write_text("displayName: Web\nchannelProfile:\n  channelType: WEB_UI\n")
+    (root / "app.yaml").write_text(APP_YAML + "description: new\nlocked: true\n")
+    plan = asyncio.run(_plan(root))
+    assert "apply locks it last" in plan.app_lock
+    result = asyncio.run(_apply(plan, root))  # every write under the lock would be refused: it goes last
+    assert result.ok, [(o.id, o.status, o.message) for o in result.outcomes]
+    assert _app(server)["locked"] is True and _app(server)["description"] == "new"
+    again = asyncio.run(_plan(root))
+    assert not again.has_changes and again.app_lock == "the app is locked (App.locked is true)"

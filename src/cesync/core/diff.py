@@ -14,7 +14,7 @@ change can never vanish between the diff and the update mask.
 
 Two rules of the field-behaviour table (:mod:`cesync.api.behaviour`) decide what is
 compared at all: INPUT_ONLY fields never are (normalize leaves them out), and a
-SERVER_DEFAULTED field the repo does not name is the server's to fill, not a change.
+SERVER_DEFAULTED field (or the APP_LOCK) the repo does not name is not a change.
 """
 
 from __future__ import annotations
@@ -184,6 +184,13 @@ def minimal_mask(paths: list[str]) -> list[str]:
     return sorted(kept)
 
 
+def _left_to_the_server(model_name: str) -> tuple[str, ...]:
+    """Fields compared only when the repo names them: what the server fills in (SERVER_DEFAULTED),
+    and the app lock (APP_LOCK), which operators set in the console; a repo that does not name
+    ``locked`` neither lifts nor sets it (``locked: false`` does lift it)."""
+    return (*fb.fields(model_name, fb.SERVER_DEFAULTED), *fb.fields(model_name, fb.APP_LOCK))
+
+
 def diff_resource(kind: str, rid: str, desired: dict[str, Any] | None, remote: dict[str, Any] | None) -> ResourceDiff:
     model = KINDS[kind].model
     before = canonical(kind, rid, remote) if remote is not None else None
@@ -191,7 +198,7 @@ def diff_resource(kind: str, rid: str, desired: dict[str, Any] | None, remote: d
     unknown = before.unknown if before else []
     if before is None or after is None:
         return ResourceDiff(before.body if before else None, after.body if after else None, unknown=unknown)
-    unnamed = [f for f in fb.fields(KINDS[kind].model_name, fb.SERVER_DEFAULTED) if f not in after.body and f in before.body]
+    unnamed = [f for f in _left_to_the_server(KINDS[kind].model_name) if (desired or {}).get(f) is None and f in before.body]
     if unnamed:
         before = Canonical({k: v for k, v in before.body.items() if k not in unnamed}, before.unknown)
     mask = minimal_mask(changed_paths(before.body, after.body, model))

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, get_args
 
 from .. import __version__
+from ..api import behaviour as fb
 from ..api.kinds import APP, KINDS, names_pattern
 from ..api.resource import Resource
 from ..errors import CesyncError, PlanFileError, UnsafePlanError
@@ -40,6 +41,8 @@ __all__ = [
     "build_plan",
     "check_safety",
     "desired_digest",
+    "is_locked",
+    "lock_change",
     "narrow",
     "safety_refusal",
 ]
@@ -95,6 +98,7 @@ class Plan:
     prune: bool = False
     targets: tuple[str, ...] = ()  # a --target plan: only these kind/id were compared (a partial plan)
     refused: str = ""  # why apply would refuse this plan (the mass-change guard), shown by every renderer
+    app_lock: str = ""  # how the app's lock (App.locked) meets this plan, shown by every renderer
     created_at: str = ""
     endpoint: str = ""  # where the plan read the app; apply of a saved plan refuses any other
     promoted_from: str = ""  # cesync promote: the environment whose applied commit this plan was made from
@@ -306,7 +310,9 @@ def build_plan(
     changes.sort(key=lambda c: (KINDS[c.kind].written_last, c.level, KINDS[c.kind].rank, c.id))
     deletes.sort(key=lambda c: (-len(c.depends_on), -KINDS[c.kind].rank, c.id))
     deletes = _delete_order(deletes)
+    app_remote = remote_by.get((APP, APP))
     return Plan(
+        app_lock=lock_notice(app_remote.body if app_remote else None, [*changes, *deletes]),
         environment=env,
         app=parent,
         digest=desired_digest(env, parent, [masked(d, hidden.get(d.key)) for d in desired]),
@@ -335,6 +341,41 @@ def _carried(kind: str, rid: str, remote: dict[str, Any], body: dict[str, Any], 
     if not carried.kept:
         return {}
     return {"body": carried.body, "note": "keeps the app's fields cesync does not know: " + ", ".join(carried.kept)}
+
+
+LOCK_FIELDS = fb.fields(KINDS[APP].model_name, fb.APP_LOCK)  # ("locked",)
+
+
+def lock_change(changes: Sequence[Change]) -> bool | None:
+    """What the plan does to the app lock: True locks it, False unlocks it, None leaves it."""
+    for c in changes:
+        if c.kind == APP and c.action in ("create", "update"):
+            body = c.body or {}
+            if any(f in c.update_mask for f in LOCK_FIELDS) or (c.action == "create" and any(body.get(f) for f in LOCK_FIELDS)):
+                return any(bool(body.get(f)) for f in LOCK_FIELDS)
+    return None
+
+
+def is_locked(app: Mapping[str, Any] | None) -> bool:
+    return app is not None and any(app.get(f) is True for f in LOCK_FIELDS)
+
+
+def lock_notice(remote_app: Mapping[str, Any] | None, changes: Sequence[Change]) -> str:
+    """How App.locked ("modifications to the app resources will be rejected") meets the plan."""
+    setting = f"App.{LOCK_FIELDS[0]}" if LOCK_FIELDS else "App.locked"
+    change = lock_change(changes)
+    if is_locked(remote_app):
+        if change is False:
+            return f"the app is locked ({setting} is true); the repo unlocks it (locked: false): apply unlocks it first"
+        if changes:
+            return (
+                f"the app is locked ({setting} is true): apply will stop before its first write. Unlock it in the "
+                "console, or set 'locked: false' in app.yaml to have apply unlock it first"
+            )
+        return f"the app is locked ({setting} is true)"
+    if change is True:
+        return "the repo locks the app (locked: true): apply locks it last, after every other write"
+    return ""
 
 
 def _untargeted_dependencies(changes: list[Change], new: Mapping[str, tuple[str, str]]) -> None:

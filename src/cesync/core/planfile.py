@@ -77,6 +77,7 @@ class PlanFile(_Strict):
     prune: bool = False
     targets: list[str] = Field(default_factory=list)
     refused: str = ""
+    app_lock: str = ""
     created_at: str = ""
     endpoint: str = ""
     promoted_from: str = ""

@@ -252,6 +252,23 @@ def _server_defaults(collection: str, data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def _locked(app: dict[str, Any]) -> bool:
+    return any(app.get(name) is True for name in fb.fields("App", fb.APP_LOCK))
+
+
+def _locked_error(parent: str) -> RpcError:
+    # App.locked (app.proto): "If the app is locked, modifications to the app resources will be
+    # rejected." The status code is not stated: FAILED_PRECONDITION is AIP-193's for a request the
+    # resource's state forbids. Which writes count is not stated either: the emulator refuses every
+    # write that changes the app or what it holds (creating an app version, a copy, is allowed), except
+    # the UpdateApp that unlocks it and an ImportApp with ignoreAppLock (ImportAppRequest.ignore_app_lock).
+    return RpcError(
+        "FAILED_PRECONDITION",
+        f"app {parent} is locked (App.locked is true): modifications to the app's resources are rejected; "
+        "unlock it first (UpdateApp with locked: false)",
+    )
+
+
 class Emulator:
     def __init__(self, store: Store, operation_delay: float = DEFAULT_OPERATION_DELAY) -> None:
         self.store = store
@@ -301,6 +318,12 @@ class Emulator:
         if found is None:
             raise RpcError("NOT_FOUND", f"app {parent} not found")
         return found
+
+    def _unlocked(self, db: Any, parent: str) -> None:
+        """FAILED_PRECONDITION when the app is locked (see _locked_error)."""
+        app = self.store.get_app(db, parent)
+        if app is not None and _locked(app.data):
+            raise _locked_error(parent)
 
     # --- references ----------------------------------------------------------------------
 
@@ -416,6 +439,7 @@ class Emulator:
         rid = self._new_id(request, collection)
         self.store.app(parent)
         with self.store.transaction(write=True) as db:
+            self._unlocked(db, parent)
             if rid is None:
                 rid = self.store.next_id(db, parent, c.singular)
             if self.store.get(db, parent, collection, rid) is not None:
@@ -449,6 +473,7 @@ class Emulator:
         self.store.app(parent)
         with self.store.transaction(write=True) as db:
             current = self._existing(db, parent, collection, rid).data
+            self._unlocked(db, parent)
             if "systemTool" in current:
                 raise RpcError("INVALID_ARGUMENT", "system tools cannot be updated")
             if etag and etag != current.get("etag"):
@@ -490,6 +515,7 @@ class Emulator:
         self.store.app(parent)
         with self.store.transaction(write=True) as db:
             current = self._existing(db, parent, collection, rid).data
+            self._unlocked(db, parent)
             if "systemTool" in current:
                 raise RpcError("FAILED_PRECONDITION", f"{current['name']} is a system tool and cannot be deleted")
             if etag and etag != current.get("etag"):
@@ -557,6 +583,7 @@ class Emulator:
         self.store.app(parent)
         with self.store.transaction() as db:
             version = self._existing(db, parent, "versions", rid).data
+            self._unlocked(db, parent)
         return self._start(request, parent.rsplit("/apps/", 1)[0], {"do": "restore", "version": version["name"]})
 
     def _do_restore(self, db: Any, version: str) -> dict[str, Any]:
@@ -628,6 +655,8 @@ class Emulator:
             known, unknown = split_known("apps", current)
             parsed, nested = self._masked("apps", known, whole, incoming, taught, paths)
             data = _server_defaults("apps", _stamp(dict(parsed.data), parent, current.get("createTime")))
+            if _locked(current) and _locked(data):
+                raise _locked_error(parent)  # only the update that unlocks a locked app passes
             self._check_references(db, parent, "app", data)
             data.update(unknown)
             res = printed("apps", _with_extras(data, nested))
@@ -638,6 +667,8 @@ class Emulator:
         etag = _query(request).get("etag") or ""
         with self.store.transaction() as db:
             current = self._existing_app(db, parent).data
+        if _locked(current):
+            raise _locked_error(parent)
         if etag and etag != current.get("etag"):
             raise RpcError("ABORTED", f"etag mismatch for {parent}: it was changed since it was read")
         return self._start(request, parent.rsplit("/apps/", 1)[0], {"do": "delete_app", "parent": parent})
@@ -680,6 +711,11 @@ class Emulator:
         if not ID_RE.match(rid):
             raise RpcError("INVALID_ARGUMENT", f"invalid appId '{rid}'")
         unpack(base64.b64decode(body["appContent"]))  # an unreadable archive is refused at once
+        if not body.get("ignoreAppLock"):
+            with self.store.transaction() as db:
+                existing = self.store.get_app(db, f"{location}/apps/{rid}")
+            if existing is not None and _locked(existing.data):
+                raise _locked_error(f"{location}/apps/{rid}")
         strategy = (body.get("importOptions") or {}).get("conflictResolutionStrategy") or "REPLACE"
         action = {
             "do": "import_app",

@@ -14,6 +14,10 @@ own first attempt, so the resource is read back and compared with what was sent
 delete): equal is done, anything else is a real conflict. A delete of something
 already gone is done too.
 
+An App or a Deployment has an OUTPUT_ONLY etag, which a server ignores in a request, so
+its update is guarded by reading it just before the write and comparing it with what the
+plan saw (cesync.api.behaviour.etag_guards); a difference is a conflict.
+
 Two applies of the same change at once meet the same way without any lost reply:
 the second one's update is answered ABORTED (the first changed the etag) and its
 create ALREADY_EXISTS. Such a conflict is read back as well; a resource that already
@@ -24,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 from ..api import behaviour as fb
@@ -32,9 +36,10 @@ from ..api.kinds import KINDS
 from ..client import CesClient
 from ..client.api import Written
 from ..client.apps import Polling, create_app
-from ..core.diff import diff_resource
-from ..core.plan import Action, Change, Plan
-from ..errors import Aborted, AlreadyExists, ApiError, FailedPrecondition, NotFound
+from ..core.diff import diff_resource, same
+from ..core.plan import LOCK_FIELDS, Action, Change, Plan, is_locked, lock_change
+from ..core.sensitive import cut, mask
+from ..errors import Aborted, AlreadyExists, ApiError, CesyncError, FailedPrecondition, NotFound
 
 __all__ = ["ApplyResult", "Outcome", "apply_plan"]
 
@@ -117,6 +122,7 @@ class _Run:
         self.ready: dict[str, asyncio.Event] = {c.name: asyncio.Event() for c in plan.changes}
         self.ready_ok: dict[str, bool] = {}
         self.outcomes = {c.name: Outcome(c.kind, c.id, c.action) for c in plan.changes}
+        self.unlocked = False  # this apply unlocked the app before its first write
 
     async def run_phase(self, changes: list[Change]) -> None:
         await asyncio.gather(*(self._one(c) for c in changes))
@@ -171,6 +177,8 @@ class _Run:
             outcome.message = f"created, but setting {', '.join(c.deferred)} failed: {outcome.message}"
 
     async def _call(self, c: Change, outcome: Outcome) -> None:
+        if await self._changed_since_plan(c, outcome):
+            return
         try:
             written = await self._send(c)
             met = isinstance(written.error, RESENT[c.action])
@@ -190,6 +198,48 @@ class _Run:
         outcome.details = list(written.error.details)
         if outcome.status == CONFLICT:
             self.stop.set()
+
+    async def _changed_since_plan(self, c: Change, outcome: Outcome) -> bool:
+        """The guard of a kind whose etag is OUTPUT_ONLY (App, Deployment: cesync.api.behaviour), which a
+        server ignores in a request: read the resource just before writing it and compare it with what
+        the plan saw. A difference is a conflict, as an etag mismatch is for every other kind. (What
+        changes between this read and the write is not seen: the server offers nothing to close that.)"""
+        if c.action != "update" or c.before is None or fb.etag_guards(KINDS[c.kind].model_name):
+            return False
+        try:
+            current: dict[str, Any] | None = (await self.client.read(c.name)).body
+        except NotFound:
+            current = None
+        except ApiError as exc:
+            outcome.status, outcome.message = FAILED, f"reading it before the write failed: {exc}"
+            return True
+        if current is not None and self._same_as_planned(c, current):
+            return False
+        if current is not None and _as_sent(c, current):
+            outcome.status, outcome.message = DONE, "already applied: it was already as this apply wanted"
+            outcome.etag = str(current.get("etag", ""))
+            return True
+        outcome.status = CONFLICT
+        outcome.message = (
+            "deleted since the plan; plan again"
+            if current is None
+            else f"changed by someone else since the plan (read before writing: a {c.kind}'s etag is output only, "
+            "so the server does not check it); nothing was overwritten: plan again"
+        )
+        self.stop.set()
+        return True
+
+    def _as_planned(self, c: Change, current: dict[str, Any]) -> dict[str, Any] | None:
+        """The resource as the plan records its remote side: canonical, sensitive paths masked."""
+        before = diff_resource(c.kind, c.id, c.body, current).before
+        paths = self.plan.sensitive.fields.get(c.name)
+        return mask(before, [cut(tuple(p)) for p in paths]) if paths and before is not None else before
+
+    def _same_as_planned(self, c: Change, current: dict[str, Any]) -> bool:
+        now, then = self._as_planned(c, current), c.before
+        if self.unlocked and c.kind == "app" and now is not None and then is not None:
+            now, then = _without(now, LOCK_FIELDS), _without(then, LOCK_FIELDS)  # our own unlock, made first
+        return same(now, then)
 
     async def _send(self, c: Change) -> Written:
         if c.action == "create":
@@ -258,6 +308,35 @@ def _forceable(kind: str) -> bool:
     return fb.delete_has_force(KINDS[kind].model_name)
 
 
+def _without(body: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
+    return {k: v for k, v in body.items() if k not in fields}
+
+
+def _lock_last(plan: Plan) -> tuple[Plan, Change | None]:
+    """A plan that locks the app (App.locked: cesync.api.behaviour APP_LOCK) makes every other write
+    first: the app's own change leaves the lock out, and (returned) is what locks it at the end."""
+    app = next((c for c in plan.changes if c.kind == "app" and c.action != "delete"), None)
+    if app is None or lock_change([app]) is not True:
+        return plan, None
+    mask = tuple(m for m in app.update_mask if m.split(".")[0] not in LOCK_FIELDS)
+    adjusted = replace(app, body=_without(app.body or {}, LOCK_FIELDS), update_mask=mask)
+    changes = tuple(adjusted if c is app else c for c in plan.changes)
+    if app.action == "update" and not mask:  # locking was all it did: the lock is its write
+        changes = tuple(c for c in changes if c is not adjusted)
+    return replace(plan, changes=changes), app
+
+
+async def _read_lock(client: CesClient, plan: Plan) -> bool:
+    if any(c.kind == "app" and c.action == "create" for c in plan.changes):
+        return False  # a new app: nothing locks it yet
+    return is_locked(await client.get(plan.app))
+
+
+async def _set_lock(client: CesClient, plan: Plan, value: bool) -> Written:
+    field_name = LOCK_FIELDS[0]
+    return await client.patch(plan.app, {field_name: value}, [field_name])
+
+
 async def apply_plan(
     client: CesClient,
     plan: Plan,
@@ -268,8 +347,26 @@ async def apply_plan(
     interrupt: asyncio.Event | None = None,
     polling: Polling | None = None,
 ) -> ApplyResult:
+    original = plan
+    plan, locker = _lock_last(plan)
+    setting = f"App.{LOCK_FIELDS[0]}"
+    unlock = lock_change(original.changes) is False
+    if original.changes and await _read_lock(client, original):
+        # "If the app is locked, modifications to the app resources will be rejected" (app.proto):
+        # stop before the first write, unless the repo itself unlocks it, which then goes first.
+        if not unlock:
+            raise CesyncError(
+                f"the app {plan.app} is locked ({setting} is true): nothing was written. Unlock it in the console, "
+                "or set 'locked: false' in app.yaml to have apply unlock it first"
+            )
+        first = await _set_lock(client, plan, False)
+        if first.error is not None:
+            raise CesyncError(f"unlocking the app ({setting}: false) failed, so nothing else was written: {first.error}")
     run = _Run(client, plan, parallelism, force_delete, on_event)
+    run.unlocked = unlock
     run.polling = polling
+    if locker is not None and all(c.name != locker.name for c in plan.changes):
+        run.outcomes[locker.name] = Outcome(locker.kind, locker.id, locker.action)
     if interrupt is not None:
         run.interrupt = interrupt
     # Examples and deployments (kinds written last) see the whole app; deletes run after every write.
@@ -289,6 +386,29 @@ async def apply_plan(
             for c in changes:
                 run.outcomes[c.name].status, run.outcomes[c.name].message = SKIPPED, why
         done += changes
+    if locker is not None:
+        await _lock_at_the_end(run, locker)
     return ApplyResult(
-        plan.environment, plan.app, [run.outcomes[c.name] for c in plan.changes], interrupted=run.interrupt.is_set()
+        plan.environment, plan.app, [run.outcomes[c.name] for c in original.changes], interrupted=run.interrupt.is_set()
     )
+
+
+async def _lock_at_the_end(run: _Run, locker: Change) -> None:
+    """The lock of a plan that locks the app: once every other write succeeded, never before."""
+    outcome = run.outcomes[locker.name]
+    others = [o for name, o in run.outcomes.items() if name != locker.name]
+    ready = all(o.status == DONE for o in others) and outcome.status in (DONE, NOT_STARTED)
+    if not ready or run.stop.is_set() or run.interrupt.is_set():
+        if outcome.status == NOT_STARTED:
+            outcome.status, outcome.message = SKIPPED, "the app is locked only after every other write succeeded"
+        elif outcome.status == DONE:
+            outcome.message = "done, but not locked: locking waits until every other write succeeded"
+            outcome.status = SKIPPED
+        return
+    written = await _set_lock(run.client, run.plan, True)
+    if written.error is None:
+        outcome.status, outcome.etag = DONE, written.etag
+        outcome.message = "locked last, after every other write"
+    else:
+        outcome.status, outcome.message = FAILED, f"every other write was made, but locking the app failed: {written.error}"
+    run.on_event(outcome)

@@ -51,6 +51,8 @@ def notices(plan: Plan) -> list[str]:
         out.append(f"Partial plan: only {', '.join(plan.targets)} (--target); other resources were not compared")
     if plan.refused:
         out.append(f"Apply will refuse this plan: {plan.refused}")
+    if plan.app_lock:
+        out.append(f"App lock: {plan.app_lock}")
     return [*out, ""] if out else []
 
 
