@@ -33,6 +33,7 @@ from cesync.models import overlay  # noqa: E402
 
 PACKAGE = "google.cloud.ces.v1"
 DESCRIPTOR_FILE = ROOT / "src/cesync/api/ces_v1.binpb"
+BETA_APP_FILE = ROOT / "src/cesync/api/ces_v1beta_app.binpb"  # v1beta's App and what it needs: the emulator's /v1beta/ apps
 FACTS_FILE = ROOT / "src/cesync/api/ces_v1.json"
 MODELS_FILE = ROOT / "src/cesync/models/messages.py"
 OTHER_FILE = ROOT / "src/cesync/models/other.py"
@@ -69,10 +70,10 @@ def _proto_classes() -> list[Any]:
     return out
 
 
-def _files() -> list[descriptor_pb2.FileDescriptorProto]:
-    """Every file of the package and its dependencies, dependencies first."""
+def _files(roots: list[str] | None = None) -> list[descriptor_pb2.FileDescriptorProto]:
+    """Every file of the package (or of roots) and its dependencies, dependencies first."""
     default = descriptor_pool.Default()
-    roots = sorted({cls.pb().DESCRIPTOR.file.name for cls in _proto_classes()})
+    roots = roots or sorted({cls.pb().DESCRIPTOR.file.name for cls in _proto_classes()})
     ordered: list[descriptor_pb2.FileDescriptorProto] = []
     done: set[str] = set()
 
@@ -478,10 +479,20 @@ def _format(source: str) -> str:
     return done.stdout
 
 
+def beta_app() -> bytes:
+    """v1beta's app.proto and its dependencies: the v1beta-only App fields (evaluationSettings,
+    evaluationPersonas) are checked against these where the emulator serves /v1beta/."""
+    from google.cloud.ces_v1beta import App
+
+    fds = descriptor_pb2.FileDescriptorSet(file=_files([App.pb().DESCRIPTOR.file.name]))
+    return fds.SerializeToString(deterministic=True)
+
+
 def outputs() -> dict[Path, bytes]:
     fds_bytes, facts_text = extract()
     return {
         DESCRIPTOR_FILE: fds_bytes,
+        BETA_APP_FILE: beta_app(),
         FACTS_FILE: facts_text.encode(),
         **{path: text.encode() for path, text in render_models(fds_bytes, facts_text).items()},
     }

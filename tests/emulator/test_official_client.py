@@ -96,3 +96,53 @@ def test_a_reference_that_is_not_a_name_of_the_app_is_refused(client: ces_v1.Age
     [violation] = refused.value.response.json()["error"]["details"][0]["fieldViolations"]
     assert violation["field"] == "agent.tools[0]" and value in violation["description"]
     assert not [a for a in client.list_agents(parent=APP) if a.name.endswith("/a1")]
+
+
+def test_v1beta_only_app_fields_are_kept(emulator: BackgroundServer) -> None:
+    """App.evaluationSettings and evaluationPersonas exist in v1beta only: stored, returned and masked on
+    /v1beta/ (Google's v1beta client), absent from /v1/ answers, and left alone by /v1/ updates."""
+    from google.cloud import ces_v1beta
+
+    options = ClientOptions(api_endpoint=emulator.url)
+    beta = ces_v1beta.AgentServiceClient(credentials=AnonymousCredentials(), transport="rest", client_options=options)
+    v1 = ces_v1.AgentServiceClient(credentials=AnonymousCredentials(), transport="rest", client_options=options)
+    mode = ces_v1beta.EvaluationSettings.ScenarioExecutionMode.SPEED_OPTIMIZED
+    app = ces_v1beta.App(
+        display_name="Beta",
+        evaluation_settings=ces_v1beta.EvaluationSettings(scenario_execution_mode=mode),
+        evaluation_personas=[ces_v1beta.EvaluationPersona(name="p1", display_name="Impatient", personality="Terse.")],
+    )
+    created = beta.create_app(parent="projects/p/locations/us", app=app, app_id="beta").result(timeout=30)
+    assert created.evaluation_settings.scenario_execution_mode == mode
+    assert [p.display_name for p in created.evaluation_personas] == ["Impatient"]
+
+    got = beta.get_app(name=created.name)
+    assert got.evaluation_settings.scenario_execution_mode == mode and len(got.evaluation_personas) == 1
+    personas = [*got.evaluation_personas, ces_v1beta.EvaluationPersona(name="p2", display_name="Chatty")]
+    beta.update_app(
+        app=ces_v1beta.App(name=created.name, evaluation_personas=personas),
+        update_mask=field_mask_pb2.FieldMask(paths=["evaluation_personas"]),
+    )
+    v1.update_app(
+        app=ces_v1.App(name=created.name, description="v1 edit"),
+        update_mask=field_mask_pb2.FieldMask(paths=["description"]),
+    )
+    after = beta.get_app(name=created.name)
+    assert [p.display_name for p in after.evaluation_personas] == ["Impatient", "Chatty"]
+    assert after.evaluation_settings.scenario_execution_mode == mode and after.description == "v1 edit"
+
+    import httpx
+
+    plain = httpx.get(f"{emulator.url}/v1/{created.name}").json()
+    assert "evaluationSettings" not in plain and "evaluationPersonas" not in plain and plain["description"] == "v1 edit"
+    too_many = [{"name": f"p{i}"} for i in range(31)]
+    refused = httpx.patch(
+        f"{emulator.url}/v1beta/{created.name}",
+        params={"updateMask": "evaluationPersonas"},
+        json={"evaluationPersonas": too_many},
+    )
+    assert refused.status_code == 400 and "at most 30" in refused.json()["error"]["message"]
+    bad_mask = httpx.patch(f"{emulator.url}/v1beta/{created.name}", params={"updateMask": "evaluationSettings.nope"}, json={})
+    assert bad_mask.status_code == 400
+    on_v1 = httpx.patch(f"{emulator.url}/v1/{created.name}", params={"updateMask": "evaluationPersonas"}, json={})
+    assert on_v1.status_code == 400  # v1's App has no such field

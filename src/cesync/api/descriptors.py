@@ -23,9 +23,14 @@ from google.protobuf.message import Message
 
 __all__ = [
     "BEHAVIORS_FILE",
+    "BETA_APP_FILE",
+    "BETA_PACKAGE",
     "DESCRIPTOR_FILE",
     "PACKAGE",
     "behaviors",
+    "beta_app_class",
+    "beta_only_app_fields",
+    "beta_pool",
     "facts",
     "file_set",
     "message",
@@ -64,6 +69,37 @@ def pool() -> descriptor_pool.DescriptorPool:
                 msg.field.add(name=name, json_name=json_name, number=number, type=9, label=1)  # optional string
         built.AddSerializedFile(patched.SerializeToString())
     return built
+
+
+BETA_PACKAGE = "google.cloud.ces.v1beta"
+BETA_APP_FILE = HERE / "ces_v1beta_app.binpb"  # v1beta's app.proto and its dependencies (scripts/gen_api.py)
+
+
+@cache
+def beta_pool() -> descriptor_pool.DescriptorPool:
+    """v1beta's App and the messages it holds, in a pool of their own."""
+    fds = descriptor_pb2.FileDescriptorSet()
+    fds.ParseFromString(BETA_APP_FILE.read_bytes())
+    built = descriptor_pool.DescriptorPool()
+    for file in fds.file:  # stored in dependency order
+        built.AddSerializedFile(file.SerializeToString())
+    return built
+
+
+@cache
+def beta_app_class() -> type[Message]:
+    return message_factory.GetMessageClass(beta_pool().FindMessageTypeByName(f"{BETA_PACKAGE}.App"))
+
+
+@cache
+def beta_only_app_fields() -> dict[str, str]:
+    """The fields v1beta's App has and v1's lacks, by JSON name and by proto name -> JSON name."""
+    v1 = {f.name for f in message(f"{PACKAGE}.App").fields}
+    out: dict[str, str] = {}
+    for f in beta_app_class().DESCRIPTOR.fields:
+        if f.name not in v1:
+            out[f.json_name] = out[f.name] = f.json_name
+    return out
 
 
 @cache

@@ -4,9 +4,10 @@ One Starlette app serves both ways: over a socket through uvicorn
 (``cesync emulator``) and in process through ``httpx.ASGITransport`` (the embedded
 backend). Routing is by regular expression because resource names hold slashes
 and custom methods hold colons. ``/v1beta/`` serves the same resources as ``/v1/``
-(the v1beta messages are v1's plus evaluation settings on the app, which the
-emulator accepts and drops); long-running operations name their payload types in
-the version they were asked in.
+(the v1beta messages are v1's plus the app's evaluationSettings and
+evaluationPersonas, checked against v1beta's App on /v1beta/ only, see
+_beta_fields); long-running operations name their payload types in the version
+they were asked in.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ APP_RE = re.compile(r"^(projects/[^/]+/locations/[^/]+/apps/[^/:]+)(.*)\Z")
 LOCATION_RE = re.compile(r"^(projects/[^/]+/locations/[^/]+)/(apps|operations)(.*)\Z")
 ID_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_-]{0,127}\Z")
 VERSIONS = ("v1", "v1beta")
-BETA_ONLY = {"evaluationSettings", "evaluation_settings", "evaluationPersonas", "evaluation_personas"}  # App, v1beta
+MAX_PERSONAS = 30  # v1beta App.evaluation_personas: "Maximum of 30 personas can be defined." (google-cloud-ces)
 Extras = list[Extra]  # module names: inside Emulator, "list" is its list method
 Paths = list[str] | None
 Handler = Callable[[Request, str, str, str | None], Awaitable[Any]]
@@ -142,6 +143,18 @@ def _apply_mask(stored: dict[str, Any], body: dict[str, Any], paths: list[str]) 
     return merged
 
 
+def _beta_update(data: dict[str, Any], sent: dict[str, Any], paths: list[str], *, replace: bool) -> dict[str, Any]:
+    """The app's v1beta-only fields after an update: what the mask names comes from the request, and
+    all of them without a mask on /v1beta/; the rest as stored (an update on /v1/ leaves them)."""
+    names = set(api.beta_only_app_fields().values())
+    stored = {k: data.pop(k) for k in list(data) if k in names}
+    if replace:
+        stored = {k: v for k, v in sent.items() if v is not None}
+    elif paths:
+        stored = _apply_mask(stored, sent, paths)
+    return {**data, **stored}
+
+
 def _with_extras(data: dict[str, Any], found: list[Extra]) -> dict[str, Any]:
     """data (a copy, when there is anything to put back) with these fields where they were."""
     return graft(json.loads(json.dumps(data)), found) if found else data
@@ -194,10 +207,63 @@ def _checked_parsed(collection: str, body: dict[str, Any]) -> Parsed:
     return parsed
 
 
-def _beta_body(request: Request, collection: str, body: dict[str, Any]) -> dict[str, Any]:
-    if collection == "apps" and _version(request) == "v1beta":
-        return {k: v for k, v in body.items() if k not in BETA_ONLY}
-    return body
+def _beta_fields(request: Request, body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An App body on /v1beta/: (its v1 part, its v1beta-only fields checked against v1beta's App, in
+    JSON names, defaults omitted). On /v1/ the body is v1's: those fields are unknown names there."""
+    names = api.beta_only_app_fields()
+    if _version(request) != "v1beta" or not any(k in names for k in body):
+        return body, {}
+    sent = {k: v for k, v in body.items() if k in names}
+    message = api.beta_app_class()()
+    try:
+        json_format.ParseDict(sent, message, descriptor_pool=api.beta_pool())
+    except json_format.ParseError as exc:
+        violation = {"field": "app", "description": str(exc)}
+        raise RpcError(
+            "INVALID_ARGUMENT",
+            f"invalid app: {exc}",
+            details=[{"@type": "type.googleapis.com/google.rpc.BadRequest", "fieldViolations": [violation]}],
+        ) from None
+    if len(getattr(message, "evaluation_personas")) > MAX_PERSONAS:  # noqa: B009 (a message class made at run time)
+        raise RpcError("INVALID_ARGUMENT", f"invalid app: at most {MAX_PERSONAS} evaluationPersonas can be defined")
+    checked = json_format.MessageToDict(message)
+    return {k: v for k, v in body.items() if k not in names}, {names[k]: checked.get(names[k]) for k in sent}
+
+
+def _beta_mask(request: Request) -> tuple[str | None, list[str]]:
+    """updateMask on /v1/ as it is; on /v1beta/ split into the v1 part and the v1beta-only App paths
+    (checked against v1beta's App, in JSON names)."""
+    raw = _query(request).get("updateMask")
+    if raw is None or _version(request) != "v1beta":
+        return raw, []
+    names = api.beta_only_app_fields()
+    mine = [p.strip() for p in raw.split(",") if p.strip().split(".")[0] in names]
+    if not mine:
+        return raw, []
+    rest = ",".join(p for p in raw.split(",") if p.strip() and p.strip() not in mine)
+    paths = []
+    for path in mine:
+        desc: Any = api.beta_app_class().DESCRIPTOR
+        parts = []
+        for part in path.split("."):
+            f = None
+            if desc is not None:
+                f = desc.fields_by_name.get(part) or next((x for x in desc.fields if x.json_name == part), None)
+            if f is None:
+                raise RpcError("INVALID_ARGUMENT", f"invalid update_mask path '{path}': no field '{part}' in app")
+            parts.append(f.json_name)
+            desc = f.message_type if f.message_type is not None and not f.is_repeated else None
+        paths.append(".".join(parts))
+    return rest or "-", paths  # "-": the mask names v1beta fields only (nothing of v1's)
+
+
+def _without_beta(request: Request, res: Printed) -> Response:
+    """An app answer: on /v1/, without the fields only v1beta's App has."""
+    names = api.beta_only_app_fields()
+    if _version(request) == "v1beta" or not any(k in res.data for k in names):
+        return _answer(request, res)
+    data = json.loads(res.text(_enum_int(request)))
+    return JSONResponse({k: v for k, v in data.items() if k not in names})
 
 
 def _page_args(request: Request, key: str) -> tuple[int, int]:
@@ -612,13 +678,16 @@ class Emulator:
         offset, size = _page_args(request, f"{location}|apps")
         with self.store.transaction() as db:
             apps = self.store.list_apps(db, location)
-        text = '{"apps":[' + ",".join(a.text(_enum_int(request)) for a in apps[offset : offset + size]) + "]"
+        shown = [bytes(_without_beta(request, a).body).decode() for a in apps[offset : offset + size]]
+        text = '{"apps":[' + ",".join(shown) + "]"
         if offset + size < len(apps):
             text += f',"nextPageToken":{json.dumps(page_token(offset + size, f"{location}|apps"))}'
         return Response(text + "}", media_type="application/json")
 
     async def create_app(self, request: Request, location: str) -> Any:
-        data = _checked("apps", _beta_body(request, "apps", await _json_body(request)))
+        body, beta = _beta_fields(request, await _json_body(request))
+        data = _checked("apps", body)
+        data.update({k: v for k, v in beta.items() if v is not None})
         rid = _query(request).get("appId") or f"app-{uuid.uuid4().hex[:12]}"
         if not ID_RE.match(rid):
             raise RpcError("INVALID_ARGUMENT", f"invalid appId '{rid}'")
@@ -639,11 +708,13 @@ class Emulator:
     async def get_app(self, request: Request, parent: str) -> Any:
         self.store.app(parent)
         with self.store.transaction() as db:
-            return _answer(request, self._existing_app(db, parent))
+            return _without_beta(request, self._existing_app(db, parent))
 
     async def patch_app(self, request: Request, parent: str) -> Any:
-        body, taught = self._split("apps", _beta_body(request, "apps", await _json_body(request)))
-        paths = mask_paths(_query(request).get("updateMask"), "apps")
+        v1_body, beta = _beta_fields(request, await _json_body(request))
+        body, taught = self._split("apps", v1_body)
+        raw_mask, beta_paths = _beta_mask(request)
+        paths = [] if raw_mask == "-" else mask_paths(raw_mask, "apps")
         whole = _checked_parsed("apps", body) if paths is None else None
         incoming = whole.data if whole is not None else checked("apps", body, complete=False).data
         etag = (body.get("etag") or "") if etag_honoured("apps") else ""  # App.etag is OUTPUT_ONLY: ignored
@@ -659,9 +730,10 @@ class Emulator:
                 raise _locked_error(parent)  # only the update that unlocks a locked app passes
             self._check_references(db, parent, "app", data)
             data.update(unknown)
+            data = _beta_update(data, beta, beta_paths, replace=paths is None and _version(request) == "v1beta")
             res = printed("apps", _with_extras(data, nested))
             self.store.put_app(db, parent, res)
-        return _answer(request, res)
+        return _without_beta(request, res)
 
     async def delete_app(self, request: Request, parent: str) -> Any:
         etag = _query(request).get("etag") or ""
