@@ -15,6 +15,7 @@ CesyncError                  every error cesync reports to a user (one clear lin
     │   └── AlreadyExists    create with a taken id
     ├── RetryableError       429, 503, 504 (retried where safe, see client/api.py)
     ├── Internal             500 INTERNAL (never retried)
+    ├── BadReply             an answer no CES API sends (wrong types, a name outside the app, endless pages)
     └── TransportError       the endpoint could not be reached at all
 """
 
@@ -30,6 +31,7 @@ __all__ = [
     "Aborted",
     "AlreadyExists",
     "ApiError",
+    "BadReply",
     "CesyncError",
     "ConfigError",
     "Conflict",
@@ -231,6 +233,12 @@ class RetryableError(ApiError):
 
 class Internal(ApiError):
     status = "INTERNAL"
+
+
+class BadReply(ApiError):
+    """The server answered, but not as the CES API does: never retried, nothing built on it."""
+
+    status = "BAD_REPLY"
 
 
 class TransportError(ApiError):

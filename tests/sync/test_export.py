@@ -104,7 +104,7 @@ def test_export_refuses_non_empty_folder_and_force_keeps_other_files(
 @pytest.mark.parametrize(
     ("injected", "expected"),
     [
-        ("projects/p/locations/us/apps/a/tools/..\\..\\evil", "cannot be a cesync tool"),
+        ("projects/p/locations/us/apps/a/tools/..\\..\\evil", "which is not a tool of projects/p/locations/us/apps/a"),
         ("projects/other/locations/us/apps/x/tools/greet", "not a tool of"),
     ],
 )

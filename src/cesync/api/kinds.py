@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .resource import ID_RE
+
 if TYPE_CHECKING:
     from ..models import ProtoModel
 
@@ -79,6 +81,24 @@ class ResourceKind:
 
     def resource_name(self, parent: str, rid: str) -> str:
         return parent if self.singleton else f"{parent}/{self.collection}/{rid}"
+
+    def id_in(self, parent: str, name: object) -> str | None:
+        """The id of a server's resource name when it is one of parent's of this kind, else None.
+
+        Only plain id segments pass: a listed name with ``..``, ``%2F``, ``?`` or ``#``, or of
+        another app, would otherwise become a request (a delete under --prune) on something
+        else. A tool a toolset makes is named under its toolset (``{parent}/toolsets/T/tools/X``).
+        """
+        if not isinstance(name, str):
+            return None
+        prefix = f"{parent}/{self.collection}/"
+        if name.startswith(prefix) and ID_RE.match(name[len(prefix) :]):
+            return name[len(prefix) :]
+        if self.name == "tool" and name.startswith(f"{parent}/toolsets/"):
+            toolset, _, rid = name[len(f"{parent}/toolsets/") :].partition("/tools/")
+            if ID_RE.match(toolset) and ID_RE.match(rid):
+                return rid
+        return None
 
 
 # --- per-kind hooks -----------------------------------------------------------------------

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import json
 import logging
 import re
 import ssl
@@ -39,11 +38,12 @@ from typing import Any, TypeVar
 import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_random_exponential
 
+from ..api.jsonvalue import JsonValueError, loads
 from ..api.kinds import KINDS, by_collection, kind_of_name
 from ..api.permissions import permission
 from ..api.resource import Resource
 from ..core.sensitive import scrub
-from ..errors import BY_STATUS, ApiError, CesyncError, RetryableError, TransportError
+from ..errors import BY_STATUS, ApiError, BadReply, CesyncError, RetryableError, TransportError
 from .pacing import Pacer, Quota, is_quota_refusal
 
 log = logging.getLogger(__name__)  # one line per HTTP call with --verbose (method, path, status, time)
@@ -57,6 +57,8 @@ __all__ = ["CesClient", "RetryPolicy", "Written"]
 
 T = TypeVar("T")
 ALT = {"$alt": "json;enum-encoding=int"}
+PAGE_SIZE = 1000
+MAX_PAGES = 1000  # a million resources of one kind: far beyond an app's quota
 _USERINFO = re.compile(r"//[^/@\s]*@")
 
 
@@ -109,20 +111,16 @@ def _retry_delay(details: list[dict[str, Any]]) -> float | None:
 
 def to_error(response: httpx.Response, operation: str, resource: str) -> ApiError:
     """Map a google.rpc.Status answer to the exception tree, branching on error.status."""
-    try:
-        payload = response.json()
-        error = payload.get("error", {}) if isinstance(payload, dict) else {}
-    except (ValueError, json.JSONDecodeError):
-        error = {}
-    status = str(error.get("status") or "")
-    message = str(error.get("message") or response.reason_phrase or "error")
+    error = _status_of(response)
+    status = error["status"]
+    message = error["message"] or response.reason_phrase or "error"
     if 300 <= response.status_code < 400:  # not followed (credentials stay with the endpoint), and not a success
         to = response.headers.get("location")
         message = (
             f"the server answered with a redirect (HTTP {response.status_code}{f' to {to}' if to else ''}), which cesync "
             "does not follow: nothing was done; is the endpoint right?"
         )
-    details = error.get("details") or []
+    details = error["details"]
     if not status:
         status = {
             400: "INVALID_ARGUMENT",
@@ -143,6 +141,26 @@ def to_error(response: httpx.Response, operation: str, resource: str) -> ApiErro
     if status == "NOT_FOUND" and operation.startswith("list"):
         message += " (does the app exist? check project, location and app in cesync.yaml)"
     return cls(message, code=response.status_code, status=status, operation=operation, resource=resource, details=details)
+
+
+def _status_of(response: httpx.Response) -> dict[str, Any]:
+    """The google.rpc.Status of an error answer as {status, message, details}, whatever the body holds:
+    a field of another type is left out (a string in place of the status object is its message)."""
+    try:
+        payload = loads(response.content) if response.content else {}
+    except JsonValueError:
+        payload = {}
+    error = payload.get("error") if isinstance(payload, dict) else None
+    if isinstance(error, str):
+        error = {"message": error}
+    if not isinstance(error, dict):
+        error = {}
+    status, message, details = error.get("status"), error.get("message"), error.get("details")
+    return {
+        "status": status if isinstance(status, str) and status.isupper() and status.isidentifier() else "",
+        "message": message if isinstance(message, str) else "",
+        "details": [d for d in details if isinstance(d, dict)] if isinstance(details, list) else [],
+    }
 
 
 def _verify(base_url: str) -> ssl.SSLContext | bool:
@@ -337,14 +355,20 @@ class CesClient:
         if response.status_code >= 300:  # a redirect is no success either: the request was not carried out
             raise to_error(response, operation, resource)
         try:
-            data = response.json() if response.content else {}
-        except ValueError:
+            data = loads(response.content) if response.content else {}
+        except JsonValueError as exc:
             raise TransportError(
-                f"the server answered with something that is not JSON (HTTP {response.status_code})",
+                f"the server answered with something that is not a CES reply (HTTP {response.status_code}): {exc}",
                 operation=operation,
                 resource=resource,
             ) from None
-        return data if isinstance(data, dict) else {}
+        if not isinstance(data, dict):
+            raise BadReply(
+                f"the server answered with a JSON {type(data).__name__}, not an object (HTTP {response.status_code})",
+                operation=operation,
+                resource=resource,
+            )
+        return data
 
     async def _retrying(self, fn: Callable[[], Awaitable[T]]) -> T:
         """fn, retried per the policy. The first attempt runs without tenacity: almost every
@@ -413,30 +437,59 @@ class CesClient:
 
     async def list_all(self, parent: str, collection: str) -> list[dict[str, Any]]:
         """Every resource of a collection: one request per page of 1000, never one per resource."""
+        listed = by_collection(collection)
+        params = {"filter": listed.list_filter} if listed is not None and listed.list_filter else {}
+        return await self.pages(f"{parent}/{collection}", collection, f"list {collection}", parent, params)
+
+    async def pages(
+        self, path: str, key: str, operation: str, resource: str, params: dict[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """Every item of a paged list (``key`` of each page), following ``nextPageToken``.
+
+        A server that answers a token it already gave, or more than MAX_PAGES pages, is
+        refused: a list that never ends would keep plan running (and asking) forever.
+        """
         items: list[dict[str, Any]] = []
+        seen: set[str] = set()
         token = ""
-        while True:
-            params: dict[str, Any] = {"pageSize": 1000}
-            listed = by_collection(collection)
-            if listed is not None and listed.list_filter:
-                params["filter"] = listed.list_filter
-            if token:
-                params["pageToken"] = token
-            page = await self._retrying(
-                partial(self._call, "GET", f"{parent}/{collection}", f"list {collection}", parent, params=params)
-            )
-            items += page.get(collection, [])
-            token = page.get("nextPageToken", "")
+        for _ in range(MAX_PAGES):
+            query: dict[str, Any] = {"pageSize": PAGE_SIZE, **(params or {}), **({"pageToken": token} if token else {})}
+            page = await self._retrying(partial(self._call, "GET", path, operation, resource, params=query))
+            found, token = page.get(key, []), page.get("nextPageToken", "")
+            if not isinstance(found, list) or not all(isinstance(x, dict) for x in found):
+                raise BadReply(f"the reply's {key!r} is not a list of objects", operation=operation, resource=resource)
+            if not isinstance(token, str):
+                raise BadReply("the reply's nextPageToken is not a string", operation=operation, resource=resource)
+            items += found
             if not token:
                 return items
+            if token in seen:
+                raise BadReply(
+                    f"the server answered page token {_short(token)} a second time (after {len(seen) + 1} pages): "
+                    "the list would never end; stopping, nothing was changed",
+                    operation=operation,
+                    resource=resource,
+                )
+            seen.add(token)
+        raise BadReply(
+            f"the list did not end after {MAX_PAGES} pages of up to {PAGE_SIZE}: stopping, nothing was changed",
+            operation=operation,
+            resource=resource,
+        )
 
     async def resources(self, parent: str, kind: str) -> list[Resource]:
-        """Every listed resource of one kind (a key of KINDS), as records: unfiltered, ids from their names."""
-        return [_record(kind, body) for body in await self.list_all(parent, KINDS[kind].collection)]
+        """Every listed resource of one kind (a key of KINDS), as records: unfiltered, ids from their names
+        (each checked to be one of this app's: see ResourceKind.id_in)."""
+        operation = f"list {KINDS[kind].collection}"
+        return [_record(kind, body, parent, operation) for body in await self.list_all(parent, KINDS[kind].collection)]
 
     async def read(self, name: str) -> Resource:
         """One resource by its full name; NotFound (typed) when it does not exist."""
-        return _record(kind_of_name(name).name, await self.get(name))
+        kind = kind_of_name(name)
+        body = await self.get(name)
+        if body.get("name", name) != name:
+            raise BadReply(f"the server answered with {_short(body.get('name'))}", operation=f"get {kind.name}", resource=name)
+        return Resource(kind.name, name.rsplit("/", 1)[-1], body)
 
     async def get(self, name: str) -> dict[str, Any]:
         kind = _kind(name)
@@ -529,8 +582,22 @@ def _refused(exc: httpx.ConnectError) -> bool:
     return f"[Errno {errno.ECONNREFUSED}]" in text or "connection refused" in text.lower()
 
 
-def _record(kind: str, body: dict[str, Any]) -> Resource:
-    return Resource(kind, str(body.get("name", "")).rsplit("/", 1)[-1], body)
+def _record(kind: str, body: dict[str, Any], parent: str, operation: str) -> Resource:
+    rid = KINDS[kind].id_in(parent, body.get("name"))
+    if rid is None:
+        raise BadReply(
+            f"the server listed a {kind} named {_short(body.get('name'))}, which is not a {kind} of {parent} "
+            f"({parent}/{KINDS[kind].collection}/ID, the ID of letters, digits, '-' and '_'): nothing was changed",
+            operation=operation,
+            resource=parent,
+        )
+    return Resource(kind, rid, body)
+
+
+def _short(value: object) -> str:
+    """A server's value in a message: quoted, and cut when long."""
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def _kind(name: str) -> str:

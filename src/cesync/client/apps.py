@@ -9,12 +9,12 @@ with a numeric code) becomes the same exception a direct answer would have raise
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
-from ..errors import BY_STATUS, ApiError, NotFound
+from ..errors import BY_STATUS, ApiError, BadReply, NotFound
 from .api import CesClient, Written
 
 __all__ = [
@@ -50,6 +50,9 @@ CODES = [
 ]
 
 
+_OPERATION = re.compile(r"projects/[\w.:-]+(/[\w.:-]+)*/operations/[\w.:-]+", re.ASCII)
+
+
 @dataclass(frozen=True)
 class Polling:
     """How an operation is waited for: first delay, longest delay, and when to give up (seconds)."""
@@ -65,7 +68,9 @@ def operation_error(error: dict[str, Any], what: str, resource: str) -> ApiError
     status = CODES[code] if isinstance(code, int) and 0 <= code < len(CODES) else str(code or "UNKNOWN")
     cls = BY_STATUS.get(status, ApiError)
     message = str(error.get("message") or "the operation failed")
-    return cls(message, status=status, operation=what, resource=resource, details=list(error.get("details") or []))
+    details = error.get("details")
+    listed = [d for d in details if isinstance(d, dict)] if isinstance(details, list) else []
+    return cls(message, status=status, operation=what, resource=resource, details=listed)
 
 
 async def wait_operation(
@@ -73,13 +78,18 @@ async def wait_operation(
 ) -> dict[str, Any]:
     """The operation's ``response`` once it is done; its error raised as an ApiError."""
     polling = polling or Polling()
-    name = str(operation.get("name", ""))
+    name = operation.get("name")
+    name = name if isinstance(name, str) else ""
     start = time.monotonic()
     delay = polling.initial
     while not operation.get("done"):
         waited = time.monotonic() - start
-        if not name:
-            raise ApiError("the server answered with an operation that has no name", operation=what, resource=resource)
+        if not _OPERATION.fullmatch(name) or ".." in name.split("/"):
+            raise BadReply(
+                f"the server answered with an operation named {name[:120]!r}, not projects/.../operations/ID",
+                operation=what,
+                resource=resource,
+            )
         if waited > polling.timeout:
             raise ApiError(
                 f"still running after {waited:.0f}s: {name}; it may yet finish. Check it, then plan again",
@@ -91,7 +101,8 @@ async def wait_operation(
         delay = min(delay * 2, polling.maximum)
         operation = await client._retrying(lambda: client._call("GET", name, f"wait for {what}", resource))
     if "error" in operation:
-        raise operation_error(operation["error"], what, resource)
+        error = operation["error"]
+        raise operation_error(error if isinstance(error, dict) else {"message": str(error)[:200]}, what, resource)
     response = operation.get("response")
     return dict(response) if isinstance(response, dict) else {}
 
@@ -133,17 +144,8 @@ async def delete_app(client: CesClient, parent: str, etag: str = "", polling: Po
 
 async def list_versions(client: CesClient, parent: str) -> list[dict[str, Any]]:
     """Every version of the app, newest first."""
-    items: list[dict[str, Any]] = []
-    token = ""
-    while True:
-        params: dict[str, Any] = {"pageSize": 1000, **({"pageToken": token} if token else {})}
-        page = await client._retrying(
-            partial(client._call, "GET", f"{parent}/versions", "list app versions", parent, params=params)
-        )
-        items += page.get("appVersions", [])
-        token = str(page.get("nextPageToken", ""))
-        if not token:
-            return sorted(items, key=lambda v: str(v.get("createTime", "")), reverse=True)
+    items = await client.pages(f"{parent}/versions", "appVersions", "list app versions", parent)
+    return sorted(items, key=lambda v: str(v.get("createTime", "")), reverse=True)
 
 
 async def create_version(client: CesClient, parent: str, body: dict[str, Any], version_id: str = "") -> dict[str, Any]:

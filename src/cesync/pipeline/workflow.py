@@ -435,7 +435,14 @@ async def restore_plan(client: CesClient, env: EnvTarget, version: str) -> tuple
     for collection, items in snapshot.items():
         kind = by_collection(collection)
         if kind is not None and isinstance(items, list):
-            wanted += [Resource(kind.name, str(b.get("name", "")).rsplit("/", 1)[-1], b) for b in items if kind.managed(b)]
+            for b in (b for b in items if isinstance(b, dict) and kind.managed(b)):
+                rid = kind.id_in(env.parent, b.get("name"))
+                if rid is None:
+                    raise CesyncError(
+                        f"the version's snapshot holds a {kind.name} named {str(b.get('name'))[:120]!r}, which is not a "
+                        f"{kind.name} of {env.parent}: nothing was changed"
+                    )
+                wanted.append(Resource(kind.name, rid, b))
     remote = [r for r in await read_remote(client, env.parent) if r.kind == APP or r.kind in SNAPSHOT_KINDS]
     return name, build_plan(env.name, env.parent, wanted, remote, prune=True)
 
