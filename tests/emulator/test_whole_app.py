@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import json
-import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -271,13 +270,29 @@ def test_import_reports_rejected_resources_and_bad_archives(client: ces_v1.Agent
         client.import_app(request=ces_v1.ImportAppRequest(parent=LOCATION, app_content=b"not a zip", app_id="bad"))
 
 
-def test_operations_poll_and_report_errors(server: BackgroundServer) -> None:
-    with httpx.Client(base_url=server.url) as h:
+class FakeClock:
+    """A wall clock the test moves: when an operation is due is the emulator's business, not the machine's speed."""
+
+    def __init__(self) -> None:
+        self.now = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_operations_poll_and_report_errors() -> None:
+    clock = FakeClock()
+    with BackgroundServer(operation_clock=clock) as server, httpx.Client(base_url=server.url) as h:
         first = h.post(f"/v1/{LOCATION}/apps", params={"appId": "racy"}, json={"displayName": "Racy"}).json()
         second = h.post(f"/v1/{LOCATION}/apps", params={"appId": "racy"}, json={"displayName": "Racy"}).json()
         assert first["done"] is False and first["metadata"]["@type"].endswith("ces.v1.OperationMetadata")
         assert h.get(f"/v1/{first['name']}").json()["done"] is False
-        time.sleep(0.4)
+        clock.advance(0.19)
+        assert h.get(f"/v1/{first['name']}").json()["done"] is False  # 0.2 s is the emulator's default delay
+        clock.advance(0.02)
         done, failed = h.get(f"/v1/{first['name']}").json(), h.get(f"/v1/{second['name']}").json()
         outcomes = sorted([done, failed], key=lambda o: "error" in o)
         assert outcomes[0]["response"]["@type"] == "type.googleapis.com/google.cloud.ces.v1.App"
@@ -287,7 +302,7 @@ def test_operations_poll_and_report_errors(server: BackgroundServer) -> None:
         # an operation nobody polls still finishes once its time has come: the app is there
         h.post(f"/v1/{LOCATION}/apps", params={"appId": "unpolled"}, json={"displayName": "Unpolled"})
         assert h.get(f"/v1/{LOCATION}/apps/unpolled").status_code == 404  # not yet
-        time.sleep(0.4)
+        clock.advance(0.21)
         assert h.get(f"/v1/{LOCATION}/apps/unpolled").json()["displayName"] == "Unpolled"
 
 

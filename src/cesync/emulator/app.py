@@ -336,7 +336,9 @@ def _locked_error(parent: str) -> RpcError:
 
 
 class Emulator:
-    def __init__(self, store: Store, operation_delay: float = DEFAULT_OPERATION_DELAY) -> None:
+    def __init__(
+        self, store: Store, operation_delay: float = DEFAULT_OPERATION_DELAY, operation_clock: Callable[[], float] = time.time
+    ) -> None:
         self.store = store
         self.executor = Executor(self._read_copy, self._tools_copy)
         actions: dict[str, Action] = {
@@ -345,7 +347,7 @@ class Emulator:
             "import_app": self._do_import_app,
             "restore": self._do_restore,
         }
-        self.operations = Operations(store, actions, operation_delay)
+        self.operations = Operations(store, actions, operation_delay, operation_clock)
         # Fields a newer CES has and the snapshot lacks, as (message, JSON name), taught by /admin/inject:
         # this server then stores them wherever they sit, returns them, and takes them in requests.
         self.taught: set[tuple[str, str]] = set()
@@ -1059,9 +1061,10 @@ def create_app(
     operation_delay: float = DEFAULT_OPERATION_DELAY,
     quota: QuotaConfig | None = None,
     quota_clock: Callable[[], float] = time.monotonic,
+    operation_clock: Callable[[], float] = time.time,
 ) -> Starlette:
     """The emulator as an ASGI app (state in memory unless the store has a file; no quota unless given)."""
-    emulator = Emulator(store or Store(), operation_delay)
+    emulator = Emulator(store or Store(), operation_delay, operation_clock)
     if quota is not None:
         emulator.quota = quota
     fault_middleware: list[FaultMiddleware] = []

@@ -39,10 +39,14 @@ def operation_json(record: dict[str, Any]) -> dict[str, Any]:
 
 
 class Operations:
-    def __init__(self, store: Store, actions: dict[str, Action], delay: float = DEFAULT_DELAY) -> None:
+    def __init__(
+        self, store: Store, actions: dict[str, Action], delay: float = DEFAULT_DELAY, clock: Callable[[], float] = time.time
+    ) -> None:
         self.store = store
         self.actions = actions  # what an operation may do, by name; "done" answers a response made at the start
         self.delay = delay
+        # wall-clock seconds: due times are kept in the state file, which other processes share
+        self.clock = clock
         self._pending = 0  # started here and not yet settled: while 0, API calls skip the due query
 
     def start(self, version: str, location: str, action: dict[str, Any], response: str) -> dict[str, Any]:
@@ -57,7 +61,7 @@ class Operations:
             "responseType": response,
         }
         with self.store.transaction(write=True) as db:
-            self.store.put_operation(db, name, time.time() + self.delay, record)
+            self.store.put_operation(db, name, self.clock() + self.delay, record)
         self._pending += 1
         if self.delay <= 0:
             record = self.settle(name) or record
@@ -68,7 +72,7 @@ class Operations:
         if self._pending <= 0:
             return
         with self.store.transaction() as db:
-            names = self.store.due_operations(db, time.time())
+            names = self.store.due_operations(db, self.clock())
         for name in names:
             self.settle(name)
 
@@ -79,7 +83,7 @@ class Operations:
             if found is None:
                 return None
             due, record = found
-            if record["done"] or due > time.time():
+            if record["done"] or due > self.clock():
                 return record
             arguments = dict(record["action"])
             do = arguments.pop("do")

@@ -6,7 +6,7 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -102,11 +102,13 @@ class BackgroundServer:
         operation_delay: float = DEFAULT_OPERATION_DELAY,
         tls: tuple[Path, Path] | None = None,
         quota: QuotaConfig | None = None,
+        operation_clock: Callable[[], float] = time.time,
     ) -> None:
+        """operation_clock: when long-running operations are due (tests pass a clock they advance)."""
         self.port = free_port()
         self.tls = tls  # (certificate, key): serve https, as clients that insist on it need
         store = seeded_store(state, apps, auto_create_apps=auto_create_apps)
-        self.app = create_app(store, faults, operation_delay=operation_delay, quota=quota)
+        self.app = create_app(store, faults, operation_delay=operation_delay, quota=quota, operation_clock=operation_clock)
         config = uvicorn.Config(
             self.app,
             host="127.0.0.1",
