@@ -138,3 +138,30 @@ def test_admin_quota_sets_and_checks_the_limits() -> None:
     assert (a.status_code, b.status_code, c.status_code) == (200, 429, 200)
     assert negative.status_code == 400 and unknown.status_code == 400
     assert off.json()["writesPerMinute"] == 0
+
+
+def test_the_official_client_reads_the_refusal_as_google_s() -> None:
+    """google-cloud-ces over REST: a create over quota is TooManyRequests (429), with the ErrorInfo's
+    reason, domain and metadata parsed from the details as api_core parses Google's."""
+    from google.api_core import exceptions
+    from google.api_core.client_options import ClientOptions
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud import ces_v1
+
+    from cesync.emulator.server import BackgroundServer
+
+    with BackgroundServer(auto_create_apps=True, quota=QuotaConfig(writes_per_minute=60, burst=1)) as server:
+        client = ces_v1.AgentServiceClient(
+            credentials=AnonymousCredentials(), transport="rest", client_options=ClientOptions(api_endpoint=server.url)
+        )
+        tool = ces_v1.Tool(python_function=ces_v1.PythonFunction(name="f", python_code=FN["pythonFunction"]["pythonCode"]))
+        client.create_tool(parent=APP, tool=tool, tool_id="t1")
+        try:
+            client.create_tool(parent=APP, tool=tool, tool_id="t2")
+        except exceptions.TooManyRequests as exc:  # REST: by the HTTP status, as for Google
+            refused = exc
+        else:
+            raise AssertionError("the second create was not refused")
+    assert refused.code == 429
+    assert (refused.reason, refused.domain) == ("RATE_LIMIT_EXCEEDED", "googleapis.com")
+    assert refused.metadata["quota_metric"] == "ces.googleapis.com/write_requests"
