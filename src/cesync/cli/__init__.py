@@ -40,8 +40,23 @@ F = TypeVar("F", bound=Callable[..., Any])
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
-def err(message: str) -> None:
-    click.echo(scrub(message), err=True)
+# --- the one output path -------------------------------------------------------------------------
+#
+# Everything a command prints or writes goes through out(), err() or save(): plan text,
+# Markdown and JSON, exec and test reports, JUnit and plan files, progress and error
+# messages. Each passes the text through sensitive.scrub, which replaces every value
+# registered with sensitive.remember (every environment the command touches, before its
+# first output) in each form an output can carry. The other channels take the same net:
+# retry lines (client.api.stderr_line), log records (sensitive installs a record factory),
+# the comment body (forge.comments), and files of a repo (export, pull), which are refused
+# rather than masked. A future --verbose or log handler must write through err() (or
+# scrub each record itself); tests/core/test_channels.py keeps the command modules from
+# writing any other way.
+
+
+def err(message: str, **kw: Any) -> None:
+    """A message on stderr, scrubbed (see above)."""
+    click.echo(scrub(message), err=True, **kw)
 
 
 def out(message: str, **kw: Any) -> None:
@@ -454,6 +469,7 @@ def print_plan(plan: Plan, fmt: str) -> None:
 
 
 def save(path: Path, text: str) -> None:
+    """A report or plan file (JUnit, plan --out), scrubbed like the terminal."""
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, scrub(text))
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import re
 import sys
@@ -17,7 +16,6 @@ from ..api.resource import Resource
 from ..client import connect
 from ..client.connect import endpoint_for
 from ..core.plan import Plan
-from ..core.sensitive import remember
 from ..errors import CesyncError
 from ..pipeline.workflow import (
     config_for,
@@ -46,6 +44,7 @@ from . import (
     target_option,
     var_options,
 )
+from . import out as say  # `out` is export's --out folder
 
 # --- adoption and promotion -------------------------------------------------------------------
 
@@ -87,6 +86,7 @@ def export(
     var_files: tuple[Path, ...],
 ) -> None:
     """Write the whole app (settings, agents, guardrails, tools and the rest) as a cesync repo (adoption)."""
+    secrets: dict[str, str] = {}
     if app_name:
         name = _env_name(env_name or "default")
         env, root = target_for_app(name, app_name, endpoint, cli_vars(var_pairs, var_files)), out
@@ -96,14 +96,12 @@ def export(
         repo.overrides = cli_vars(var_pairs, var_files)
         env, root = repo.env(env_name), repo.root
         config_text = (repo.root / CONFIG_FILE).read_text(encoding="utf-8")
-        secrets = repo.sensitive_values(env)
-        remember(secrets.values())
         # A sensitive value the app holds is written back as its ${NAME}, never as a literal.
-        env = dataclasses.replace(env, vars={**env.vars, **secrets})
+        secrets = repo.sensitive_values(env)
 
     async def run() -> tuple[ExportedRepo, list[Resource]]:
         async with connect(env, root, override=endpoint) as client:
-            return await export_app(client, env, config_text, targets)
+            return await export_app(client, env, config_text, targets, sensitive=secrets)
 
     exported, remote = asyncio.run(run())
     if (out / ".gitignore").exists():
@@ -124,8 +122,8 @@ def export(
     write_tree(out, exported.files, force=force, verify=round_trip)
     for note in exported.notes:
         err(f"note: {note}")
-    click.echo(f"exported {_counts([r.kind for r in remote])} of {env.parent} to {out}")
-    click.echo(f"next: cesync plan --dir {out} --env {env.name}   (shows no changes)")
+    say(f"exported {_counts([r.kind for r in remote])} of {env.parent} to {out}")
+    say(f"next: cesync plan --dir {out} --env {env.name}   (shows no changes)")
 
 
 @main.command("import-archive")
@@ -161,11 +159,11 @@ def import_archive(source: Path, out: Path, env_name: str, app_name: str | None,
     write_tree(out, exported.files, force=force, verify=lambda staged: checked.append(plan_folder(staged, env.name, [])))
     for note in contents.notes + exported.notes:
         err(f"note: {note}")
-    click.echo(
+    say(
         f"imported {_counts([r.kind for r in contents.resources])} "
         f"({len(contents.variables)} environment values as vars) to {out}"
     )
-    click.echo(f"next: cesync plan --dir {out} --env {env.name}   ({checked[0].counts()['create']} to create)")
+    say(f"next: cesync plan --dir {out} --env {env.name}   ({checked[0].counts()['create']} to create)")
 
 
 @main.command("diff")
@@ -194,27 +192,29 @@ def diff_cmd(
     deletes). This is not a promotion: 'cesync promote' plans TO from the commit FROM
     last applied, and that plan is what apply applies.
     """
-    repo = load_repo(directory, resources=False)
+    repo = load_repo(directory)  # its files say which fields hold sensitive values
     repo.overrides = cli_vars(var_pairs, var_files)
     a, b = repo.env(from_env), repo.env(to_env)
     config_text = (repo.root / CONFIG_FILE).read_text(encoding="utf-8")
+    secrets = repo.sensitive_values(a)  # FROM's go back to their ${NAME} and render as TO's: neither is printed
 
     async def run() -> tuple[ExportedRepo, list[Resource]]:
         async with connect(a, repo.root, override=endpoint) as ca, connect(b, repo.root, override=endpoint) as cb:
-            (exported, _), remote_b = await asyncio.gather(export_app(ca, a, config_text), read_remote(cb, b.parent))
+            exporting = export_app(ca, a, config_text, sensitive=secrets)
+            (exported, _), remote_b = await asyncio.gather(exporting, read_remote(cb, b.parent))
             return exported, remote_b
 
     exported, remote_b = asyncio.run(run())
-    result = plan_files(exported.files, b.name, remote_b, prune=True, variables=repo.overrides)
+    result = plan_files(exported.files, b.name, remote_b, prune=True, variables=repo.overrides, hidden_by=repo)
     not_promotion = (
         f"This compares the live apps; it is not a promotion: 'cesync promote --from {a.name} --to {b.name}' "
         f"plans '{b.name}' from the commit '{a.name}' last applied."
     )
     if fmt == "text":
-        click.echo(f"Making '{b.name}' like the live '{a.name}' ({a.parent}) would change:")
+        say(f"Making '{b.name}' like the live '{a.name}' ({a.parent}) would change:")
         err(not_promotion)
     elif fmt == "markdown":
-        click.echo(f"#### Live `{a.name}` → `{b.name}` (a comparison, not a promotion)\n")
+        say(f"#### Live `{a.name}` → `{b.name}` (a comparison, not a promotion)\n")
     print_plan(result, fmt)
     if detailed_exitcode and result.has_changes:
         sys.exit(EXIT_CHANGES)

@@ -19,6 +19,7 @@ from . import (
     handled,
     load_plan,
     main,
+    out,
 )
 
 
@@ -41,7 +42,7 @@ def comment(planfile: Path, provider: str | None, number: int | None, max_chars:
     target = find_target(os.environ, provider=provider, number=number)
     body = render_markdown(saved, max_chars=max_chars, full_plan=full_plan or run_link(os.environ) or "the CI job's artifacts")
     result = upsert_comment(target, MARKER.format(env=saved.environment, app=saved.app), body)
-    click.echo(f"{result} the plan comment for '{saved.environment}' on #{target.number}")
+    out(f"{result} the plan comment for '{saved.environment}' on #{target.number}")
 
 
 @main.command()
@@ -59,4 +60,4 @@ def matrix(root: Path, envs: tuple[str, ...]) -> None:
     entries = find_apps(root, set(envs) or None)
     if not entries:
         raise CesyncError(f"no cesync.yaml{' with environment ' + ', '.join(envs) if envs else ''} under {root}")
-    click.echo(json.dumps(entries))
+    out(json.dumps(entries))

@@ -37,6 +37,7 @@ from . import (
     target_option,
     var_options,
 )
+from . import out as say  # where a command's --out folder is called out
 
 if TYPE_CHECKING:  # the commands import what they use: validate and schema start light
     from ..client.api import CesClient
@@ -149,7 +150,7 @@ def _validate_one(
     if not problems:
         count = len(repo.files)
         where = f" in {prefix}" if prefix is not None else ""
-        click.echo(f"ok: {count} file{'s' if count != 1 else ''}{where} valid for {', '.join(names)}")
+        out(f"ok: {count} file{'s' if count != 1 else ''}{where} valid for {', '.join(names)}")
     from ..repo.environments import shared_apps
 
     return problems, lint_credentials(repo) + shared_apps(repo.config, repo.config_doc)
@@ -185,7 +186,7 @@ def schema(out: Path, check: bool) -> None:
             f"{label} JSON Schemas: {', '.join(paths)}" for label, paths in (("missing", missing), ("stale", stale)) if paths
         )
         raise CesyncError(f"{what}; run 'cesync schema --out {out}'")
-    click.echo(f"ok: {len(missing) + len(stale)} schema file(s) {'written' if not check else 'out of date'}")
+    say(f"ok: {len(missing) + len(stale)} schema file(s) {'written' if not check else 'out of date'}")
 
 
 @main.command()
@@ -197,8 +198,8 @@ def init(directory: Path, app: str) -> None:
     from ..repo.scaffold import write_scaffold
 
     for path in write_scaffold(directory, app):
-        click.echo(f"created {path}")
-    click.echo("next: cesync validate && cesync plan --env local")
+        out(f"created {path}")
+    out("next: cesync validate && cesync plan --env local")
 
 
 @main.command()

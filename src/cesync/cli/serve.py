@@ -10,6 +10,7 @@ from ..errors import CesyncError
 from . import (
     handled,
     main,
+    out,
 )
 
 # --- the emulator -----------------------------------------------------------------------------
@@ -95,7 +96,7 @@ def emulator(
     for name in apps:
         if not re.fullmatch(r"projects/[^/]+/locations/[^/]+/apps/[a-zA-Z0-9][a-zA-Z0-9_-]{0,127}", name):
             raise CesyncError(f"--app {name}: expected projects/PROJECT/locations/LOCATION/apps/APP")
-    click.echo(
+    out(
         f"CES emulator on http://{host}:{port} (export CES_EMULATOR_HOST={host}:{port}, then use --endpoint emulator "
         "or endpoint: emulator in cesync.yaml)",
         err=True,

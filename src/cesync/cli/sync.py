@@ -80,7 +80,7 @@ def pull(
         write_files(ctx.repo.root, result.files)
     verb = "would change" if dry_run else "changed"
     kept = f", {len(result.conflicted)} left as they are (conflicts below)" if result.conflicted else ""
-    click.echo(
+    out(
         f"pull: {len(result.updated)} updated, {len(result.created)} new, {len(result.gone)} gone{kept}; "
         f"{verb} {_files(len(result.files))}",
         err=dry_run,
@@ -113,11 +113,11 @@ def fmt(directory: Path, check: bool) -> None:
     if check:
         if changed:
             for rel in sorted(changed):
-                click.echo(f"would reformat {rel}")
+                out(f"would reformat {rel}")
             raise CesyncError(f"{len(changed)} file(s) not in the canonical layout; run 'cesync fmt'")
-        click.echo("ok: every file is in the canonical layout")
+        out("ok: every file is in the canonical layout")
         return
     write_files(root, changed)
     for rel in sorted(changed):
-        click.echo(f"reformatted {rel}")
-    click.echo(f"{len(changed)} file(s) reformatted")
+        out(f"reformatted {rel}")
+    out(f"{len(changed)} file(s) reformatted")

@@ -34,6 +34,7 @@ from . import (
     err,
     handled,
     main,
+    out,
     save,
     var_options,
 )
@@ -209,7 +210,7 @@ def exec_cmd(
 
     answer = asyncio.run(run())
     output = canonical_output(answer)
-    click.echo(json.dumps(answer if raw else output, indent=2, ensure_ascii=False))
+    out(json.dumps(answer if raw else output, indent=2, ensure_ascii=False))
     if fail_on_error and output["isError"]:
         sys.exit(EXIT_ERROR)
 
@@ -250,7 +251,7 @@ def test_cmd(
     if not cases:
         if pattern:
             raise CesyncError(f"no test matches {pattern!r}")
-        click.echo("no tests: add tests/*.yaml (see the README, 'Tool tests')")
+        out("no tests: add tests/*.yaml (see the README, 'Tool tests')")
         return
 
     session = _tools_session(
@@ -281,7 +282,7 @@ def test_cmd(
             return await run_cases(cases, call, parallelism)
 
     results = asyncio.run(run())
-    click.echo(report(results) if fmt == "text" else json.dumps(results_json(results), indent=2), nl=fmt == "json")
+    out(report(results) if fmt == "text" else json.dumps(results_json(results), indent=2), nl=fmt == "json")
     if junit:
         save(junit, junit_xml(results, suite=f"cesync {env.name}" + (" (local)" if local else "")))
     if any(r.status != "passed" for r in results):

@@ -59,12 +59,12 @@ def rollback(directory: Path, env_name: str | None, endpoint: str | None, versio
     from ..pipeline.workflow import restore_plan
     from ..repo.repo import load_repo
 
-    repo = load_repo(directory, resources=False)
+    repo = load_repo(directory)  # its files say which fields hold sensitive values, in the snapshot too
     env = repo.env(env_name)
 
     async def run() -> list[str]:
         async with connect(env, repo.root, override=endpoint) as client:
-            name, preview = await restore_plan(client, env, version)
+            name, preview = await restore_plan(client, env, version, repo)
             print_plan(preview, fmt)
             if not yes:
                 if not sys.stdin.isatty():

@@ -16,9 +16,10 @@ each guess of a value cost tens of milliseconds and 16 MiB; with ``CESYNC_PLAN_K
 set (a CI secret of the plan and apply jobs), a reader of the plan file cannot test a
 guess at all.
 
-Defense in depth: every known value (and its JSON-escaped forms) is also replaced in
-whatever cesync prints or logs (:func:`scrub`), for values of at least
-:data:`MIN_SCRUB` characters.
+Defense in depth: every known value, in every form an output can carry (:func:`forms`),
+is also replaced in whatever cesync prints or logs (:func:`scrub`), for values of at least
+:data:`MIN_SCRUB` characters; a file cesync writes (export, pull) that would hold one is
+refused instead (:func:`leaks`).
 """
 
 from __future__ import annotations
@@ -42,10 +43,13 @@ __all__ = [
     "MASK",
     "MIN_SCRUB",
     "field_paths",
+    "forms",
     "input_only_fields",
     "input_only_values",
+    "leaks",
     "mask",
     "new_salt",
+    "occurrences",
     "remember",
     "scrub",
     "seal",
@@ -169,33 +173,107 @@ def same(a: str, b: str) -> bool:
 # --- the safety net on everything printed or logged --------------------------------------------
 
 _KNOWN: set[str] = set()
+_ORDER: list[str] = []  # _KNOWN, longest first (one form may contain another); made again by remember()
 _factory_installed = False
+MIN_BASE64 = 8  # shorter base64 fragments would match ordinary text (ids, etags)
 
 
-def _forms(value: str) -> set[str]:
-    """The value as written, and as JSON writes it (with and without ASCII escapes)."""
-    return {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
+def forms(value: str) -> set[str]:
+    """Every spelling of value an output can carry, each as it appears inside a longer text.
+
+    Raw; JSON-escaped (ASCII escapes or not, and JSON in JSON: a request body quoted in an
+    error message); Python's repr (``'abc\\'def"ghi'``: what an exception or a test report
+    echoes), with and without ASCII escapes; URL-encoded (path, query and form style);
+    YAML-quoted (single quotes doubled); XML/HTML-escaped (JUnit, Markdown); and the base64
+    of any body holding it (the characters that depend on the value alone, at each of the
+    three alignments, standard and URL-safe alphabets).
+    """
+    import base64
+    import html
+    from urllib.parse import quote, quote_plus
+
+    json_ascii, json_raw = json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]
+    found = {
+        value,
+        json_ascii,
+        json_raw,
+        json.dumps(json_ascii)[1:-1],
+        json.dumps(json_raw, ensure_ascii=False)[1:-1],
+        repr(value)[1:-1],
+        ascii(value)[1:-1],
+        _repr_in_quotes(value, "'"),
+        _repr_in_quotes(value, '"'),
+        quote(value, safe=""),
+        quote(value),
+        quote_plus(value),
+        value.replace("'", "''"),
+        html.escape(value, quote=False),
+        html.escape(value),
+        html.escape(value).replace("&#x27;", "&apos;"),
+    }
+    raw = value.encode("utf-8", "surrogatepass")
+    for offset in range(3):
+        start = 4 if offset else 0  # the first group mixes in what came before the value
+        whole = (offset + len(raw)) // 3 * 4  # the last group, what comes after it
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            fragment = encode(b"\0" * offset + raw)[start:whole].decode()
+            if len(fragment) >= MIN_BASE64:
+                found.add(fragment)
+    return {f for f in found if len(f) >= MIN_SCRUB}
+
+
+def _repr_in_quotes(value: str, quote: str) -> str:
+    """Python's repr of value as if it were written between these quotes (repr picks one itself)."""
+    inner = repr(value)[1:-1]
+    if repr(value)[0] == quote:
+        return inner
+    other = "'" if quote == '"' else '"'
+    return inner.replace("\\" + other, other).replace(quote, "\\" + quote)
 
 
 def remember(values: Iterable[str]) -> None:
-    """Values this process must never print or log (from here on)."""
+    """Values this process must never print, log or write (from here on), in every form."""
+    global _ORDER
     for v in values:
         if len(v) >= MIN_SCRUB:
-            _KNOWN.update(f for f in _forms(v) if len(f) >= MIN_SCRUB)
+            _KNOWN.update(forms(v))
+    _ORDER = sorted(_KNOWN, key=len, reverse=True)
     _install_log_filter()
 
 
 def forget() -> None:
+    global _ORDER
     _KNOWN.clear()
+    _ORDER = []
+
+
+def known() -> bool:
+    """Whether any value has been remembered."""
+    return bool(_KNOWN)
 
 
 def scrub(text: str, values: Iterable[str] = ()) -> str:
-    """text with every known (and given) sensitive value replaced by (sensitive)."""
-    extra = {f for v in values if len(v) >= MIN_SCRUB for f in _forms(v)}
-    for v in sorted(_KNOWN | extra, key=len, reverse=True):  # longest first: one value may contain another
+    """text with every known (and given) sensitive value, in any of its forms, replaced by (sensitive)."""
+    extra = [f for v in values if len(v) >= MIN_SCRUB for f in forms(v)]
+    order = sorted({*_ORDER, *extra}, key=len, reverse=True) if extra else _ORDER
+    for v in order:  # longest first: one value may contain another
         if v in text:
             text = text.replace(v, MASK)
     return text
+
+
+def occurrences(text: str, value: str) -> int:
+    """How many times value appears in text, in any of its forms (the remembered values aside)."""
+    count = 0
+    for form in sorted(forms(value), key=len, reverse=True) if len(value) >= MIN_SCRUB else ():
+        count += text.count(form)
+        text = text.replace(form, "\0")
+    return count
+
+
+def leaks(text: str, values: Iterable[str] = ()) -> bool:
+    """Whether text holds a known (or given) value in any form: for files, which are refused, not masked."""
+    return scrub(text, values) != text
 
 
 def _install_log_filter() -> None:

@@ -28,6 +28,7 @@ from urllib.parse import quote
 
 import httpx
 
+from ..core.sensitive import scrub
 from ..errors import CesyncError
 
 __all__ = ["FORGES", "CommentTarget", "Forge", "GitHub", "GitLab", "find_target", "run_link", "upsert_comment"]
@@ -310,7 +311,11 @@ def _pr_number(event_path: Path) -> int | None:
 
 
 def upsert_comment(target: CommentTarget, marker: str, body: str, *, transport: httpx.BaseTransport | None = None) -> str:
-    """Edit the comment holding marker, or create it; returns 'created' or 'updated'."""
+    """Edit the comment holding marker, or create it; returns 'created' or 'updated'.
+
+    The body takes the same safety net as the terminal (sensitive.scrub): a comment is
+    public to everyone who can read the pull request."""
+    body = scrub(body)
     try:
         with httpx.Client(headers=target.headers, timeout=TIMEOUT, transport=transport) as client:
             forge = target.forge(target, client)

@@ -50,6 +50,7 @@ from ..core.diff import diff_resource
 from ..core.documents import parse_document
 from ..core.normalize import DOCUMENT_FIELDS, canonical
 from ..core.normalize import _scalar as _proto_scalar
+from ..core.sensitive import occurrences
 from ..core.walk import specs_along
 from ..core.yamlfile import Path_
 from ..core.yamlout import _block_safe
@@ -59,7 +60,7 @@ from ..repo.environments import VAR_ENV_PREFIX, EnvTarget
 from ..repo.loading import SourceFile
 from ..repo.repo import Repo
 from ..repo.templating import ENV_VAR, INCLUDABLE, VAR_RE
-from ..sync.export import LOADER_VAR, _restore_documents, export_repo
+from ..sync.export import LOADER_VAR, _restore_documents, export_repo, templated
 
 __all__ = ["PullResult", "pull_changes", "unified_diffs", "verify", "write_files"]
 
@@ -99,6 +100,7 @@ def pull_changes(
     own = repo.config.environments.get(env.name)
     editor.own_vars = set(own.vars) if own is not None else set()
     editor.sensitive = {*repo.config.defaults.sensitive, *(own.sensitive if own is not None else ())}
+    editor.secrets = dict(secrets or {})
 
     def take(kind: str, rid: str) -> bool:
         return wanted is None or (kind, rid) in wanted
@@ -120,7 +122,8 @@ def pull_changes(
         if not mask:
             continue
         # A conflict leaves this resource's file as it is; every other resource is still pulled.
-        if editor.resource(src, d, r, mask):
+        before = dict(result.files)
+        if editor.resource(src, d, r, mask) and not _kept_secret_out(repo.root, before, result, secrets or {}):
             result.updated.append(f"{d.kind}/{d.id}")
         else:
             result.conflicted.append(f"{d.kind}/{d.id}")
@@ -131,12 +134,44 @@ def pull_changes(
     return result
 
 
+def _kept_secret_out(root: Path, before: dict[str, str | None], result: PullResult, secrets: Mapping[str, str]) -> bool:
+    """Whether one resource's edits put a sensitive value into a file more often than it was
+    there (one the edits could not write as ${NAME}: an included file, text after a "$"): then
+    its edits are taken back and each such file is a conflict."""
+    leaked: list[tuple[str, list[str]]] = []
+    for rel, text in sorted(result.files.items()):
+        if text is None or before.get(rel) == text:
+            continue
+        path = root / rel
+        old = before.get(rel) or (path.read_text(encoding="utf-8") if path.is_file() else "")
+        names = sorted(n for n, v in secrets.items() if occurrences(text, v) > occurrences(old, v))
+        if names:
+            leaked.append((rel, names))
+    if not leaked:
+        return False
+    result.files.clear()
+    result.files.update(before)
+    for rel, names in leaked:
+        result.conflicts.append(
+            Problem(
+                rel,
+                1,
+                1,
+                f"the app's text for this file holds the value of the sensitive variable {', '.join(names)} where "
+                "pull cannot write it as ${NAME} (an included file takes no variables, or it follows a '$'); the file "
+                "is left as it is. Change that text in the app, or keep the field in the YAML file as a template",
+            )
+        )
+    return True
+
+
 def _new_files(
     repo: Repo, env: EnvTarget, new: list[Resource], remote: list[Resource], result: PullResult, secrets: Mapping[str, str]
 ) -> None:
     known = {(r.kind, r.id) for r in remote}
-    variables = {**env.vars, **secrets}
-    exported = export_repo(new, parent=env.parent, variables=variables, urls=env.urls, config_text="", known=known)
+    exported = export_repo(
+        new, parent=env.parent, variables=env.vars, urls=env.urls, config_text="", known=known, sensitive=secrets
+    )
     for rel, text in exported.files.items():
         if rel in ("cesync.yaml", ".gitignore"):
             continue
@@ -186,6 +221,7 @@ class _Editor:
         self.root, self.env, self.inline, self.result, self.known = root, env, inline, result, known
         self.own_vars: set[str] = set()  # the environment's own vars (the others come from defaults)
         self.sensitive: set[str] = set()  # names whose values must never be printed or written
+        self.secrets: dict[str, str] = {}  # their values: written back as ${NAME} wherever they occur
 
     def resource(self, src: SourceFile, d: Resource, r: Resource, mask: list[str]) -> bool:
         rel = src.doc.file
@@ -285,7 +321,7 @@ class _Editor:
                 return _KEEP
         if current == value and type(current) is type(value):
             return _KEEP
-        return _portable(value, self.env.parent, self.known)
+        return _portable(value, self.env.parent, self.known, self.secrets)
 
     def _render(self, text: str) -> str:
         def sub(m: re.Match[str]) -> str:
@@ -397,17 +433,19 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _portable(value: Any, parent: str, known: set[str]) -> Any:
-    """A remote value as the tool file writes it: refs for this app's names, ${ escaped, | blocks."""
+def _portable(value: Any, parent: str, known: set[str], secrets: Mapping[str, str] | None = None) -> Any:
+    """A remote value as the tool file writes it: refs for this app's names, ${ escaped, | blocks,
+    a sensitive value as its ${NAME} wherever it occurs."""
     if isinstance(value, dict):
-        return {k: _portable(v, parent, known) for k, v in value.items()}
+        return {k: _portable(v, parent, known, secrets) for k, v in value.items()}
     if isinstance(value, list):
-        return [_portable(v, parent, known) for v in value]
+        return [_portable(v, parent, known, secrets) for v in value]
     if isinstance(value, str):
         ref = _ref_in(value, parent, known)
         if ref is not None:
             return CommentedMap(ref=ref)
-        value = LOADER_VAR.sub(lambda m: "$" + m.group(0), value)
+        template = templated(value, secrets) if secrets else None
+        value = template if template is not None else LOADER_VAR.sub(lambda m: "$" + m.group(0), value)
         if "\n" in value and _block_safe(value):
             return LiteralScalarString(value)
     return value

@@ -372,9 +372,10 @@ def config_for(env: EnvTarget) -> str:
 
 
 async def export_app(
-    client: CesClient, env: EnvTarget, config_text: str, targets: Iterable[str] = ()
+    client: CesClient, env: EnvTarget, config_text: str, targets: Iterable[str] = (), sensitive: dict[str, str] | None = None
 ) -> tuple[ExportedRepo, list[Resource]]:
-    """Read the app and turn it into repo files (see export.py); targets limit it to some resources."""
+    """Read the app and turn it into repo files (see export.py); targets limit it to some resources;
+    sensitive (NAME -> value) go back as ${NAME} wherever they occur."""
     remote = await read_existing(client, env.parent)
     selected = resolve_targets(targets, {(r.kind, r.id) for r in remote})
     if selected is not None:
@@ -386,21 +387,38 @@ async def export_app(
                 f"the server returned a {r.kind} named {r.body.get('name')!r}, which is not a {r.kind} of {env.parent}; "
                 "nothing was written"
             )
-    exported = export_repo(remote, parent=env.parent, variables=env.vars, urls=env.urls, config_text=config_text)
+    exported = export_repo(
+        remote, parent=env.parent, variables=env.vars, urls=env.urls, config_text=config_text, sensitive=sensitive
+    )
     return exported, remote
 
 
 def plan_files(
-    files: dict[str, str], env_name: str, remote: list[Resource], *, prune: bool = True, variables: dict[str, str] | None = None
+    files: dict[str, str],
+    env_name: str,
+    remote: list[Resource],
+    *,
+    prune: bool = True,
+    variables: dict[str, str] | None = None,
+    hidden_by: Repo | None = None,
 ) -> Plan:
-    """Load repo files (in a temporary folder), render them for one environment, plan against remote."""
+    """Load repo files (in a temporary folder), render them for one environment, plan against remote.
+
+    hidden_by: a repo whose files also say which fields hold sensitive values (diff: the
+    promoted files were made from another environment's app)."""
     with tempfile.TemporaryDirectory(prefix="cesync-") as tmp:
         write_tree(Path(tmp) / "repo", files)
-        return plan_folder(Path(tmp) / "repo", env_name, remote, prune=prune, variables=variables)
+        return plan_folder(Path(tmp) / "repo", env_name, remote, prune=prune, variables=variables, hidden_by=hidden_by)
 
 
 def plan_folder(
-    folder: Path, env_name: str, remote: list[Resource], *, prune: bool = True, variables: dict[str, str] | None = None
+    folder: Path,
+    env_name: str,
+    remote: list[Resource],
+    *,
+    prune: bool = True,
+    variables: dict[str, str] | None = None,
+    hidden_by: Repo | None = None,
 ) -> Plan:
     """Render the repo in folder for one environment and plan it against remote (no API calls)."""
     repo = load_repo(folder)
@@ -410,17 +428,22 @@ def plan_folder(
     remember(secrets.values())
     desired = repo.render(env)
     hidden = sensitive_fields(repo, env, desired, secrets)
+    if hidden_by is not None:
+        for key, paths in hidden_fields(hidden_by, hidden_by.env(env_name), [*desired, *remote]).items():
+            hidden[key] = sorted({*map(tuple, hidden.get(key, [])), *paths}, key=lambda p: [str(x) for x in p])
     return build_plan(env.name, env.parent, desired, remote, prune=prune, sensitive=hidden, app_body=app_to_create(env, remote))
 
 
 # --- versions ---------------------------------------------------------------------------------
 
 
-async def restore_plan(client: CesClient, env: EnvTarget, version: str) -> tuple[str, Plan]:
+async def restore_plan(client: CesClient, env: EnvTarget, version: str, repo: Repo | None = None) -> tuple[str, Plan]:
     """The version's full name and, as a plan, what restoring it would change in the app now.
 
     A version's snapshot holds the app's settings, agents, tools, toolsets, guardrails and
-    examples (not deployments): compared with the app, deletes included.
+    examples (not deployments): compared with the app, deletes included. Fields the repo
+    renders from a sensitive variable, and fields holding a known sensitive value, are
+    masked on both sides: the snapshot's old value is one cesync may no longer know.
     """
     name = version if version.startswith(env.parent + "/versions/") else f"{env.parent}/versions/{version}"
     if ("/" in version and name != version) or not ID_RE.match(name.rsplit("/", 1)[-1]):
@@ -444,7 +467,30 @@ async def restore_plan(client: CesClient, env: EnvTarget, version: str) -> tuple
                     )
                 wanted.append(Resource(kind.name, rid, b))
     remote = [r for r in await read_remote(client, env.parent) if r.kind == APP or r.kind in SNAPSHOT_KINDS]
-    return name, build_plan(env.name, env.parent, wanted, remote, prune=True)
+    hidden = hidden_fields(repo, env, [*wanted, *remote]) if repo is not None else {}
+    return name, build_plan(env.name, env.parent, wanted, remote, prune=True, sensitive=hidden)
+
+
+def hidden_fields(repo: Repo, env: EnvTarget, bodies: Iterable[Resource]) -> dict[tuple[str, str], list[Path_]]:
+    """Per (kind, id), the paths of bodies not rendered from the repo (a snapshot, another
+    environment's app) that hold a sensitive value: where the repo's file references a
+    sensitive ${NAME}, or where the text holds a value of any environment."""
+    names, values = repo.sensitive_names(env), repo.every_sensitive_value()
+    sources = {(f.kind, f.id): f.doc.data for f in repo.files}
+    found: dict[tuple[str, str], set[Path_]] = {}
+    for r in bodies:
+        paths = {tuple(p) for p in field_paths(sources.get((r.kind, r.id)), r.body, names, values)}
+        # $env_var copies a url into its schema: an old url hides there too
+        schemas = {(*p[:-1], "openApiSchema") for p in paths if p and p[-1] == "url"}
+        paths |= {p for p in schemas if _get_path(r.body, p) is not None}
+        found.setdefault((r.kind, r.id), set()).update(paths)
+    return {k: sorted(v, key=lambda p: [str(x) for x in p]) for k, v in found.items() if v}
+
+
+def _get_path(data: Any, path: Path_) -> Any:
+    for part in path:
+        data = data.get(part) if isinstance(data, dict) else None
+    return data
 
 
 SNAPSHOT_KINDS = ("tool", "toolset", "agent", "guardrail", "example")  # what an AppSnapshot holds

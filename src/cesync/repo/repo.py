@@ -11,6 +11,7 @@ its ``file:line:col`` before anything is reported.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -25,6 +26,7 @@ from ..core.checks import Finding, check_body, lint_keys, suggest
 from ..core.documents import adopt_parsed, parsed
 from ..core.fieldpath import data_path, position
 from ..core.references import Ref, cycles, names_in
+from ..core.sensitive import remember
 from ..core.yamlfile import Document, Path_
 from ..errors import ConfigError, Problem
 from ..models import TOOL_TYPES
@@ -69,8 +71,27 @@ class Repo:
         return list(self.config.environments)
 
     def env(self, name: str | None) -> EnvTarget:
-        """Resolve --env (or CESYNC_ENV); required when there is more than one environment."""
+        """Resolve --env (or CESYNC_ENV); required when there is more than one environment.
+
+        Every command resolves its environment before its first output: from here on the
+        sensitive values of every environment (not just this one: diff and rollback show
+        another's) are never printed (:func:`cesync.core.sensitive.remember`).
+        """
+        remember(self.every_sensitive_value())
         return resolve_env(self.config, self.config_doc, name, self.overrides)
+
+    def every_sensitive_value(self) -> list[str]:
+        """The value of each variable any environment marks sensitive, in every environment that gives one."""
+        d = self.config.defaults
+        names = {*d.sensitive, *(n for e in self.config.environments.values() for n in e.sensitive)}
+        found: set[str] = set()
+        for name in names:
+            for source in (self.overrides, {name: os.environ.get(VAR_ENV_PREFIX + name)}, d.vars):
+                value = source.get(name)
+                if isinstance(value, str):
+                    found.add(value)
+            found |= {e.vars[name] for e in self.config.environments.values() if isinstance(e.vars.get(name), str)}
+        return sorted(found)
 
     def render(self, env: EnvTarget, *, memo: _Memo | None = None, started: Callable[[], None] | None = None) -> list[Resource]:
         """The desired resources for one environment; ConfigError lists every problem.

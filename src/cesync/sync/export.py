@@ -6,7 +6,10 @@ keeps, wherever cesync can tell how it was made:
 - the OpenAPI server URL back into ``$env_var`` plus a ``url`` (or nothing, when
   ``environments.<env>.urls`` gives it);
 - values of the environment's ``vars`` back into ``${NAME}`` (a whole value, or a
-  part of one bounded by non-alphanumeric characters);
+  part of one bounded by non-alphanumeric characters); a sensitive variable's value
+  wherever it occurs in a string, glued to other text, inside an OpenAPI document or
+  code (which then stays in the YAML file, where ``${NAME}`` is read), and a file that
+  would still hold one is refused (:func:`check_no_secret`);
 - full resource names of this app back into ``{ref: tools/<id>}``;
 - Python code and OpenAPI documents into files of their own.
 
@@ -17,13 +20,14 @@ which the round-trip tests check (export, then plan: no changes).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..api.kinds import DRAFT_VERSION, KINDS, REF_ONLY, by_collection
 from ..api.resource import ID_RE, Resource
 from ..core.normalize import DOCUMENT_FIELDS, canonical
+from ..core.sensitive import MIN_SCRUB, leaks
 from ..core.walk import SpecWalker
 from ..core.yamlout import to_yaml
 from ..errors import CesyncError
@@ -31,7 +35,7 @@ from ..models import FieldSpec, ProtoModel
 from ..repo.jsonschema import render_schemas
 from ..repo.templating import ENV_VAR, VAR_SPAN
 
-__all__ = ["LOADER_VAR", "ExportedRepo", "export_repo", "file_names", "modeline", "to_yaml"]
+__all__ = ["LOADER_VAR", "ExportedRepo", "check_no_secret", "export_repo", "file_names", "modeline", "templated", "to_yaml"]
 
 CODE_FIELDS = {"pythonCode", "pythonScript"}
 # Names Windows refuses as file names, whatever the extension.
@@ -80,8 +84,14 @@ def export_repo(
     urls: Mapping[str, str],
     config_text: str,
     known: set[tuple[str, str]] | None = None,
+    sensitive: Mapping[str, str] | None = None,
 ) -> ExportedRepo:
-    """known: the resources refs may name (default: those exported)."""
+    """known: the resources refs may name (default: those exported); sensitive: NAME -> value
+    of the sensitive variables, written back as ${NAME} wherever they occur.
+
+    A file that would still hold a sensitive value (after a "$", or in text cesync cannot
+    template) is an error: nothing is written."""
+    secrets = {n: v for n, v in (sensitive or {}).items() if len(v) >= MIN_SCRUB}
     out = ExportedRepo()
     out.files["cesync.yaml"] = config_text
     out.files[".gitignore"] = ".cesync/\nplan.json\n"
@@ -92,7 +102,7 @@ def export_repo(
         ids = [r.id for r in resources if r.kind == kind]
         stems = file_names(kind, ids)
         for r in sorted((r for r in resources if r.kind == kind), key=lambda r: r.id):
-            data = _portable(r, parent, variables, urls, known, out)
+            data = _portable(r, parent, variables, urls, known, out, secrets)
             stem = stems[r.id]
             single = KINDS[kind].singleton  # the app: app.yaml at the top, no id
             data = _externalize(data, r.kind, stem, out, "" if single else "../")
@@ -100,7 +110,24 @@ def export_repo(
                 data = {"id": r.id, **data}
             header = f"{modeline(kind, 0 if single else 1)}# Exported by cesync from {KINDS[kind].resource_name(parent, r.id)}\n"
             out.files[f"{kind}.yaml" if single else f"{KINDS[kind].folder}/{stem}.yaml"] = header + to_yaml(data)
+    check_no_secret({k: v for k, v in out.files.items() if k != "cesync.yaml"}, secrets)  # cesync.yaml: the repo's own
     return out
+
+
+def check_no_secret(files: Mapping[str, str | None], secrets: Mapping[str, str]) -> None:
+    """CesyncError naming the first file (and variable) that would hold a sensitive value in any form."""
+    for rel, text in sorted(files.items()):
+        for name, value in sorted(secrets.items()):
+            if text is not None and leaks(text, [value]):
+                raise CesyncError(
+                    f"{rel} would hold the value of the sensitive variable {name} where cesync cannot write ${{{name}}} "
+                    "(after a '$', or in a file that takes no variables); nothing was written. Change that text in the "
+                    "app, or leave the variable out of 'sensitive:' if it is not secret"
+                )
+
+
+class _Inline(str):
+    """A document or code text that holds a ${NAME}: it stays in the YAML file (an included file takes no variables)."""
 
 
 def _portable(
@@ -110,6 +137,7 @@ def _portable(
     urls: Mapping[str, str],
     known: set[tuple[str, str]],
     out: ExportedRepo,
+    secrets: Mapping[str, str],
 ) -> dict[str, Any]:
     canon = canonical(r.kind, r.id, r.body)
     if canon.unknown:
@@ -119,7 +147,8 @@ def _portable(
         spec = data.get(spec_field)
         if isinstance(spec, dict):
             _env_var(r.id, spec, variables, urls)
-    portable: dict[str, Any] = _with_vars(_refs(data, parent, known), _replacements(variables))
+    table = _replacements({**variables, **secrets}, set(secrets))
+    portable: dict[str, Any] = _with_vars(_refs(data, parent, known), table, secret_table=_replacements(secrets, set(secrets)))
     return _ordered(portable, KINDS[r.kind].model)
 
 
@@ -178,27 +207,50 @@ def _refs(data: Any, parent: str, known: set[tuple[str, str]]) -> Any:
     return data
 
 
-def _replacements(variables: Mapping[str, str]) -> list[tuple[str, re.Pattern[str] | None, str]]:
-    """(value, pattern for parts or None, NAME), longest values first so they win."""
+_Table = list[tuple[str, re.Pattern[str] | None, str]]
+
+
+def _replacements(variables: Mapping[str, str], anywhere: Collection[str] = ()) -> _Table:
+    """(value, pattern for parts or None, NAME), longest values first so they win.
+
+    anywhere: names whose values are replaced wherever they occur (sensitive ones); the
+    others only between non-alphanumeric characters (a region "us" stays in "status")."""
     table = []
     for name, value in variables.items():
         if not value:
             continue
         pattern = None
-        if len(value) >= MIN_PART:
-            # Not after a "$" either: "$" + "${NAME}" would read as the escape "$${".
+        # Not after a "$" either: "$" + "${NAME}" would read as the escape "$${".
+        if name in anywhere and len(value) >= MIN_SCRUB:
+            pattern = re.compile(rf"(?<!\$){re.escape(value)}")
+        elif len(value) >= MIN_PART:
             pattern = re.compile(rf"(?<![A-Za-z0-9$]){re.escape(value)}(?![A-Za-z0-9])")
         table.append((value, pattern, name))
     return sorted(table, key=lambda t: (-len(t[0]), t[2]))
 
 
-def _with_vars(data: Any, table: list[tuple[str, re.Pattern[str] | None, str]], key: str = "") -> Any:
+def templated(text: str, secrets: Mapping[str, str]) -> str | None:
+    """text as a ${NAME} template where it holds a sensitive value (its own "${" escaped), else None."""
+    table = _replacements(secrets, set(secrets))
+    if not any(p is not None and p.search(text) for _, p, _ in table):
+        return None
+    result: str = _with_vars(text, table)
+    return result
+
+
+def _with_vars(data: Any, table: _Table, key: str = "", secret_table: _Table | None = None) -> Any:
     if isinstance(data, dict):
-        return {k: _with_vars(v, table, k) for k, v in data.items()}
+        return {k: _with_vars(v, table, k, secret_table) for k, v in data.items()}
     if isinstance(data, list):
-        return [_with_vars(v, table, key) for v in data]
-    if not isinstance(data, str) or key in DOCUMENT_FIELDS or key in CODE_FIELDS:
-        return data  # documents and code go to files, which are not substituted
+        return [_with_vars(v, table, key, secret_table) for v in data]
+    if isinstance(data, str) and (key in DOCUMENT_FIELDS or key in CODE_FIELDS):
+        # Documents and code go to files, which are not substituted: one that holds a
+        # sensitive value stays in the YAML file, templated.
+        if secret_table and any(p is not None and p.search(data) for _, p, _ in secret_table):
+            return _Inline(_with_vars(data, secret_table))
+        return data
+    if not isinstance(data, str):
+        return data
     for value, _, name in table:
         if data == value:
             return "${" + name + "}"
@@ -216,7 +268,7 @@ def _with_vars(data: Any, table: list[tuple[str, re.Pattern[str] | None, str]], 
     return "".join(out)
 
 
-def _replace_parts(text: str, table: list[tuple[str, re.Pattern[str] | None, str]]) -> str:
+def _replace_parts(text: str, table: _Table) -> str:
     for value, pattern, name in table:
         if pattern is not None and value in text:
             text = pattern.sub("${" + name + "}", text)  # names are [A-Za-z0-9_]: no escapes
@@ -235,7 +287,9 @@ def _externalize(data: dict[str, Any], kind: str, stem: str, out: ExportedRepo, 
         result: dict[str, Any] = {}
         for key, value in node.items():
             here = (*path, key)
-            if isinstance(value, str) and "\r" not in value and (key in CODE_FIELDS or key in DOCUMENT_FIELDS):
+            if isinstance(value, _Inline):
+                result[key] = str(value)
+            elif isinstance(value, str) and "\r" not in value and (key in CODE_FIELDS or key in DOCUMENT_FIELDS):
                 rel = _file_for(kind, stem, key, value, here, used)
                 out.files[rel] = value
                 result[key] = {"file": f"{up}{rel}"}
