@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import difflib
 import re
+import types
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
 from ..api.kinds import KINDS, ResourceKind
 from ..api.resource import ID_RE
+from ..core.checks import suggest
 from ..core.yamlfile import Document, Path_, load_text, read_text
 from ..errors import Problem
 
@@ -110,10 +112,54 @@ def validate_model(model: type[BaseModel], data: Any, doc: Document) -> tuple[An
     try:
         return model.model_validate(data), []
     except ValidationError as exc:
-        return None, [pydantic_problem(err, doc) for err in exc.errors()]
+        errors = exc.errors()
+        # A misspelt key ('enviroments') explains the required field it misses: one problem, not two.
+        meant = set()
+        for err in errors:
+            loc = clean_loc(err)
+            if err["type"] == "extra_forbidden":
+                close = difflib.get_close_matches(str(loc[-1]), keys_at(model, loc[:-1]), n=3, cutoff=0.6)
+                meant |= {(*loc[:-1], c) for c in close}
+        errors = [e for e in errors if not (e["type"] == "missing" and clean_loc(e) in meant)]
+        return None, [pydantic_problem(err, doc, model=model) for err in errors]
 
 
-def pydantic_problem(err: Any, doc: Document, offset: Path_ = ()) -> Problem:
+def keys_at(model: type[BaseModel], loc: Path_) -> list[str]:
+    """The keys a mapping at loc of a ``model`` document may have ([] when loc is not a model's):
+    walked through the fields' types (optional, dict values, list items)."""
+    tp: Any = model
+    for step in loc:
+        tp = _inner(tp)
+        if isinstance(tp, type) and issubclass(tp, BaseModel) and isinstance(step, str):
+            info = next((f for n, f in tp.model_fields.items() if (f.alias or n) == step), None)
+            if info is None:
+                return []
+            tp = info.annotation
+        elif get_origin(tp) in (dict, list):
+            tp = get_args(tp)[-1]
+        else:
+            return []
+    tp = _inner(tp)
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return [f.alias or n for n, f in tp.model_fields.items()]
+    return []
+
+
+def _inner(tp: Any) -> Any:
+    """Optional[X] and Annotated[X, ...] as X."""
+    while True:
+        if get_origin(tp) is Annotated:
+            tp = get_args(tp)[0]
+        elif get_origin(tp) in (Union, types.UnionType):
+            args = [a for a in get_args(tp) if a is not type(None)]
+            if len(args) != 1:
+                return tp
+            tp = args[0]
+        else:
+            return tp
+
+
+def pydantic_problem(err: Any, doc: Document, offset: Path_ = (), model: type[BaseModel] | None = None) -> Problem:
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and (p.startswith("function-") or p in ("str", "int"))))
     path = (*offset, *loc)
     dotted = ".".join(str(p) for p in loc)
@@ -124,7 +170,8 @@ def pydantic_problem(err: Any, doc: Document, offset: Path_ = ()) -> Problem:
             key=True,
         )
     if err["type"] == "extra_forbidden":
-        return doc.problem(path, f"unknown field '{loc[-1]}'", key=True)
+        hint = suggest(str(loc[-1]), keys_at(model, loc[:-1])) if model is not None else ""
+        return doc.problem(path, f"unknown field '{loc[-1]}'{hint}", key=True)
     msg = err["msg"]
     if err["type"] == "required_empty":  # the API reads "", 0 or the enum's 0 of a required field as unset
         return doc.problem(path, f"{dotted or loc[-1]} is required and must not be {err['ctx']['empty']}")

@@ -203,16 +203,36 @@ class Repo:
         return sorted(problems)
 
 
+def find_root(start: Path) -> Path:
+    """The folder of the cesync.yaml that start is in: start or its nearest parent with one, as git
+    finds .git. The search stops at the top of a git work tree (a folder with .git), so a stray
+    cesync.yaml above the repo is never taken."""
+    for folder in (start, *start.parents):
+        if (folder / CONFIG_FILE).is_file():
+            return folder
+        if (folder / ".git").exists():
+            break
+    raise ConfigError(
+        [
+            Problem(
+                str(start / CONFIG_FILE),
+                1,
+                1,
+                f"no {CONFIG_FILE} in {start} or any folder above it; run 'cesync init' or pass --dir "
+                "(cesync matrix lists the apps below a folder)",
+            )
+        ]
+    )
+
+
 def load_repo(root: Path, *, resources: bool = True) -> Repo:
     """Read cesync.yaml and every tool and toolset file; ConfigError on any problem.
 
     resources=False reads cesync.yaml only (for commands that need the environments,
     not the definitions: export, diff, exec, test).
     """
-    root = root.resolve()
+    root = find_root(root.resolve())
     cfg_path = root / CONFIG_FILE
-    if not cfg_path.is_file():
-        raise ConfigError([Problem(str(cfg_path), 1, 1, f"no {CONFIG_FILE} here; run 'cesync init' or pass --dir")])
     problems: list[Problem] = []
     cfg_doc = parse_file(cfg_path, root, problems)
     config = None
