@@ -20,10 +20,10 @@ from cesync.emulator.quota import TokenBucket, quota_error
 
 
 class Middle(random.Random):
-    """Jitter's draw, always the middle: gaps of exactly 1/rate, for the tests that count them."""
+    """Jitter's draw, always the least (no delay): gaps of exactly 1/rate, for the tests that count them."""
 
     def uniform(self, a: float, b: float) -> float:
-        return (a + b) / 2
+        return a
 
 
 class FakeClock:
@@ -51,11 +51,11 @@ def now(coro: Coroutine[Any, Any, Turn]) -> Turn:
 def test_told_the_quota_requests_leave_at_its_rate_and_no_faster() -> None:
     clock = FakeClock()
     pacer = Pacer(600, clock=clock, sleep=clock.sleep, rng=Middle())  # 10 a second
-    times = [now(pacer.acquire()).at for _ in range(5)]
-    assert times == pytest.approx([0.0, 0.1, 0.2, 0.3, 0.4])
-    assert clock.slept == pytest.approx([0.1, 0.2, 0.3, 0.4])
-    clock.now = 10.0  # idle time earns no burst
-    assert [now(pacer.acquire()).at for _ in range(2)] == pytest.approx([10.0, 10.1])
+    times = [now(pacer.acquire()).at for _ in range(8)]
+    assert times == pytest.approx([0.0] * 5 + [0.0, 0.1, 0.2])  # half a second's worth at once, then the rate
+    assert clock.slept == pytest.approx([0.1, 0.2])
+    clock.now = 10.0  # a pause earns half a second's worth again, no more
+    assert [now(pacer.acquire()).at for _ in range(7)] == pytest.approx([10.0] * 5 + [10.0, 10.1])
 
 
 def test_not_told_nothing_waits_until_the_first_refusal() -> None:

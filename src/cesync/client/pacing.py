@@ -13,10 +13,13 @@ converge, as TCP flows do, to about half each; one alone stays at its quota. A r
 names its limit (ErrorInfo's ``quota_limit_value``, as Google's quota errors do) caps the pace
 there, told or not.
 
-Each gap between turns is jittered (1/rate times 1 +- ``JITTER``; the mean is the rate): the
-server's bucket runs dry at moments no client's rhythm predicts, so refusals fall on clients
+Each turn is jittered (up to ``JITTER`` of a gap late, never early, so the rate holds over
+any stretch): the server's bucket runs dry at moments no client's rhythm predicts, so refusals fall on clients
 in proportion to what they send. Without it, two clients at steady rates settle into phases
 where one is refused every time and the other never, and the refused one starves.
+
+After a pause (and at the start) half a second's worth of turns is given at once: the reads of
+a plan, one per kind, are not spaced out, and the server's bucket (a second's worth) admits them.
 
 No library fits: aiolimiter's AsyncLimiter paces to a fixed rate on the event loop's clock,
 with no way to adapt it; the clock and the sleep here are injected, so tests need no time.
@@ -36,7 +39,8 @@ __all__ = ["CES_DEFAULT_QUOTA", "Pacer", "Quota", "Turn", "is_quota_refusal"]
 
 DECREASE = 0.7  # the cut on a refusal (as CUBIC's beta): a sawtooth between 70% and 100% of the quota
 INCREASE = 0.1  # the climb, a share of the ceiling (or of the rate at the last cut) per second
-JITTER = 0.2  # each gap is 1/rate times 1 +- this (the mean is the rate): see below
+JITTER = 0.2  # each turn comes up to this share of a gap late (never early: the rate holds): see below
+BURST = 0.5  # seconds of turns a pause earns: within the second's worth CES's bucket holds (as the emulator has it)
 MIN_RATE = 1 / 60  # never slower than a request a minute
 
 
@@ -90,7 +94,7 @@ class Pacer:
         self.sleep = sleep
         self.rng = rng or random.Random()
         self.refusals = 0
-        self._next = clock()  # when the next request may leave
+        self._next = clock() - BURST  # when the next turn is due: at the start, BURST seconds' worth at once
         self.round = 0  # cuts so far: turns of an earlier round were given at an older pace
         self._cut_at = clock()
         self._step = 0.0  # the climb, tokens a second per second
@@ -101,9 +105,9 @@ class Pacer:
         now = self.clock()
         if self.rate is None:
             return Turn(now, self.round)
-        at = max(now, self._next)  # no credit for idle time: a burst after a pause is what gets refused
-        self._next = at + self.rng.uniform(1 - JITTER, 1 + JITTER) / self.rate
-        return Turn(at, self.round)
+        slot = max(now - BURST, self._next)  # a pause earns at most BURST seconds of turns, sent at once
+        self._next = slot + 1 / self.rate
+        return Turn(max(now, slot + self.rng.uniform(0, JITTER) / self.rate), self.round)  # late, never early
 
     def next_turn(self) -> float:
         """When the next turn would be given."""
