@@ -192,3 +192,25 @@ def test_a_repo_that_locks_the_app_locks_it_last(tmp_path: Path, server: Backgro
     assert _app(server)["locked"] is True and _app(server)["description"] == "new"
     again = asyncio.run(_plan(root))
     assert not again.has_changes and again.app_lock == "the app is locked (App.locked is true)"
+
+
+def test_input_only_credentials_are_sent_again_only_when_asked(tmp_path: Path, server: BackgroundServer) -> None:
+    from tests.helpers import cesync_in_process
+
+    root = _repo(tmp_path, server, {"deployments/whatsapp.yaml": DEPLOYMENT})
+    assert asyncio.run(_apply(asyncio.run(_plan(root)), root)).ok
+    assert not asyncio.run(_plan(root)).has_changes
+    plan = asyncio.run(_plan(root, resend_input_only=True))
+    (change,) = plan.changes
+    assert change.action == "update" and change.update_mask == ("whatsappCredentials",) and "again" in change.note
+    shown = render_text(plan)
+    assert "~ whatsappCredentials: (sensitive, input only: sent again)" in shown
+    assert PIN not in _printed(plan) and AUTH not in _printed(plan)
+    out = tmp_path / "plan.json"
+    made = cesync_in_process("plan", "--dir", str(root), "--resend-input-only", "--out", str(out))
+    assert made.returncode == 0 and PIN not in made.stdout + out.read_text()
+    applied = cesync_in_process("apply", str(out), "--dir", str(root), "--auto-approve")
+    assert applied.returncode == 0 and "1 updated" in applied.stdout, applied.stdout + applied.stderr
+    assert PIN not in applied.stdout + applied.stderr
+    direct = cesync_in_process("apply", "--dir", str(root), "--auto-approve", "--resend-input-only")
+    assert direct.returncode == 0 and "1 updated" in direct.stdout  # without a saved plan the flag plans it itself

@@ -216,6 +216,12 @@ def init(directory: Path, app: str) -> None:
 )
 @target_option
 @click.option("--prune/--no-prune", default=None, help="Delete remote resources the repo does not define (default: cesync.yaml).")
+@click.option(
+    "--resend-input-only",
+    is_flag=True,
+    help="Send the input-only fields the repo sets (a deployment's WhatsApp or Instagram credentials) again: "
+    "CES never returns them, so they are otherwise sent on create only.",
+)
 @fail_on_validation_option
 @var_options
 @handled
@@ -229,6 +235,7 @@ def plan(
     fail_on_unmanaged: bool,
     targets: tuple[str, ...],
     prune: bool | None,
+    resend_input_only: bool,
     fail_on_validation: bool,
     var_pairs: tuple[str, ...],
     var_files: tuple[Path, ...],
@@ -237,7 +244,7 @@ def plan(
     from ..pipeline.workflow import open_context, read_plan
 
     ctx = open_context(directory, env_name, endpoint, cli_vars(var_pairs, var_files), read_ahead=True)
-    result = asyncio.run(read_plan(ctx, prune=prune, targets=targets))
+    result = asyncio.run(read_plan(ctx, prune=prune, targets=targets, resend_input_only=resend_input_only))
     if out:
         save(out, result.to_json())
     print_plan(result, fmt)
@@ -272,6 +279,12 @@ def show(planfile: Path, fmt: str) -> None:
 )
 @click.option("--prune/--no-prune", default=None, help="Delete remote resources the repo does not define.")
 @click.option(
+    "--resend-input-only",
+    is_flag=True,
+    help="Send the input-only fields the repo sets (a deployment's WhatsApp or Instagram credentials) again: "
+    "CES never returns them, so they are otherwise sent on create only.",
+)
+@click.option(
     "--force-delete",
     is_flag=True,
     help="Delete tools, toolsets, agents and guardrails even if still referenced (removes the references); "
@@ -298,6 +311,7 @@ def apply(
     auto_approve: bool,
     parallelism: int,
     prune: bool | None,
+    resend_input_only: bool,
     force_delete: bool,
     allow_mass_change: bool,
     targets: tuple[str, ...],
@@ -327,6 +341,8 @@ def apply(
         ctx.state_root, ctx.promotion = root, (saved.promoted_from, saved.commit)
     if saved is not None:
         check_saved(ctx, saved)  # before any connection
+        if resend_input_only and not saved.resend_input_only:
+            raise CesyncError("--resend-input-only: the saved plan was made without it; make the plan with it")
     safety = ctx.repo.config.safety
 
     async def run() -> ApplyResult | None:
@@ -334,7 +350,7 @@ def apply(
             if saved is not None:
                 current = await narrow_saved(ctx, client, saved, prune=prune, targets=targets)
             else:
-                current = await make_plan(ctx, client, prune=prune, targets=targets)
+                current = await make_plan(ctx, client, prune=prune, targets=targets, resend_input_only=resend_input_only)
             if fmt == "text" and saved is None:
                 print_plan(current, "text")
             from ..pipeline.apply import ApplyResult  # here: the HTTP client it imports loaded during the render

@@ -49,6 +49,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)  # planning decisions, shown with --verbose
 FORMAT_VERSION = 2
+RESENT = "(sensitive, input only: sent again)"
 ACTIONS: tuple[Action, ...] = get_args(Action)
 
 
@@ -99,6 +100,7 @@ class Plan:
     targets: tuple[str, ...] = ()  # a --target plan: only these kind/id were compared (a partial plan)
     refused: str = ""  # why apply would refuse this plan (the mass-change guard), shown by every renderer
     app_lock: str = ""  # how the app's lock (App.locked) meets this plan, shown by every renderer
+    resend_input_only: bool = False  # INPUT_ONLY fields the repo sets are sent again (--resend-input-only)
     created_at: str = ""
     endpoint: str = ""  # where the plan read the app; apply of a saved plan refuses any other
     promoted_from: str = ""  # cesync promote: the environment whose applied commit this plan was made from
@@ -209,11 +211,15 @@ def build_plan(
     targets: set[str] | None = None,
     sensitive: Mapping[tuple[str, str], Sequence[Path_]] | None = None,
     app_body: dict[str, Any] | None = None,
+    resend_input_only: bool = False,
 ) -> Plan:
     """desired: the repo's resources (wire bodies). targets: ids (or kind/id) to limit the plan to.
 
     app_body: what to create the app with when neither the repo (app.yaml) nor remote has it
     (remote has the app whenever it exists: see remote.read_remote).
+
+    resend_input_only: the INPUT_ONLY fields the repo sets on resources that exist (never read
+    back, so never compared) are sent again, as an update of those fields.
 
     sensitive: per (kind, id), the body paths that hold sensitive values; they are masked
     in before, after and fields here, in bodies when the plan is written out, and left
@@ -271,16 +277,21 @@ def build_plan(
                 said = f"sends {', '.join(sent)} (input only: sent on create, never read back, so never compared)"
                 note = f"{note}; {said}" if note else said
             changes.append(Change(action="create", note=note, deferred=where.deferred, patch_after=where.patch_after, **common))
-        elif d.update_mask:
+        elif d.update_mask or (resend_input_only and input_only_fields(KINDS[kind].model_name, body)):
             if d.unknown:
                 common.update(_carried(kind, rid, r.body, body, d.update_mask))
+            resent = input_only_fields(KINDS[kind].model_name, body) if resend_input_only else []
+            if resent:
+                said = f"sends {', '.join(resent)} again (input only: --resend-input-only)"
+                common["note"] = f"{common['note']}; {said}" if common.get("note") else said
             changes.append(
                 Change(
                     action="update",
                     etag=r.etag,
                     before=mask(d.before, [cut(p) for p in paths]) if paths else d.before,
-                    fields=_masked_fields(d.fields, paths, d.before, d.after),
-                    update_mask=tuple(d.update_mask),
+                    fields=_masked_fields(d.fields, paths, d.before, d.after)
+                    + tuple(FieldChange(f, None, RESENT) for f in resent),
+                    update_mask=tuple(sorted({*d.update_mask, *resent})),
                     **common,
                 )
             )
@@ -312,6 +323,7 @@ def build_plan(
     deletes = _delete_order(deletes)
     app_remote = remote_by.get((APP, APP))
     return Plan(
+        resend_input_only=resend_input_only,
         app_lock=lock_notice(app_remote.body if app_remote else None, [*changes, *deletes]),
         environment=env,
         app=parent,

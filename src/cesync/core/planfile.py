@@ -78,6 +78,7 @@ class PlanFile(_Strict):
     targets: list[str] = Field(default_factory=list)
     refused: str = ""
     app_lock: str = ""
+    resend_input_only: bool = False
     created_at: str = ""
     endpoint: str = ""
     promoted_from: str = ""

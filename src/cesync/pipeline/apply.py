@@ -248,7 +248,9 @@ class _Run:
                 return await create_app(self.client, c.name, body, self.polling)
             return await self.client.create(self.plan.app, KINDS[c.kind].collection, c.id, body)
         if c.action == "update":
-            return await self.client.patch(c.name, {**(c.body or {}), "etag": c.etag}, list(c.update_mask))
+            # an INPUT_ONLY field (a one-time credential) travels only when the update sends it
+            unsent = tuple(f for f in fb.fields(KINDS[c.kind].model_name, fb.INPUT_ONLY) if f not in c.update_mask)
+            return await self.client.patch(c.name, {**_without(c.body or {}, unsent), "etag": c.etag}, list(c.update_mask))
         # force only where the kind's Delete request has the field (the behaviour table): a Delete
         # request without it has nothing to bind force=true to
         return await self.client.delete(c.name, c.etag or None, force=self.force_delete and _forceable(c.kind))

@@ -223,12 +223,14 @@ def sensitive_fields(
     return out
 
 
-async def read_plan(ctx: Context, *, prune: bool | None = None, targets: Iterable[str] | None = None) -> Plan:
+async def read_plan(
+    ctx: Context, *, prune: bool | None = None, targets: Iterable[str] | None = None, resend_input_only: bool = False
+) -> Plan:
     """make_plan with the app read ahead (open_context(read_ahead=True)) or, without it, read now."""
     if ctx.read_ahead is not None:
-        return await make_plan(ctx, None, prune=prune, targets=targets)
+        return await make_plan(ctx, None, prune=prune, targets=targets, resend_input_only=resend_input_only)
     async with ctx.client() as client:
-        return await make_plan(ctx, client, prune=prune, targets=targets)
+        return await make_plan(ctx, client, prune=prune, targets=targets, resend_input_only=resend_input_only)
 
 
 async def make_plan(
@@ -238,9 +240,13 @@ async def make_plan(
     prune: bool | None = None,
     targets: Iterable[str] | None = None,
     salt: str | None = None,
+    resend_input_only: bool = False,
 ) -> Plan:
-    """targets: --target values (ID, kind/ID, kinds/ID); one that names nothing is an error."""
-    plan, selected, _ = await _plan_against_remote(ctx, client, ctx.env.prune if prune is None else prune, targets, narrow=True)
+    """targets: --target values (ID, kind/ID, kinds/ID); one that names nothing is an error.
+
+    resend_input_only: send the INPUT_ONLY fields the repo sets again (see core.plan.build_plan)."""
+    prune_ = ctx.env.prune if prune is None else prune
+    plan, selected, _ = await _plan_against_remote(ctx, client, prune_, targets, narrow=True, resend=resend_input_only)
     safety = ctx.repo.config.safety
     plan = replace(
         plan,
@@ -251,7 +257,7 @@ async def make_plan(
 
 
 async def _plan_against_remote(
-    ctx: Context, client: CesClient | None, prune: bool, targets: Iterable[str] | None, *, narrow: bool
+    ctx: Context, client: CesClient | None, prune: bool, targets: Iterable[str] | None, *, narrow: bool, resend: bool = False
 ) -> tuple[Plan, set[str] | None, list[Resource]]:
     """Read the app, resolve --target against what exists on either side, and diff.
 
@@ -274,6 +280,7 @@ async def _plan_against_remote(
         targets=selected if narrow else None,
         sensitive=ctx.hidden,
         app_body=app_to_create(ctx.env, remote),
+        resend_input_only=resend,
     )
     return plan, selected, remote
 
@@ -304,7 +311,9 @@ async def narrow_saved(
     They never widen it: a target the plan has no change for adds nothing.
     """
     check_saved(ctx, saved)
-    fresh, selected, remote = await _plan_against_remote(ctx, client, saved.prune, targets, narrow=False)
+    fresh, selected, remote = await _plan_against_remote(
+        ctx, client, saved.prune, targets, narrow=False, resend=saved.resend_input_only
+    )
     fresh = seal_plan(fresh, ctx, saved.sensitive.salt or new_salt())
     present = {f"{r.kind}/{r.id}" for r in remote} | {f"{d.kind}/{d.id}" for d in ctx.desired}
     gone = frozenset(c.key for c in saved.changes if c.action == "delete" and c.key not in present)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ..core.plan import Plan
+from ..core.plan import RESENT, Plan
 from ..core.sensitive import CHANGED
 from .common import SYMBOL, VERB, as_text, is_multiline, notices, summary, unified, validation_lines, where
 
@@ -82,8 +82,8 @@ def _section(c: object) -> list[str]:
     elif c.action == "delete" and c.before is not None:
         body = ["- " + line for line in as_text(c.before).rstrip("\n").splitlines()]
     for f in c.fields:
-        if f.after == CHANGED:
-            body.append(f"~ {f.path}: {CHANGED}")
+        if f.after in (CHANGED, RESENT):
+            body.append(f"~ {f.path}: {f.after}")
         elif is_multiline(f.before, f.after):
             body += [f"~ {f.path}:", *unified(f.before, f.after, f.path)[2:]]
         else:

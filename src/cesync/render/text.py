@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from ..core.plan import Change, Plan
+from ..core.plan import RESENT, Change, Plan
 from ..core.sensitive import CHANGED
 from .common import SYMBOL, VERB, as_text, is_multiline, notices, summary, unified, validation_lines, where
 
@@ -70,8 +70,8 @@ def _change(c: Change, paint: Any) -> list[str]:
     if c.action == "create" and c.after is not None:
         out += [f"    + {line}" for line in as_text(c.after).rstrip("\n").splitlines()]
     for f in c.fields:
-        if f.after == CHANGED:
-            out.append(f"    ~ {f.path}: {CHANGED}")
+        if f.after in (CHANGED, RESENT):
+            out.append(f"    ~ {f.path}: {f.after}")
         elif is_multiline(f.before, f.after):
             out.append(f"    ~ {f.path}:")
             for line in unified(f.before, f.after, f.path)[2:]:
