@@ -66,7 +66,7 @@ def test_every_format_shows_when_apply_would_refuse_and_a_partial_plan(fmt: str)
     desired = [Resource("tool", r.id, {"clientFunction": {"name": "changed"}}) for r in remote]
     plan = build_plan("dev", "P", desired, remote)
     reason = safety_refusal(plan, 0.3, 10)
-    assert "updates or deletes 12 of 12" in reason
+    assert "updates 12 of 12" in reason and "safety.maxUpdateFraction" in reason
     shown = render(dataclasses.replace(plan, refused=reason, targets=("tool/t1",)), fmt)
     if fmt == "json":
         data = json.loads(shown)

@@ -361,7 +361,7 @@ def apply(
                 if fmt == "json":
                     out(json.dumps(ApplyResult(current.environment, current.app).to_dict(), indent=2))
                 return None
-            check_safety(current, safety.maxChangeFraction, safety.minResources, allow_mass_change)
+            check_safety(current, safety.maxChangeFraction, safety.minResources, allow_mass_change, safety.maxUpdateFraction)
             if not auto_approve:
                 if not sys.stdin.isatty():
                     raise CesyncError("no terminal to confirm on: pass --auto-approve to apply without asking")

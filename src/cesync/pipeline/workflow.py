@@ -251,7 +251,7 @@ async def make_plan(
     plan = replace(
         plan,
         targets=tuple(sorted(selected or ())),
-        refused=safety_refusal(plan, safety.maxChangeFraction, safety.minResources),
+        refused=safety_refusal(plan, safety.maxChangeFraction, safety.minResources, safety.maxUpdateFraction),
     )
     return seal_plan(plan, ctx, salt or new_salt())
 

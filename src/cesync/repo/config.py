@@ -135,7 +135,14 @@ class Safety(_Strict):
     """octoDNS-style guard against plans that touch too much at once."""
 
     maxChangeFraction: float = Field(
-        0.3, ge=0, le=1, description="Refuse to apply when deletes+updates exceed this share of the managed resources."
+        0.3,
+        ge=0,
+        le=1,
+        description="Refuse to apply when deletes (renames included: what can lose data) exceed this share of the "
+        "managed resources.",
+    )
+    maxUpdateFraction: float = Field(
+        0.8, ge=0, le=1, description="Refuse to apply when updates in place exceed this share of the managed resources."
     )
     minResources: int = Field(10, ge=0, description="The fraction is checked only when at least this many resources are managed.")
 

@@ -26,6 +26,13 @@ environments:
   #   project: my-project
   #   location: us
   #   app: {app}
+# apply refuses a plan that deletes more than maxChangeFraction of the managed resources (renames
+# count: what can lose data) or updates more than maxUpdateFraction of them, once there are at least
+# minResources; --allow-mass-change lets one reviewed plan through.
+safety:
+  maxChangeFraction: 0.3
+  maxUpdateFraction: 0.8
+  minResources: 10
 """
 
 TOOL = """\
