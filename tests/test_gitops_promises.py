@@ -4,6 +4,8 @@ record, drift labelled with its author, prune keeping what a person made."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import shutil
 import subprocess
@@ -15,9 +17,13 @@ import pytest
 from google.api_core.client_options import ClientOptions
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import ces_v1
+from google.oauth2.credentials import Credentials
+from google.protobuf import field_mask_pb2
 
+from cesync.core.record import AppliedRecord
 from cesync.emulator.server import BackgroundServer
 from tests.conftest import EXAMPLES
+from tests.helpers import cesync_in_process as cesync
 
 PARENT = "projects/local/locations/us/apps/support-bot"
 
@@ -88,3 +94,90 @@ def test_example_workflows_serialize_applies_per_environment() -> None:
         if isinstance(job, dict) and any("cesync apply" in line for line in job.get("script", [])):
             assert job.get("resource_group"), name
     assert set(groups) == {"dev", "prod"}
+
+
+def run(*args: str, ok: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess[str]:
+    r = cesync(*args)
+    assert r.returncode in ok, r.stdout + r.stderr
+    return r
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=Dev", "-c", "user.email=dev@acme.example", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return done.stdout.strip()
+
+
+def last_record(url: str) -> AppliedRecord | None:
+    from cesync.client import CesClient
+    from cesync.repo.repo import load_repo
+    from cesync.sync.record import last_applied
+
+    env = load_repo(EXAMPLES / "support-bot", resources=False).env("local")
+
+    async def go() -> AppliedRecord | None:
+        async with CesClient(url) as client:
+            return await last_applied(client, env)
+
+    return asyncio.run(go())
+
+
+def test_a_week_of_gitops(bot: Path, server: BackgroundServer, google: ces_v1.AgentServiceClient) -> None:
+    git(bot, "init", "-q")
+    git(bot, "add", "-A")
+    git(bot, "commit", "-q", "-m", "Support bot")
+    sha = git(bot, "rev-parse", "HEAD")
+    common = ("--dir", str(bot), "--env", "local", "--endpoint", server.url)
+
+    # Monday: the first apply leaves its record in CES, an app version the official client sees
+    out = run("apply", *common, "--auto-approve").stdout
+    assert "Applied record: version version-" in out and sha[:7] in out
+    [version] = [v for v in google.list_app_versions(parent=PARENT) if "cesync-record: " in v.description]
+    assert version.display_name == f"cesync applied {sha[:7]} to local"
+    record = last_record(server.url)
+    assert record is not None and (record.commit, record.env, record.version) == (sha, "local", version.name)
+    assert record.digest.startswith("sha256:") and {"tool/web-search", "agent/billing"} <= record.owned
+    assert not json.loads(run("plan", *common, "--format", "json").stdout)["changes"]
+
+    # Tuesday: alice edits an agent in the console; the plan says it is drift, and who and when
+    alice = ces_v1.AgentServiceClient(
+        credentials=Credentials(token="alice@acme.example"),
+        transport="rest",
+        client_options=ClientOptions(api_endpoint=server.url),
+    )
+    billing = alice.get_agent(name=f"{PARENT}/agents/billing")
+    billing.instruction = "Refund everything."
+    alice.update_agent(agent=billing, update_mask=field_mask_pb2.FieldMask(paths=["instruction"]))
+    [entry, *_] = google.list_changelogs(parent=PARENT)
+    assert (entry.author, entry.resource, entry.action) == ("alice@acme.example", billing.name, "UPDATE")
+    plan = json.loads(run("plan", *common, "--format", "json").stdout)
+    [change] = plan["changes"]
+    assert change["id"] == "billing" and change["drift"]["by"] == "alice@acme.example"
+    assert change["drift"]["fields"] == ["instruction"]
+    assert change["drift"]["at"][:19] == entry.create_time.strftime("%Y-%m-%dT%H:%M:%S")
+    text = run("plan", *common).stdout
+    assert "! drift: changed outside cesync since its last apply by alice@acme.example" in text
+    assert "(**drift**)" in run("plan", *common, "--format", "markdown").stdout
+    assert cesync("plan", *common, "--detailed-exitcode", "--fail-on-drift").returncode == 2
+    run("apply", *common, "--auto-approve")
+    assert "Refund everything." not in google.get_agent(name=billing.name).instruction
+    assert cesync("plan", *common, "--detailed-exitcode", "--fail-on-drift").returncode == 0
+
+    # Wednesday: someone makes an agent by hand; the repo drops a tool; prune deletes only cesync's
+    google.create_agent(parent=PARENT, agent=ces_v1.Agent(display_name="Hand made", llm_agent={}), agent_id="hand")
+    git(bot, "rm", "-q", "tools/web-search.yaml")
+    git(bot, "commit", "-q", "-m", "No web search")
+    plan = json.loads(run("plan", *common, "--prune", "--format", "json").stdout)
+    assert [(c["action"], c["id"]) for c in plan["changes"]] == [("delete", "web-search")]
+    assert f"{PARENT}/agents/hand" in plan["unmanaged"] and "tool/web-search" in plan["owned"]
+    assert "cesync did not make them; --prune-unmanaged deletes them" in run("plan", *common, "--prune").stdout
+    run("apply", *common, "--auto-approve", "--prune")
+    names = {a.name.rsplit("/", 1)[-1] for a in google.list_agents(parent=PARENT)}
+    assert "hand" in names and not [t for t in google.list_tools(parent=PARENT) if t.name.endswith("/web-search")]
+    plan = json.loads(run("plan", *common, "--prune", "--prune-unmanaged", "--format", "json").stdout)
+    assert [(c["action"], c["id"]) for c in plan["changes"]] == [("delete", "hand")]

@@ -45,11 +45,14 @@ def _setup(tmp: Path) -> tuple[Path, EmbeddedTransport]:
 
 async def _apply_all(root: Path, transport: httpx.AsyncBaseTransport) -> None:
     from cesync.pipeline.apply import apply_plan
+    from cesync.pipeline.recording import record_apply
 
     ctx = open_context(root, "local")
     async with CesClient("http://emu", transport=transport) as c:
-        result = await apply_plan(c, await make_plan(ctx, c))
+        plan = await make_plan(ctx, c)
+        result = await apply_plan(c, plan)
         assert result.ok
+        await record_apply(c, ctx, plan, result)  # as apply does: what it made is cesync's to prune
         # another app in the same project, with a tool an attacker could point a change at
         await c.create(OTHER_APP, "tools", "victim", {"clientFunction": {"name": "victim"}})
 

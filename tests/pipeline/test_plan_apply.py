@@ -38,10 +38,14 @@ def example(tmp_path: Path, name: str = "support-bot") -> Path:
 
 
 async def plan_apply(root: Path, env: str, transport: httpx.AsyncBaseTransport, **kw: Any) -> tuple[Plan, ApplyResult, Plan]:
+    from cesync.pipeline.recording import record_apply
+
     ctx = open_context(root, env)
     async with CesClient("http://emu", transport=transport, retry=FAST) as c:
         first = await make_plan(ctx, c)
         result = await apply_plan(c, first, **kw)
+        if result.ok:
+            await record_apply(c, ctx, first, result)  # as the apply command does
         second = await make_plan(ctx, c)
     return first, result, second
 

@@ -214,6 +214,11 @@ def init(directory: Path, app: str) -> None:
     is_flag=True,
     help="With --detailed-exitcode: also exit 2 when the app has resources the repo does not define (made by hand).",
 )
+@click.option(
+    "--fail-on-drift",
+    is_flag=True,
+    help="With --detailed-exitcode: exit 2 only when the app differs from what cesync last applied (changed outside cesync).",
+)
 @target_option
 @click.option("--prune/--no-prune", default=None, help="Delete remote resources the repo does not define (default: cesync.yaml).")
 @click.option(
@@ -223,6 +228,7 @@ def init(directory: Path, app: str) -> None:
     "CES never returns them, so they are otherwise sent on create only.",
 )
 @fail_on_validation_option
+@click.option("--prune-unmanaged", is_flag=True, help="With --prune: also delete what cesync does not own (made by hand).")
 @var_options
 @handled
 def plan(
@@ -233,10 +239,12 @@ def plan(
     out: Path | None,
     detailed_exitcode: bool,
     fail_on_unmanaged: bool,
+    fail_on_drift: bool,
     targets: tuple[str, ...],
     prune: bool | None,
     resend_input_only: bool,
     fail_on_validation: bool,
+    prune_unmanaged: bool,
     var_pairs: tuple[str, ...],
     var_files: tuple[Path, ...],
 ) -> None:
@@ -244,7 +252,9 @@ def plan(
     from ..pipeline.workflow import open_context, read_plan
 
     ctx = open_context(directory, env_name, endpoint, cli_vars(var_pairs, var_files), read_ahead=True)
-    result = asyncio.run(read_plan(ctx, prune=prune, targets=targets, resend_input_only=resend_input_only))
+    result = asyncio.run(
+        read_plan(ctx, prune=prune, targets=targets, resend_input_only=resend_input_only, prune_unmanaged=prune_unmanaged)
+    )
     if out:
         save(out, result.to_json())
     print_plan(result, fmt)
@@ -255,6 +265,12 @@ def plan(
     if fail_on_validation and result.validation:
         err(f"CES reports problems in {len(result.validation)} resource(s) of the app (--fail-on-validation-errors)")
         sys.exit(EXIT_ERROR)
+    if fail_on_drift:
+        if result.drifted:
+            err(f"drift: {len(result.drifted)} resource(s) changed outside cesync since its last apply")
+        if detailed_exitcode and (result.drifted or (fail_on_unmanaged and result.unmanaged)):
+            sys.exit(EXIT_CHANGES)
+        return
     if detailed_exitcode and (result.has_changes or (fail_on_unmanaged and result.unmanaged)):
         sys.exit(EXIT_CHANGES)
 
@@ -278,6 +294,7 @@ def show(planfile: Path, fmt: str) -> None:
     "--parallelism", type=click.IntRange(1, 64), default=8, show_default=True, help="At most this many API calls at once."
 )
 @click.option("--prune/--no-prune", default=None, help="Delete remote resources the repo does not define.")
+@click.option("--prune-unmanaged", is_flag=True, help="With --prune: also delete what cesync does not own (made by hand).")
 @click.option(
     "--resend-input-only",
     is_flag=True,
@@ -312,6 +329,7 @@ def apply(
     parallelism: int,
     prune: bool | None,
     resend_input_only: bool,
+    prune_unmanaged: bool,
     force_delete: bool,
     allow_mass_change: bool,
     targets: tuple[str, ...],
@@ -350,14 +368,27 @@ def apply(
             if saved is not None:
                 current = await narrow_saved(ctx, client, saved, prune=prune, targets=targets)
             else:
-                current = await make_plan(ctx, client, prune=prune, targets=targets, resend_input_only=resend_input_only)
+                current = await make_plan(
+                    ctx,
+                    client,
+                    prune=prune,
+                    targets=targets,
+                    resend_input_only=resend_input_only,
+                    prune_unmanaged=prune_unmanaged,
+                )
             if fmt == "text" and saved is None:
                 print_plan(current, "text")
             from ..pipeline.apply import ApplyResult  # here: the HTTP client it imports loaded during the render
+            from ..pipeline.recording import record_apply
 
             if not current.has_changes:
                 if snapshot and fmt == "text":
                     out("No changes: no version created (--snapshot marks applies that changed the app).")
+                if not current.record and not current.targets:
+                    # the first apply of a repo that already matches (an export, an import-archive): adopted
+                    made = await record_apply(client, ctx, current, None)
+                    if fmt == "text":
+                        out(f"Applied record: version {made.version.rsplit('/', 1)[-1]} (cesync now owns what the repo defines).")
                 if fmt == "json":
                     out(json.dumps(ApplyResult(current.environment, current.app).to_dict(), indent=2))
                 return None
@@ -374,6 +405,11 @@ def apply(
             result.snapshot = str(version.get("name", ""))
             if not result.interrupted:
                 result.validation = await validation_after(client, current.app)
+            if result.ok:
+                made = await record_apply(client, ctx, current, result)
+                result.record = made.version
+                if fmt == "text":
+                    out(f"Applied record: version {made.version.rsplit('/', 1)[-1]} ({made.commit[:7] or 'no commit'}).")
             return result
 
     result = asyncio.run(run())

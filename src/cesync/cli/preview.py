@@ -69,7 +69,9 @@ def preview(
         async with ctx.client(max_connections=max(parallelism * 2, 8)) as client:
             check_preview(await get_app(client, parent), ctx.env, name, parent)
             # the preview mirrors the repo: what the repo no longer has goes (the app is the preview's own)
-            plan = await make_plan(ctx, client, prune=True)
+            plan = await make_plan(
+                ctx, client, prune=True, prune_unmanaged=True
+            )  # a preview app is all cesync's: it mirrors the repo
             if fmt == "text":
                 print_plan(plan, "text")
             if not plan.has_changes:

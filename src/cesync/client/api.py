@@ -477,6 +477,10 @@ class CesClient:
             resource=resource,
         )
 
+    async def list_page(self, path: str, operation: str, resource: str, params: dict[str, Any]) -> dict[str, Any]:
+        """One page of a list call (retried as every read)."""
+        return await self._retrying(partial(self._call, "GET", path, operation, resource, params=params))
+
     async def resources(self, parent: str, kind: str) -> list[Resource]:
         """Every listed resource of one kind (a key of KINDS), as records: unfiltered, ids from their names
         (each checked to be one of this app's: see ResourceKind.id_in)."""

@@ -70,6 +70,8 @@ class Change:
     note: str = ""
     deferred: tuple[str, ...] = ()  # create-then-patch: fields left out of the create (a reference cycle)
     patch_after: tuple[str, ...] = ()  # ... and patched in once these exist
+    # the remote differs from what cesync last applied (the applied record): {"fields": [...], "by": ..., "at": ...}
+    drift: dict[str, Any] | None = None
 
     @property
     def key(self) -> str:
@@ -92,7 +94,7 @@ class Plan:
     app: str
     digest: str
     changes: tuple[Change, ...] = ()
-    unmanaged: tuple[str, ...] = ()  # remote resources kept because prune is off
+    unmanaged: tuple[str, ...] = ()  # remote resources kept: prune is off, or cesync does not own them
     unknown_fields: dict[str, list[str]] = field(default_factory=dict)  # resource -> fields we do not model
     validation: dict[str, list[str]] = field(default_factory=dict)  # resource -> what CES reports wrong (core.validation)
     managed: int = 0  # resources the repo defines
@@ -106,12 +108,19 @@ class Plan:
     promoted_from: str = ""  # cesync promote: the environment whose applied commit this plan was made from
     commit: str = ""  # ... and that commit: apply renders the repo as it is there, not the working tree
     sensitive: Sealed = field(default_factory=Sealed)
+    record: str = ""  # the applied record (app version) the plan took as its base ("" without one)
+    owned: tuple[str, ...] = ()  # "kind/id" cesync owns, from that record: what --prune may delete
+    prune_unmanaged: bool = False  # --prune-unmanaged: also delete what cesync does not own
     cesync_version: str = __version__
     format_version: int = FORMAT_VERSION
 
     @property
     def has_changes(self) -> bool:
         return bool(self.changes)
+
+    @property
+    def drifted(self) -> tuple[Change, ...]:
+        return tuple(c for c in self.changes if c.drift is not None)
 
     def counts(self) -> dict[str, int]:
         return {a: sum(1 for c in self.changes if c.action == a) for a in ACTIONS}
@@ -154,6 +163,7 @@ def _from_file(f: PlanFile) -> Plan:
             **data,
             "changes": changes,
             "unmanaged": tuple(data["unmanaged"]),
+            "owned": tuple(data["owned"]),
             "targets": tuple(data["targets"]),
             "sensitive": Sealed(**data["sensitive"]),
         }
@@ -212,6 +222,9 @@ def build_plan(
     sensitive: Mapping[tuple[str, str], Sequence[Path_]] | None = None,
     app_body: dict[str, Any] | None = None,
     resend_input_only: bool = False,
+    owned: frozenset[str] | None = None,
+    prune_unmanaged: bool = False,
+    base: Mapping[tuple[str, str], dict[str, Any]] | None = None,
 ) -> Plan:
     """desired: the repo's resources (wire bodies). targets: ids (or kind/id) to limit the plan to.
 
@@ -224,6 +237,13 @@ def build_plan(
     sensitive: per (kind, id), the body paths that hold sensitive values; they are masked
     in before, after and fields here, in bodies when the plan is written out, and left
     out of the digest (the plan's keyed hashes cover them).
+
+    owned: "kind/id" of what cesync owns (the applied record); prune deletes only those, and
+    everything, owned or not, with prune_unmanaged. None: every remote resource counts as owned
+    (callers that keep no record).
+
+    base: the app as cesync last applied it (the record's snapshot), per (kind, id), for the kinds
+    the snapshot covers; a change whose remote differs from it is labelled drift.
     """
     hidden = {k: list(v) for k, v in (sensitive or {}).items() if v}
 
@@ -303,8 +323,8 @@ def build_plan(
         if (r.kind, r.id) in name_of or not wanted(r.kind, r.id) or not KINDS[r.kind].deletable:
             continue  # the app is never deleted, nor listed as unmanaged
         name = KINDS[r.kind].resource_name(parent, r.id)
-        if not prune:
-            log.debug("plan: %s %s: in the app, not in the repo: kept (prune is off)", r.kind, r.id)
+        if not prune or not (prune_unmanaged or owned is None or f"{r.kind}/{r.id}" in owned):
+            log.debug("plan: %s %s: in the app, not in the repo: kept (prune is off, or cesync does not own it)", r.kind, r.id)
             unmanaged.append(name)
             continue
         log.debug("plan: %s %s: in the app, not in the repo: delete (prune)", r.kind, r.id)
@@ -328,7 +348,7 @@ def build_plan(
         environment=env,
         app=parent,
         digest=desired_digest(env, parent, [masked(d, hidden.get(d.key)) for d in desired]),
-        changes=tuple(changes + deletes),
+        changes=tuple(_drift(c, remote_by, base) for c in changes) + tuple(deletes),
         unmanaged=tuple(sorted(unmanaged)),
         unknown_fields=unknown,
         validation=findings(parent, remote),
@@ -336,7 +356,36 @@ def build_plan(
         prune=prune,
         created_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         sensitive=Sealed(fields={name_of[k]: [list(p) for p in v] for k, v in sorted(hidden.items()) if k in name_of}),
+        owned=tuple(sorted(owned)) if owned is not None else (),
+        prune_unmanaged=prune_unmanaged,
     )
+
+
+# Kinds an AppSnapshot holds (AppVersion.snapshot: app, agents, tools, examples, guardrails,
+# toolsets): deployments are not in it, so no base tells their drift.
+SNAPSHOT_KINDS = frozenset({"app", "agent", "tool", "toolset", "guardrail", "example"})
+
+
+def _drift(
+    c: Change, remote_by: Mapping[tuple[str, str], Resource], base: Mapping[tuple[str, str], dict[str, Any]] | None
+) -> Change:
+    """The change labelled drift when the app differs from what cesync last applied (three-way)."""
+    if base is None or c.kind not in SNAPSHOT_KINDS:
+        return c
+    was = base.get((c.kind, c.id))
+    r = remote_by.get((c.kind, c.id))
+    if r is None:
+        fields = ["(deleted outside cesync)"] if was is not None else []
+    elif was is None:
+        fields = ["(made outside cesync)"]
+    else:
+        fields = list(diff_resource(c.kind, c.id, _as_desired(was), r.body).update_mask)
+    return _with(c, drift={"fields": fields, "by": None, "at": None}) if fields else c
+
+
+def _as_desired(body: dict[str, Any]) -> dict[str, Any]:
+    """A resource as the server printed it, compared as if the repo had said it: server-set fields out."""
+    return {k: v for k, v in body.items() if k not in ("name", "etag", "createTime", "updateTime")}
 
 
 def _carried(kind: str, rid: str, remote: dict[str, Any], body: dict[str, Any], mask: list[str]) -> dict[str, Any]:

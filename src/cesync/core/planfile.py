@@ -47,6 +47,7 @@ class ChangeFile(_Strict):
     note: str = ""
     deferred: list[str] = Field(default_factory=list)
     patch_after: list[str] = Field(default_factory=list)
+    drift: dict[str, Any] | None = None
 
     @field_validator("kind")
     @classmethod
@@ -84,6 +85,9 @@ class PlanFile(_Strict):
     promoted_from: str = ""
     commit: str = Field("", pattern=r"^([0-9a-f]{40})?$")
     sensitive: SealedFile = Field(default_factory=SealedFile)
+    record: str = ""
+    owned: list[str] = Field(default_factory=list)
+    prune_unmanaged: bool = False
 
 
 def parse_plan_file(text: str, source: str, version: int) -> PlanFile:

@@ -71,6 +71,7 @@ class ApplyResult:
     interrupted: bool = False
     snapshot: str = ""  # the app version apply --snapshot created
     validation: dict[str, list[str]] = field(default_factory=dict)  # what CES reports wrong after the writes
+    record: str = ""  # the applied record (an app version) made after it
 
     @property
     def ok(self) -> bool:
@@ -101,6 +102,7 @@ class ApplyResult:
             "outcomes": [{k: v for k, v in asdict(o).items() if k != "reported"} for o in self.outcomes],
             **({"snapshot": self.snapshot} if self.snapshot else {}),
             "validation": self.validation,
+            **({"record": self.record} if self.record else {}),
         }
 
 

@@ -47,6 +47,7 @@ from ..sync.remote import list_app, read_existing, read_remote
 
 if TYPE_CHECKING:  # the HTTP client loads when a command first uses it (see client/__init__.py)
     from ..client.api import CesClient, RetryPolicy
+    from ..core.record import AppliedRecord
 
 __all__ = [
     "Context",
@@ -148,9 +149,9 @@ class _ReadAhead:
     def __init__(self, env: EnvTarget, root: Path, endpoint: str | None) -> None:
         self._env, self._root, self._endpoint = env, root, endpoint
         self._notices: list[str] = []
-        self._done: concurrent.futures.Future[list[Resource]] = concurrent.futures.Future()
+        self._done: concurrent.futures.Future[_Read] = concurrent.futures.Future()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._task: asyncio.Task[list[Resource]] | None = None
+        self._task: asyncio.Task[_Read] | None = None
         self._begun = threading.Event()
         self._thread = threading.Thread(target=self._run, name="cesync-read-ahead", daemon=True)
 
@@ -172,15 +173,15 @@ class _ReadAhead:
             if loop is not None:
                 loop.close()
 
-    async def _read(self) -> list[Resource]:
+    async def _read(self) -> _Read:
         from ..client import connect
 
         client = connect(self._env, self._root, override=self._endpoint)
         client.notify = self._notices.append
         async with client:
-            return await read_remote(client, self._env.parent)
+            return await read_app(client, self._env)
 
-    async def result(self) -> list[Resource]:
+    async def result(self) -> _Read:
         """The app as read; awaited, not joined: a Ctrl-C (asyncio.run cancels the awaiting task)
         cancels the read and ends plan at once, as when plan read the app itself."""
         from ..client.api import stderr_line
@@ -206,6 +207,52 @@ class _ReadAhead:
         self._thread.join(timeout=10)
 
 
+_Read = tuple[list[Resource], "AppliedRecord | None"]
+
+
+async def read_app(client: CesClient, env: EnvTarget) -> _Read:
+    """The app's resources and cesync's last applied record of env (None: no app, or no record)."""
+    from ..sync.record import last_applied
+
+    remote = await read_remote(client, env.parent)
+    if not any(r.kind == APP for r in remote):
+        return remote, None  # no app: no versions either
+    return remote, await last_applied(client, env)
+
+
+async def label_drift(client: CesClient, plan: Plan, since: str) -> Plan:
+    """Each drifted change with its author and time, from CES's changelogs after the record (since)."""
+    from ..sync.record import changes_since
+
+    if not plan.drifted:
+        return plan
+    found = await changes_since(client, plan.app, since, {c.name for c in plan.drifted})
+    changes = tuple(
+        dataclasses.replace(c, drift={**c.drift, "by": found[c.name][0] or None, "at": found[c.name][1] or None})
+        if c.drift is not None and c.name in found
+        else c
+        for c in plan.changes
+    )
+    return replace(plan, changes=changes)
+
+
+def base_of(record: AppliedRecord | None) -> dict[tuple[str, str], dict[str, Any]] | None:
+    """The record's snapshot per (kind, id): the base of a three-way plan."""
+    if record is None:
+        return None
+    from ..sync.record import KIND_OF
+
+    base: dict[tuple[str, str], dict[str, Any]] = {}
+    for collection, items in record.snapshot.items():
+        if collection == "app" and isinstance(items, dict):
+            base[(APP, APP)] = items
+        elif collection in KIND_OF and isinstance(items, list):
+            base.update(
+                {(KIND_OF[collection], str(i.get("name", "")).rsplit("/", 1)[-1]): i for i in items if isinstance(i, dict)}
+            )
+    return base
+
+
 def sensitive_fields(
     repo: Repo, env: EnvTarget, desired: list[Resource], secrets: dict[str, str]
 ) -> dict[tuple[str, str], list[Path_]]:
@@ -225,13 +272,22 @@ def sensitive_fields(
 
 
 async def read_plan(
-    ctx: Context, *, prune: bool | None = None, targets: Iterable[str] | None = None, resend_input_only: bool = False
+    ctx: Context,
+    *,
+    prune: bool | None = None,
+    targets: Iterable[str] | None = None,
+    resend_input_only: bool = False,
+    prune_unmanaged: bool = False,
 ) -> Plan:
     """make_plan with the app read ahead (open_context(read_ahead=True)) or, without it, read now."""
     if ctx.read_ahead is not None:
-        return await make_plan(ctx, None, prune=prune, targets=targets, resend_input_only=resend_input_only)
+        return await make_plan(
+            ctx, None, prune=prune, targets=targets, resend_input_only=resend_input_only, prune_unmanaged=prune_unmanaged
+        )
     async with ctx.client() as client:
-        return await make_plan(ctx, client, prune=prune, targets=targets, resend_input_only=resend_input_only)
+        return await make_plan(
+            ctx, client, prune=prune, targets=targets, resend_input_only=resend_input_only, prune_unmanaged=prune_unmanaged
+        )
 
 
 async def make_plan(
@@ -242,12 +298,16 @@ async def make_plan(
     targets: Iterable[str] | None = None,
     salt: str | None = None,
     resend_input_only: bool = False,
+    prune_unmanaged: bool = False,
 ) -> Plan:
     """targets: --target values (ID, kind/ID, kinds/ID); one that names nothing is an error.
 
-    resend_input_only: send the INPUT_ONLY fields the repo sets again (see core.plan.build_plan)."""
+    resend_input_only: send the INPUT_ONLY fields the repo sets again (see core.plan.build_plan).
+    prune_unmanaged: prune deletes what cesync does not own too (made by hand)."""
     prune_ = ctx.env.prune if prune is None else prune
-    plan, selected, _ = await _plan_against_remote(ctx, client, prune_, targets, narrow=True, resend=resend_input_only)
+    plan, selected, _ = await _plan_against_remote(
+        ctx, client, prune_, targets, narrow=True, resend=resend_input_only, prune_unmanaged=prune_unmanaged
+    )
     safety = ctx.repo.config.safety
     plan = replace(
         plan,
@@ -258,7 +318,14 @@ async def make_plan(
 
 
 async def _plan_against_remote(
-    ctx: Context, client: CesClient | None, prune: bool, targets: Iterable[str] | None, *, narrow: bool, resend: bool = False
+    ctx: Context,
+    client: CesClient | None,
+    prune: bool,
+    targets: Iterable[str] | None,
+    *,
+    narrow: bool,
+    resend: bool = False,
+    prune_unmanaged: bool = False,
 ) -> tuple[Plan, set[str] | None, list[Resource]]:
     """Read the app, resolve --target against what exists on either side, and diff.
 
@@ -266,10 +333,10 @@ async def _plan_against_remote(
     narrowed afterwards, so that it can be compared with what was saved)."""
     ahead, ctx.read_ahead = ctx.read_ahead, None  # read once, as before
     if ahead is not None:
-        remote = await ahead.result()
+        remote, record = await ahead.result()
     else:
         assert client is not None, "a client, unless the app was read ahead"
-        remote = await read_remote(client, ctx.env.parent)
+        remote, record = await read_app(client, ctx.env)
     known = {(d.kind, d.id) for d in ctx.desired} | {(r.kind, r.id) for r in remote}
     selected = target_keys(resolve_targets(targets or (), known))
     plan = build_plan(
@@ -282,7 +349,17 @@ async def _plan_against_remote(
         sensitive=ctx.hidden,
         app_body=app_to_create(ctx.env, remote),
         resend_input_only=resend,
+        owned=record.owned if record is not None else frozenset(),
+        prune_unmanaged=prune_unmanaged,
+        base=base_of(record),
     )
+    if record is not None:
+        plan = replace(plan, record=record.version)
+        if plan.drifted and client is not None:
+            plan = await label_drift(client, plan, record.time)
+        elif plan.drifted:  # read ahead, without a client of its own
+            async with ctx.client() as own:
+                plan = await label_drift(own, plan, record.time)
     return plan, selected, remote
 
 
@@ -313,7 +390,7 @@ async def narrow_saved(
     """
     check_saved(ctx, saved)
     fresh, selected, remote = await _plan_against_remote(
-        ctx, client, saved.prune, targets, narrow=False, resend=saved.resend_input_only
+        ctx, client, saved.prune, targets, narrow=False, resend=saved.resend_input_only, prune_unmanaged=saved.prune_unmanaged
     )
     fresh = seal_plan(fresh, ctx, saved.sensitive.salt or new_salt())
     present = {f"{r.kind}/{r.id}" for r in remote} | {f"{d.kind}/{d.id}" for d in ctx.desired}

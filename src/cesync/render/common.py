@@ -63,3 +63,18 @@ def validation_lines(found: dict[str, list[str]]) -> list[str]:
 
 def summary(counts: dict[str, int]) -> str:
     return f"{counts['create']} to create, {counts['update']} to update, {counts['delete']} to delete"
+
+
+def drift_label(c: Any) -> str:
+    """What a change's drift says (the app differs from what cesync last applied), one line."""
+    drift = c.drift or {}
+    who = " by " + _plain(drift["by"]) if drift.get("by") else ""
+    when = " at " + _plain(drift["at"]) if drift.get("at") else ""
+    fields = ", ".join(_plain(f) for f in drift.get("fields", []))
+    return f"drift: changed outside cesync since its last apply{who}{when}" + (f" ({fields})" if fields else "")
+
+
+def _plain(value: Any) -> str:
+    """A server's text on one line, no markup: a changelog author or time cannot end a block or fake a line."""
+    text = "".join(ch if ch.isprintable() and ch not in "`<>|*_[]" else " " for ch in str(value))
+    return text[:200]

@@ -6,7 +6,7 @@ import re
 
 from ..core.plan import RESENT, Plan
 from ..core.sensitive import CHANGED
-from .common import SYMBOL, VERB, as_text, is_multiline, notices, summary, unified, validation_lines, where
+from .common import SYMBOL, VERB, as_text, drift_label, is_multiline, notices, summary, unified, validation_lines, where
 
 MARKER = "<!-- cesync-plan:{env}:{app} -->"
 GITHUB_COMMENT_LIMIT = 65_536
@@ -71,7 +71,11 @@ def _section(c: object) -> list[str]:
 
     assert isinstance(c, Change)
     title = f"<code>{SYMBOL[c.action]} {c.kind} {c.id}</code> will be {VERB[c.action]}"
+    if c.drift is not None:
+        title += " (**drift**)"
     lines = ["<details>", f"<summary>{title}</summary>", ""]
+    if c.drift is not None:
+        lines += [f"> **{drift_label(c).replace(': ', ':** ', 1)}", ""]
     if c.note:
         lines += [f"_{c.note}_", ""]
     if c.etag:

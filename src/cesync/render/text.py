@@ -9,7 +9,7 @@ from typing import Any
 
 from ..core.plan import RESENT, Change, Plan
 from ..core.sensitive import CHANGED
-from .common import SYMBOL, VERB, as_text, is_multiline, notices, summary, unified, validation_lines, where
+from .common import SYMBOL, VERB, as_text, drift_label, is_multiline, notices, summary, unified, validation_lines, where
 
 COLORS = {"create": "\x1b[32m", "update": "\x1b[33m", "delete": "\x1b[31m", "dim": "\x1b[2m", "bold": "\x1b[1m"}
 RESET = "\x1b[0m"
@@ -45,7 +45,12 @@ def render_text(plan: Plan, *, color: bool = False, mapper: Mapper | None = None
         lines.append("No changes. The app matches the repo.")
         lines.append("")
     if plan.unmanaged:
-        lines.append(paint(f"{len(plan.unmanaged)} remote resource(s) not in the repo (kept; use --prune to delete):", "dim"))
+        why = (
+            "kept: cesync did not make them; --prune-unmanaged deletes them"
+            if plan.prune
+            else "kept; --prune deletes those cesync made"
+        )
+        lines.append(paint(f"{len(plan.unmanaged)} remote resource(s) not in the repo ({why}):", "dim"))
         lines += [paint(f"  ? {name}", "dim") for name in plan.unmanaged]
         lines.append("")
     if plan.validation:
@@ -65,6 +70,8 @@ def _change(c: Change, paint: Any) -> list[str]:
     if c.etag:
         head += f" (etag {c.etag})"
     out = [paint(head, c.action)]
+    if c.drift is not None:
+        out.append(paint(f"    ! {drift_label(c)}", "bold"))
     if c.note:
         out.append(paint(f"    # {c.note}", "dim"))
     if c.action == "create" and c.after is not None:

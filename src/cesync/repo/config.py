@@ -157,6 +157,14 @@ class QuotaSettings(_Strict):
     readsPerMinute: int | None = Field(None, ge=0, description="ces.googleapis.com/read_requests a minute.")
 
 
+class Records(_Strict):
+    """The applied records: app versions cesync makes after each apply (see core/record.py)."""
+
+    keep: int = Field(
+        10, ge=1, le=1000, description="Keep this many applied records (app versions) per environment; older ones are deleted."
+    )
+
+
 class Defaults(_Strict):
     """Values every environment inherits unless it sets its own."""
 
@@ -228,6 +236,7 @@ class Config(_Strict):
     environments: dict[str, Environment] = Field(min_length=1)
     prune: bool = Field(False, description="Delete remote resources that the repo does not define.")
     safety: Safety = Field(default_factory=Safety)
+    records: Records = Field(default_factory=Records)
 
     @field_validator("environments")
     @classmethod

@@ -1,0 +1,35 @@
+"""After an apply: the applied record of what it made the app (see core/record.py, sync/record.py)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..api.kinds import APP, kind_of_name
+from ..core.plan import Plan
+from ..core.record import AppliedRecord
+from ..sync.record import write_record
+from .apply import DONE, ApplyResult
+
+if TYPE_CHECKING:
+    from ..client.api import CesClient
+    from .workflow import Context
+
+__all__ = ["owned_after", "record_apply"]
+
+
+def owned_after(ctx: Context, plan: Plan, result: ApplyResult | None) -> set[str]:
+    """What cesync owns once the apply is done: what it owned, what the repo defines (created or
+    adopted), less what it deleted; a --target apply adds only what it wrote."""
+    outcomes = result.outcomes if result is not None else []
+    deleted = {f"{o.kind}/{o.id}" for o in outcomes if o.action == "delete" and o.status == DONE}
+    written = {f"{o.kind}/{o.id}" for o in outcomes if o.action != "delete" and o.status == DONE}
+    defined = written if plan.targets else {f"{d.kind}/{d.id}" for d in ctx.desired}
+    return {k for k in (set(plan.owned) | defined) - deleted if not k.startswith(f"{APP}/")}
+
+
+async def record_apply(client: CesClient, ctx: Context, plan: Plan, result: ApplyResult | None) -> AppliedRecord:
+    owned = owned_after(ctx, plan, result)
+    others = {f"{kind_of_name(n).name}/{n.rsplit('/', 1)[-1]}" for n in plan.unmanaged}
+    return await write_record(
+        client, ctx.env, ctx.repo.root, digest=plan.digest, owned=owned, present=owned | others, keep=ctx.repo.config.records.keep
+    )
