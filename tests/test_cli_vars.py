@@ -15,7 +15,7 @@ from tests.pipeline.test_pull import cli
 
 ALL: dict[str, Any] = {n: main.get_command(click.Context(main), n) for n in main.list_commands(click.Context(main))}
 
-RENDERING = ["validate", "plan", "apply", "pull", "export", "diff"]
+RENDERING = ["validate", "plan", "apply", "pull", "export", "diff", "promote", "preview", "exec", "test"]
 TOOL = "googleSearchTool:\n  name: ${SEARCH_NAME}\n"
 
 

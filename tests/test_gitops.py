@@ -131,7 +131,7 @@ def test_action_apply_saved_plan_then_drift_check(bot: Path, tmp_path: Path, for
     code, out, log = action(bot, tmp_path, forge, emulator.url, command="plan", environment="dev", fail_on_changes="true")
     assert code == 2 and out["has-changes"] == "true" and "Drifted." in log
     code, _, log = action(bot, tmp_path, forge, emulator.url, command="diff", environment="prod", **{"from": "dev"})
-    assert code == 0 and "Promotion `dev` → `prod`" in log, log
+    assert code == 0 and "Live `dev` → `prod` (a comparison, not a promotion)" in log, log
     code, _, log = action(bot, tmp_path, forge, emulator.url, command="destroy")
     assert code == 1 and "unknown command 'destroy'" in log
 
