@@ -2,8 +2,8 @@
 
 Each field is compared on JSON name, scalar type, presence (proto3 ``optional``),
 message type, enum values, oneof, repeated/map and behaviour (REQUIRED,
-OUTPUT_ONLY, IDENTIFIER as the ``google-cloud-ces`` docstrings state it, read from
-the snapshot in :mod:`cesync.api.descriptors`, which a test keeps equal to the package).
+OUTPUT_ONLY, IDENTIFIER as the field-behaviour table :mod:`cesync.api.behaviour` gives it,
+from the snapshot in :mod:`cesync.api.descriptors`, which a test keeps equal to the package).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 
 from google.protobuf.descriptor import FieldDescriptor as FD
 
+from cesync.api import behaviour as fb
 from cesync.api import descriptors as api
 from cesync.models import Behavior, Kind, ProtoModel, overlay, specs
 
@@ -52,7 +53,8 @@ def expected_kind(f: Any) -> Kind:
 
 
 def expected_behavior(message: str, field: str) -> Behavior:
-    found = api.behaviors(message, field)
+    """The model's behaviour as the field-behaviour table (cesync.api.behaviour) gives it."""
+    found = fb.of(message, field)
     for name in ("IDENTIFIER", "OUTPUT_ONLY", "REQUIRED"):
         if name in found:
             return Behavior[name]

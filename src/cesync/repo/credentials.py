@@ -17,6 +17,8 @@ from functools import partial
 from itertools import accumulate
 from pathlib import Path
 
+from ..api import behaviour as fb
+from ..api.kinds import KINDS
 from ..core.yamlfile import read_text
 from ..errors import Problem
 from .forked import fork_map
@@ -175,6 +177,7 @@ def lint_credentials(repo: Repo) -> list[Problem]:
     # Each file on its own: the tail of the list is scanned on the other core (forked.fork_map).
     for found in fork_map(partial(_scan_files, repo.root), list(dict.fromkeys(files))):
         problems += found
+    problems += input_only_literals(repo)
     cfg, doc = repo.config, repo.config_doc
     literal = {n: ("defaults", "vars", n) for n in cfg.defaults.vars}
     for env_name, env in cfg.environments.items():
@@ -183,6 +186,43 @@ def lint_credentials(repo: Repo) -> list[Problem]:
         at = {n: (doc.file, *doc.positions.at(p)) for n, p in where.items() if n in names}
         problems += sensitive_literals(names, at)
     return sorted(set(problems))
+
+
+def input_only_literals(repo: Repo) -> list[Problem]:
+    """An INPUT_ONLY field (cesync.api.behaviour: a one-time credential, such as a WhatsApp PIN)
+    written as a literal: it is in the repo. cesync masks it in every output either way."""
+    sensitive = {*repo.config.defaults.sensitive, *(n for e in repo.config.environments.values() for n in e.sensitive)}
+    found: list[Problem] = []
+    for src in repo.files:
+        data = src.doc.data
+        if not isinstance(data, dict):
+            continue
+        for name in fb.fields(KINDS[src.kind].model_name, fb.INPUT_ONLY):
+            for path, text in _leaves(data.get(name), (name,)):
+                if not any(ref in sensitive for ref in _REF.findall(text)):
+                    line, col = src.doc.positions.at(path)
+                    found.append(
+                        Problem(
+                            src.doc.file,
+                            line,
+                            col,
+                            f"{WARNING}{'.'.join(map(str, path))} is an input-only credential "
+                            f"({KINDS[src.kind].model_name}.{name} is INPUT_ONLY) in plain text; pass it through a "
+                            "variable listed under 'sensitive:' in cesync.yaml and set it from the environment",
+                        )
+                    )
+    return found
+
+
+_REF = re.compile(r"(?<!\$)\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _leaves(value: object, path: tuple[str | int, ...]) -> list[tuple[tuple[str | int, ...], str]]:
+    if isinstance(value, dict):
+        return [leaf for k, v in value.items() for leaf in _leaves(v, (*path, str(k)))]
+    if isinstance(value, list):
+        return [leaf for i, v in enumerate(value) for leaf in _leaves(v, (*path, i))]
+    return [(path, str(value))] if value is not None else []
 
 
 def _scan_files(root: Path, paths: list[Path]) -> list[list[Problem]]:
