@@ -396,3 +396,127 @@ def test_no_nested_user_namespace(mode: str) -> None:
         return  # the fallback creates no namespace to limit
     result = tool(NESTED)["result"]
     assert result["unshare"] == -1, result  # the kernel's attack surface stays closed to tool code
+
+
+# --- the memory budget of a call (not of each process) ------------------------------------------
+
+# Finding 11: children touching 420 MB each raised host memory by 3.6 GB in one exec. Each
+# child touches its memory, says so, and holds it until every child has answered or died.
+CHILDREN_TOUCH = """
+import os
+def f(children, mb):
+    pipes, pids = [], []
+    for _ in range(children):
+        r, w = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(r); os.close(w)
+            break
+        if pid == 0:
+            os.close(r)
+            try:
+                block = bytearray(mb * 1024 * 1024)
+                for i in range(0, len(block), 4096):
+                    block[i] = 1
+                os.write(w, b"held")
+            except MemoryError:
+                os.write(w, b"none")
+            import time
+            time.sleep(30)
+            os._exit(0)
+        os.close(w)
+        pipes.append(r)
+        pids.append(pid)
+    held = 0
+    for r in pipes:
+        held += os.read(r, 4) == b"held"  # b"" when the kernel killed the child (out of memory)
+    for pid in pids:
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
+    return {"started": len(pids), "held": held}
+"""
+
+
+@pytest.fixture(params=["cgroup", "bound"])
+def memory_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "bound":
+        monkeypatch.setenv(sandbox.MEMORY_ENV, "bound")
+    else:
+        group = sandbox.memory_cgroup()
+        group.remove()
+        if not group.path:
+            pytest.skip(f"no memory cgroup can be made here ({group.reason}); the bound is tested")
+    monkeypatch.setattr(sandbox, "_noted", False)
+    return str(request.param)
+
+
+def test_a_call_s_processes_share_one_memory_budget(mode: str, memory_mode: str, capsys: pytest.CaptureFixture[str]) -> None:
+    result = tool(CHILDREN_TOUCH, {"children": 6, "mb": 300}, timeout="20s")
+    held = result["result"]["held"] if "result" in result else 0
+    assert held * 300 <= sandbox.MEMORY_BYTES >> 20, result  # before: all 6 held (1.8 GB)
+    note = warning(capsys)
+    if memory_mode == "cgroup":
+        assert "cesync: note: tool memory: each call's processes share one cgroup" in note, note
+    else:
+        assert "no cgroup (CESYNC_SANDBOX_MEMORY=bound): 128 MB of address space x 4 processes = 512 MB per call" in note or (
+            mode == "fallback" and os.geteuid() == 0 and "a call's total is not bounded" in note
+        ), note
+
+
+def test_memory_cgroups_are_used_where_linux_allows(monkeypatch: pytest.MonkeyPatch) -> None:
+    # CI and this project's machines run Linux as root with a writable memory hierarchy.
+    monkeypatch.delenv(sandbox.MEMORY_ENV, raising=False)
+    if os.uname().sysname == "Linux" and os.geteuid() == 0:
+        group = sandbox.memory_cgroup()
+        try:
+            assert group.path, group.reason
+            assert Path(group.path).is_dir()
+        finally:
+            group.remove()
+        assert not Path(group.path).exists()
+
+
+def test_a_cgroup_v2_child_gets_the_limit(tmp_path: Path) -> None:
+    """The v2 path against a folder laid out as cgroupfs (the kernel here offers v1 memory only)."""
+    own = tmp_path / "self-cgroup"
+    own.write_text("0::/ci/job\n")
+    parent = tmp_path / "ci" / "job"
+    parent.mkdir(parents=True)
+    (parent / "cgroup.controllers").write_text("cpu memory pids\n")
+    (parent / "cgroup.subtree_control").write_text("")
+    group = sandbox.memory_cgroup(str(tmp_path), str(own))
+    assert group.version == 2 and Path(group.path).parent == parent
+    assert (Path(group.path) / "memory.max").read_text() == str(sandbox.MEMORY_BYTES)
+    assert (Path(group.path) / "memory.swap.max").read_text() == "0"
+    assert (parent / "cgroup.subtree_control").read_text() == "+memory"
+    for name in ("memory.max", "memory.swap.max"):
+        (Path(group.path) / name).unlink()
+    group.remove()
+    assert not Path(group.path).exists()
+    stale = parent / "cesync-tool-999999999-0"  # an emulator killed before it removed its cgroup
+    stale.mkdir()
+    sandbox.memory_cgroup(str(tmp_path), str(own)).remove()
+    assert not stale.exists()
+    (parent / "cgroup.controllers").write_text("cpu pids\n")
+    none = sandbox.memory_cgroup(str(tmp_path), str(own))
+    assert not none.path and "no memory controller" in none.reason
+
+
+def test_calls_beyond_the_budget_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `test --parallelism 64` asks for 64 calls at once; the emulator runs as many as the memory
+    # for them allows (here 2 budgets) and the rest wait their turn.
+    monkeypatch.setenv(sandbox.TOTAL_ENV, str(2 * (sandbox.MEMORY_BYTES >> 20)))
+    assert sandbox.parallel_calls() == 2
+    code = "import time\ndef f():\n    time.sleep(0.5)\n    return 1\n"
+
+    async def many() -> float:
+        started = time.monotonic()
+        runs = [sandbox.run_python(code, "f", {}, variables={}, context={}, call_tool=_no_calls, timeout=10) for _ in range(4)]
+        done = await asyncio.gather(*runs)
+        assert all(r.response == {"result": 1} for r in done), done
+        return time.monotonic() - started
+
+    assert asyncio.run(many()) >= 1.0  # two rounds of two: never four at once

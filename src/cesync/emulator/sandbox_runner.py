@@ -141,7 +141,7 @@ def _isolate() -> int:
         os.waitpid(child, 0)
         reasons = [line for line in lines if line and line not in ("unshared", "ready") and not line.startswith("pid ")]
         raise NotIsolated(reasons[0] if reasons else "the namespace setup died")
-    _send({"sandbox": {"mode": "namespaces", "pid": pid}})
+    _send({"sandbox": {"mode": "namespaces", "pid": pid, **MEMORY}})
     _exit_like(os.waitpid(child, 0)[1])
 
 
@@ -316,10 +316,23 @@ def _fallback(reason: str) -> int:
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
             network = _libc().unshare(CLONE_NEWNET) == 0  # root can have this much even here
+    root = os.geteuid() == 0
     open_ = ["other processes (their environment, signals)", "your files (read and write, as your user)"]
     if not network:
         open_.append("the network, loopback included, for code that goes around Python's socket module")
-    _send({"sandbox": {"mode": "fallback", "reason": reason, "open": open_}})
+    if root:
+        open_.append("the number of processes (the kernel does not count root's)")
+    held = [
+        "CPU time and the call's timeout",
+        "memory (see the note on tool memory)",
+        f"files written up to {MAX_FILE_BYTES // (1 << 20)} MB each",
+        "Python's socket module (refused)" + ("; a network namespace: nothing reachable" if network else ""),
+    ]
+    if not root:
+        held.append("processes: a fixed number beyond those your user already runs")
+    if sys.platform.startswith("linux"):
+        held.append("what the tool starts is killed at the end of the call (unless it kills this runner first)")
+    _send({"sandbox": {"mode": "fallback", "reason": reason, "open": open_, "held": held, "root": root, **MEMORY}})
     processes = _processes_of(os.geteuid()) + MAX_PROCESSES
     if sys.platform.startswith("linux"):
         _supervise()
@@ -438,11 +451,30 @@ class _Context:
             setattr(self, key, value)
 
 
+def _join_cgroup() -> None:
+    """--cgroup DIR: move this process into the call's memory cgroup before anything forks, so
+    that every process of the call is counted together (the kernel holds the sum to its limit)."""
+    args = sys.argv[1:]
+    if "--cgroup" not in args:
+        return
+    path = args[args.index("--cgroup") + 1]
+    try:
+        with open(os.path.join(path, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+        MEMORY["cgroup"] = "joined"
+    except (OSError, IndexError) as exc:
+        MEMORY["cgroup"] = f"cannot join {path}: {getattr(exc, 'strerror', None) or exc}"
+
+
+MEMORY: dict[str, str] = {}  # what the first message says of the call's memory cgroup
+
+
 def main() -> None:
     if sys.platform.startswith("linux"):
         # A killed cesync takes its tool along: each process of the chain dies with its parent.
         with contextlib.suppress(OSError):
             _die_with_parent(_libc())
+    _join_cgroup()
     if "--fallback" in sys.argv[1:]:
         processes = _fallback("the emulator was asked for it with CESYNC_SANDBOX=fallback")
     else:
@@ -452,6 +484,8 @@ def main() -> None:
             processes = _fallback(str(exc))
     request = json.loads(sys.stdin.readline())
     sys.stdout = sys.stderr  # the tool's prints
+    if isinstance(request.get("processes"), int):  # no cgroup: address space x processes is the call's bound
+        processes += request["processes"] - MAX_PROCESSES
     _limits(request["cpu_seconds"], request["memory_bytes"], processes)
     _block_sockets()
     variables = dict(request.get("variables") or {})
