@@ -179,5 +179,11 @@ def test_a_week_of_gitops(bot: Path, server: BackgroundServer, google: ces_v1.Ag
     run("apply", *common, "--auto-approve", "--prune")
     names = {a.name.rsplit("/", 1)[-1] for a in google.list_agents(parent=PARENT)}
     assert "hand" in names and not [t for t in google.list_tools(parent=PARENT) if t.name.endswith("/web-search")]
-    plan = json.loads(run("plan", *common, "--prune", "--prune-unmanaged", "--format", "json").stdout)
-    assert [(c["action"], c["id"]) for c in plan["changes"]] == [("delete", "hand")]
+    saved = bot / "plan.json"
+    plan = json.loads(run("plan", *common, "--prune", "--prune-unmanaged", "--out", str(saved), "--format", "json").stdout)
+    assert [(c["action"], c["id"]) for c in plan["changes"]] == [("delete", "hand")] and plan["prune_unmanaged"]
+    refused = cesync("apply", str(saved), *common, "--auto-approve", "--prune")
+    assert refused.returncode == 1 and "pass --prune-unmanaged to apply it" in refused.stderr
+    assert "hand" in {a.name.rsplit("/", 1)[-1] for a in google.list_agents(parent=PARENT)}
+    run("apply", str(saved), *common, "--auto-approve", "--prune", "--prune-unmanaged")
+    assert "hand" not in {a.name.rsplit("/", 1)[-1] for a in google.list_agents(parent=PARENT)}

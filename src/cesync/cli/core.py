@@ -359,6 +359,12 @@ def apply(
         ctx.state_root, ctx.promotion = root, (saved.promoted_from, saved.commit)
     if saved is not None:
         check_saved(ctx, saved)  # before any connection
+        if saved.prune_unmanaged and not prune_unmanaged and any(c.action == "delete" for c in saved.changes):
+            # as --prune for any delete: deleting what cesync did not make is asked for at apply time too
+            raise CesyncError(
+                "the plan was made with --prune-unmanaged (it may delete what cesync did not make): "
+                "pass --prune-unmanaged to apply it, or make a new plan without it"
+            )
         if resend_input_only and not saved.resend_input_only:
             raise CesyncError("--resend-input-only: the saved plan was made without it; make the plan with it")
     safety = ctx.repo.config.safety
