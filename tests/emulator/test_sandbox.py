@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -27,7 +28,7 @@ import pytest
 from cesync.emulator import sandbox
 from tests.conftest import ROOT
 from tests.emulator.test_execute import APP, _call, python_tool
-from tests.helpers import cesync
+from tests.helpers import FIXTURES, cesync
 
 MODES = ["namespaces", "fallback"]
 
@@ -520,3 +521,24 @@ def test_calls_beyond_the_budget_wait(monkeypatch: pytest.MonkeyPatch) -> None:
         return time.monotonic() - started
 
     assert asyncio.run(many()) >= 1.0  # two rounds of two: never four at once
+
+
+def test_every_command_that_runs_tool_code_says_once_what_holds(tmp_path: Path) -> None:
+    # Finding 12: what is and is not held, once per command, for exec and test alike.
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "minimal", root)
+    cases = "".join(
+        f"  - name: greets {n}\n    toolCall: {{tool: greet, args: {{name: {n}}}}}\n"
+        f"    toolResponse: {{response: {{result: {{greeting: Hello {n}}}}}}}\n"
+        for n in ("ann", "bob", "cy")
+    )
+    (root / "tests").mkdir()
+    (root / "tests" / "greet.yaml").write_text("tests:\n" + cases)
+    env = {sandbox.SANDBOX_ENV: "fallback", sandbox.MEMORY_ENV: "bound"}
+    assert cesync("apply", "--dir", str(root), "--env", "local", "--auto-approve").returncode == 0
+    for args in (("exec", "greet", "--args", '{"name": "x"}'), ("test",)):
+        r = cesync(*args, "--dir", str(root), "--env", "local", env=env)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert r.stderr.count("cesync: warning: the emulator runs Python tools without isolation here") == 1, r.stderr
+        assert "Held: CPU time and the call's timeout; memory" in r.stderr and "Not held: other processes" in r.stderr
+        assert r.stderr.count("cesync: note: tool memory: no cgroup (CESYNC_SANDBOX_MEMORY=bound)") == 1, r.stderr
