@@ -38,7 +38,8 @@ def body(i: int) -> dict[str, Any]:
     if i % 20 < 8:
         return {"pythonFunction": {"pythonCode": python_code(i)}, "timeout": "30s"}
     if i % 20 < 15:
-        return {"openApiTool": {"openApiSchema": openapi_schema(i), "name": f"api_{i}"}}
+        # CreateTool refuses OpenAPI tools (a toolset makes them): a client function as large stands in.
+        return {"clientFunction": {"name": f"api_{i}", "description": openapi_schema(i)}}
     return {
         "clientFunction": {
             "name": f"client_{i}",

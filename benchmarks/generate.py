@@ -1,8 +1,8 @@
 """A realistic generated cesync repo of N tools, for the benchmarks.
 
 The mix the issue asks for: 40% Python functions of about 30 lines, 35% OpenAPI
-tools with schemas of about 120 lines, the rest spread over every other tool
-type; half of the code and schemas live in ``{file: ...}`` includes. Four
+toolsets with schemas of about 120 lines (CES makes OpenAPI tools only from
+toolsets), the rest spread over the other tool types and connector toolsets; half of the code and schemas live in ``{file: ...}`` includes. Four
 environments with per-environment variables, as a team with dev, staging and
 prod (and a local emulator) would have.
 
@@ -231,9 +231,10 @@ def python_tool(i: int, include: bool) -> tuple[str, dict[str, str]]:
     return f"pythonFunction:\n  name: quote_{i}\n  pythonCode: |\n{indent(code, 4)}timeout: 5s\n", {}
 
 
-def openapi_tool(i: int, include: bool) -> tuple[str, dict[str, str]]:
+def openapi_toolset(i: int, include: bool) -> tuple[str, dict[str, str]]:
+    """An OpenAPI toolset (CES makes OpenAPI tools only from toolsets)."""
     head = (
-        f"openApiTool:\n  name: orders_{i}\n  description: Orders API of store {i}.\n"
+        f"description: Orders API of store {i}.\nopenApiToolset:\n"
         f"  url: ${{API_BASE}}/stores/{i}\n"
         "  apiAuthentication:\n    apiKeyConfig:\n      keyName: X-Api-Key\n"
         f"      apiKeySecretVersion: projects/${{SECRETS_PROJECT}}/secrets/orders-{i}/versions/latest\n"
@@ -290,19 +291,6 @@ OTHERS = [
   corpusType: USER_OWNED
   fileCorpus: projects/bench/locations/us-central1/ragCorpora/manuals{i}
 """,
-    """connectorTool:
-  name: crm_{i}
-  description: Read a contact from CRM {i}.
-  connection: projects/bench/locations/us-central1/connections/crm{i}
-  action:
-    entityOperation:
-      entityId: Contact
-      operation: GET
-    outputFields: [Name, Email]
-  authConfig:
-    oauth2AuthCodeConfig:
-      oauthToken: $context.variables.crm_token
-""",
     """widgetTool:
   name: order_card_{i}
   description: Show order {i} as a card.
@@ -318,43 +306,45 @@ OTHERS = [
     type: STATIC
     staticText: Here is order {i}.
 """,
-    """remoteAgentTool:
-  name: warranty_{i}
-  description: Partner agent {i} for warranty claims.
-  agentCard:
-    name: Warranty {i}
-    description: Files and tracks warranty claims.
-    version: 1.2.0
-    supportedInterfaces:
-      - url: https://warranty{i}.partner.example/a2a
-        protocolBinding: JSONRPC
-        protocolVersion: "0.3"
-    skills:
-      - id: file-claim
-        name: File a claim
-        description: Opens a warranty claim for a product.
-        tags: [warranty]
-""",
 ]
 
 
-def tool(i: int) -> tuple[str, dict[str, str]]:
-    """The text of tool number i and any files it includes. Out of every 20: 8 Python, 7 OpenAPI, 5 others."""
+# A connector toolset (CES makes connector tools only from toolsets).
+CONNECTOR = """connectorToolset:
+  connection: projects/bench/locations/us-central1/connections/crm{i}
+  connectorActions:
+    - entityOperation:
+        entityId: Contact
+        operation: GET
+      outputFields: [Name, Email]
+  authConfig:
+    oauth2AuthCodeConfig:
+      oauthToken: $context.variables.crm_token
+description: Read a contact from CRM {i}.
+"""
+
+
+def tool(i: int) -> tuple[str, str, dict[str, str]]:
+    """The folder and text of resource number i and any files it includes. Out of every 20: 8 Python
+    tools, 7 OpenAPI toolsets, 5 others (a connector toolset among them, now and then)."""
     slot = i % 20
     if slot < 8:
-        return python_tool(i, include=slot % 2 == 0)
+        return ("tools", *python_tool(i, include=slot % 2 == 0))
     if slot < 15:
-        return openapi_tool(i, include=slot % 2 == 0)
-    return OTHERS[(i // 20 * 5 + slot - 15) % len(OTHERS)].format(i=i), {}
+        return ("toolsets", *openapi_toolset(i, include=slot % 2 == 0))
+    other = (i // 20 * 5 + slot - 15) % (len(OTHERS) + 1)
+    if other == len(OTHERS):
+        return "toolsets", CONNECTOR.format(i=i), {}
+    return "tools", OTHERS[other].format(i=i), {}
 
 
 def generate(root: Path, n: int) -> Path:
-    for folder in ("tools", "code", "schemas"):
+    for folder in ("tools", "toolsets", "code", "schemas"):
         (root / folder).mkdir(parents=True, exist_ok=True)
     (root / "cesync.yaml").write_text(CONFIG)
     for i in range(n):
-        text, extra = tool(i)
-        (root / "tools" / f"t{i:05d}.yaml").write_text(text)
+        folder, text, extra = tool(i)
+        (root / folder / f"t{i:05d}.yaml").write_text(text)
         for rel, content in extra.items():
             (root / rel).write_text(content)
     return root

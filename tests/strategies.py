@@ -30,8 +30,8 @@ from cesync.models import Behavior, FieldSpec, Kind, ProtoModel, Tool, specs
 
 __all__ = ["CREATABLE", "bodies", "json_values", "pairs", "pruned", "resource_bodies", "resource_types", "respell"]
 
-# Tool types the API refuses to create (MCP tools come from toolsets, system tools with the app).
-NOT_CREATABLE = {Tool: ("mcpTool", "systemTool")}
+# Tool types the API refuses to create (toolsets make them, or CES does: see kinds.SERVER_MADE_TOOLS).
+NOT_CREATABLE = {Tool: tuple(KINDS["tool"].server_made)}
 CREATABLE: dict[str, type[ProtoModel]] = {k.name: k.model for k in KINDS.values() if k.creatable}
 
 # Candidate strings for fields with a format; each field keeps the ones its validators accept.

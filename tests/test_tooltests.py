@@ -135,7 +135,7 @@ def test_exec_prints_the_canonical_output(bot: Path, tmp_path: Path) -> None:
     args_file.write_text("order_id: Z1\n")
     mock_file = tmp_path / "mock.yaml"
     mock_file.write_text(
-        "mockedToolCalls: [{toolId: lookup-order, expectedArgsPattern: {}, mockResponse: {status: late}}]\n"
+        "mockedToolCalls: [{toolId: getOrder, expectedArgsPattern: {}, mockResponse: {status: late}}]\n"
         "unmatchedToolCallBehavior: FAIL\n"
     )
     mocked = cesync(*base, "order_status", "--args", "@-", "--mock", str(mock_file), "--variables", "{}", stdin="order_id: Z1\n")

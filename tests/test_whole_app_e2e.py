@@ -72,7 +72,7 @@ def test_the_example_applies_from_nothing_and_round_trips(
     url = server.url
     first = keys(plan_json(bot, url))
     assert first[0] == ("create", "app/app")  # the app does not exist yet: created first
-    assert {a for a, _ in first} == {"create"} and len(first) == 21
+    assert {a for a, _ in first} == {"create"} and len(first) == 20
     order = [k for _, k in first]
     # what is named exists first; examples and deployments come last
     assert order.index("agent/billing") < order.index("agent/support") < order.index("guardrail/prompt-safety")
@@ -80,7 +80,7 @@ def test_the_example_applies_from_nothing_and_round_trips(
     assert set(order[-2:]) == {"example/refund-question", "deployment/web"}
 
     out = run("apply", "--dir", str(bot), "--env", "local", "--endpoint", url, "--auto-approve")
-    assert "21 created" in out
+    assert "20 created" in out
     run("plan", "--dir", str(bot), "--env", "local", "--endpoint", url, "--detailed-exitcode")
 
     app = google.get_app(name=PARENT)
@@ -88,7 +88,7 @@ def test_the_example_applies_from_nothing_and_round_trips(
     assert list(app.guardrails) == [f"{PARENT}/guardrails/prompt-safety"]
     support = google.get_agent(name=f"{PARENT}/agents/support")
     assert f"{PARENT}/tools/refund-policy" in support.tools and list(support.child_agents) == [f"{PARENT}/agents/billing"]
-    assert support.toolsets[0].toolset == f"{PARENT}/toolsets/catalog"
+    assert [t.toolset for t in support.toolsets] == [f"{PARENT}/toolsets/orders", f"{PARENT}/toolsets/catalog"]
     assert support.transfer_rules[0].child_agent == f"{PARENT}/agents/billing"
     assert {g.name.rsplit("/", 1)[1] for g in google.list_guardrails(parent=PARENT)} == {"no-card-numbers", "prompt-safety"}
     example = google.get_example(name=f"{PARENT}/examples/refund-question")

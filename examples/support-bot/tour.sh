@@ -2,7 +2,7 @@
 # The whole app on the embedded emulator, start to finish (the README's first command runs this):
 #   1. apply from nothing: the app is created (CreateApp), then everything in it, in order;
 #   2. an agent edited by hand (here through the REST API, as the console would) is drift;
-#   3. a tool and its reference in an agent go in one apply;
+#   3. a tool, the widget it feeds and its reference in an agent go in one apply;
 #   4. export writes a repo that plans empty; so does an exportApp archive through import-archive;
 #   5. the version apply --snapshot made before the removal is listed, and rollback to it undoes that apply.
 # It works on a copy in a temporary folder: this example stays as it is.
@@ -51,8 +51,8 @@ set +e; cesync plan --env local --detailed-exitcode; code=$?; set -e
 [ "$code" = 2 ] || { echo "expected drift (exit 2), got $code" >&2; exit 1; }
 cesync apply --env local --auto-approve
 
-step "3. remove the order-status tool and its reference in the support agent: one apply, snapshotted before it writes"
-rm tools/order-status.yaml
+step "3. remove the order-status tool, the widget it feeds and its reference in the support agent: one apply, snapshotted before it writes"
+rm tools/order-status.yaml tools/order-card.yaml
 grep -v 'ref: tools/order-status' agents/support.yaml >agents/support.yaml.new && mv agents/support.yaml.new agents/support.yaml
 cesync apply --env local --auto-approve --prune --snapshot
 cesync plan --env local --detailed-exitcode --prune

@@ -45,8 +45,7 @@ environments:
     location: us
     app: a
 """
-TOOL = """openApiTool:
-  name: orders
+TOOL = """openApiToolset:
   url: https://orders.example/v1?key=${API_KEY}
   openApiSchema: |
     openapi: 3.0.0
@@ -73,7 +72,8 @@ def _repo(tmp: Path) -> Path:
     root = tmp / "repo"
     shutil.copytree(FIXTURES / "minimal", root)
     (root / "cesync.yaml").write_text(CONFIG)
-    (root / "tools" / "orders.yaml").write_text(TOOL)
+    (root / "toolsets").mkdir()
+    (root / "toolsets" / "orders.yaml").write_text(TOOL)
     (root / "tools" / "note.yaml").write_text(NOTE)
     return root
 

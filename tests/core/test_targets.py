@@ -104,9 +104,9 @@ def test_plan_apply_export_with_target(repo: Path, tmp_path: Path, emulator: Bac
     assert r.exit_code == 0, r.output
 
     out = tmp_path / "exported"
-    r = cli("export", "--dir", str(repo), "--endpoint", url, "--out", str(out), "--target", "tools/weather")
+    r = cli("export", "--dir", str(repo), "--endpoint", url, "--out", str(out), "--target", "tools/ask")
     assert r.exit_code == 0, r.output
-    assert sorted(p.name for p in (out / "tools").iterdir()) == ["weather.yaml"] and not (out / "toolsets").exists()
+    assert sorted(p.name for p in (out / "tools").iterdir()) == ["ask.yaml"] and not (out / "toolsets").exists()
 
 
 def test_drift_check_can_fail_on_unmanaged(repo: Path, emulator: BackgroundServer) -> None:

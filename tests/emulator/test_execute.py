@@ -26,12 +26,21 @@ def run(coro: Any) -> Any:
     return asyncio.run(coro)
 
 
-async def _call(tools: dict[str, dict[str, Any]], request: dict[str, Any]) -> httpx.Response:
+async def _call(
+    tools: dict[str, dict[str, Any]], request: dict[str, Any], toolsets: dict[str, dict[str, Any]] | None = None
+) -> httpx.Response:
     async with httpx.AsyncClient(transport=EmbeddedTransport(auto_create_apps=True), base_url="http://emu") as c:
-        for rid, body in tools.items():
-            r = await c.post(f"/v1/{APP}/tools", params={"toolId": rid}, json=body)
-            assert r.status_code == 200, r.text
+        for collection, items in (("tools", tools), ("toolsets", toolsets or {})):
+            for rid, body in items.items():
+                r = await c.post(f"/v1/{APP}/{collection}", params={f"{collection[:-1]}Id": rid}, json=body)
+                assert r.status_code == 200, r.text
         return await c.post(f"/v1/{APP}:executeTool", json=request)
+
+
+def _openapi_call(schema: str, args: dict[str, Any]) -> httpx.Response:
+    """getOrder of an OpenAPI toolset (CES makes OpenAPI tools only from toolsets)."""
+    request = {"toolsetTool": {"toolset": f"{APP}/toolsets/o", "toolId": "getOrder"}, "args": args}
+    return run(_call({}, request, {"o": {"openApiToolset": {"openApiSchema": schema}}}))
 
 
 def python_tool(code: str, timeout: str = "3s") -> dict[str, Any]:
@@ -74,8 +83,7 @@ def test_an_openapi_path_cannot_move_the_call_off_loopback(orders_api: str, path
     # The server is loopback, but a path of the (pull request's) schema is appended to it as text:
     # http://127.0.0.1:PORT@host/... would reach any host (a cloud metadata server, say).
     schema = SCHEMA.replace("/orders/{id}:", f"'{path}':") % orders_api
-    tool = {"openApiTool": {"name": "get_order", "openApiSchema": schema}}
-    response = run(_call({"o": tool}, {"tool": f"{APP}/tools/o", "args": {"id": "A1"}})).json()["response"]
+    response = _openapi_call(schema, {"id": "A1"}).json()["response"]
     assert "loopback only" in str(response.get("error")), response
 
 
@@ -208,8 +216,7 @@ paths:
 def test_openapi_tools_call_loopback_servers_only(
     orders_api: str, server: str | None, args: dict[str, Any], expected: dict[str, Any]
 ) -> None:
-    tool = {"openApiTool": {"name": "get_order", "openApiSchema": SCHEMA % (server or orders_api)}}
-    response = run(_call({"o": tool}, {"tool": f"{APP}/tools/o", "args": args})).json()["response"]
+    response = _openapi_call(SCHEMA % (server or orders_api), args).json()["response"]
     for key, value in expected.items():
         if isinstance(value, str):
             assert value in str(response[key])

@@ -361,7 +361,9 @@ def test_cxas_pull_and_push(pair: Pair, example: Path, tmp_path: Path) -> None:
         app = h.get(f"/v1/{new_app}").json()
         assert app["displayName"] == "Pushed" and app["description"] == "pushed"
         tools = {t["name"].rsplit("/", 1)[1] for t in h.get(f"/v1/{new_app}/tools", params={"pageSize": 100}).json()["tools"]}
-        assert {"refund-policy", "order-status", "lookup-order"} <= tools
+        assert {"refund-policy", "order-status", "order-card"} <= tools
+        toolsets = {t["name"].rsplit("/", 1)[1] for t in h.get(f"/v1/{new_app}/toolsets").json()["toolsets"]}
+        assert {"orders", "catalog", "crm"} <= toolsets
     again = scrapi(
         pair, cli, "push", "--app-dir", str(app_dir), "--to", new_app, "--overwrite", "--create-version", "--version-name", "v1"
     )

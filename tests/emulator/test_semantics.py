@@ -327,3 +327,52 @@ def test_admin_stats_time_the_writes_and_only_the_writes() -> None:
         stats = h.get("/admin/stats").json()
     assert stats["writes"] == 2
     assert before <= stats["firstWriteAt"] <= stats["lastWriteDoneAt"] <= time.time()
+
+
+# Terraform mmv1/products/ces/Tool.yaml marks these five output only ("cannot be created, updated,
+# or managed directly"); the emulator refuses them in CreateTool and UpdateTool as CES does.
+SERVER_MADE = {
+    "openApiTool": {"name": "o", "openApiSchema": "openapi: 3.0.0\npaths:\n  /a: {get: {operationId: getA}}\n"},
+    "connectorTool": {"connection": "projects/p/locations/l/connections/c", "action": {"connectionActionId": "a"}},
+    "mcpTool": {"name": "m", "serverAddress": "https://x"},
+    "systemTool": {"name": "end_session2"},
+    "remoteAgentTool": {"name": "r", "agentCard": {"name": "R"}},
+}
+
+
+@pytest.mark.parametrize("member", sorted(SERVER_MADE))
+def test_tool_types_only_ces_makes_are_refused(member: str) -> None:
+    async def go() -> None:
+        async with client() as c:
+            r = await c.post(f"/v1/{APP}/tools", params={"toolId": "x"}, json={member: SERVER_MADE[member]})
+            assert r.json()["error"]["status"] == "INVALID_ARGUMENT" and member in r.json()["error"]["message"]
+            assert (await c.get(f"/v1/{APP}/tools/x")).status_code == 404
+            assert (await c.post(f"/v1/{APP}/tools", params={"toolId": "t1"}, json=FN)).status_code == 200
+            whole = await c.patch(f"/v1/{APP}/tools/t1", json={member: SERVER_MADE[member]})
+            masked = await c.patch(f"/v1/{APP}/tools/t1", params={"updateMask": member}, json={member: SERVER_MADE[member]})
+            for answer in (whole, masked):
+                assert answer.json()["error"]["status"] == "INVALID_ARGUMENT", answer.text
+            assert "pythonFunction" in (await c.get(f"/v1/{APP}/tools/t1")).json()  # FN, unchanged
+
+    run(go())
+
+
+def test_a_toolset_serves_its_tools_through_retrieve_tools_only() -> None:
+    """The tools a toolset makes are named under it and come from retrieveTools (google-cloud-ces
+    Tool.name: "dynamic and output-only"); ListTools lists the app's own tools (cxas-scrapi's
+    get_tools_map lists tools and toolsets, then asks each toolset for its tools)."""
+
+    async def go() -> None:
+        async with client() as c:
+            schema = "openapi: 3.0.0\npaths:\n  /a: {get: {operationId: getA}}\n"
+            conn = {"connection": "projects/p/locations/l/connections/c", "connectorActions": [{"connectionActionId": "Send"}]}
+            for rid, body in (("api", {"openApiToolset": {"openApiSchema": schema}}), ("conn", {"connectorToolset": conn})):
+                assert (await c.post(f"/v1/{APP}/toolsets", params={"toolsetId": rid}, json=body)).status_code == 200
+            listed = (await c.get(f"/v1/{APP}/tools", params={"filter": "include_system_tools=true"})).json()["tools"]
+            assert not [t for t in listed if "/toolsets/" in t["name"]]
+            api = (await c.post(f"/v1/{APP}/toolsets/api:retrieveTools", json={})).json()["tools"]
+            assert [(t["name"], "openApiTool" in t) for t in api] == [(f"{APP}/toolsets/api/tools/getA", True)]
+            made = (await c.post(f"/v1/{APP}/toolsets/conn:retrieveTools", json={})).json()["tools"]
+            assert [t["name"] for t in made] == [f"{APP}/toolsets/conn/tools/Send"] and "connectorTool" in made[0]
+
+    run(go())

@@ -490,12 +490,12 @@ def test_import_fills_env_var_from_environment_json(client: ces_v1.AgentServiceC
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as zf:
         zf.writestr("Shop/app.json", '{"displayName": "Shop"}')
-        zf.writestr("Shop/tools/orders/orders.json", json.dumps({"openApiTool": {"name": "orders", "openApiSchema": schema}}))
-        env = {"tools": {"orders": {"open_api_tool.url": "https://orders.dev.example"}}, "agents": {"ghost": {"x": 1}}}
+        zf.writestr("Shop/toolsets/orders/orders.json", json.dumps({"openApiToolset": {"openApiSchema": schema}}))
+        env = {"toolsets": {"orders": {"open_api_toolset.url": "https://orders.dev.example"}}, "agents": {"ghost": {"x": 1}}}
         zf.writestr("Shop/environment.json", json.dumps(env))
     result = client.import_app(
         request=ces_v1.ImportAppRequest(parent=LOCATION, app_content=buffer.getvalue(), app_id="env")
     ).result(timeout=30)
     assert any("agents/ghost" in w for w in result.warnings)
-    tool = client.get_tool(name=f"{result.name}/tools/orders").open_api_tool
+    tool = client.get_toolset(name=f"{result.name}/toolsets/orders").open_api_toolset
     assert tool.url == "https://orders.dev.example" and "https://orders.dev.example" in tool.open_api_schema

@@ -53,20 +53,20 @@ async def plan_apply(root: Path, env: str, transport: httpx.AsyncBaseTransport, 
 @pytest.mark.parametrize("env", ["local", "dev", "staging", "prod"])
 def test_example_idempotent_in_every_environment(tmp_path: Path, env: str) -> None:
     first, result, second = asyncio.run(plan_apply(example(tmp_path), env, EmbeddedTransport()))
-    # the app first, then its 20 resources
-    assert first.counts() == {"create": 21, "update": 0, "delete": 0} and result.ok, result.summary()
+    # the app first, then its 19 resources
+    assert first.counts() == {"create": 20, "update": 0, "delete": 0} and result.ok, result.summary()
     assert not second.has_changes, [c.key for c in second.changes]
 
 
 def test_order_widget_after_source_and_deletes_reverse(tmp_path: Path) -> None:
     first, _, _ = asyncio.run(plan_apply(example(tmp_path), "local", EmbeddedTransport()))
     keys = [c.key for c in first.changes]
-    assert keys.index("tool/order-card") > keys.index("tool/lookup-order")
+    assert keys.index("tool/order-card") > keys.index("tool/order-status")
     parent = first.app
     remote = [Resource("tool", c.id, {**(c.body or {}), "name": c.name, "etag": "e"}) for c in first.changes if c.kind == "tool"]
     deletes = build_plan("local", parent, [], remote, prune=True).changes
     order = [c.id for c in deletes]
-    assert order.index("order-card") < order.index("lookup-order")
+    assert order.index("order-card") < order.index("order-status")
 
 
 def test_drift_from_the_official_client(tmp_path: Path) -> None:
@@ -167,8 +167,8 @@ def test_no_delete_without_prune_and_mass_change_guard(tmp_path: Path) -> None:
     root = example(tmp_path)
     transport = EmbeddedTransport()
     asyncio.run(plan_apply(root, "local", transport))
-    for name in ("crm-contact", "manuals", "open-ticket", "warranty-agent", "web-search"):  # no agent uses these
-        (root / "tools" / f"{name}.yaml").unlink()
+    for name in ("tools/manuals", "tools/open-ticket", "tools/web-search", "toolsets/crm", "toolsets/erp"):  # no agent uses these
+        (root / f"{name}.yaml").unlink()
     kept = asyncio.run(_plan(root, transport))
     assert kept.counts()["delete"] == 0 and len(kept.unmanaged) == 5
     pruned = asyncio.run(_plan(root, transport, prune=True))

@@ -137,12 +137,8 @@ EDITS = {
         lambda v: _set(["clientFunction", "parameters", "properties", "urgent", "description"], v),
         ("clientFunction", "parameters", "properties", "urgent", "description"),
     ),
-    "openapi tool description": Edit(
-        "tools/weather",
-        "openApiTool.description",
-        "tools/weather.yaml",
-        lambda v: _set(["openApiTool", "description"], v),
-        ("openApiTool", "description"),
+    "openapi toolset description": Edit(
+        "toolsets/weather", "description", "toolsets/weather.yaml", lambda v: _set(["description"], v), ("description",)
     ),
     "toolset description": Edit(
         "toolsets/shop", "description", "toolsets/shop.yaml", lambda v: _set(["description"], v), ("description",)
@@ -159,10 +155,10 @@ EDITS = {
         expect_in_file=lambda v: json.dumps(v),
     ),
     "yaml schema title (include)": Edit(
-        "tools/weather",
-        "openApiTool.openApiSchema",
+        "toolsets/weather",
+        "openApiToolset.openApiSchema",
         "schemas/weather.yaml",
-        lambda v: _schema_title("openApiTool", v),
+        lambda v: _schema_title("openApiToolset", v),
         ("info", "title"),
     ),
     "json schema title (include)": Edit(

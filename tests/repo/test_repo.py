@@ -69,14 +69,14 @@ CASES = [
     ("duration", "tools/x.yaml", "clientFunction: {name: a}\ntimeout: 3 seconds\n", "a Duration is seconds"),
     (
         "connection",
-        "tools/x.yaml",
-        "connectorTool: {connection: crm, action: {connectionActionId: a}}\n",
+        "toolsets/x.yaml",
+        "connectorToolset: {connection: crm, connectorActions: [{connectionActionId: a}]}\n",
         "must be projects/{project}/locations/{location}/connections/{connection}",
     ),
     (
         "secret",
-        "tools/x.yaml",
-        'openApiTool:\n  openApiSchema: "openapi: 3.0.0\\npaths: {/a: {get: {}}}"\n  apiAuthentication:\n    apiKeyConfig: {keyName: k, apiKeySecretVersion: mysecret, requestLocation: HEADER}\n',
+        "toolsets/x.yaml",
+        'openApiToolset:\n  openApiSchema: "openapi: 3.0.0\\npaths: {/a: {get: {}}}"\n  apiAuthentication:\n    apiKeyConfig: {keyName: k, apiKeySecretVersion: mysecret, requestLocation: HEADER}\n',
         "projects/{project}/secrets/{secret}/versions/{version}",
     ),
     (
@@ -99,11 +99,16 @@ CASES = [
     ),
     (
         "openapi-unparsable",
-        "tools/x.yaml",
-        "openApiTool: {openApiSchema: '{nope: [}'}\n",
+        "toolsets/x.yaml",
+        "openApiToolset: {openApiSchema: '{nope: [}'}\n",
         "openApiSchema is not valid JSON or YAML",
     ),
-    ("openapi-no-ops", "tools/x.yaml", 'openApiTool: {openApiSchema: "openapi: 3.0.0\\npaths: {}"}\n', "defines no operation"),
+    (
+        "openapi-no-ops",
+        "toolsets/x.yaml",
+        'openApiToolset: {openApiSchema: "openapi: 3.0.0\\npaths: {}"}\n',
+        "defines no operation",
+    ),
     ("python-syntax", "tools/x.yaml", "pythonFunction:\n  pythonCode: |\n    def f(:\n      pass\n", "tools/x.yaml:3:"),
     (
         "python-missing-fn",
@@ -111,11 +116,47 @@ CASES = [
         "pythonFunction:\n  name: g\n  pythonCode: 'def f(): pass'\n",
         "defines no function 'g'",
     ),
+    # Tool types CES makes itself (Terraform's google_ces_tool: output only): refused at the type's
+    # key, with the toolset to write instead where one makes them.
     (
         "mcp-standalone",
         "tools/x.yaml",
         "mcpTool: {name: m, serverAddress: https://x}\n",
-        "tools/x.yaml:1:1: mcpTool cannot be created directly",
+        "tools/x.yaml:1:1: mcpTool cannot be created or updated as a tool: CES makes MCP tools from an mcpToolset",
+    ),
+    (
+        "openapi-standalone",
+        "tools/x.yaml",
+        "# a comment\nopenApiTool:\n  name: o\n  openApiSchema: {file: ../schemas/o.yaml}\n  url: ${URL}\n",
+        "tools/x.yaml:2:1: openApiTool cannot be created or updated as a tool: CES makes OpenAPI tools from an "
+        "openApiToolset, one per operation of its schema (Terraform's google_ces_tool marks openApiTool output only). "
+        "Write it as toolsets/x.yaml (openApiTool.name has no place there: the server names the toolset's tools), "
+        "and name it in an agent as toolsets: [{toolset: {ref: toolsets/x}}]; 'cesync convert-tools' does both:\n"
+        "      openApiToolset:\n        openApiSchema: {file: ../schemas/o.yaml}\n        url: ${URL}",
+    ),
+    (
+        "connector-standalone",
+        "tools/x.yaml",
+        "timeout: 3s\nconnectorTool:\n  connection: projects/p/locations/l/connections/c\n  action: {connectionActionId: a}\n",
+        "tools/x.yaml:2:1: connectorTool cannot be created or updated as a tool: CES makes connector tools from a "
+        "connectorToolset, one per action (Terraform's google_ces_tool marks connectorTool output only). Write it as "
+        "toolsets/x.yaml, and name it in an agent as toolsets: [{toolset: {ref: toolsets/x}}]; 'cesync convert-tools' "
+        "does both:\n      connectorToolset:\n        connection: projects/p/locations/l/connections/c\n"
+        "        connectorActions:\n          - connectionActionId: a\n      timeout: 3s",
+    ),
+    (
+        "system-standalone",
+        "tools/x.yaml",
+        "systemTool: {name: end_session}\n",
+        "tools/x.yaml:1:1: systemTool cannot be created or updated as a tool: system tools come with every app "
+        "(Terraform's google_ces_tool marks systemTool output only); remove this file",
+    ),
+    (
+        "remote-agent-standalone",
+        "tools/x.yaml",
+        "remoteAgentTool: {name: r, agentCard: {name: R}}\n",
+        "tools/x.yaml:1:1: remoteAgentTool cannot be created or updated as a tool: a remote agent (A2A) tool is "
+        "configured outside the app's tools",
     ),
     (
         "include-missing",
@@ -139,8 +180,8 @@ CASES = [
     ("missing-var", "tools/x.yaml", "clientFunction: {name: '${NOPE}'}\n", "variable 'NOPE' is not set for environment 'local'"),
     (
         "env-var-no-url",
-        "tools/x.yaml",
-        'openApiTool: {openApiSchema: "openapi: 3.0.0\\nservers: [{url: $env_var}]\\npaths: {/a: {get: {}}}"}\n',
+        "toolsets/x.yaml",
+        'openApiToolset: {openApiSchema: "openapi: 3.0.0\\nservers: [{url: $env_var}]\\npaths: {/a: {get: {}}}"}\n',
         "uses $env_var but environment 'local' gives no url",
     ),
     ("server-set-name", "tools/x.yaml", "name: projects/x\nclientFunction: {name: a}\n", "'name' is set by the server"),
@@ -178,11 +219,12 @@ def test_includes_and_conveniences() -> None:
     repo = load_repo(EXAMPLES / "support-bot")
     desired = {d.id: d.body for d in repo.render(repo.env("prod"))}
     assert desired["refund-policy"]["pythonFunction"]["pythonCode"].startswith("def refund_policy(")
-    schema = desired["lookup-order"]["openApiTool"]["openApiSchema"]
+    schema = desired["orders"]["openApiToolset"]["openApiSchema"]
     assert "https://orders.acme.example" in schema and "$env_var" not in schema
+    assert desired["orders"]["openApiToolset"]["url"] == "https://orders.acme.example"
     assert "https://catalog.acme.example" in desired["catalog"]["openApiToolset"]["openApiSchema"]
     assert desired["order-card"]["widgetTool"]["dataMapping"]["sourceToolName"] == (
-        "projects/acme-support/locations/us/apps/support-bot/tools/lookup-order"
+        "projects/acme-support/locations/us/apps/support-bot/tools/order-status"
     )
 
 

@@ -168,9 +168,8 @@ def test_forked_credential_lint_is_the_same(tmp_path: Path, monkeypatch: pytest.
 
     root = generate(tmp_path / "repo", 60)
     for i in (1, 30, 59):  # in both halves, and in an included file
-        (root / "tools" / f"t{i:05d}.yaml").write_text(
-            (root / "tools" / f"t{i:05d}.yaml").read_text() + f"# api_key: Zx9Qw8Er7Ty6Ui5Op4As3Df{i:02d}\n"
-        )
+        path = next(root.glob(f"tool*/t{i:05d}.yaml"))  # tools/ or toolsets/
+        path.write_text(path.read_text() + f"# api_key: Zx9Qw8Er7Ty6Ui5Op4As3Df{i:02d}\n")
     include = sorted((root / "code").glob("*"))[-1]
     include.write_text(include.read_text() + "# Bearer Zx9Qw8Er7Ty6Ui5Op4As3Df2x\n")
     repo = load_repo(root)

@@ -23,12 +23,23 @@ TOOLS = {
     "plain": "clientFunction: {name: plain, description: same everywhere}\n",
     "vars": "clientFunction: {name: v, description: 'calls ${HOST}'}\n",
     "missing": "clientFunction: {name: m, description: '${ONLY_DEV}'}\n",  # unset in prod
-    "api": "openApiTool:\n  name: api\n  openApiSchema: |\n    openapi: 3.0.0\n    servers: [{url: $env_var}]\n    paths: {/x: {get: {}}}\n",
     "widget": "widgetTool:\n  name: w\n  dataMapping: {sourceToolName: {ref: tools/plain}}\n",  # the ref names each app
     "bad": "clientFunction: {name: 3, descripton: x}\n",
     "bad-code": "pythonFunction:\n  name: f\n  pythonCode: |\n    def g(:\n",
     "bad-in-prod": "clientFunction: {name: '${HOST}', description: 1}\n",
 }
+TOOLSETS = {  # $env_var has a url in dev only
+    "api": "openApiToolset:\n  openApiSchema: |\n    openapi: 3.0.0\n    servers: [{url: $env_var}]\n    paths: {/x: {get: {}}}\n",
+}
+
+
+def write(root: Path) -> None:
+    (root / "tools").mkdir()
+    (root / "toolsets").mkdir()
+    (root / "cesync.yaml").write_text(CONFIG)
+    for folder, files in (("tools", TOOLS), ("toolsets", TOOLSETS)):
+        for rid, text in files.items():
+            (root / folder / f"{rid}.yaml").write_text(text)
 
 
 def alone(repo: Repo, name: str) -> tuple[list[Resource], list[Problem]]:
@@ -44,10 +55,7 @@ def repo(request: pytest.FixtureRequest, tmp_path: Path) -> Repo:
         root = tmp_path / "example"
         shutil.copytree(EXAMPLES / "support-bot", root)
         return load_repo(root)
-    (tmp_path / "tools").mkdir()
-    (tmp_path / "cesync.yaml").write_text(CONFIG)
-    for rid, text in TOOLS.items():
-        (tmp_path / "tools" / f"{rid}.yaml").write_text(text)
+    write(tmp_path)
     return load_repo(tmp_path)
 
 
@@ -70,10 +78,7 @@ def test_shared_renders_equal_renders_alone(repo: Repo) -> None:
 
 def test_the_mixed_repo_has_problems_that_differ_by_environment(tmp_path: Path) -> None:
     """Guards the test above: it compares environments that really differ."""
-    (tmp_path / "tools").mkdir()
-    (tmp_path / "cesync.yaml").write_text(CONFIG)
-    for rid, text in TOOLS.items():
-        (tmp_path / "tools" / f"{rid}.yaml").write_text(text)
+    write(tmp_path)
     repo = load_repo(tmp_path)
     per_env = {name: set(alone(repo, name)[1]) for name in repo.env_names}
     assert per_env["dev"] != per_env["prod"] and per_env["dev"] != per_env["qa"]

@@ -77,7 +77,7 @@ def make_export(root: Path) -> Path:
             "  open_api_schema: toolsets/catalog/open_api_toolset/open_api_schema.yaml\n"
         ),
         "toolsets/catalog/open_api_toolset/open_api_schema.yaml": ORDERS_SCHEMA.replace("Orders", "Catalog"),
-        "agents/root/root.json": json.dumps({"displayName": "root", "tools": ["get_weather"]}),
+        "agents/root/root.json": json.dumps({"displayName": "root", "tools": ["get_weather", "lookup_order"]}),
     }
     for rel, text in files.items():
         path = app / rel
@@ -101,18 +101,28 @@ def test_import_archive_gives_a_repo_that_applies(tmp_path: Path, packed: bool) 
     out = tmp_path / "repo"
     r = cesync("import-archive", str(source), "--out", str(out))
     assert r.returncode == 0, r.stderr
-    assert "imported the app's settings, 2 tools, 1 toolsets and 1 agents (4 environment values as vars)" in r.stdout
+    assert "imported the app's settings, 1 tools, 2 toolsets and 1 agents (4 environment values as vars)" in r.stdout
     # the agent names its tool by folder, as CES exports do: a ref in the repo
-    assert "tools:\n  - {ref: tools/get_weather}" in (out / "agents" / "root.yaml").read_text()
+    agent = (out / "agents" / "root.yaml").read_text()
+    assert "tools:\n  - {ref: tools/get_weather}\n" in agent
+    # an OpenAPI tool is made by a toolset (CES refuses it in CreateTool): it is written as one, and
+    # the agent names the toolset
+    assert "toolsets:\n  - toolset: {ref: toolsets/lookup_order}\n" in agent
+    assert (
+        "tool lookup_order (openApiTool): CES makes these only from a toolset; written as toolset lookup_order"
+        in r.stderr + r.stdout
+    )
+    assert not (out / "tools" / "lookup_order.yaml").exists()
     assert "displayName: Support Bot" in (out / "app.yaml").read_text()
 
     config = (out / "cesync.yaml").read_text()
     assert "LOOKUP_ORDER_URL: https://orders.dev.example" in config
     assert "LOOKUP_ORDER_API_KEY_SECRET_VERSION: projects/dev/secrets/k/versions/1" in config
     assert "CATALOG_URL: https://catalog.dev.example" in config
-    lookup = (out / "tools" / "lookup_order.yaml").read_text()
+    lookup = (out / "toolsets" / "lookup_order.yaml").read_text()
+    assert "openApiToolset:" in lookup
     assert "url: ${LOOKUP_ORDER_URL}" in lookup and "apiKeySecretVersion: ${LOOKUP_ORDER_API_KEY_SECRET_VERSION}" in lookup
-    assert (out / "schemas" / "lookup_order.yaml").read_text() == ORDERS_SCHEMA  # $env_var kept
+    assert (out / "schemas" / "lookup_order.toolset.yaml").read_text() == ORDERS_SCHEMA  # $env_var kept
     assert (out / "code" / "get_weather.py").read_text() == CODE
     assert "createTime" not in (out / "tools" / "get_weather.yaml").read_text()
 
@@ -121,7 +131,7 @@ def test_import_archive_gives_a_repo_that_applies(tmp_path: Path, packed: bool) 
     assert applied.returncode == 0 and "5 created" in applied.stdout, applied.stdout + applied.stderr
     state = Store(out / ".cesync" / "local.json").snapshot()
     app_state = next(iter(state["apps"].values()))
-    sent = app_state["tools"]["lookup_order"]["openApiTool"]
+    sent = app_state["toolsets"]["lookup_order"]["openApiToolset"]
     assert "https://orders.dev.example" in sent["openApiSchema"] and "$env_var" not in sent["openApiSchema"]
     assert app_state["toolsets"]["catalog"]["openApiToolset"]["url"] == "https://catalog.dev.example"
     again = cesync("plan", "--dir", str(out), "--detailed-exitcode")

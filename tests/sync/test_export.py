@@ -54,16 +54,16 @@ def test_export_then_plan_shows_no_changes(bot: Path, tmp_path: Path, emulator: 
     assert r.returncode == 0, r.stderr
     assert (
         "warning" not in r.stderr
-        and "exported the app's settings, 11 tools, 3 toolsets, 2 guardrails, 2 agents, 1 examples and 1 deployments" in r.stdout
+        and "exported the app's settings, 8 tools, 5 toolsets, 2 guardrails, 2 agents, 1 examples and 1 deployments" in r.stdout
     )
     plan = cesync("plan", "--dir", str(out), "--env", env, "--endpoint", emulator.url, "--detailed-exitcode")
     assert plan.returncode == 0, plan.stdout + plan.stderr
     assert "No changes" in plan.stdout
     # What made the environment concrete went back to its portable form.
-    lookup = (out / "tools" / "lookup-order.yaml").read_text()
-    assert "url: ${ORDERS_URL}" in lookup and "projects/${SECRETS_PROJECT}/secrets" in lookup
-    assert "$env_var" in (out / "schemas" / "lookup-order.yaml").read_text()
-    assert "{ref: tools/lookup-order}" in (out / "tools" / "order-card.yaml").read_text()
+    orders = (out / "toolsets" / "orders.yaml").read_text()
+    assert "url: ${ORDERS_URL}" in orders and "projects/${SECRETS_PROJECT}/secrets" in orders
+    assert "$env_var" in (out / "schemas" / "orders.toolset.yaml").read_text()
+    assert "{ref: tools/order-status}" in (out / "tools" / "order-card.yaml").read_text()
     assert "url:" not in (out / "toolsets" / "catalog.yaml").read_text()  # given by environments.<env>.urls
     code = (out / "code" / "refund-policy.py").read_text()
     assert code == (bot / "code" / "refund_policy.py").read_text()
@@ -97,7 +97,7 @@ def test_export_refuses_non_empty_folder_and_force_keeps_other_files(
     forced = cesync(*args, "--force")
     assert forced.returncode == 0, forced.stderr
     assert (out / "README.md").read_text() == "keep me\n"
-    assert not (out / "tools" / "stale.yaml").exists() and (out / "tools" / "lookup-order.yaml").exists()
+    assert not (out / "tools" / "stale.yaml").exists() and (out / "tools" / "order-status.yaml").exists()
     assert not list(tmp_path.glob(".existing.cesync-*"))  # no staging folder left behind
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "DRAFT_VERSION",
     "KINDS",
     "REF_ONLY",
+    "SERVER_MADE_TOOLS",
     "ResourceKind",
     "by_collection",
     "by_word",
@@ -63,6 +64,10 @@ class ResourceKind:
     deferrable: frozenset[str] = frozenset()
     singleton: bool = False  # the app itself: one per environment, named by the parent, file <name>.yaml
     written_last: bool = False  # created and updated after every other kind (they see the whole app)
+    # Members of the type oneof that CES makes itself: a file holding one is refused, and a remote
+    # resource of that type is not cesync's to write. Member -> the toolset field that makes it
+    # ("" when no file of the repo can: see SERVER_MADE_TOOLS).
+    server_made: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def id_param(self) -> str:
@@ -143,9 +148,30 @@ def _toolset_defaults(rid: str, out: dict[str, Any]) -> None:
         del out["displayName"]
 
 
+# Tool types no CreateTool or UpdateTool may carry. Sources:
+# - Terraform, mmv1/products/ces/Tool.yaml (magic-modules): docs.note "Individual tools of type
+#   openApiTool, mcpTool, connectorTool, and remoteAgentTool cannot be created, updated, or managed
+#   directly": the first three "are dynamically generated at runtime based on their corresponding
+#   toolsets", remoteAgentTool "represents A2A connections configured externally", systemTool
+#   "pre-defined platform tools managed entirely by Google Cloud"; all five are `output: true`.
+# - google-cloud-ces Tool.mcp_tool: "An MCP tool cannot be created or updated directly and is
+#   managed by the MCP toolset"; Tool.name: tools under toolsets/*/tools/* "are dynamic and output-only".
+# - cxas-scrapi core/tools.py create_tool: OpenAPI, connector and MCP tools only as toolsets.
+# No source says how a remoteAgentTool is made (the protos call it Optional; Terraform read-only):
+# like systemTool it has no form in the repo. Value: the toolset field that makes the type.
+SERVER_MADE_TOOLS: Mapping[str, str] = {
+    "openApiTool": "openApiToolset",
+    "connectorTool": "connectorToolset",
+    "mcpTool": "mcpToolset",
+    "systemTool": "",
+    "remoteAgentTool": "",
+}
+
+
 def _tool_managed(body: dict[str, Any]) -> bool:
-    # System tools come with the app; tools derived from toolsets belong to their toolset.
-    return "systemTool" not in body and "/toolsets/" not in str(body.get("name", ""))
+    # System tools come with the app, tools derived from toolsets belong to their toolset, and the
+    # other server-made types are made outside cesync's reach: none is a file to apply.
+    return not any(t in body for t in SERVER_MADE_TOOLS) and "/toolsets/" not in str(body.get("name", ""))
 
 
 # --- the registry -------------------------------------------------------------------------
@@ -164,6 +190,7 @@ _ENTRIES = (
         list_filter="include_system_tools=true",
         managed=_tool_managed,
         server_defaults=_tool_defaults,
+        server_made=SERVER_MADE_TOOLS,
     ),
     ResourceKind(name="toolset", collection="toolsets", model_name="Toolset", rank=0, server_defaults=_toolset_defaults),
     ResourceKind(

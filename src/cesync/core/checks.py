@@ -14,12 +14,14 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..api.kinds import KINDS
 from ..models import FieldSpec, ProtoModel, specs
 from .documents import parse_document, python_functions
+from .toolset_form import toolset_form
 from .walk import DROP, SpecWalker
 from .yamlfile import Path_
 
-__all__ = ["Finding", "check_body", "lint_keys", "suggest"]
+__all__ = ["Finding", "check_body", "lint_keys", "server_made", "suggest"]
 
 HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 
@@ -69,6 +71,45 @@ class _LintKeys(SpecWalker):
         return spec.output_only
 
 
+# Why each server-made tool type cannot be a file of the repo (sources: api.kinds.SERVER_MADE_TOOLS).
+_MADE_BY = {
+    "openApiTool": "CES makes OpenAPI tools from an openApiToolset, one per operation of its schema",
+    "connectorTool": "CES makes connector tools from a connectorToolset, one per action",
+    "mcpTool": "CES makes MCP tools from an mcpToolset, one per tool its server offers",
+    "systemTool": "system tools come with every app",
+    "remoteAgentTool": "a remote agent (A2A) tool is configured outside the app's tools and no API call of "
+    "Google's documents writing one",
+}
+
+
+def server_made(kind: str, rid: str, data: Any) -> list[Finding]:
+    """A file of a type CES makes itself (CreateTool and UpdateTool refuse it), with what to write instead."""
+    made = KINDS[kind].server_made
+    member = next((m for m in made if isinstance(data, dict) and m in data), None)
+    if member is None:
+        return []
+    made_by = _MADE_BY.get(member, "CES makes it itself")
+    why = (
+        f"{member} cannot be created or updated as a {kind}: {made_by} (Terraform's google_ces_{kind} marks {member} output only)"
+    )
+    form = toolset_form(data)
+    if form is None:
+        return [Finding((member,), f"{why}; remove this file (name the {kind} by its resource name where you use it)", key=True)]
+    body, dropped = form
+    from .yamlout import to_yaml  # only for this message
+
+    shown = "".join(f"      {line}\n" for line in to_yaml(body).splitlines())
+    left = f" ({', '.join(dropped)} has no place there: the server names the toolset's tools)" if dropped else ""
+    return [
+        Finding(
+            (member,),
+            f"{why}. Write it as toolsets/{rid}.yaml{left}, and name it in an agent as "
+            f"toolsets: [{{toolset: {{ref: toolsets/{rid}}}}}]; 'cesync convert-tools' does both:\n{shown.rstrip()}",
+            key=True,
+        )
+    ]
+
+
 def check_openapi(text: str, path: Path_) -> list[Finding]:
     try:
         doc = parse_document(text)
@@ -109,12 +150,6 @@ def check_python(code: str, path: Path_, name: str | None) -> list[Finding]:
 def check_body(kind: str, body: dict[str, Any]) -> list[Finding]:
     """Checks beyond the model, on a validated body (wire JSON)."""
     findings: list[Finding] = []
-    if kind == "tool" and "mcpTool" in body:
-        findings.append(
-            Finding(("mcpTool",), "mcpTool cannot be created directly: define an mcpToolset in toolsets/ instead", key=True)
-        )
-    if kind == "tool" and "systemTool" in body:
-        findings.append(Finding(("systemTool",), "systemTool comes with the app and cannot be created", key=True))
     findings += _custom_headers(body)
     for field in ("openApiTool", "openApiToolset"):
         schema = body.get(field, {}).get("openApiSchema")

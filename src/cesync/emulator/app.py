@@ -199,11 +199,8 @@ def _checked(collection: str, body: dict[str, Any]) -> dict[str, Any]:
 def _checked_parsed(collection: str, body: dict[str, Any]) -> Parsed:
     """_checked, with the message it printed (a write prints its resource from it: see wire.printed)."""
     parsed = checked(collection, body)
-    data = parsed.data
-    if collection == "tools" and "mcpTool" in data:
-        raise RpcError("INVALID_ARGUMENT", "mcpTool cannot be created or updated directly; it is managed by an MCP toolset")
-    if collection == "tools" and "systemTool" in data:
-        raise RpcError("INVALID_ARGUMENT", "systemTool cannot be created or updated; system tools come with the app")
+    if collection == "tools":
+        _refuse_server_made(parsed.data)
     return parsed
 
 
@@ -264,6 +261,28 @@ def _without_beta(request: Request, res: Printed) -> Response:
         return _answer(request, res)
     data = json.loads(res.text(_enum_int(request)))
     return JSONResponse({k: v for k, v in data.items() if k not in names})
+
+
+# Tool types CreateTool and UpdateTool refuse, and where they come from instead. Sources:
+# Terraform mmv1/products/ces/Tool.yaml (docs.note: openApiTool, mcpTool, connectorTool and
+# remoteAgentTool "cannot be created, updated, or managed directly"; the first three are
+# "dynamically generated at runtime based on their corresponding toolsets", systemTool is
+# "managed entirely by Google Cloud"; all five `output: true`); google-cloud-ces Tool.mcp_tool
+# ("cannot be created or updated directly and is managed by the MCP toolset"). The wording of
+# the real refusal is not documented: these messages are the emulator's own.
+SERVER_MADE_TOOLS = {
+    "openApiTool": "it is generated from an openApiToolset; create the toolset instead",
+    "connectorTool": "it is generated from a connectorToolset; create the toolset instead",
+    "mcpTool": "it is generated from an mcpToolset; create the toolset instead",
+    "systemTool": "system tools come with the app",
+    "remoteAgentTool": "remote agent tools are configured outside the app's tools",
+}
+
+
+def _refuse_server_made(data: dict[str, Any]) -> None:
+    member = next((t for t in SERVER_MADE_TOOLS if t in data), None)
+    if member is not None:
+        raise RpcError("INVALID_ARGUMENT", f"{member} cannot be created or updated directly: {SERVER_MADE_TOOLS[member]}")
 
 
 def _page_args(request: Request, key: str) -> tuple[int, int]:
@@ -612,8 +631,8 @@ class Emulator:
         with self.store.transaction(write=True) as db:
             current = self._existing(db, parent, collection, rid).data
             self._unlocked(db, parent)
-            if "systemTool" in current:
-                raise RpcError("INVALID_ARGUMENT", "system tools cannot be updated")
+            if collection == "tools":
+                _refuse_server_made(current)  # one made before (an import) is not writable either
             if etag and etag != current.get("etag"):
                 raise RpcError("ABORTED", f"etag mismatch for {current['name']}: it was changed since it was read")
             known, unknown = split_known(collection, current)

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from ..api.kinds import KINDS
 from ..api.resource import ID_RE, Position, Resource
-from ..core.checks import Finding, check_body, lint_keys, suggest
+from ..core.checks import Finding, check_body, lint_keys, server_made, suggest
 from ..core.documents import adopt_parsed, parsed
 from ..core.fieldpath import data_path, position
 from ..core.references import Ref, cycles, names_in
@@ -309,6 +309,7 @@ def _checked(root: Path, src: SourceFile, data: Any, parent: str, known: set[tup
         )
         data.pop(key)
     includes = expander.includes
+    problems += [_finding(f, doc, includes) for f in server_made(src.kind, src.id, doc.data)]
     data, findings = lint_keys(data, model)
     problems += [_finding(f, doc, includes) for f in findings]
     done = (expander.used_parent, expanded, expander.ref_paths)

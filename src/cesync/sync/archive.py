@@ -28,6 +28,7 @@ from typing import Any
 
 from ..api.kinds import KINDS, by_collection, collections, spoken
 from ..api.resource import ID_RE, Resource
+from ..core.toolset_form import as_toolsets
 from ..core.walk import SpecWalker
 from ..core.yamlfile import load_text, read_text
 from ..errors import CesyncError, ConfigError, Problem
@@ -107,6 +108,8 @@ def read_archive(root: Path) -> ArchiveContents:
         raise ConfigError(problems)
     _resolve_short_names(out)
     _apply_environment(out, env_values)
+    out.resources, converted = as_toolsets(out.resources, ARCHIVE_APP)
+    out.notes += converted
     ids = [(r.kind, r.id) for r in out.resources]
     dupes = sorted({f"{k} {i}" for k, i in ids if ids.count((k, i)) > 1})
     if dupes:
