@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from .resource import ID_RE
@@ -148,24 +149,28 @@ def _toolset_defaults(rid: str, out: dict[str, Any]) -> None:
         del out["displayName"]
 
 
-# Tool types no CreateTool or UpdateTool may carry. Sources:
-# - Terraform, mmv1/products/ces/Tool.yaml (magic-modules): docs.note "Individual tools of type
-#   openApiTool, mcpTool, connectorTool, and remoteAgentTool cannot be created, updated, or managed
-#   directly": the first three "are dynamically generated at runtime based on their corresponding
-#   toolsets", remoteAgentTool "represents A2A connections configured externally", systemTool
-#   "pre-defined platform tools managed entirely by Google Cloud"; all five are `output: true`.
-# - google-cloud-ces Tool.mcp_tool: "An MCP tool cannot be created or updated directly and is
-#   managed by the MCP toolset"; Tool.name: tools under toolsets/*/tools/* "are dynamic and output-only".
-# - cxas-scrapi core/tools.py create_tool: OpenAPI, connector and MCP tools only as toolsets.
-# No source says how a remoteAgentTool is made (the protos call it Optional; Terraform read-only):
-# like systemTool it has no form in the repo. Value: the toolset field that makes the type.
-SERVER_MADE_TOOLS: Mapping[str, str] = {
-    "openApiTool": "openApiToolset",
-    "connectorTool": "connectorToolset",
-    "mcpTool": "mcpToolset",
-    "systemTool": "",
-    "remoteAgentTool": "",
-}
+class _ServerMadeTools(Mapping[str, str]):
+    """The tool types no CreateTool or UpdateTool may carry, each with the toolset field that makes it
+    ("" for none): api.behaviour's READ_ONLY rules, which cite Terraform's mmv1/products/ces/Tool.yaml.
+    Read on first use, so that the command line's start does not load the table."""
+
+    @cached_property
+    def _table(self) -> dict[str, str]:
+        from . import behaviour as fb
+
+        return {f: fb.rule("Tool", f, fb.READ_ONLY).detail for f in fb.fields("Tool", fb.READ_ONLY)}
+
+    def __getitem__(self, key: str) -> str:
+        return self._table[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table)
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+
+SERVER_MADE_TOOLS: Mapping[str, str] = _ServerMadeTools()
 
 
 def _tool_managed(body: dict[str, Any]) -> bool:

@@ -263,26 +263,18 @@ def _without_beta(request: Request, res: Printed) -> Response:
     return JSONResponse({k: v for k, v in data.items() if k not in names})
 
 
-# Tool types CreateTool and UpdateTool refuse, and where they come from instead. Sources:
-# Terraform mmv1/products/ces/Tool.yaml (docs.note: openApiTool, mcpTool, connectorTool and
-# remoteAgentTool "cannot be created, updated, or managed directly"; the first three are
-# "dynamically generated at runtime based on their corresponding toolsets", systemTool is
-# "managed entirely by Google Cloud"; all five `output: true`); google-cloud-ces Tool.mcp_tool
-# ("cannot be created or updated directly and is managed by the MCP toolset"). The wording of
-# the real refusal is not documented: these messages are the emulator's own.
-SERVER_MADE_TOOLS = {
-    "openApiTool": "it is generated from an openApiToolset; create the toolset instead",
-    "connectorTool": "it is generated from a connectorToolset; create the toolset instead",
-    "mcpTool": "it is generated from an mcpToolset; create the toolset instead",
-    "systemTool": "system tools come with the app",
-    "remoteAgentTool": "remote agent tools are configured outside the app's tools",
-}
-
-
+# Tool types CreateTool and UpdateTool refuse: api.behaviour's READ_ONLY rules (Terraform
+# mmv1/products/ces/Tool.yaml: docs.note "cannot be created, updated, or managed directly" and
+# `output: true`; google-cloud-ces Tool.mcp_tool "cannot be created or updated directly"). The
+# wording of the real refusal is not documented: the message is the emulator's own.
 def _refuse_server_made(data: dict[str, Any]) -> None:
-    member = next((t for t in SERVER_MADE_TOOLS if t in data), None)
+    member = next((t for t in fb.fields("Tool", fb.READ_ONLY) if t in data), None)
     if member is not None:
-        raise RpcError("INVALID_ARGUMENT", f"{member} cannot be created or updated directly: {SERVER_MADE_TOOLS[member]}")
+        made_by = fb.rule("Tool", member, fb.READ_ONLY).detail
+        why = (
+            f"it is generated from a {made_by}; create the toolset instead" if made_by else "CES makes tools of this type itself"
+        )
+        raise RpcError("INVALID_ARGUMENT", f"{member} cannot be created or updated directly: {why}")
 
 
 def _page_args(request: Request, key: str) -> tuple[int, int]:
