@@ -164,6 +164,23 @@ def test_agents_block_delete_unless_forced() -> None:
     run(go())
 
 
+def test_an_example_whose_tool_is_force_deleted_becomes_invalid() -> None:
+    """Example.invalid: "The example may become invalid if referencing resources are deleted." """
+
+    async def go() -> None:
+        async with client() as c:
+            await _create(c, "t1")
+            call = {"toolCall": {"tool": f"{APP}/tools/t1", "args": {}}}
+            example = {"displayName": "E", "messages": [{"role": "agent", "chunks": [{"text": "Looking."}, call]}]}
+            made = await c.post(f"/v1/{APP}/examples", params={"exampleId": "e"}, json=example)
+            assert made.status_code == 200 and "invalid" not in made.json(), made.text
+            assert (await c.delete(f"/v1/{APP}/tools/t1", params={"force": "true"})).status_code == 200
+            after = (await c.get(f"/v1/{APP}/examples/e")).json()
+            assert after["invalid"] is True and f"{APP}/tools/t1" not in str(after)
+
+    run(go())
+
+
 @pytest.mark.parametrize("collection", ["deployments", "examples", "versions"])
 def test_force_cannot_be_bound_where_the_delete_has_none(collection: str) -> None:
     """DeleteDeploymentRequest, DeleteExampleRequest and DeleteAppVersionRequest have no ``force``."""

@@ -465,6 +465,10 @@ class Emulator:
         for collection, rid, data in users:
             changed = drop_references(data, target)
             changed["updateTime"], changed["etag"] = now(), new_etag()
+            if collection == "examples":
+                # Example.invalid (output only): "The example may become invalid if referencing resources
+                # are deleted. Invalid examples will not be used as few-shot examples." (google-cloud-ces)
+                changed["invalid"] = True
             if collection == "apps":
                 self.store.put_app(db, parent, printed("apps", changed))
             else:
