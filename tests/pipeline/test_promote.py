@@ -104,6 +104,8 @@ def test_prod_gets_what_dev_runs_not_the_working_tree(
 
     code, out, _ = _cli(repo, server, "promote", "--from", "dev", "--to", "prod", "--detailed-exitcode")
     assert code == 0 and "No changes" in out  # prod now runs what dev runs
+    records = [v.display_name for v in google.list_app_versions(parent=PROD)]
+    assert any(applied[:7] in name and "prod" in name for name in records), records  # prod's record names the same commit
 
 
 def test_an_edited_commit_in_the_plan_is_refused(repo: Path, server: BackgroundServer, google: ces_v1.AgentServiceClient) -> None:

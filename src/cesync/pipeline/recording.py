@@ -31,5 +31,12 @@ async def record_apply(client: CesClient, ctx: Context, plan: Plan, result: Appl
     owned = owned_after(ctx, plan, result)
     others = {f"{kind_of_name(n).name}/{n.rsplit('/', 1)[-1]}" for n in plan.unmanaged}
     return await write_record(
-        client, ctx.env, ctx.repo.root, digest=plan.digest, owned=owned, present=owned | others, keep=ctx.repo.config.records.keep
+        client,
+        ctx.env,
+        ctx.repo.root,
+        digest=plan.digest,
+        owned=owned,
+        present=owned | others,
+        keep=ctx.repo.config.records.keep,
+        commit=ctx.promotion[1],  # a promotion applied the commit it names, not a checkout
     )

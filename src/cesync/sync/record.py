@@ -38,13 +38,23 @@ async def last_applied(client: CesClient, env: EnvTarget) -> AppliedRecord | Non
 
 
 async def write_record(
-    client: CesClient, env: EnvTarget, root: Path, *, digest: str, owned: Iterable[str], present: Iterable[str], keep: int
+    client: CesClient,
+    env: EnvTarget,
+    root: Path,
+    *,
+    digest: str,
+    owned: Iterable[str],
+    present: Iterable[str],
+    keep: int,
+    commit: str = "",
 ) -> AppliedRecord:
     """Create the record of an apply that succeeded, then delete the env's records beyond the newest keep.
 
-    A record a deployment still serves (FAILED_PRECONDITION) is kept: deleting it is not ours to force.
+    commit: what was applied when it is not root's checkout (a promotion renders a commit's tree
+    in a temporary folder). A record a deployment still serves (FAILED_PRECONDITION) is kept:
+    deleting it is not ours to force.
     """
-    sha, _, dirty = commit_of(root)
+    sha, _, dirty = (commit, "", False) if commit else commit_of(root)
     body = record_body(env.name, sha, dirty, digest, __version__, owned, present)
     made = parse_record(await create_version(client, env.parent, body), KIND_OF)
     assert made is not None, "a record cesync just wrote reads back"
