@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..core.sensitive import scrub
-from ..errors import CesyncError, ConfigError, Problem, detail_lines
+from ..errors import ApiError, CesyncError, ConfigError, Problem, detail_lines
 from . import (
     EXIT_CHANGES,
     EXIT_ERROR,
@@ -410,7 +410,10 @@ def apply(
             result = await _run_apply(client, current, parallelism, force_delete, fmt, ctx.repo.locate)
             result.snapshot = str(version.get("name", ""))
             if not result.interrupted:
-                result.validation = await validation_after(client, current.app)
+                try:
+                    result.validation = await validation_after(client, current.app)
+                except ApiError as exc:  # the writes are done: failing to read the app again must not hide that
+                    err(f"note: could not read what CES reports about the app after the apply: {exc}")
             if result.ok:
                 made = await record_apply(client, ctx, current, result)
                 result.record = made.version
