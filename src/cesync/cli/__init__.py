@@ -156,6 +156,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "exec": ("tools", "Run one tool (id, TOOLSET/TOOL_ID or display name) and print its canonical output."),
     "export": ("adopt", "Write the whole app (settings, agents, guardrails, tools and the rest) as a cesync repo (adoption)."),
     "import-archive": ("adopt", "Convert a CES app export (zip or folder) into a cesync repo."),
+    "convert-tools": ("sync", "Rewrite OpenAPI, connector and MCP tool files as the toolset files CES makes those tools from."),
     "fmt": ("sync", "Rewrite cesync.yaml, tool and toolset files in one canonical layout, keeping comments."),
     "init": (
         "core",

@@ -1,4 +1,4 @@
-"""Bringing the app back into the repo, and the repo's layout: pull, fmt."""
+"""Bringing the app back into the repo, and the repo's layout: pull, fmt, convert-tools."""
 
 from __future__ import annotations
 
@@ -121,3 +121,28 @@ def fmt(directory: Path, check: bool) -> None:
     for rel in sorted(changed):
         out(f"reformatted {rel}")
     out(f"{len(changed)} file(s) reformatted")
+
+
+@main.command("convert-tools")
+@dir_option
+@click.option("--dry-run", is_flag=True, help="List what would be rewritten; write nothing.")
+@handled
+def convert_tools(directory: Path, dry_run: bool) -> None:
+    """Rewrite OpenAPI, connector and MCP tool files as the toolset files CES makes those tools from.
+
+    tools/<id>.yaml becomes toolsets/<id>.yaml (same id, comments, includes and ${VAR} kept);
+    agents' {ref: tools/<id>} move to their toolsets list. Other references to the tool, and
+    system or remote agent tool files, are listed as file:line:col to edit by hand (exit 1).
+    """
+    from ..pipeline.pull import write_files
+    from ..repo.convert import convert_repo
+
+    root = directory.resolve()
+    result = convert_repo(root)
+    if not dry_run:
+        write_files(root, result.files)
+    for line in result.done:
+        click.echo(f"{'would convert' if dry_run else 'converted'} {line}")
+    click.echo(f"{len([d for d in result.done if ' -> toolsets/' in d])} tool file(s) {'to convert' if dry_run else 'converted'}")
+    if result.by_hand:
+        raise ConfigError(result.by_hand)
