@@ -202,7 +202,7 @@ def test_two_applies_in_one_project_share_the_quota_and_both_finish(
     per_minute: int, rtt: float, told: bool, named: bool, seed: int
 ) -> None:
     """Both told the quota (each at first sends at all of it) or neither told: they converge to sharing it,
-    every write is made, and the slower is done within 1.25x of what the quota allows for both when the
+    every write is made, and the slower is done within 1.35x of what the quota allows for both when the
     refusals name the limit, as Google's and the emulator's do (1.5x when they do not)."""
     clock = FakeClock()
     n = per_minute // 2
@@ -210,7 +210,7 @@ def test_two_applies_in_one_project_share_the_quota_and_both_finish(
     applies = [Apply(Pacer(quota, clock=clock, sleep=clock.sleep, rng=random.Random(seed + i)), n // 2) for i in range(2)]
     simulate(applies, clock, per_minute, rtt, named)
     assert all(a.done == n // 2 for a in applies)
-    bound = 1.25 if named else 1.5  # refusals that do not name the limit: each finds its share more slowly
+    bound = 1.35 if named else 1.5  # the issue's target (there with plan time added); unnamed limits: looser
     assert max(a.finished_at for a in applies) <= bound * ideal(n, per_minute, rtt, parallel=32) + 1.0
 
 
