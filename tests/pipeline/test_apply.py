@@ -218,7 +218,7 @@ def test_a_refused_first_connection_is_one_error_without_retries() -> None:
 
     async def go() -> None:
         async with CesClient("http://127.0.0.1:9", retry=FAST, notify=lines.append) as c:
-            with pytest.raises(ApiError, match="nothing listens there.*is the emulator running"):
+            with pytest.raises(ApiError, match=r"nothing listens there.*is the emulator running"):
                 await c.get(f"{APP}/tools/t")
 
     asyncio.run(go())
