@@ -112,8 +112,7 @@ environments:
     app: prod-app
     vars: {{TOKEN: {prod}}}
 """
-TOOL = """openApiTool:
-  name: orders
+TOOL = """openApiToolset:
   url: https://orders.example/v1?key=${TOKEN}
   openApiSchema: |
     openapi: 3.0.0
@@ -210,12 +209,13 @@ def test_rollback_shows_neither_the_current_nor_the_old_value(old: str, new: str
     if old == new:
         new += "2"
     with tempfile.TemporaryDirectory() as tmp:
-        root = repo_with(Path(tmp), old, "unused-prod", {"tools/orders.yaml": TOOL, "tools/note.yaml": GLUED})
+        root = repo_with(Path(tmp), old, "unused-prod", {"toolsets/orders.yaml": TOOL, "tools/note.yaml": GLUED})
         cli = Cli()
         _apply(cli, root, "dev")
         (root / "cesync.yaml").write_text(CONFIG.format(dev=yaml_quoted(new), prod='"unused-prod"'), encoding="utf-8")
         _apply(cli, root, "dev", "--snapshot")  # the secret is rotated: the snapshot, made first, holds the old one
-        version = cli("versions", "--dir", str(root), "--env", "dev").split()[0]
+        listed = cli("versions", "--dir", str(root), "--env", "dev").splitlines()
+        version = next(line for line in listed if line.strip() and "cesync applied" not in line).split()[0]  # not a record
         cli.seen.clear()
         for fmt in ("text", "json", "markdown"):
             shown = cli("rollback", version, "--dir", str(root), "--env", "dev", "--format", fmt, code=1)
@@ -233,7 +233,7 @@ def test_diff_shows_neither_environments_value(dev: str, prod: str, where: str) 
         prod += "2"
     with tempfile.TemporaryDirectory() as tmp:
         in_vars = where == "vars"
-        files = {"tools/orders.yaml": TOOL, "tools/note.yaml": GLUED}
+        files = {"toolsets/orders.yaml": TOOL, "tools/note.yaml": GLUED}
         root = repo_with(Path(tmp), dev if in_vars else "unused-dev", prod if in_vars else "unused-prod", files)
         cli = Cli()
         job = {"dev": {} if in_vars else {"CESYNC_VAR_TOKEN": dev}, "prod": {} if in_vars else {"CESYNC_VAR_TOKEN": prod}}
@@ -274,8 +274,7 @@ def test_exec_and_test_reports_hide_the_value(token: str) -> None:
         assert html.escape(token) not in "".join(cli.seen)
 
 
-DOC_TOOL = """openApiTool:
-  name: docs
+DOC_TOOL = """openApiToolset:
   url: https://docs.example/v1
   openApiSchema: |
     openapi: 3.0.0
@@ -295,7 +294,7 @@ DOC_TOOL = """openApiTool:
 def test_export_and_pull_write_the_variable_where_the_value_is_glued(token: str) -> None:
     # Finding 6: a value glued to other text (key${TOKEN}) was written as a literal.
     with tempfile.TemporaryDirectory() as tmp:
-        root = repo_with(Path(tmp), token, "unused-prod", {"tools/note.yaml": GLUED, "tools/docs.yaml": DOC_TOOL})
+        root = repo_with(Path(tmp), token, "unused-prod", {"tools/note.yaml": GLUED, "toolsets/docs.yaml": DOC_TOOL})
         cli = Cli()
         _apply(cli, root, "dev")
         out = Path(tmp) / "exported"
@@ -306,10 +305,10 @@ def test_export_and_pull_write_the_variable_where_the_value_is_glued(token: str)
             if p.is_file() and ".cesync" not in p.parts and p.name != "cesync.yaml"
         }
         assert "key${TOKEN}glued and ${TOKEN}" in files["tools/note.yaml"]
-        assert "k${TOKEN}k" in files["tools/docs.yaml"]  # the document stays in the YAML file, templated
+        assert "k${TOKEN}k" in files["toolsets/docs.yaml"]  # the document stays in the YAML file, templated
         cli("plan", "--dir", str(out), "--env", "dev", "--detailed-exitcode")  # and renders back exactly
         # pull: the tool files go, the app still has them: new files, written as export writes them
-        for rel in ("tools/note.yaml", "tools/docs.yaml"):
+        for rel in ("tools/note.yaml", "toolsets/docs.yaml"):
             (root / rel).unlink()
         cli("pull", "--dir", str(root), "--env", "dev", "--dry-run")
         cli("pull", "--dir", str(root), "--env", "dev")
@@ -340,8 +339,8 @@ def test_export_refuses_a_value_it_cannot_template(tmp_path: Path) -> None:
 def test_pull_refuses_a_value_in_an_included_file(tmp_path: Path) -> None:
     token = "s3cr3t-value"
     schema = 'openapi: 3.0.0\ninfo: {title: docs, version: "1"}\nservers: [{url: $env_var}]\npaths:\n  /d: {get: {operationId: get_d, responses: {"200": {description: ok}}}}\n'
-    tool = "openApiTool:\n  name: docs\n  url: https://docs.example/v1\n  openApiSchema: {file: ../schemas/docs.yaml}\n"
-    root = repo_with(tmp_path, token, "unused-prod", {"tools/docs.yaml": tool, "schemas/docs.yaml": schema})
+    tool = "openApiToolset:\n  url: https://docs.example/v1\n  openApiSchema: {file: ../schemas/docs.yaml}\n"
+    root = repo_with(tmp_path, token, "unused-prod", {"toolsets/docs.yaml": tool, "schemas/docs.yaml": schema})
     cli = Cli()
     _apply(cli, root, "dev")
     (root / "schemas" / "docs.yaml").write_text(schema.replace('version: "1"', f'version: "1", description: "k{token}"'))

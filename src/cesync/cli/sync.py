@@ -142,7 +142,7 @@ def convert_tools(directory: Path, dry_run: bool) -> None:
     if not dry_run:
         write_files(root, result.files)
     for line in result.done:
-        click.echo(f"{'would convert' if dry_run else 'converted'} {line}")
-    click.echo(f"{len([d for d in result.done if ' -> toolsets/' in d])} tool file(s) {'to convert' if dry_run else 'converted'}")
+        out(f"{'would convert' if dry_run else 'converted'} {line}")
+    out(f"{len([d for d in result.done if ' -> toolsets/' in d])} tool file(s) {'to convert' if dry_run else 'converted'}")
     if result.by_hand:
         raise ConfigError(result.by_hand)
