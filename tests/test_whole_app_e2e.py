@@ -235,7 +235,7 @@ def test_export_app_archive_round_trips_through_import_archive(
     archive.write_bytes(google.export_app(request=request).result(timeout=30).app_content)
     repo = tmp_path / "imported"
     out = run("import-archive", str(archive), "--out", str(repo), "--env", "local", "--app", PARENT)
-    assert "2 agents" in out and "2 guardrails" in out and "1 examples" in out
+    assert "2 agents" in out and "2 guardrails" in out and "1 example " in out  # singular for one
     assert "rootAgent: {ref: agents/support}" in (repo / "app.yaml").read_text()
     assert "- {ref: tools/refund-policy}" in (repo / "agents" / "billing.yaml").read_text()
     plan = plan_json(repo, url)
@@ -269,7 +269,7 @@ def test_create_app_operation_error_is_reported(tmp_path: Path) -> None:
         r = cesync("apply", "--dir", str(repo), "--endpoint", server.url, "--auto-approve")
         theirs.result(timeout=30)
     assert r.returncode == 1 and "Traceback" not in r.stderr
-    assert "conflict: create app app" in r.stdout and "already exists" in r.stdout, r.stdout
+    assert "conflict: create the app" in r.stdout and "already exists" in r.stdout, r.stdout
     assert "create app projects/p/locations/us/apps/a: running" in r.stderr  # the operation was polled, with progress
 
 

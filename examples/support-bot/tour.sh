@@ -16,7 +16,12 @@ mkdir "$work/repo"
 cd "$work/repo"
 app=projects/local/locations/us/apps/support-bot
 
-step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# Bold headings on a terminal only: the tour's output saved to a file has no escape codes.
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then
+  step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+else
+  step() { printf '\n== %s\n' "$*"; }
+fi
 # The REST API of the embedded emulator, for what the console or another client would do.
 rest() {
   python3 - "$@" <<'PY'

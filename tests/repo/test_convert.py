@@ -50,7 +50,7 @@ def test_convert_tools_writes_toolsets_that_validate_and_render_per_environment(
     assert before.exit_code == 1 and "tools/lookup-order.yaml:3:1: openApiTool cannot be created" in before.output
 
     dry = CliRunner().invoke(main, ["convert-tools", "--dir", str(root), "--dry-run"])
-    assert dry.exit_code == 0 and "3 tool file(s) to convert" in dry.output and (root / "tools" / "lookup-order.yaml").exists()
+    assert dry.exit_code == 0 and "3 tool files to convert" in dry.output and (root / "tools" / "lookup-order.yaml").exists()
 
     r = CliRunner().invoke(main, ["convert-tools", "--dir", str(root)])
     assert r.exit_code == 0, r.output

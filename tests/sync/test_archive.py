@@ -101,7 +101,7 @@ def test_import_archive_gives_a_repo_that_applies(tmp_path: Path, packed: bool) 
     out = tmp_path / "repo"
     r = cesync("import-archive", str(source), "--out", str(out))
     assert r.returncode == 0, r.stderr
-    assert "imported the app's settings, 1 tools, 2 toolsets and 1 agents (4 environment values as vars)" in r.stdout
+    assert "imported the app's settings, 1 tool, 2 toolsets and 1 agent (4 environment values as vars)" in r.stdout
     # the agent names its tool by folder, as CES exports do: a ref in the repo
     agent = (out / "agents" / "root.yaml").read_text()
     assert "tools:\n  - {ref: tools/get_weather}\n" in agent

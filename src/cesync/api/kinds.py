@@ -293,6 +293,8 @@ def by_word(word: str) -> ResourceKind | None:
 def kind_of_name(name: str, default: str = "tool") -> ResourceKind:
     """The kind of a full resource name (``.../toolsets/t/tools/x`` is a tool)."""
     parts = name.split("/")
+    if len(parts) == 6 and parts[0] == "projects" and parts[4] == "apps":
+        return KINDS[APP]  # the app itself (its collection is no child collection of an app)
     found = by_collection(parts[-2]) if len(parts) >= 2 else None
     return found or KINDS[default]
 

@@ -413,7 +413,8 @@ target_option = click.option(
     "--target",
     "targets",
     multiple=True,
-    help="Only these resources: ID, tools/ID or toolsets/ID (repeatable); the result says it is partial.",
+    help="Only these resources: ID or COLLECTION/ID (tools/ID, toolsets/ID, agents/ID, guardrails/ID, examples/ID, "
+    "deployments/ID; app for the app's settings), repeatable; the result says it is partial.",
 )
 
 

@@ -13,6 +13,7 @@ import click
 
 from ..api.kinds import KINDS, spoken
 from ..api.resource import Resource
+from ..api.words import count
 from ..client import connect
 from ..client.connect import endpoint_for
 from ..core.plan import Plan
@@ -161,9 +162,10 @@ def import_archive(source: Path, out: Path, env_name: str, app_name: str | None,
         err(f"note: {note}")
     say(
         f"imported {_counts([r.kind for r in contents.resources])} "
-        f"({len(contents.variables)} environment values as vars) to {out}"
+        f"({count(len(contents.variables), 'environment value')} as vars) to {out}"
     )
-    say(f"next: cesync plan --dir {out} --env {env.name}   ({checked[0].counts()['create']} to create)")
+    defined = count(checked[0].counts()["create"], "resource")  # planned against an empty app: what the repo defines
+    say(f"next: cesync plan --dir {out} --env {env.name}   (the repo defines {defined}; plan compares them with the app)")
 
 
 @main.command("diff")
@@ -222,6 +224,6 @@ def diff_cmd(
 
 def _counts(kinds: list[str]) -> str:
     """``3 tools and 1 toolsets``; ``the app's settings, 3 tools, 2 agents and 1 examples``: what there is, in registry order."""
-    parts = [f"{kinds.count(k)} {KINDS[k].collection}" for k in KINDS if k in kinds and not KINDS[k].singleton]
+    parts = [count(kinds.count(k), k) for k in KINDS if k in kinds and not KINDS[k].singleton]
     app = ["the app's settings"] if any(KINDS[k].singleton for k in kinds) else []
     return spoken([*app, *parts]) if app or parts else "no resources"

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..api.words import count, label
 from ..core.sensitive import scrub
 from ..errors import ApiError, CesyncError, ConfigError, Problem, detail_lines
 from . import (
@@ -186,7 +187,7 @@ def schema(out: Path, check: bool) -> None:
             f"{label} JSON Schemas: {', '.join(paths)}" for label, paths in (("missing", missing), ("stale", stale)) if paths
         )
         raise CesyncError(f"{what}; run 'cesync schema --out {out}'")
-    say(f"ok: {len(missing) + len(stale)} schema file(s) {'written' if not check else 'out of date'}")
+    say(f"ok: {count(len(missing) + len(stale), 'schema file')} {'written' if not check else 'out of date'}")
 
 
 @main.command()
@@ -261,9 +262,9 @@ def plan(
     if out and fmt == "text":
         err(f"saved plan to {out}")
     if fail_on_unmanaged and result.unmanaged:
-        err(f"drift: {len(result.unmanaged)} resource(s) in the app that the repo does not define (made by hand?)")
+        err(f"drift: {count(len(result.unmanaged), 'resource')} in the app that the repo does not define (made by hand?)")
     if fail_on_validation and result.validation:
-        err(f"CES reports problems in {len(result.validation)} resource(s) of the app (--fail-on-validation-errors)")
+        err(f"CES reports problems in {count(len(result.validation), 'resource')} of the app (--fail-on-validation-errors)")
         sys.exit(EXIT_ERROR)
     if fail_on_drift:
         if result.drifted:
@@ -427,9 +428,11 @@ def apply(
     if fmt == "json":
         out(json.dumps(result.to_dict(), indent=2))
     else:
+        said = {(o.action, o.kind, o.id) for o in result.outcomes if o.reported}
         for o in result.outcomes:
-            if o.status in ("skipped", "not started") and not o.reported:  # each line once
-                out(f"  {o.status}: {o.action} {o.kind} {o.id}" + (f" ({o.message})" if o.message else ""))
+            if o.status in ("skipped", "not started") and (o.action, o.kind, o.id) not in said:  # each line once
+                said.add((o.action, o.kind, o.id))
+                out(f"  {o.status}: {o.action} {label(o.kind, o.id)}" + (f" ({o.message})" if o.message else ""))
         out(("Interrupted: " if result.interrupted else "Apply: ") + result.summary() + ".")
         if result.validation:
             from ..render.common import validation_lines
@@ -438,7 +441,7 @@ def apply(
             for line in validation_lines(result.validation):
                 out(f"  ! {line}")
     if fail_on_validation and result.validation and result.ok:
-        err(f"CES reports problems in {len(result.validation)} resource(s) of the app (--fail-on-validation-errors)")
+        err(f"CES reports problems in {count(len(result.validation), 'resource')} of the app (--fail-on-validation-errors)")
         sys.exit(EXIT_ERROR)
     if not result.ok:
         if not result.interrupted and fmt == "text":
@@ -542,7 +545,7 @@ class _Progress:
             return
         o.reported = True
         self.count += 1
-        line = scrub(f"{o.status}: {o.action} {o.kind} {o.id}" + (f" ({o.message})" if o.message else ""))
+        line = scrub(f"{o.status}: {o.action} {label(o.kind, o.id)}" + (f" ({o.message})" if o.message else ""))
         locate = self.locate
         where = (lambda f: locate(o.kind, o.id, f)) if locate is not None else None
         details = [scrub("    " + d) for d in detail_lines(o.details, where)]

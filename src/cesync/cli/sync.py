@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..api.words import count
 from ..errors import CesyncError, ConfigError
 from . import cli_vars, dir_option, endpoint_option, env_option, err, handled, main, out, target_option, var_options
 
@@ -114,13 +115,13 @@ def fmt(directory: Path, check: bool) -> None:
         if changed:
             for rel in sorted(changed):
                 out(f"would reformat {rel}")
-            raise CesyncError(f"{len(changed)} file(s) not in the canonical layout; run 'cesync fmt'")
+            raise CesyncError(f"{count(len(changed), 'file')} not in the canonical layout; run 'cesync fmt'")
         out("ok: every file is in the canonical layout")
         return
     write_files(root, changed)
     for rel in sorted(changed):
         out(f"reformatted {rel}")
-    out(f"{len(changed)} file(s) reformatted")
+    out(f"{count(len(changed), 'file')} reformatted")
 
 
 @main.command("convert-tools")
@@ -143,6 +144,6 @@ def convert_tools(directory: Path, dry_run: bool) -> None:
         write_files(root, result.files)
     for line in result.done:
         out(f"{'would convert' if dry_run else 'converted'} {line}")
-    out(f"{len([d for d in result.done if ' -> toolsets/' in d])} tool file(s) {'to convert' if dry_run else 'converted'}")
+    out(f"{count(len([d for d in result.done if ' -> toolsets/' in d]), 'tool file')} {'to convert' if dry_run else 'converted'}")
     if result.by_hand:
         raise ConfigError(result.by_hand)

@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from ..api.words import count
 from ..client import connect
 from ..client.api import CesClient
 from ..core.toolcall import canonical_output, request_for, unknown_tool
@@ -142,7 +143,7 @@ async def _tools_session(
                 "(apply first, or use --local)"
             )
         if strict and differences:
-            raise CesyncError(f"--strict: {len(differences)} tool(s) differ from the repo in '{ctx.env.name}'")
+            raise CesyncError(f"--strict: {count(len(differences), 'tool')} differ from the repo in '{ctx.env.name}'")
         yield client, ctx.env.parent, names
 
 

@@ -195,6 +195,15 @@ RESOURCE_PATTERNS: dict[str, tuple[str, str]] = {
 }
 
 
+def _glimpse(value: str) -> str:
+    """What was written, without repeating it whole: a resource-name field holding something else
+    may hold a credential pasted in the wrong place ('sk-live-...'), and errors reach CI logs.
+    A name that is one (projects/...) is shown, it helps and is no secret."""
+    if value.startswith("projects/") or len(value) <= 8:
+        return f"'{value[:120]}'"
+    return f"'{value[:6]}...' ({len(value)} characters)"
+
+
 def resource(kind: str) -> BeforeValidator:
     """A validator for a resource-name field of the given kind."""
     pattern, shape = RESOURCE_PATTERNS[kind]
@@ -204,7 +213,16 @@ def resource(kind: str) -> BeforeValidator:
         # "" is unset in proto3 (the API checks the format of a set name only); a required
         # field's "" is reported by ProtoModel as required instead.
         if isinstance(value, str) and value and not compiled.fullmatch(value):
-            raise PydanticCustomError("resource_name", "must be {shape}; got '{value}'", {"shape": shape, "value": value})
+            advice = ""
+            if kind == "contextVariable":  # a header's value: never a secret of the repo, nor a ${VAR} of one
+                advice = "; give the session the value as a context variable instead of writing it here"
+            elif "secret" in kind.lower():
+                advice = "; store the value in Secret Manager and give its version's name here"
+            raise PydanticCustomError(
+                "resource_name",
+                "must be {shape}; got {value}{advice}",
+                {"shape": shape, "value": _glimpse(value), "advice": advice},
+            )
         return value
 
     return BeforeValidator(check)

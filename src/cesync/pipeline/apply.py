@@ -177,6 +177,11 @@ class _Run:
             await self._call(patch, outcome)
         if outcome.status != DONE:
             outcome.message = f"created, but setting {', '.join(c.deferred)} failed: {outcome.message}"
+        elif not outcome.message:  # why this line comes after what it names
+            fields = ", ".join(c.deferred)
+            outcome.message = (
+                f"created first; {fields} set once what {'they name' if len(c.deferred) > 1 else 'it names'} existed"
+            )
 
     async def _call(self, c: Change, outcome: Outcome) -> None:
         if await self._changed_since_plan(c, outcome):

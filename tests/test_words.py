@@ -1,0 +1,72 @@
+"""What cesync says: counts in the singular for one, the app named as the app, no secret echoed whole."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from cesync.api.kinds import kind_of_name
+from cesync.api.resource import Resource
+from cesync.api.words import count, label
+from cesync.core.plan import build_plan
+from cesync.models import messages
+from cesync.render import render
+from tests.conftest import EXAMPLES
+from tests.helpers import cesync_in_process
+
+P = "projects/p/locations/us/apps/a"
+
+
+@given(n=st.integers(0, 10_000), noun=st.sampled_from(["tool", "toolset", "guardrail", "remote resource", "file"]))
+def test_counts_agree_with_their_number(n: int, noun: str) -> None:
+    said = count(n, noun)
+    assert said == f"{n} {noun}" if n == 1 else said == f"{n} {noun}s"
+
+
+def test_the_app_is_named_the_app() -> None:
+    assert label("app", "app") == "the app" and label("tool", "greet") == "tool greet"
+    assert kind_of_name(P).name == "app"  # its errors say 'update app', not 'update tool'
+    plan = build_plan("e", P, [Resource("app", "app", {"displayName": "A"})], [])
+    text = render(plan, "text")
+    assert "+ the app will be created" in text and "app app" not in text
+    unmanaged = [Resource("tool", "x", {"name": f"{P}/tools/x", "etag": "e", "clientFunction": {"name": "x"}})]
+    assert "1 remote resource not in the repo" in render(build_plan("e", P, [], unmanaged), "text")
+
+
+@given(secret=st.text(st.characters(min_codepoint=33, max_codepoint=126), min_size=9, max_size=60))
+def test_a_value_in_a_secret_version_field_is_never_echoed_whole(secret: str) -> None:
+    if secret.startswith("projects/"):
+        return
+    with pytest.raises(ValidationError) as exc:
+        messages.ApiKeyConfig.model_validate({"keyName": "k", "apiKeySecretVersion": secret, "requestLocation": "HEADER"})
+    said = " ".join(e["msg"] for e in exc.value.errors())  # what cesync prints (repo/loading.pydantic_problem)
+    assert secret not in said and f"({len(secret)} characters)" in said and "Secret Manager" in said
+
+
+def test_target_help_names_every_collection() -> None:
+    shown = cesync_in_process("plan", "--help").stdout
+    assert all(c in shown for c in ("agents/ID", "guardrails/ID", "examples/ID", "deployments/ID"))
+
+
+def test_emulator_help_says_sqlite() -> None:
+    shown = cesync_in_process("emulator", "--help").stdout
+    assert "SQLite" in shown and "JSON file" not in shown
+
+
+def test_the_tour_writes_no_escape_codes_into_a_file(tmp_path: Path) -> None:
+    """The tour, its output sent to a file: no raw ANSI codes, the import's hint matches its plan."""
+    shutil.copytree(EXAMPLES / "support-bot", tmp_path / "bot", ignore=shutil.ignore_patterns(".cesync"))
+    log = tmp_path / "tour.log"
+    with log.open("w") as fh:
+        done = subprocess.run(["bash", str(tmp_path / "bot" / "tour.sh")], stdout=fh, stderr=subprocess.STDOUT, timeout=600)
+    text = log.read_text()
+    assert done.returncode == 0, text[-2000:]
+    assert "\x1b" not in text
+    assert "to create)" not in text and "the repo defines 19 resources; plan compares them with the app" in text
+    assert "done: create the app" in text and "set once what" in text
