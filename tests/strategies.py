@@ -27,11 +27,17 @@ from pydantic import TypeAdapter, ValidationError
 from cesync.api.kinds import KINDS
 from cesync.api.protojson import is_default
 from cesync.models import Behavior, FieldSpec, Kind, ProtoModel, Tool, specs
+from cesync.models.messages import AgentTool, DataMapping
 
 __all__ = ["CREATABLE", "bodies", "json_values", "pairs", "pruned", "resource_bodies", "resource_types", "respell"]
 
 # Tool types the API refuses to create (toolsets make them, or CES does: see kinds.SERVER_MADE_TOOLS).
-NOT_CREATABLE = {Tool: tuple(KINDS["tool"].server_made)}
+NOT_CREATABLE: dict[type[ProtoModel], tuple[str, ...]] = {Tool: tuple(KINDS["tool"].server_made)}
+# Names of other resources of the app: they must name resources that exist (validate and the
+# emulator check them, e13178d), which a body drawn alone cannot; tests/repo/test_repo.py and
+# the official-client tests cover them.
+NOT_CREATABLE[AgentTool] = ("agent", "rootAgent")
+NOT_CREATABLE[DataMapping] = ("sourceToolName",)
 CREATABLE: dict[str, type[ProtoModel]] = {k.name: k.model for k in KINDS.values() if k.creatable}
 
 # Candidate strings for fields with a format; each field keeps the ones its validators accept.
