@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cesync.client import CesClient
-from cesync.core.plan import Plan
+from cesync.core.plan import Plan, seal_of
+from cesync.core.sensitive import binding_key
 from cesync.emulator import EmbeddedTransport
 from cesync.errors import CesyncError, PlanFileError
 from cesync.pipeline.workflow import Context, make_plan, narrow_saved, open_context
@@ -71,7 +72,7 @@ _CONTEXTS: dict[Path, Context] = {}
 
 
 async def _narrow(
-    root: Path, transport: httpx.AsyncBaseTransport, text: str, prune: bool | None = True, targets: tuple[str, ...] = ()
+    root: Path, transport: httpx.AsyncBaseTransport, text: str, prune: bool | None = None, targets: tuple[str, ...] = ()
 ) -> Plan:
     ctx = _CONTEXTS.get(root) or _CONTEXTS.setdefault(root, _ctx(root))  # the repo does not change: read it once
     async with CesClient("http://emu", transport=transport) as c:
@@ -86,14 +87,24 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, EmbeddedTrans
     return root, transport, json.loads(plan.to_json())
 
 
+def resealed(data: dict[str, Any], key: bytes = b"") -> dict[str, Any]:
+    """The file sealed again by its editor: without CESYNC_PLAN_KEY (or sensitive values) the seal is
+    a checksum anyone can recompute, and what follows must still hold."""
+    plan = Plan.from_json(json.dumps(data))
+    return {**data, "seal": seal_of(plan, binding_key({}, plan.sensitive.salt, key))}
+
+
 def _run(
     world: tuple[Path, EmbeddedTransport, dict[str, Any]],
     data: dict[str, Any],
-    prune: bool | None = True,
+    prune: bool | None = None,
     targets: tuple[str, ...] = (),
+    reseal: bool = True,
 ) -> Plan:
+    """apply of the edited file; by default resealed, so that what is checked is what narrow checks."""
     root, transport, _ = world
-    return asyncio.run(_narrow(root, transport, json.dumps(data), prune, targets))
+    text = json.dumps(resealed(data) if reseal else data)
+    return asyncio.run(_narrow(root, transport, text, prune, targets))
 
 
 def _executed(plan: Plan) -> list[tuple[Any, ...]]:
@@ -108,6 +119,8 @@ def test_untouched_plan_runs_as_made(world: tuple[Path, EmbeddedTransport, dict[
 def test_removing_changes_narrows(world: tuple[Path, EmbeddedTransport, dict[str, Any]]) -> None:
     data = copy.deepcopy(world[2])
     data["changes"] = [c for c in data["changes"] if c["action"] == "update"][:1]
+    with pytest.raises(PlanFileError, match="seal does not match"):  # narrow with apply --target instead
+        _run(world, data, reseal=False)
     narrowed = _run(world, data)
     assert [c.key for c in narrowed.changes] == [data["changes"][0]["kind"] + "/" + data["changes"][0]["id"]]
 
@@ -143,8 +156,13 @@ def test_tampered_targets_never_widen(world: tuple[Path, EmbeddedTransport, dict
     data["changes"] = [c for c in data["changes"] if c["action"] == "update"]
     data["targets"] = targets
     listed = {c["kind"] + "/" + c["id"] for c in data["changes"]}
-    kept = {c.key for c in _run(world, data).changes}
-    assert kept == (listed & set(targets) if targets else listed)
+    with pytest.raises(PlanFileError, match="seal does not match"):
+        _run(world, data, reseal=False)
+    if targets and not listed <= set(targets):
+        with pytest.raises(PlanFileError, match="outside the plan's targets"):
+            _run(world, data)
+        return
+    assert {c.key for c in _run(world, data).changes} == listed
 
 
 def _change(data: dict[str, Any], action: str) -> dict[str, Any]:
@@ -164,12 +182,12 @@ def test_appended_delete_of_an_unmanaged_tool_is_refused(world: tuple[Path, Embe
     assert not any(c["action"] == "delete" for c in made_without_prune["changes"])
     data = copy.deepcopy(made_without_prune)
     data["changes"].append(copy.deepcopy(_change(world[2], "delete")))
-    with pytest.raises(PlanFileError, match="prune is off"):
-        _run(world, data, prune=False)  # apply-time prune settings do not allow it
-    with pytest.raises(PlanFileError, match="no such change"):
-        _run(world, data, prune=True)  # the plan was made without prune: not one of its deletes
-    data["prune"] = True  # flipping prune too: still needs prune at apply time
-    with pytest.raises(PlanFileError, match="prune is off"):
+    with pytest.raises(PlanFileError, match="made without prune, yet it deletes"):
+        _run(world, data)
+    with pytest.raises(PlanFileError, match="made without prune, yet it deletes"):
+        _run(world, data, prune=True)  # apply --prune does not allow it either
+    data["prune"] = True  # flipping prune too: refused by a keyed seal (see test_plan_binding), and by --no-prune
+    with pytest.raises(PlanFileError, match="prune is off for this apply"):
         _run(world, data, prune=False)
 
 
@@ -348,7 +366,7 @@ def test_cli_refuses_a_tampered_plan_and_writes_nothing(tmp_path: Path) -> None:
     planfile.write_text(json.dumps(data))
     state = (root / ".cesync" / "local.json").read_bytes()
     result = cesync("apply", str(planfile), "--dir", str(root), "--auto-approve")
-    assert result.returncode == 1 and "body differ" in result.stderr and "Traceback" not in result.stderr
+    assert result.returncode == 1 and "seal does not match" in result.stderr and "Traceback" not in result.stderr
     assert (root / ".cesync" / "local.json").read_bytes() == state
 
 

@@ -204,10 +204,10 @@ def test_snapshot_versions_and_rollback(bot: Path, server: BackgroundServer, goo
     version = out.split("Snapshot: version ", 1)[1].split()[0]
     listed = run("versions", *common)
     assert any(line.startswith(version + " ") and "cesync apply" in line for line in listed.splitlines()), listed
-    preview = cesync("rollback", version, *common)  # no terminal, no --yes: shows, then refuses
-    assert preview.returncode == 1 and "~ agent billing" in preview.stdout and "--yes" in preview.stderr
+    preview = cesync("rollback", version, *common)  # no terminal, no --auto-approve: shows, then refuses
+    assert preview.returncode == 1 and "~ agent billing" in preview.stdout and "--auto-approve" in preview.stderr
     assert "Explain every charge" in google.get_agent(name=f"{PARENT}/agents/billing").instruction
-    restored = run("rollback", version, *common, "--yes")
+    restored = run("rollback", version, *common, "--auto-approve")
     assert "Explain charges" in google.get_agent(name=f"{PARENT}/agents/billing").instruction
     versions = google.list_app_versions(parent=PARENT)
     [backup] = [v for v in versions if not v.name.endswith(f"/{version}") and "cesync-record: " not in v.description]
@@ -222,6 +222,7 @@ def test_rollback_of_an_unknown_version_is_a_clear_error(bot: Path, server: Back
     run("apply", "--dir", str(bot), "--env", "local", "--endpoint", url, "--auto-approve")
     r = cesync("rollback", "nope", "--dir", str(bot), "--env", "local", "--endpoint", url, "--yes")
     assert r.returncode == 1 and "no version 'nope'" in r.stderr and "Traceback" not in r.stderr
+    assert "--yes is deprecated; use --auto-approve" in r.stderr  # the old spelling still works, with a warning
 
 
 def test_export_app_archive_round_trips_through_import_archive(

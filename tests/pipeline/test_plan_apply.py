@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import hmac
 import json
 import shutil
 from pathlib import Path
@@ -292,8 +293,8 @@ def test_generated_tools_round_trip_without_changes(body: dict[str, Any]) -> Non
     ),
 )
 def test_desired_digest_is_the_hash_of_the_whole_text(env: str, app: str, resources: dict[tuple[str, str], Any]) -> None:
-    """Hashed one resource at a time, the digest is still that of one json.dumps of everything (saved plans keep it)."""
+    """Hashed one resource at a time, the digest is still the keyed hash of one json.dumps of everything."""
     desired = [Resource(kind, rid, body) for (kind, rid), body in resources.items()]
     listed = sorted(([d.kind, d.id, d.body] for d in desired), key=lambda d: (d[0], d[1]))
     whole = json.dumps({"env": env, "app": app, "resources": listed}, sort_keys=True)
-    assert desired_digest(env, app, desired) == "sha256:" + hashlib.sha256(whole.encode()).hexdigest()
+    assert desired_digest(env, app, desired, b"k") == "hmac-sha256:" + hmac.new(b"k", whole.encode(), hashlib.sha256).hexdigest()

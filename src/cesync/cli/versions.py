@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from ..errors import CesyncError
-from . import dir_option, endpoint_option, env_option, format_option, handled, main, out, print_plan
+from . import dir_option, endpoint_option, env_option, err, format_option, handled, main, out, print_plan
 
 
 @main.command()
@@ -49,16 +49,24 @@ def versions(directory: Path, env_name: str | None, endpoint: str | None, fmt: s
 @dir_option
 @env_option
 @endpoint_option
-@click.option("--yes", "yes", is_flag=True, help="Restore without asking for confirmation (required without a terminal).")
+@click.option(
+    "--auto-approve", "yes", is_flag=True, help="Restore without asking for confirmation (required without a terminal)."
+)
+@click.option("--yes", "deprecated_yes", is_flag=True, hidden=True)  # the old spelling, kept for scripts
 @format_option
 @handled
-def rollback(directory: Path, env_name: str | None, endpoint: str | None, version: str, yes: bool, fmt: str) -> None:
+def rollback(
+    directory: Path, env_name: str | None, endpoint: str | None, version: str, yes: bool, deprecated_yes: bool, fmt: str
+) -> None:
     """Show what restoring VERSION (an id from 'cesync versions') would change, then restore it (RestoreAppVersion)."""
     from ..client import connect
     from ..client.apps import list_versions, restore_version
     from ..pipeline.workflow import restore_plan
     from ..repo.repo import load_repo
 
+    if deprecated_yes:
+        err("warning: --yes is deprecated; use --auto-approve (as for apply)")
+        yes = True
     repo = load_repo(directory)  # its files say which fields hold sensitive values, in the snapshot too
     env = repo.env(env_name)
 
@@ -68,7 +76,7 @@ def rollback(directory: Path, env_name: str | None, endpoint: str | None, versio
             print_plan(preview, fmt)
             if not yes:
                 if not sys.stdin.isatty():
-                    raise CesyncError("no terminal to confirm on: pass --yes to restore without asking")
+                    raise CesyncError("no terminal to confirm on: pass --auto-approve to restore without asking")
                 if not click.confirm(f"Restore {version} to '{env.name}'?", default=False):
                     raise CesyncError("rollback cancelled; nothing was changed")
             before = {v.get("name") for v in await list_versions(client, env.parent)}

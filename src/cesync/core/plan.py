@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import hmac
 import json
 import logging
 from collections.abc import Mapping, Sequence
@@ -28,7 +29,7 @@ from .carry import carry_unknown
 from .diff import FieldChange, diff_resource
 from .order import Node, order
 from .planfile import Action, PlanFile, parse_plan_file
-from .sensitive import CHANGED, cut, input_only_fields, mask, overlaps
+from .sensitive import CHANGED, cut, input_only_fields, mask, overlaps, scrub
 from .validation import findings
 from .yamlfile import Path_
 
@@ -38,6 +39,7 @@ __all__ = [
     "Change",
     "Plan",
     "Sealed",
+    "bind",
     "build_plan",
     "check_safety",
     "desired_digest",
@@ -45,10 +47,12 @@ __all__ = [
     "lock_change",
     "narrow",
     "safety_refusal",
+    "seal_matches",
+    "seal_of",
 ]
 
 log = logging.getLogger(__name__)  # planning decisions, shown with --verbose
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 RESENT = "(sensitive, input only: sent again)"
 ACTIONS: tuple[Action, ...] = get_args(Action)
 
@@ -72,6 +76,7 @@ class Change:
     patch_after: tuple[str, ...] = ()  # ... and patched in once these exist
     # the remote differs from what cesync last applied (the applied record): {"fields": [...], "by": ..., "at": ...}
     drift: dict[str, Any] | None = None
+    body_hash: str = ""  # keyed hash of the unmasked body (see bind): a saved plan's masked fields are bound too
 
     @property
     def key(self) -> str:
@@ -111,6 +116,7 @@ class Plan:
     record: str = ""  # the applied record (app version) the plan took as its base ("" without one)
     owned: tuple[str, ...] = ()  # "kind/id" cesync owns, from that record: what --prune may delete
     prune_unmanaged: bool = False  # --prune-unmanaged: also delete what cesync does not own
+    seal: str = ""  # keyed hash of everything else in the saved file (see bind)
     cesync_version: str = __version__
     format_version: int = FORMAT_VERSION
 
@@ -170,19 +176,51 @@ def _from_file(f: PlanFile) -> Plan:
     )
 
 
-def desired_digest(env: str, app: str, desired: list[Resource]) -> str:
-    """sha256 of the rendered desired configuration (what apply would send).
+def desired_digest(env: str, app: str, desired: list[Resource], key: bytes = b"") -> str:
+    """Keyed hash of the rendered desired configuration, sensitive fields unmasked (what apply would send).
 
-    The hash of json.dumps({"env": env, "app": app, "resources": [[kind, id, body], ...]},
-    sort_keys=True), fed one resource at a time: the whole text at once (and its bytes)
-    was the peak of a 10,000-tool plan's memory.
+    HMAC-SHA256 under key (cesync.core.sensitive.binding_key) of json.dumps({"env": env, "app": app,
+    "resources": [[kind, id, body], ...]}, sort_keys=True), fed one resource at a time: the whole
+    text at once (and its bytes) was the peak of a 10,000-tool plan's memory.
     """
     resources = sorted(((d.kind, d.id, d.body) for d in desired), key=lambda d: (d[0], d[1]))
-    digest = hashlib.sha256(f'{{"app": {json.dumps(app)}, "env": {json.dumps(env)}, "resources": ['.encode())
+    digest = hmac.new(key, f'{{"app": {json.dumps(app)}, "env": {json.dumps(env)}, "resources": ['.encode(), "sha256")
     for n, resource in enumerate(resources):
         digest.update(((", " if n else "") + json.dumps(resource, sort_keys=True)).encode())
     digest.update(b"]}")
-    return "sha256:" + digest.hexdigest()
+    return "hmac-sha256:" + digest.hexdigest()
+
+
+def _keyed(key: bytes, data: Any) -> str:
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return "hmac-sha256:" + hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
+
+
+def bind(plan: Plan, key: bytes) -> Plan:
+    """The plan with each change's unmasked body hashed and the whole file sealed, under key.
+
+    The seal covers every field the file holds (environment, app, endpoint, digest, prune,
+    targets, managed, every change with its body hash, the sensitive-field list and hashes),
+    so an edit of any of them is refused before apply opens a connection (see seal_matches).
+    """
+    changes = tuple(replace(c, body_hash=_keyed(key, c.body) if c.body is not None else "") for c in plan.changes)
+    return replace(plan, changes=changes, seal=seal_of(replace(plan, changes=changes), key))
+
+
+def seal_of(plan: Plan, key: bytes) -> str:
+    """The keyed hash of everything the saved file holds but its seal, as the file holds it: with
+    every known sensitive value scrubbed, as plan --out writes it (a remote body may hold one)."""
+    text = json.dumps(replace(plan, seal="").public(), sort_keys=True, separators=(",", ":"))
+    return "hmac-sha256:" + hmac.new(key, scrub(text).encode(), hashlib.sha256).hexdigest()
+
+
+def seal_matches(plan: Plan, key: bytes) -> bool:
+    """A saved plan's seal is right, and its masked fields hold only the mask (the seal sees them masked)."""
+    public = plan.public()
+    as_read = [json.loads(json.dumps(c.body)) for c in plan.changes]
+    if [c["body"] for c in public["changes"]] != as_read:
+        return False
+    return hmac.compare_digest(plan.seal.encode(), seal_of(plan, key).encode())
 
 
 def masked(resource: Resource, paths: Sequence[Path_] | None) -> Resource:
@@ -225,6 +263,7 @@ def build_plan(
     owned: frozenset[str] | None = None,
     prune_unmanaged: bool = False,
     base: Mapping[tuple[str, str], dict[str, Any]] | None = None,
+    key: bytes = b"",
 ) -> Plan:
     """desired: the repo's resources (wire bodies). targets: ids (or kind/id) to limit the plan to.
 
@@ -235,8 +274,8 @@ def build_plan(
     back, so never compared) are sent again, as an update of those fields.
 
     sensitive: per (kind, id), the body paths that hold sensitive values; they are masked
-    in before, after and fields here, in bodies when the plan is written out, and left
-    out of the digest (the plan's keyed hashes cover them).
+    in before, after and fields here and in bodies when the plan is written out; the digest
+    covers them unmasked, keyed with key (see desired_digest).
 
     owned: "kind/id" of what cesync owns (the applied record); prune deletes only those, and
     everything, owned or not, with prune_unmanaged. None: every remote resource counts as owned
@@ -347,7 +386,7 @@ def build_plan(
         app_lock=lock_notice(app_remote.body if app_remote else None, [*changes, *deletes]),
         environment=env,
         app=parent,
-        digest=desired_digest(env, parent, [masked(d, hidden.get(d.key)) for d in desired]),
+        digest=desired_digest(env, parent, desired, key),
         changes=tuple(_drift(c, remote_by, base) for c in changes) + tuple(deletes),
         unmanaged=tuple(sorted(unmanaged)),
         unknown_fields=unknown,
@@ -549,16 +588,17 @@ def safety_refusal(plan: Plan, max_fraction: float, min_resources: int, max_upda
 
 # --- a saved plan may only narrow ---------------------------------------------------------------
 
-_EXECUTED = ("action", "name", "etag", "body", "update_mask", "depends_on", "deferred", "patch_after")
+_EXECUTED = ("action", "name", "etag", "body", "body_hash", "update_mask", "depends_on", "deferred", "patch_after")
 
 
-def narrow(saved: Plan, fresh: Plan, *, prune: bool, gone: frozenset[str] = frozenset()) -> Plan:
+def narrow(saved: Plan, fresh: Plan, *, prune: bool | None = None, gone: frozenset[str] = frozenset()) -> Plan:
     """What a saved plan may do: its changes, each exactly as the repo and the app give it now.
 
     fresh is the plan recomputed at apply time from the repo (same digest) and the app,
     with the saved plan's prune setting. Every saved change must equal its recomputed
-    counterpart in every field (bodies compared masked); deletes also need prune at apply
-    time. The result carries the recomputed changes (with the real values of sensitive
+    counterpart in every field (bodies masked, and by their keyed hashes unmasked) and lie
+    within the plan's targets. The plan's prune setting holds unless apply says --no-prune
+    (prune False), which refuses its deletes. The result carries the recomputed changes (with the real values of sensitive
     fields, which the file never holds), in the recomputed order, and the recomputed
     metadata, so the mass-change guard counts what the repo defines.
     """
@@ -573,19 +613,23 @@ def narrow(saved: Plan, fresh: Plan, *, prune: bool, gone: frozenset[str] = froz
     if saved.sensitive.fields != fresh.sensitive.fields:
         raise PlanFileError("the plan's list of sensitive fields differs from the repo's: refusing; make a new plan")
     by_key = {c.key: c for c in fresh.changes}
-    public = {c["kind"] + "/" + c["id"]: c for c in fresh.public()["changes"]}
+    public = {c["kind"] + "/" + c["id"]: c for c in _as_saved(fresh)["changes"]}
     seen: set[str] = set()
     kept_gone: list[Change] = []
-    for i, (c, raw) in enumerate(zip(saved.changes, saved.public()["changes"], strict=True)):
+    for i, (c, raw) in enumerate(zip(saved.changes, _as_saved(saved)["changes"], strict=True)):
         what = f"change {i + 1} ({c.action} {c.kind} {c.id})"
         _inside_app(c, saved.app, what)
         if c.key in seen:
             raise PlanFileError(f"{what} appears twice in the plan: refusing")
         seen.add(c.key)
-        if c.action == "delete" and not prune:
+        if saved.targets and c.key not in saved.targets:
+            raise PlanFileError(f"{what}: it is outside the plan's targets ({', '.join(saved.targets)}): refusing")
+        if c.action == "delete" and not saved.prune:
+            raise PlanFileError(f"{what}: the plan was made without prune, yet it deletes: refusing")
+        if c.action == "delete" and prune is False:
             raise PlanFileError(
-                f"{what}: the plan deletes, but prune is off for this apply; pass --prune (or set prune: true) "
-                "to allow the plan's deletes"
+                f"{what}: the plan deletes, but prune is off for this apply (--no-prune); apply without --no-prune "
+                "to run the plan's deletes, or make a new plan without --prune"
             )
         now = by_key.get(c.key)
         if now is None and c.action == "delete" and c.key in gone:
@@ -609,7 +653,14 @@ def narrow(saved: Plan, fresh: Plan, *, prune: bool, gone: frozenset[str] = froz
                 "was changed after it was made (or made by another cesync): refusing, nothing was written"
             )
     changes = tuple(c for c in fresh.changes if c.key in seen) + tuple(kept_gone)
-    return replace(fresh, changes=changes, prune=prune)
+    return replace(fresh, changes=changes, prune=saved.prune if prune is None else prune)
+
+
+def _as_saved(plan: Plan) -> dict[str, Any]:
+    """The plan's data as plan --out writes it: masked, and every known sensitive value scrubbed
+    (a remote body, a delete's before, may hold one)."""
+    data: dict[str, Any] = json.loads(scrub(json.dumps(plan.public())))
+    return data
 
 
 def _inside_app(c: Change, app: str, what: str) -> None:

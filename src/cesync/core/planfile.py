@@ -7,17 +7,19 @@ file is never trusted for what it asks.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ..api.jsonvalue import JsonValueError, loads
 from ..api.kinds import KINDS
 from ..errors import PlanFileError
 
 __all__ = ["Action", "PlanFile", "parse_plan_file"]
 
 MAX_ERRORS = 5
+_KEYED = r"^hmac-sha256:[0-9a-f]{64}$"
+_KEYED_OR_EMPTY = r"^(hmac-sha256:[0-9a-f]{64})?$"
 Action = Literal["create", "update", "delete"]  # what a change does (cesync.core.plan.Change.action)
 
 
@@ -48,6 +50,7 @@ class ChangeFile(_Strict):
     deferred: list[str] = Field(default_factory=list)
     patch_after: list[str] = Field(default_factory=list)
     drift: dict[str, Any] | None = None
+    body_hash: str = Field("", pattern=_KEYED_OR_EMPTY)
 
     @field_validator("kind")
     @classmethod
@@ -69,7 +72,7 @@ class PlanFile(_Strict):
     cesync_version: str
     environment: str
     app: str
-    digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+    digest: str = Field(pattern=_KEYED)
     changes: list[ChangeFile] = Field(default_factory=list)
     unmanaged: list[str] = Field(default_factory=list)
     unknown_fields: dict[str, list[str]] = Field(default_factory=dict)
@@ -88,14 +91,15 @@ class PlanFile(_Strict):
     record: str = ""
     owned: list[str] = Field(default_factory=list)
     prune_unmanaged: bool = False
+    seal: str = Field("", pattern=_KEYED_OR_EMPTY)  # "" only in plans never saved (diff, rollback): apply refuses them
 
 
 def parse_plan_file(text: str, source: str, version: int) -> PlanFile:
     """The validated file, or PlanFileError naming what is wrong and where (a JSON path)."""
     try:
-        raw = json.loads(text)
-    except ValueError as exc:
-        raise PlanFileError(f"{source} is not a cesync plan: not JSON ({exc})") from None
+        raw = loads(text)
+    except JsonValueError as exc:
+        raise PlanFileError(f"{source} is not a cesync plan: {exc}") from None
     if not isinstance(raw, dict):
         raise PlanFileError(f"{source} is not a cesync plan: not a JSON object")
     if raw.get("format_version") != version:

@@ -42,6 +42,7 @@ __all__ = [
     "KEY_ENV",
     "MASK",
     "MIN_SCRUB",
+    "binding_key",
     "field_paths",
     "forms",
     "input_only_fields",
@@ -164,6 +165,20 @@ def seal(values: Mapping[str, str], salt: str, key: bytes) -> dict[str, str]:
         stretched = hashlib.scrypt(values[name].encode(), salt=bytes.fromhex(salt) + name.encode(), n=2**14, r=8, p=1, dklen=32)
         out[name] = "hmac-sha256:" + hmac.new(key, stretched, hashlib.sha256).hexdigest()
     return out
+
+
+def binding_key(values: Mapping[str, str], salt: str, key: bytes) -> bytes:
+    """The key of a saved plan's digest, body hashes and seal: ``HMAC-SHA256(key, scrypt(values, salt))``.
+
+    They cover the unmasked bodies, so they are keyed like the values' own hashes: testing a
+    guess of a value costs a scrypt, and with CESYNC_PLAN_KEY set it cannot be done at all.
+    Without sensitive values there is nothing to stretch (the bodies are in the file).
+    """
+    material = json.dumps(sorted(values.items())).encode()
+    stretched = (
+        hashlib.scrypt(material, salt=bytes.fromhex(salt) + b"cesync-plan", n=2**14, r=8, p=1, dklen=32) if values else b""
+    )
+    return hmac.new(key, b"cesync plan binding\0" + stretched, hashlib.sha256).digest()
 
 
 def same(a: str, b: str) -> bool:

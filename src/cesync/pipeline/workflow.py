@@ -22,9 +22,10 @@ from ..api.kinds import APP, KINDS, by_collection
 from ..api.resource import Resource
 from ..client.connect import endpoint_for
 from ..core.documents import parse_document
-from ..core.plan import Plan, build_plan, desired_digest, masked, narrow, safety_refusal
+from ..core.plan import Plan, bind, build_plan, desired_digest, narrow, safety_refusal, seal_matches
 from ..core.sensitive import (
     KEY_ENV,
+    binding_key,
     field_paths,
     input_only_fields,
     input_only_values,
@@ -79,9 +80,12 @@ class Context:
     state_root: Path | None = None
     promotion: tuple[str, str] = ("", "")  # (environment, commit): the repo was rendered from that commit's tree
 
-    @property
-    def digest(self) -> str:
-        return desired_digest(self.env.name, self.env.parent, [masked(d, self.hidden.get(d.key)) for d in self.desired])
+    def digest(self, key: bytes) -> str:
+        return desired_digest(self.env.name, self.env.parent, self.desired, key)
+
+    def binding_key(self, salt: str) -> bytes:
+        """The key of a saved plan's digest, body hashes and seal (cesync.core.sensitive.binding_key)."""
+        return binding_key(self.secrets, salt, plan_key())
 
     @property
     def endpoint_url(self) -> str:
@@ -305,8 +309,10 @@ async def make_plan(
     resend_input_only: send the INPUT_ONLY fields the repo sets again (see core.plan.build_plan).
     prune_unmanaged: prune deletes what cesync does not own too (made by hand)."""
     prune_ = ctx.env.prune if prune is None else prune
+    salt = salt or new_salt()
+    key = ctx.binding_key(salt)
     plan, selected, _ = await _plan_against_remote(
-        ctx, client, prune_, targets, narrow=True, resend=resend_input_only, prune_unmanaged=prune_unmanaged
+        ctx, client, prune_, targets, key, narrow=True, resend=resend_input_only, prune_unmanaged=prune_unmanaged
     )
     safety = ctx.repo.config.safety
     plan = replace(
@@ -314,7 +320,7 @@ async def make_plan(
         targets=tuple(sorted(selected or ())),
         refused=safety_refusal(plan, safety.maxChangeFraction, safety.minResources, safety.maxUpdateFraction),
     )
-    return seal_plan(plan, ctx, salt or new_salt())
+    return seal_plan(plan, ctx, salt, key)
 
 
 async def _plan_against_remote(
@@ -322,6 +328,7 @@ async def _plan_against_remote(
     client: CesClient | None,
     prune: bool,
     targets: Iterable[str] | None,
+    key: bytes,
     *,
     narrow: bool,
     resend: bool = False,
@@ -352,6 +359,7 @@ async def _plan_against_remote(
         owned=record.owned if record is not None else frozenset(),
         prune_unmanaged=prune_unmanaged,
         base=base_of(record),
+        key=key,
     )
     if record is not None:
         plan = replace(plan, record=record.version)
@@ -368,16 +376,17 @@ def app_to_create(env: EnvTarget, remote: list[Resource]) -> dict[str, Any] | No
     return None if any(r.kind == APP for r in remote) else {"displayName": env.app}
 
 
-def seal_plan(plan: Plan, ctx: Context, salt: str) -> Plan:
-    """The plan with where it was made and the keyed hashes of the sensitive values."""
+def seal_plan(plan: Plan, ctx: Context, salt: str, key: bytes) -> Plan:
+    """The plan with where it was made, the keyed hashes of the sensitive values, and bound (plan.bind)."""
     sealed = replace(
         plan.sensitive,
-        salt=salt if ctx.secrets else "",
-        key=(KEY_ENV if plan_key() else "none") if ctx.secrets else "",
+        salt=salt,
+        key=KEY_ENV if plan_key() else "none",
         values=seal(ctx.secrets, salt, plan_key()) if ctx.secrets else {},
     )
     promoted_from, commit = ctx.promotion
-    return replace(plan, endpoint=ctx.endpoint_url, sensitive=sealed, promoted_from=promoted_from, commit=commit)
+    where = replace(plan, endpoint=ctx.endpoint_url, sensitive=sealed, promoted_from=promoted_from, commit=commit)
+    return bind(where, key)
 
 
 async def narrow_saved(
@@ -388,14 +397,21 @@ async def narrow_saved(
     targets (apply --target) narrow a saved plan further: only its changes they name run.
     They never widen it: a target the plan has no change for adds nothing.
     """
-    check_saved(ctx, saved)
+    key = check_saved(ctx, saved)
     fresh, selected, remote = await _plan_against_remote(
-        ctx, client, saved.prune, targets, narrow=False, resend=saved.resend_input_only, prune_unmanaged=saved.prune_unmanaged
+        ctx,
+        client,
+        saved.prune,
+        targets,
+        key,
+        narrow=False,
+        resend=saved.resend_input_only,
+        prune_unmanaged=saved.prune_unmanaged,
     )
-    fresh = seal_plan(fresh, ctx, saved.sensitive.salt or new_salt())
+    fresh = seal_plan(fresh, ctx, saved.sensitive.salt, key)
     present = {f"{r.kind}/{r.id}" for r in remote} | {f"{d.kind}/{d.id}" for d in ctx.desired}
     gone = frozenset(c.key for c in saved.changes if c.action == "delete" and c.key not in present)
-    allowed = narrow(saved, fresh, prune=ctx.env.prune if prune is None else prune, gone=gone)
+    allowed = narrow(saved, fresh, prune=prune, gone=gone)
     scope = set(saved.targets) if saved.targets else None  # a --target plan stays that partial
     if selected is not None:
         scope = selected if scope is None else scope & selected
@@ -404,8 +420,11 @@ async def narrow_saved(
     return replace(allowed, changes=tuple(c for c in allowed.changes if c.key in scope), targets=tuple(sorted(scope)))
 
 
-def check_saved(ctx: Context, saved: Plan) -> None:
-    """The checks that need no connection: environment, endpoint, repo digest, sensitive values."""
+def check_saved(ctx: Context, saved: Plan) -> bytes:
+    """The checks that need no connection: environment, endpoint, sensitive values, the seal, the repo digest.
+
+    Returns the plan's binding key (cesync.core.sensitive.binding_key), made from this
+    process's CESYNC_PLAN_KEY and sensitive values, never from what the file says."""
     if saved.environment != ctx.env.name or saved.app != ctx.env.parent:
         raise PlanFileError(f"the plan is for {saved.environment} ({saved.app}), not {ctx.env.name} ({ctx.env.parent})")
     if saved.endpoint != ctx.endpoint_url:
@@ -413,18 +432,14 @@ def check_saved(ctx: Context, saved: Plan) -> None:
             f"the plan was made against {saved.endpoint or '(no endpoint recorded)'}, this apply would write to "
             f"{ctx.endpoint_url}: refusing; make a new plan for this endpoint"
         )
-    if saved.digest != ctx.digest:
-        raise PlanFileError("the repo changed since the plan was made (digest differs); make a new plan")
     names, now = set(saved.sensitive.values), set(ctx.secrets)
     if names != now:
         diff = sorted(names ^ now)
         raise PlanFileError(
             f"sensitive variables {', '.join(diff)} are set at plan or apply time but not both: refusing; make a new plan"
         )
-    if not names:
-        return
     if not saved.sensitive.salt:
-        raise PlanFileError("the plan's sensitive values have no salt: the plan file was changed after it was made")
+        raise PlanFileError("the plan has no salt: the plan file was changed after it was made")
     current = seal(ctx.secrets, saved.sensitive.salt, plan_key())
     wrong = sorted(n for n in names if not same(current[n], saved.sensitive.values[n]))
     if wrong:
@@ -434,6 +449,17 @@ def check_saved(ctx: Context, saved: Plan) -> None:
             f"{'have' if len(wrong) > 1 else 'has'} another value than when the plan was made{hint}: "
             "refusing before any write; make a new plan"
         )
+    key = ctx.binding_key(saved.sensitive.salt)
+    if not seal_matches(saved, key):
+        keyed = (saved.sensitive.key == KEY_ENV) != bool(plan_key())
+        hint = f" ({KEY_ENV} is set for this apply, not for the plan)" if plan_key() else f" ({KEY_ENV} was set for the plan)"
+        raise PlanFileError(
+            "the plan file was changed after it was made (its seal does not match what it holds)"
+            f"{hint if keyed else ''}: refusing before any connection; make a new plan"
+        )
+    if saved.digest != ctx.digest(key):
+        raise PlanFileError("the repo changed since the plan was made (digest differs); make a new plan")
+    return key
 
 
 # --- export and promotion ---------------------------------------------------------------------
