@@ -75,7 +75,7 @@ def world(
     (root / "tools" / "hello.yaml").write_text("clientFunction:\n  name: hello\n  description: Say hello.\n")
     removed = next(p for p in sorted((root / "tools").glob("*.yaml")) if p.stem not in ("orders", "note", "hello"))
     removed.unlink()
-    full = json.loads(asyncio.run(_plan(root, transport, prune=True)).to_json())
+    full = json.loads(asyncio.run(_plan(root, transport, prune=True, prune_unmanaged=True)).to_json())
     targeted = json.loads(asyncio.run(_plan(root, transport, prune=True, targets=["note"])).to_json())
     assert {c["action"] for c in full["changes"]} == {"create", "update", "delete"}, full["changes"]
     assert [c["id"] for c in targeted["changes"]] == ["note"]
@@ -205,7 +205,7 @@ def test_a_masked_field_edited_after_the_plan_is_refused(tmp_path: Path, old: st
         made = cesync("plan", "--dir", str(root), "--env", "local", "--out", str(planfile), env=env)
         assert made.returncode == 0, made.stderr
         assert old not in planfile.read_text() and SECRET not in planfile.read_text()  # masked in the file
-        tool = root / "tools" / "orders.yaml"
+        tool = root / "toolsets" / "orders.yaml"
         assert old in tool.read_text()
         tool.write_text(tool.read_text().replace(old, new))
         result = cesync("apply", str(planfile), "--dir", str(root), "--auto-approve", env=env)
