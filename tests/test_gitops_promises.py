@@ -141,7 +141,7 @@ def test_a_week_of_gitops(bot: Path, server: BackgroundServer, google: ces_v1.Ag
     assert version.display_name == f"cesync applied {sha[:7]} to local"
     record = last_record(server.url)
     assert record is not None and (record.commit, record.env, record.version) == (sha, "local", version.name)
-    assert record.digest.startswith("sha256:") and {"tool/web-search", "agent/billing"} <= record.owned
+    assert record.digest.startswith("hmac-sha256:") and {"tool/web-search", "agent/billing"} <= record.owned
     assert not json.loads(run("plan", *common, "--format", "json").stdout)["changes"]
 
     # Tuesday: alice edits an agent in the console; the plan says it is drift, and who and when
@@ -187,3 +187,39 @@ def test_a_week_of_gitops(bot: Path, server: BackgroundServer, google: ces_v1.Ag
     assert "hand" in {a.name.rsplit("/", 1)[-1] for a in google.list_agents(parent=PARENT)}
     run("apply", str(saved), *common, "--auto-approve", "--prune", "--prune-unmanaged")
     assert "hand" not in {a.name.rsplit("/", 1)[-1] for a in google.list_agents(parent=PARENT)}
+
+    # Thursday: a change to a tool's code; its tests test the repo's code, and the deployed code is named as such
+    code = bot / "code" / "refund_policy.py"
+    code.write_text(code.read_text().replace("4.99", "5.99"), encoding="utf-8")
+    local = cesync("test", "refund", "--dir", str(bot), "--env", "local", "--local")
+    assert local.returncode == 1 and "15.01" in local.stdout  # the repo's new fee fails the old expectation
+    deployed = cesync("test", "refund", *common)
+    assert deployed.returncode == 0 and "tools/refund-policy differs from the repo (pythonFunction.pythonCode)" in deployed.stderr
+    code.write_text(code.read_text().replace("5.99", "4.99").replace("how much.", "how much (v2)."), encoding="utf-8")
+    saved.unlink()  # Wednesday's plan file: the checkout is clean, so the apply records a commit
+    git(bot, "commit", "-q", "-am", "Refund policy v2")
+    changed = git(bot, "rev-parse", "HEAD")
+    run("apply", *common, "--auto-approve")
+    assert cesync("test", "refund", "--dir", str(bot), "--env", "local", "--local").returncode == 0
+
+    # Friday: prod gets exactly what local runs, by commit, not the working tree
+    code.write_text(code.read_text().replace("(v2)", "WORK IN PROGRESS"), encoding="utf-8")
+    promote_plan = bot.parent / "promote.json"
+    shown = run(
+        "promote", "--from", "local", "--to", "prod", "--dir", str(bot), "--endpoint", server.url, "--out", str(promote_plan)
+    )
+    assert f"commit {changed[:12]}, which 'local' last applied" in shown.stdout and "WORK IN PROGRESS" not in shown.stdout
+    run("apply", str(promote_plan), "--dir", str(bot), "--endpoint", server.url, "--auto-approve")
+    prod = "projects/acme-support/locations/us/apps/support-bot"
+    assert "how much (v2)." in google.get_tool(name=f"{prod}/tools/refund-policy").python_function.python_code
+    assert any(v.display_name == f"cesync applied {changed[:7]} to prod" for v in google.list_app_versions(parent=prod))
+
+    # Saturday: an apply made with --snapshot is undone by rolling back to the version it made first
+    code.write_text(code.read_text().replace("WORK IN PROGRESS", "(v2)"), encoding="utf-8")
+    guard = bot / "guardrails" / "prompt-safety.yaml"
+    guard.write_text(guard.read_text() + "description: Loosened by mistake.\n", encoding="utf-8")
+    applied = run("apply", *common, "--auto-approve", "--snapshot").stdout
+    snapshot = next(line.split()[2] for line in applied.splitlines() if line.startswith("Snapshot: version"))
+    assert google.get_guardrail(name=f"{PARENT}/guardrails/prompt-safety").description == "Loosened by mistake."
+    run("rollback", snapshot, *common, "--auto-approve")
+    assert google.get_guardrail(name=f"{PARENT}/guardrails/prompt-safety").description != "Loosened by mistake."
