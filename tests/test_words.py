@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -68,5 +69,5 @@ def test_the_tour_writes_no_escape_codes_into_a_file(tmp_path: Path) -> None:
     text = log.read_text()
     assert done.returncode == 0, text[-2000:]
     assert "\x1b" not in text
-    assert "to create)" not in text and "the repo defines 19 resources; plan compares them with the app" in text
+    assert "to create)" not in text and re.search(r"the repo defines \d+ resources; plan compares them with the app", text)
     assert "done: create the app" in text and "set once what" in text

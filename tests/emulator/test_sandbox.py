@@ -301,7 +301,10 @@ def test_a_fork_bomb_is_bounded(mode: str, marker: str) -> None:
     if mode == "fallback" and os.geteuid() == 0:
         pytest.skip("the kernel does not count root's processes: only namespaces bound them (tested there)")
     response = tool(FORK_BOMB, {"marker": marker}, timeout="5s")
-    assert 0 < response["result"]["forks"] <= 64, response
+    # 64 beyond what the host user already runs when the call starts: a sandboxed call of the
+    # other test worker (the same host user, nobody) that ends during the bomb leaves room for a
+    # few more, never for the 1,000 it tries
+    assert 0 < response["result"]["forks"] <= 64 + 32, response
     if mode == "namespaces":
         time.sleep(0.2)
         assert processes_named(marker) == []
