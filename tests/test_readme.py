@@ -46,7 +46,11 @@ def _options(command: str) -> list[str]:
     from cesync.cli import GLOBAL_OPTIONS
 
     cmd = ALL[command]
-    options = [max(p.opts, key=len) for p in cmd.params if p.param_type_name == "option" and p.name != "help"]
+    options = [
+        max(p.opts, key=len)
+        for p in cmd.params
+        if p.param_type_name == "option" and p.name != "help" and not getattr(p, "hidden", False)  # hidden: deprecated spellings
+    ]
     return [o for o in options if o not in GLOBAL_OPTIONS]
 
 

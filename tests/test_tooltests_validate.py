@@ -54,7 +54,7 @@ def bot(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(tool=st.sampled_from(["refund-policy", "order-status", "lookup-order", "open-ticket"]), at=st.integers(0, 20))
+@given(tool=st.sampled_from(["refund-policy", "order-status", "faq-search", "open-ticket"]), at=st.integers(0, 20))
 def test_a_test_naming_a_tool_the_repo_lacks_is_a_validate_problem(bot: Path, tool: str, at: int) -> None:
     wrong = typo(tool, 0, at)
     path = bot / "tests" / "typo.yaml"

@@ -219,8 +219,8 @@ def test_rollback_shows_neither_the_current_nor_the_old_value(old: str, new: str
         cli.seen.clear()
         for fmt in ("text", "json", "markdown"):
             shown = cli("rollback", version, "--dir", str(root), "--env", "dev", "--format", fmt, code=1)
-            assert "pass --yes" in shown and "orders" in shown
-        cli("rollback", version, "--dir", str(root), "--env", "dev", "--yes")
+            assert "pass --auto-approve" in shown and "orders" in shown
+        cli("rollback", version, "--dir", str(root), "--env", "dev", "--auto-approve")
         assert_clean(cli.seen, old, new)
 
 

@@ -96,6 +96,8 @@ def test_field_at_follows_the_model(kind: str, data: Any) -> None:
     spec = None
     for _ in range(data.draw(st.integers(1, 4))):
         table = specs(message)
+        if not table:  # a message with no fields (an empty config): the path ends above it
+            break
         name = data.draw(st.sampled_from(sorted(table)))
         spec = table[name]
         path.append(name)

@@ -52,7 +52,9 @@ def versions(directory: Path, env_name: str | None, endpoint: str | None, fmt: s
 @click.option(
     "--auto-approve", "yes", is_flag=True, help="Restore without asking for confirmation (required without a terminal)."
 )
-@click.option("--yes", "deprecated_yes", is_flag=True, hidden=True)  # the old spelling, kept for scripts
+@click.option(
+    "--yes", "deprecated_yes", is_flag=True, hidden=True, help="Deprecated spelling of --auto-approve."
+)  # kept for scripts
 @format_option
 @handled
 def rollback(
