@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -60,3 +61,14 @@ def cesync_in_process(*args: str) -> subprocess.CompletedProcess[str]:
 def emulator_env(host: str) -> dict[str, str]:
     """The variables that send a command to the emulator at host even for an environment of Google's."""
     return {"CESYNC_ENDPOINT": "emulator", "CES_EMULATOR_HOST": host}
+
+
+def official_client(url: str) -> Any:
+    """Google's own google-cloud-ces client (REST), pointed at an emulator: the remote as Google's client reads it."""
+    from google.api_core.client_options import ClientOptions
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud import ces_v1
+
+    return ces_v1.AgentServiceClient(
+        credentials=AnonymousCredentials(), transport="rest", client_options=ClientOptions(api_endpoint=url)
+    )

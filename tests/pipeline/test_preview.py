@@ -9,14 +9,12 @@ from pathlib import Path
 
 import pytest
 from google.api_core import exceptions
-from google.api_core.client_options import ClientOptions
-from google.auth.credentials import AnonymousCredentials
 from google.cloud import ces_v1
 
 from cesync.emulator.server import BackgroundServer
 from cesync.pipeline.preview import NAME_RE, mark_desired
 from cesync.repo.environments import EnvTarget
-from tests.helpers import cesync_in_process, make_repo
+from tests.helpers import cesync_in_process, make_repo, official_client
 
 GREET_TEST = """tests:
   - name: greets by name
@@ -36,9 +34,8 @@ def server() -> Iterator[BackgroundServer]:
 
 @pytest.fixture
 def google(server: BackgroundServer) -> ces_v1.AgentServiceClient:
-    return ces_v1.AgentServiceClient(
-        credentials=AnonymousCredentials(), transport="rest", client_options=ClientOptions(api_endpoint=server.url)
-    )
+    client: ces_v1.AgentServiceClient = official_client(server.url)
+    return client
 
 
 def _run(root: Path, server: BackgroundServer, *args: str) -> tuple[int, str, str]:

@@ -10,12 +10,10 @@ from pathlib import Path
 
 import pytest
 from google.api_core import exceptions
-from google.api_core.client_options import ClientOptions
-from google.auth.credentials import AnonymousCredentials
 from google.cloud import ces_v1
 
 from cesync.emulator.server import BackgroundServer
-from tests.helpers import cesync_in_process, make_repo
+from tests.helpers import cesync_in_process, make_repo, official_client
 
 CONFIG = """version: 1
 defaults: {project: p, location: us}
@@ -56,9 +54,8 @@ def server() -> Iterator[BackgroundServer]:
 
 @pytest.fixture
 def google(server: BackgroundServer) -> ces_v1.AgentServiceClient:
-    return ces_v1.AgentServiceClient(
-        credentials=AnonymousCredentials(), transport="rest", client_options=ClientOptions(api_endpoint=server.url)
-    )
+    client: ces_v1.AgentServiceClient = official_client(server.url)
+    return client
 
 
 @pytest.fixture

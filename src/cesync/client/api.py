@@ -330,15 +330,10 @@ class CesClient:
         started = time.monotonic()
         try:
             response = await self.http.send(self.request(method, path, resource, params=params, body=body, timeout=timeout))
-        except httpx.ConnectError as exc:
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
             log.debug("%s %s: cannot connect (%s) after %.0f ms", method, path, type(exc).__name__, _ms(started))
-            if not self.answered and _refused(exc):
+            if isinstance(exc, httpx.ConnectError) and not self.answered and _refused(exc):
                 raise TransportError(self._nobody_listens(), final=True, operation=operation, resource=resource) from None
-            raise TransportError(
-                f"cannot reach {self.base_url}: {type(exc).__name__}: {exc}", operation=operation, resource=resource
-            ) from None
-        except (httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
-            log.debug("%s %s: cannot connect (%s) after %.0f ms", method, path, type(exc).__name__, _ms(started))
             raise TransportError(
                 f"cannot reach {self.base_url}: {type(exc).__name__}: {exc}", operation=operation, resource=resource
             ) from None
