@@ -147,12 +147,16 @@ def _leave_output_closed() -> NoReturn:
 
 # Each command's module and the first line of its help, so that `cesync --help` and a
 # command run import only what they use (tests/test_cli_lazy.py keeps this table true).
-MODULES = ("adopt", "ci", "core", "preview", "promote", "serve", "sync", "tools", "versions")
+MODULES = ("adopt", "ci", "core", "evaluate", "preview", "promote", "serve", "sync", "tools", "versions")
 COMMANDS: dict[str, tuple[str, str]] = {
     "apply": ("core", "Make the app match the repo: creates, updates and (with --prune) deletes."),
     "comment": ("ci", "Keep one sticky plan comment per environment and app on the pull/merge request."),
     "diff": ("adopt", "Compare two live apps: what making TO like FROM's app as it runs now would change."),
     "emulator": ("serve", "Run the local CES emulator (export CES_EMULATOR_HOST, then --endpoint emulator)."),
+    "eval": (
+        "evaluate",
+        "Run the repo's evaluations (evaluations/*.yaml) in the environment's app; exit 1 when any misses its thresholds.",
+    ),
     "exec": ("tools", "Run one tool (id, TOOLSET/TOOL_ID or display name) and print its canonical output."),
     "export": ("adopt", "Write the whole app (settings, agents, guardrails, tools and the rest) as a cesync repo (adoption)."),
     "import-archive": ("adopt", "Convert a CES app export (zip or folder) into a cesync repo."),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,9 +75,16 @@ def operation_error(error: dict[str, Any], what: str, resource: str) -> ApiError
 
 
 async def wait_operation(
-    client: CesClient, operation: dict[str, Any], what: str, resource: str, polling: Polling | None = None
+    client: CesClient,
+    operation: dict[str, Any],
+    what: str,
+    resource: str,
+    polling: Polling | None = None,
+    *,
+    progress: Callable[[], Awaitable[str]] | None = None,
 ) -> dict[str, Any]:
-    """The operation's ``response`` once it is done; its error raised as an ApiError."""
+    """The operation's ``response`` once it is done; its error raised as an ApiError.
+    progress: how far it is, for each line while it runs ("2 of 5 results")."""
     polling = polling or Polling()
     name = operation.get("name")
     name = name if isinstance(name, str) else ""
@@ -96,7 +104,10 @@ async def wait_operation(
                 operation=what,
                 resource=resource,
             )
-        client.notify(f"{what} {resource}: running ({waited:.0f}s, operation {name.rsplit('/', 1)[-1]})")
+        said = await progress() if progress is not None else ""
+        client.notify(
+            f"{what} {resource}: running ({waited:.0f}s, {said + ', ' if said else ''}operation {name.rsplit('/', 1)[-1]})"
+        )
         await asyncio.sleep(delay)
         delay = min(delay * 2, polling.maximum)
         operation = await client._retrying(lambda: client._call("GET", name, f"wait for {what}", resource))

@@ -49,12 +49,21 @@ class Operations:
         self.clock = clock
         self._pending = 0  # started here and not yet settled: while 0, API calls skip the due query
 
-    def start(self, version: str, location: str, action: dict[str, Any], response: str) -> dict[str, Any]:
-        """Begin an operation; its JSON (done at once only with a delay of 0)."""
+    def start(
+        self,
+        version: str,
+        location: str,
+        action: dict[str, Any],
+        response: str,
+        metadata: tuple[str, dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """Begin an operation; its JSON (done at once only with a delay of 0). metadata: the
+        message of a method's own (RunEvaluationOperationMetadata) and its fields."""
         name = f"{location}/operations/operation-{uuid.uuid4().hex[:16]}"
+        kind, fields = metadata or ("OperationMetadata", {"createTime": now()})
         record = {
             "name": name,
-            "metadata": {"@type": type_url(version, "OperationMetadata"), "createTime": now()},
+            "metadata": {"@type": type_url(version, kind), **fields},
             "done": False,
             "action": action,
             "version": version,
