@@ -103,12 +103,6 @@ CASES = [
         "openApiToolset: {openApiSchema: '{nope: [}'}\n",
         "openApiSchema is not valid JSON or YAML",
     ),
-    (
-        "openapi-no-ops",
-        "toolsets/x.yaml",
-        'openApiToolset: {openApiSchema: "openapi: 3.0.0\\npaths: {}"}\n',
-        "defines no operation",
-    ),
     ("python-syntax", "tools/x.yaml", "pythonFunction:\n  pythonCode: |\n    def f(:\n      pass\n", "tools/x.yaml:3:"),
     (
         "python-missing-fn",

@@ -49,6 +49,7 @@ __all__ = [
     "IMMUTABLE",
     "INPUT_ONLY",
     "LOCK_OVERRIDE",
+    "NAME_UNCHECKED",
     "OUTPUT_ONLY",
     "OVERLAY",
     "READ_ONLY",
@@ -61,6 +62,7 @@ __all__ = [
     "full_name",
     "has",
     "kinds_with",
+    "name_unchecked",
     "of",
     "rule",
     "rules",
@@ -80,6 +82,7 @@ SERVER_DEFAULTED = "SERVER_DEFAULTED"
 READ_ONLY = "READ_ONLY"
 APP_LOCK = "APP_LOCK"
 LOCK_OVERRIDE = "LOCK_OVERRIDE"
+NAME_UNCHECKED = "NAME_UNCHECKED"
 
 # What each behaviour means for a request and a reply: the facts the sources state.
 BEHAVIOURS: dict[str, str] = {
@@ -93,9 +96,11 @@ BEHAVIOURS: dict[str, str] = {
     READ_ONLY: "a tool type the server makes; a request cannot create or update a tool of this type",
     APP_LOCK: "while true, modifications to the app's resources are rejected",
     LOCK_OVERRIDE: "the one request flag that overrides the app lock",
+    NAME_UNCHECKED: "a resource name CES accepts in a write although the app holds nothing of that name",
 }
 
 _TF = "GoogleCloudPlatform/magic-modules mmv1/products/ces"
+_SAMPLES = "GoogleCloudPlatform/magic-modules mmv1/templates/terraform/samples/services/ces"
 _TOOL_NOTE = f"{_TF}/Tool.yaml, docs.note ('Direct Management Restriction') and `output: true` on the block"
 
 
@@ -142,6 +147,13 @@ OVERLAY: tuple[Rule, ...] = (
         LOCK_OVERRIDE,
         "google/cloud/ces_v1/types/agent_service.proto, ImportAppRequest.ignore_app_lock: 'the import process "
         "will ignore the app lock' (no other request has such a flag)",
+    ),
+    Rule(
+        "google.cloud.ces.v1.TriggerAction.TransferAgent",
+        "agent",
+        NAME_UNCHECKED,
+        f"{_SAMPLES}/ces_guardrail_transfer_agent_content_filter.tf.tmpl: transfer_agent.agent names "
+        "agents/fake-agent, which the sample never creates (Google's acceptance tests run it against CES)",
     ),
 )
 
@@ -229,6 +241,39 @@ def kinds_with(behaviour: str) -> tuple[str, ...]:
 
 def delete_has_force(message: str) -> bool:
     return has(message, "", DELETE_FORCE)
+
+
+def field_at(message: str, path: tuple[str | int, ...]) -> tuple[str, str] | None:
+    """The (full message, JSON field) a JSON path into ``message`` ends at (list indexes and map
+    keys skipped); None when the path leaves the descriptors."""
+    name, field = full_name(message), ""
+    for step in (p for p in path if isinstance(p, str)):
+        if field:
+            nested = descriptors.message(name).fields_by_name.get(_proto_name(name, field))
+            if nested is None or nested.message_type is None:
+                return None
+            name = nested.message_type.full_name
+            entry = nested.message_type
+            if entry.name.endswith("Entry") and {f.name for f in entry.fields} == {"key", "value"}:
+                value = entry.fields_by_name["value"]
+                if value.message_type is None:
+                    return None
+                name, field = value.message_type.full_name, ""
+                continue  # the step is the map's key
+        if step not in {f.json_name for f in descriptors.message(name).fields}:
+            return None
+        field = step
+    return (name, field) if field else None
+
+
+def _proto_name(message: str, json_name: str) -> str:
+    return next((f.name for f in descriptors.message(message).fields if f.json_name == json_name), json_name)
+
+
+def name_unchecked(message: str, path: tuple[str | int, ...]) -> bool:
+    """Whether CES accepts, at this path of a ``message`` body, a name of nothing the app holds."""
+    at = field_at(message, path)
+    return at is not None and has(at[0], at[1], NAME_UNCHECKED)
 
 
 def etag_guards(message: str) -> bool:

@@ -23,8 +23,6 @@ from .yamlfile import Path_
 
 __all__ = ["Finding", "check_body", "lint_keys", "server_made", "suggest"]
 
-HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
-
 
 @dataclass(frozen=True)
 class Finding:
@@ -119,16 +117,9 @@ def check_openapi(text: str, path: Path_) -> list[Finding]:
         return [Finding(path, "openApiSchema must be an OpenAPI document (a mapping)")]
     if "openapi" not in doc and "swagger" not in doc:
         return [Finding(path, "openApiSchema has no 'openapi' version field")]
-    paths = doc.get("paths")
-    operations = [
-        m
-        for item in (paths.values() if isinstance(paths, dict) else [])
-        if isinstance(item, dict)
-        for m in item
-        if m in HTTP_METHODS
-    ]
-    if not operations:
-        return [Finding(path, "openApiSchema defines no operation under 'paths'")]
+    # A schema without operations (``paths: {}``) is not refused: the toolset then makes no tools,
+    # and CES accepts it (the openApiToolset of Google's Terraform samples, e.g.
+    # mmv1/templates/terraform/samples/services/ces/ces_toolset_openapi_api_key_config.tf.tmpl).
     return []
 
 

@@ -416,7 +416,10 @@ class Emulator:
         if singular in ("tool", "toolset"):
             self._refuse(singular, violations)
             return
+        message = "App" if singular == "app" else next(c.message for c in COLLECTIONS.values() if c.singular == singular)
         for path, name, collection, rid in references(data, parent):
+            if fb.name_unchecked(message, path):
+                continue  # CES accepts a name of nothing here (api.behaviour NAME_UNCHECKED cites the sample)
             if name != data.get("name") and self.store.get(db, parent, collection, rid) is None:
                 at = singular + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
                 violations.append({"field": at, "description": f"{name} does not exist"})

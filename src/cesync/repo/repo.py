@@ -299,7 +299,9 @@ def _checked(root: Path, src: SourceFile, data: Any, parent: str, known: set[tup
     """Includes, refs, key linting, the model and the checks: (whether refs used parent, result)."""
     doc = src.doc
     model = KINDS[src.kind].model
-    expander = Expander(root, src.path.parent, doc, parent, known, references=KINDS[src.kind].references)
+    expander = Expander(
+        root, src.path.parent, doc, parent, known, references=KINDS[src.kind].references, message=KINDS[src.kind].model_name
+    )
     data = expander.expand(data)
     expanded = dict(data) if isinstance(data, dict) else data  # as it was before the pops below
     problems = list(expander.problems)

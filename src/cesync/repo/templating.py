@@ -15,6 +15,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
+from ..api import behaviour as fb
 from ..api.kinds import DRAFT_VERSION, by_collection, ref_collections, spoken
 from ..api.resource import ID_RE
 from ..core.checks import suggest
@@ -154,6 +155,7 @@ class Expander:
     used_parent: bool = False  # a ref named the app: the result differs per environment
     failed_refs: set[Path_] = field(default_factory=set)  # where a {ref:} was reported and left empty
     references: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # the kind's dotted field -> collections
+    message: str = ""  # the kind's API message (for the field-behaviour table)
 
     def expand(self, data: Any, path: Path_ = ()) -> Any:
         if isinstance(data, str):
@@ -226,6 +228,8 @@ class Expander:
             found = by_collection(collection)
             if found is None or (found.name, rid) in self.known or rid == "-":
                 return  # this app's resource, written out in full
+            if self.message and fb.name_unchecked(self.message, at):
+                return  # CES takes a name of nothing the app holds here (api.behaviour NAME_UNCHECKED)
             ids = sorted(i for k, i in self.known if k == found.name)
             message = f"{dotted} names {value!r}, no {found.name} of this repo{suggest(rid, ids)}; {hint}"
         elif value.startswith(self.parent + "/"):
