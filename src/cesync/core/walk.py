@@ -9,12 +9,12 @@ at a field (hooks). The field specs come from the generated models
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
-from ..models import FieldSpec, ProtoModel, specs
+from ..models import Behavior, FieldSpec, ProtoModel, specs
 
-__all__ = ["DROP", "Path", "SpecWalker", "specs_along"]
+__all__ = ["DROP", "NAMING_FIELDS", "Path", "SpecWalker", "specs_along", "written_order"]
 
 Path = tuple[str | int, ...]
 
@@ -118,3 +118,21 @@ def specs_along(model: type[ProtoModel] | None, path: Sequence[Any]) -> Iterator
             return
         yield spec
         current = spec.message
+
+
+# What names a resource, read first in its file: the file's own id, then the API's name fields.
+NAMING_FIELDS = ("id", "name", "displayName", "description")
+
+
+def written_order(table: Mapping[str, FieldSpec]) -> dict[str, int]:
+    """The rank of each field where a file writes it (fmt's layout, export's files, pull's new keys).
+
+    The fields as the API declares them, except that a resource (a message whose ``name`` is its
+    IDENTIFIER) starts with what names it (NAMING_FIELDS): the protos declare a resource's type
+    oneof (``llmAgent``, ``contentFilter``, ``clientFunction``) above its name, which in a file
+    would put ``llmAgent: {}`` before ``displayName``. A nested message keeps the API's order
+    (a Schema's ``type`` before its ``description``)."""
+    name = table.get("name")
+    lead = NAMING_FIELDS if name is not None and name.behavior is Behavior.IDENTIFIER else ("id",)
+    ordered = [*lead, *(n for n in table if n not in lead)]
+    return {n: i for i, n in enumerate(ordered)}

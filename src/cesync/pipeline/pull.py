@@ -51,7 +51,7 @@ from ..core.documents import parse_document
 from ..core.normalize import DOCUMENT_FIELDS, canonical
 from ..core.normalize import _scalar as _proto_scalar
 from ..core.sensitive import occurrences
-from ..core.walk import specs_along
+from ..core.walk import specs_along, written_order
 from ..core.yamlfile import Path_
 from ..core.yamlout import _block_safe
 from ..errors import CesyncError, Problem
@@ -400,7 +400,7 @@ class _Editor:
         if path:
             spec = self._spec_at(path)
             model = spec.message if spec is not None and not spec.map else None
-        return {name: i for i, name in enumerate(specs(model))} if model is not None else {}
+        return written_order(specs(model)) if model is not None else {}
 
 
 class _Keep:
@@ -654,6 +654,7 @@ def _load_rt(text: str) -> tuple[YAML, Any]:
     yaml.width = 4096
     mapping, sequence, offset = _indents(text)
     yaml.indent(mapping=mapping, sequence=sequence, offset=offset)
+    yaml.brace_single_entry_mapping_in_flow_sequence = True  # [{ref: x}] stays so, not [ref: x]
     return yaml, yaml.load(text)
 
 

@@ -1,8 +1,9 @@
 """One canonical layout for the repo's YAML files, keeping comments (pure apart from reading).
 
-Keys are put in the order the API declares the fields (the order ``export`` writes
-and the JSON Schemas list), with ``id`` first; mappings are indented by 2, sequences by
-4 with the dash at 2 (``to_yaml``'s layout). Comments, quoting, flow or block style and
+Keys are put where a file writes them (:func:`~cesync.core.walk.written_order`, the order
+``export`` writes and ``pull`` inserts in): what names a resource first, then the API's
+declaration order; mappings are indented by 2, sequences by 4 with the dash at 2
+(``to_yaml``'s layout). Comments, quoting, flow or block style and
 values stay as written; OpenAPI documents written as mappings keep their own order.
 """
 
@@ -23,7 +24,7 @@ from ruamel.yaml.tokens import CommentToken
 from ..api.kinds import KINDS
 from ..core.normalize import DOCUMENT_FIELDS
 from ..core.walk import Path as Path_
-from ..core.walk import SpecWalker
+from ..core.walk import SpecWalker, written_order
 from ..core.yamlfile import read_text
 from ..errors import Problem
 from ..models import FieldSpec, ProtoModel
@@ -87,6 +88,7 @@ def _format(text: str, model: type[BaseModel], move_comments: bool) -> str:
     yaml.preserve_quotes = True
     yaml.width = 4096
     yaml.indent(mapping=2, sequence=4, offset=2)
+    yaml.brace_single_entry_mapping_in_flow_sequence = True  # [{ref: x}] stays so, not [ref: x]
     data = yaml.load(text)
     if isinstance(data, CommentedMap):
         if issubclass(model, ProtoModel):
@@ -111,7 +113,7 @@ class _Layout(SpecWalker):
         if _is_include_or_ref(data):
             return ()
         if isinstance(data, CommentedMap):
-            _sort_keys(data, {"id": -1, **{n: i for i, n in enumerate(table)}}, self.move_comments)
+            _sort_keys(data, written_order(table), self.move_comments)
         return list(data)
 
     def skip(self, spec: FieldSpec, value: Any, path: Path_) -> bool:

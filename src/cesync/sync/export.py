@@ -28,7 +28,7 @@ from ..api.kinds import DRAFT_VERSION, KINDS, REF_ONLY, by_collection
 from ..api.resource import ID_RE, Resource
 from ..core.normalize import DOCUMENT_FIELDS, canonical
 from ..core.sensitive import MIN_SCRUB, leaks
-from ..core.walk import SpecWalker
+from ..core.walk import SpecWalker, written_order
 from ..core.yamlout import to_yaml
 from ..errors import CesyncError
 from ..models import FieldSpec, ProtoModel
@@ -153,7 +153,7 @@ def _portable(
 
 
 def _ordered(data: dict[str, Any], model: type[ProtoModel]) -> dict[str, Any]:
-    """Keys in the order the API declares them (name and description first), as people write them."""
+    """Keys where a file writes them (walk.written_order): what names the resource first, then the API's order."""
     out: dict[str, Any] = _Ordered().walk(data, model)
     return out
 
@@ -162,12 +162,8 @@ class _Ordered(SpecWalker):
     maps = False  # a map keeps its entries in the server's order
 
     def order(self, data: dict[str, Any], table: dict[str, FieldSpec]) -> Iterable[str]:
-        rank = _rank(table)
+        rank = written_order(table)
         return sorted(data, key=lambda k: rank.get(k, len(rank)))
-
-
-def _rank(table: dict[str, FieldSpec]) -> dict[str, int]:
-    return {name: i for i, name in enumerate(table)}
 
 
 def _restore_documents(canon: Any, raw: Any) -> Any:
