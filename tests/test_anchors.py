@@ -35,11 +35,11 @@ PYDANTIC_PATTERNS = {"cesync.repo.config.VAR_NAME"}
 
 def test_there_are_patterns_to_check() -> None:
     from cesync.core import toolcall
-    from cesync.emulator import app
+    from cesync.emulator import calls
     from cesync.repo import repo
 
     found = {id(p) for _, p in PATTERNS}
-    assert {id(repo.ID_RE), id(toolcall.FULL), id(app.ID_RE)} <= found
+    assert {id(repo.ID_RE), id(toolcall.FULL), id(calls.ID_RE)} <= found
 
 
 def test_pydantic_patterns_refuse_a_trailing_newline() -> None:

@@ -16,9 +16,9 @@ from google.protobuf import field_mask_pb2
 
 from cesync.api import behaviour as fb
 from cesync.api import descriptors
-from cesync.emulator.app import SERVER_DEFAULT_VALUES
 from cesync.emulator.resources import COLLECTIONS
 from cesync.emulator.server import BackgroundServer
+from cesync.emulator.writes import SERVER_DEFAULT_VALUES
 
 LOCATION = "projects/p/locations/us"
 APP = f"{LOCATION}/apps/a"

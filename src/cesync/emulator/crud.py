@@ -1,0 +1,153 @@
+"""List, create, get, update and delete: the standard methods of every collection of an app."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from .calls import answer, json_body, page_args, query, wants_enum_int
+from .changelogs import Changelogs
+from .errors import RpcError
+from .guards import force_allowed, unbound_force
+from .integrity import References
+from .service import not_found
+from .store import page_token
+from .versions import Versions
+from .wire import checked, etag_honoured, kind, mask_paths, printed, split_known, without_input_only
+from .writes import checked_parsed, refuse_server_made, server_fields, with_extras
+
+
+def _who(users: list[tuple[str, str, dict[str, Any]]]) -> str:
+    """'agent(s) a, b and the app' for an error message."""
+    groups: dict[str, list[str]] = {}
+    for collection, rid, _ in users:
+        groups.setdefault(collection, []).append(rid)
+    parts = [f"{kind(c).words}(s) {', '.join(sorted(ids))}" for c, ids in sorted(groups.items()) if c != "apps"]
+    if "apps" in groups:
+        parts.append("the app")
+    return " and ".join(parts)
+
+
+class Resources(References, Changelogs, Versions):
+    """The standard methods of every collection of an app."""
+
+    async def list(self, request: Request, parent: str, collection: str, _: str | None) -> Any:
+        q = query(request)
+        flt = (q.get("filter") or "").replace(" ", "")
+        allowed = ("", "include_system_tools=true", "include_system_tools=false") if collection == "tools" else ("",)
+        if flt not in allowed:
+            raise RpcError("INVALID_ARGUMENT", f"unsupported filter '{q.get('filter')}'")
+        order = (q.get("orderBy") or "name").strip()
+        field, _, direction = order.partition(" ")
+        if field not in ("name", "create_time") or direction not in ("", "asc", "desc"):
+            raise RpcError("INVALID_ARGUMENT", f"unsupported orderBy '{order}': use name or create_time")
+        key = f"{parent}|{collection}|{flt}|{order}"
+        offset, size = page_args(request, key)
+        self.store.app(parent)
+        with self.store.transaction() as db:
+            rows, total = self.store.page(
+                db,
+                parent,
+                collection,
+                system=collection != "tools" or flt == "include_system_tools=true",
+                by_time=field == "create_time",
+                desc=direction == "desc",
+                offset=offset,
+                size=size,
+            )
+        enum_int = wants_enum_int(request)
+        field_name = "appVersions" if collection == "versions" else collection
+        text = f'{{"{field_name}":[' + ",".join(r[1] if enum_int else r[0] for r in rows) + "]"
+        if offset + size < total:
+            text += f',"nextPageToken":{json.dumps(page_token(offset + size, key))}'
+        return Response(text + "}", media_type="application/json")
+
+    async def create(self, request: Request, parent: str, collection: str, _: str | None) -> Any:
+        if collection == "versions":
+            return await self.create_version(request, parent)
+        c = kind(collection)
+        body, taught = self._split(collection, await json_body(request))
+        parsed = checked_parsed(collection, body)
+        rid = self._new_id(request, collection)
+        self.store.app(parent)
+        with self.store.transaction(write=True) as db:
+            self._unlocked(db, parent)
+            if rid is None:
+                rid = self.store.next_id(db, parent, c.singular)
+            if self.store.get(db, parent, collection, rid) is not None:
+                raise RpcError("ALREADY_EXISTS", f"{c.words} {parent}/{collection}/{rid} already exists")
+            data = without_input_only(collection, server_fields(collection, parent, rid, dict(parsed.data), None))
+            self._unique_display_name(db, parent, collection, data, rid)
+            self._check_references(db, parent, c.singular, data)
+            res = printed(collection, with_extras(data, taught))
+            self.store.put(db, parent, collection, rid, res)
+            self._log(db, request, parent, "CREATE", collection, None, res.data)
+        return answer(request, res)
+
+    async def get(self, request: Request, parent: str, collection: str, rid: str | None) -> Any:
+        assert rid is not None
+        self.store.app(parent)
+        with self.store.transaction() as db:
+            text = self.store.text(db, parent, collection, rid, wants_enum_int(request))  # no data to read: only the answer
+        if text is None:
+            raise not_found(parent, collection, rid)
+        return Response(text, media_type="application/json")
+
+    async def patch(self, request: Request, parent: str, collection: str, rid: str | None) -> Any:
+        assert rid is not None
+        c = kind(collection)
+        body, taught = self._split(collection, await json_body(request))
+        paths = mask_paths(query(request).get("updateMask"), collection)
+        whole = checked_parsed(collection, body) if paths is None else None
+        incoming = whole.data if whole is not None else checked(collection, body, complete=False).data
+        etag = (body.get("etag") or "") if etag_honoured(collection) else ""
+        self.store.app(parent)
+        with self.store.transaction(write=True) as db:
+            current = self._existing(db, parent, collection, rid).data
+            self._unlocked(db, parent)
+            if collection == "tools":
+                refuse_server_made(current)  # one made before (an import) is not writable either
+            if etag and etag != current.get("etag"):
+                raise RpcError("ABORTED", f"etag mismatch for {current['name']}: it was changed since it was read")
+            known, unknown = split_known(collection, current)
+            parsed, nested = self._masked(collection, known, whole, incoming, taught, paths)
+            data = server_fields(collection, parent, rid, dict(parsed.data), current.get("createTime"))
+            data = without_input_only(collection, data)
+            self._unique_display_name(db, parent, collection, data, rid)
+            self._check_references(db, parent, c.singular, data)
+            data.update(unknown)  # fields this emulator was taught out of band survive
+            res = printed(collection, with_extras(data, nested))
+            self.store.put(db, parent, collection, rid, res)
+            self._log(db, request, parent, "UPDATE", collection, current, res.data)
+        return answer(request, res)
+
+    async def delete(self, request: Request, parent: str, collection: str, rid: str | None) -> Any:
+        assert rid is not None
+        q = query(request)
+        etag, force = q.get("etag") or "", q.get("force", "").lower() == "true"
+        if "force" in q and not force_allowed(collection):
+            raise unbound_force(collection)
+        self.store.app(parent)
+        with self.store.transaction(write=True) as db:
+            current = self._existing(db, parent, collection, rid).data
+            self._unlocked(db, parent)
+            if "systemTool" in current:
+                raise RpcError("FAILED_PRECONDITION", f"{current['name']} is a system tool and cannot be deleted")
+            if etag and etag != current.get("etag"):
+                raise RpcError("ABORTED", f"etag mismatch for {current['name']}: it was changed since it was read")
+            users = self._referrers(db, parent, current["name"])
+            if users and not (force and force_allowed(collection)):
+                how = "remove the references or delete with force=true" if force_allowed(collection) else "change them first"
+                raise RpcError("FAILED_PRECONDITION", f"{current['name']} is referenced by {_who(users)}; {how}")
+            self._unreference(db, parent, current["name"], users)
+            self.store.delete(db, parent, collection, rid)
+            self._log(db, request, parent, "DELETE", collection, current, None)
+        return {}
+
+    def _unique_display_name(self, db: Any, parent: str, collection: str, data: dict[str, Any], rid: str) -> None:
+        name = data.get("displayName")
+        if kind(collection).unique_display_name and name and self.store.display_name_taken(db, parent, collection, name, rid):
+            raise RpcError("ALREADY_EXISTS", f"a {kind(collection).words} with displayName '{name}' already exists in the app")
