@@ -57,6 +57,12 @@ __all__ = [
 SERVER_SET = {"name", "etag"}
 
 
+def _server_set(key: str, kind: str) -> str:
+    if key == "etag":  # OUTPUT_ONLY in the protos for App and Deployment; Terraform marks every kind's `output: true`
+        return "'etag' is output only (set by the server, sent back by cesync to guard its writes); remove it"
+    return f"'{key}' is set by the server (output only: the resource's name); the {kind} id comes from the file name or 'id:'"
+
+
 @dataclass
 class Repo:
     root: Path
@@ -305,10 +311,8 @@ def _checked(root: Path, src: SourceFile, data: Any, parent: str, known: set[tup
     data = expander.expand(data)
     expanded = dict(data) if isinstance(data, dict) else data  # as it was before the pops below
     problems = list(expander.problems)
-    for key in SERVER_SET & set(data):
-        problems.append(
-            doc.problem((key,), f"'{key}' is set by the server; the {src.kind} id comes from the file name or 'id:'", key=True)
-        )
+    for key in sorted(SERVER_SET & set(data)):
+        problems.append(doc.problem((key,), _server_set(key, src.kind), key=True))
         data.pop(key)
     includes = expander.includes
     problems += [_finding(f, doc, includes) for f in server_made(src.kind, src.id, doc.data)]
