@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import itertools
+import re
 import string
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from cesync.api.kinds import KINDS
+from cesync.core.yamlfile import Path_, load_text
+from cesync.core.yamlout import to_yaml
+from cesync.errors import Problem
+from cesync.models import Behavior, Kind, ProtoModel, specs
 from cesync.repo import credentials
-from cesync.repo.credentials import scan_text
+from cesync.repo.credentials import CONTEXT_ONLY, lint_credentials, scan_text
+from cesync.repo.credentials import HOME as HOME_ADVICE
+from cesync.repo.repo import load_repo
 from tests.helpers import cesync, make_repo
 
 HOME = "Secret Manager"
@@ -147,3 +158,65 @@ def test_rules_skipped_by_their_needle_would_not_have_matched(parts: list[str]) 
     with pytest.MonkeyPatch.context() as m:
         m.setattr(credentials, "RULES", tuple(replace(rule, needle=None) for rule in credentials.RULES))
         assert fast == scan_text(text, "f.yaml")
+
+
+LITERAL = "Bearer Zx9Qw3Er7Ty1Ui5Op2As6Df8Gh4"
+CONTEXT_FORMAT = re.compile(r"must be in the format ``\$context\.variables\.<name_of_variable>``", re.IGNORECASE)
+
+
+def _text_fields(
+    model: type[ProtoModel], prefix: Path_ = (), seen: frozenset[type[ProtoModel]] = frozenset()
+) -> Iterator[tuple[Path_, bool]]:
+    """(path, whether the API documents the field as $context.variables.<name> only) of every text field a file can set."""
+    for name, spec in specs(model).items():
+        if spec.behavior is Behavior.OUTPUT_ONLY:
+            continue
+        here: Path_ = (*prefix, name, *((0,) if spec.repeated else ("k",) if spec.map else ()))
+        if spec.message is not None and spec.kind is Kind.MESSAGE:
+            if spec.message not in seen:  # Schema holds Schemas
+                yield from _text_fields(spec.message, here, seen | {model})
+        elif spec.kind is Kind.STRING:
+            yield here, bool(CONTEXT_FORMAT.search(model.model_fields[name].description or ""))
+
+
+def _put(data: dict[str, Any], path: Path_, value: str) -> None:
+    node: Any = data
+    for part, after in itertools.pairwise(path):
+        if isinstance(node, list):
+            while len(node) <= int(part):
+                node.append([] if isinstance(after, int) else {})
+            node = node[int(part)]
+        else:
+            node = node.setdefault(part, [] if isinstance(after, int) else {})
+    if isinstance(node, list):
+        node.append(value)
+    else:
+        node[path[-1]] = value
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_the_advice_fits_every_field_the_lint_covers(tmp_path: Path, kind: str) -> None:
+    """A token pasted into any text field of any kind is found once, and told where it may go
+    instead: to a context variable where the API documents the field as taking only
+    $context.variables.<name> (MCP customHeaders, BearerTokenConfig.token, ...), a Secret
+    Manager version or a 'sensitive:' variable elsewhere (#28 item 10)."""
+    model = KINDS[kind].model
+    fields = dict(_text_fields(model))
+    assert any(fields.values()) == (kind in ("tool", "toolset")), "the API's context-variable fields moved"
+    body: dict[str, Any] = {}
+    for path in fields:
+        _put(body, path, LITERAL)
+    rel = f"{KINDS[kind].folder or '.'}/{'app' if KINDS[kind].singleton else 'x'}.yaml"
+    root = make_repo(tmp_path, {rel.removeprefix("./"): to_yaml(body)})
+    found = [p for p in lint_credentials(load_repo(root)) if p.file == rel.removeprefix("./") and "a bearer token" in p.message]
+    assert len(found) == len(fields), "\n".join(map(str, found))
+    doc = load_text((root / rel).read_text(), rel)
+    assert not isinstance(doc, Problem)
+    by_line = {doc.positions.values[p][0]: p for p in fields}
+    for problem in found:
+        path = by_line[problem.line]
+        told = problem.message.split(" in plain text; ")[1]
+        if fields[path]:
+            assert told == f"{'.'.join(map(str, path))} {CONTEXT_ONLY}", problem
+        else:
+            assert told == HOME_ADVICE and "sensitive:" in told, problem

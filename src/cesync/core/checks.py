@@ -10,18 +10,22 @@ Each check returns ``(path, message)`` findings; the repo loader turns paths int
 from __future__ import annotations
 
 import difflib
+import functools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import TypeAdapter, ValidationError
 
 from ..api.kinds import KINDS
-from ..models import FieldSpec, ProtoModel, specs
+from ..models import FieldSpec, Kind, ProtoModel, specs
 from .documents import parse_document, python_functions
 from .toolset_form import toolset_form
 from .walk import DROP, SpecWalker
 from .yamlfile import Path_
 
-__all__ = ["Finding", "check_body", "lint_keys", "server_made", "suggest"]
+__all__ = ["Finding", "check_body", "lint_keys", "server_made", "suggest", "takes_only_context_variables"]
 
 
 @dataclass(frozen=True)
@@ -161,12 +165,59 @@ def check_body(kind: str, body: dict[str, Any]) -> list[Finding]:
 
 
 CONTEXT_VARIABLE = re.compile(r"^\$context\.variables\.[A-Za-z_][A-Za-z0-9_]*\Z")
+# The messages whose customHeaders values the API documents as $context.variables.<name> only.
+HEADER_FIELDS = ("mcpToolset", "mcpTool")
+
+
+def takes_only_context_variables(model: type[ProtoModel], path: Sequence[str | int]) -> bool:
+    """Whether the text at path of a model's body may only be ``$context.variables.<name>``: a
+    field of that format (BearerTokenConfig.token, the OAuth pass-through names) or a value of
+    an MCP tool's customHeaders. A credential there is given to the session, not to the repo,
+    so neither a Secret Manager version nor a 'sensitive:' variable fits."""
+    if len(path) == 3 and path[0] in HEADER_FIELDS and path[1] == "customHeaders":
+        return True
+    parts = [p for p in path if isinstance(p, str)]  # list indices do not change the field
+    current: type[ProtoModel] | None = model
+    owner: type[ProtoModel] | None = model
+    last: FieldSpec | None = None
+    i = 0
+    while i < len(parts):
+        spec = specs(current).get(parts[i]) if current is not None else None
+        if spec is None:
+            return False
+        owner, last, current = current, spec, spec.message
+        i += 2 if spec.map else 1  # a map's next part is one of its keys
+    return (
+        owner is not None
+        and last is not None
+        and last.kind is Kind.STRING
+        and not last.map
+        and _context_variable_field(owner, last.name)
+    )
+
+
+@functools.cache
+def _context_variable_field(model: type[ProtoModel], name: str) -> bool:
+    """The field accepts a context variable and refuses other text (the model's format check)."""
+    info = model.model_fields.get(name)
+    if info is None:
+        return False
+    adapter: TypeAdapter[Any] = TypeAdapter(Annotated[(info.annotation, *info.metadata)])  # type: ignore[arg-type]
+
+    def accepts(value: str) -> bool:
+        try:
+            adapter.validate_python(value)
+        except ValidationError:
+            return False
+        return True
+
+    return accepts("$context.variables.x") and not accepts("x")
 
 
 def _custom_headers(body: dict[str, Any]) -> list[Finding]:
     """MCP customHeaders values must be $context.variables.<name> (the API requires that form)."""
     findings: list[Finding] = []
-    for field in ("mcpToolset", "mcpTool"):
+    for field in HEADER_FIELDS:
         headers = body.get(field, {}).get("customHeaders")
         for name, value in (headers or {}).items():
             if not (isinstance(value, str) and CONTEXT_VARIABLE.match(value)):

@@ -12,21 +12,22 @@ import re
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from itertools import accumulate
 from pathlib import Path
 
 from ..api import behaviour as fb
 from ..api.kinds import KINDS
-from ..core.yamlfile import read_text
+from ..core.checks import takes_only_context_variables
+from ..core.yamlfile import Path_, read_text
 from ..errors import Problem
 from .forked import fork_map
 from .loading import CONFIG_FILE
-from .repo import Repo
+from .repo import Repo, SourceFile
 from .templating import INCLUDABLE
 
-__all__ = ["HOME", "WARNING", "lint_credentials", "scan_text", "sensitive_literals"]
+__all__ = ["CONTEXT_ONLY", "HOME", "WARNING", "lint_credentials", "scan_text", "sensitive_literals"]
 
 WARNING = "warning: "
 HOME = (
@@ -149,6 +150,28 @@ def scan_text(text: str, file: str) -> list[Problem]:
     return found
 
 
+CONTEXT_ONLY = (
+    "takes only $context.variables.<name>, so neither a Secret Manager version nor a 'sensitive:' "
+    "variable can go there: write the name of a context variable and give the session its value at run time"
+)
+
+
+def _fitting(problem: Problem, src: SourceFile) -> Problem:
+    """The advice for a literal in a resource file, fitted to the field it is in: a field that
+    takes only a context variable cannot hold a secret's version or a variable's value."""
+    path = _path_at(src.doc.positions.values, problem.line, problem.col)
+    if path is None or not takes_only_context_variables(KINDS[src.kind].model, path):
+        return problem
+    what = problem.message.removesuffix(f"; {HOME}")
+    return replace(problem, message=f"{what}; {'.'.join(map(str, path))} {CONTEXT_ONLY}")
+
+
+def _path_at(values: dict[Path_, tuple[int, int]], line: int, col: int) -> Path_ | None:
+    """The innermost value that starts at or before (line, col): the one a hit there is in."""
+    before = [path for path, at in values.items() if at <= (line, col)]
+    return max(before, key=lambda path: (values[path], len(path))) if before else None
+
+
 def sensitive_literals(names: Iterable[str], vars_at: dict[str, tuple[str, int, int]]) -> list[Problem]:
     """A sensitive variable given a value in cesync.yaml itself: the value is in the repo."""
     return [
@@ -175,8 +198,9 @@ def lint_credentials(repo: Repo) -> list[Problem]:
     for src in repo.files:
         files += _includes(src.doc.data, src.path.parent, repo.root)
     # Each file on its own: the tail of the list is scanned on the other core (forked.fork_map).
+    sources = {src.doc.file: src for src in repo.files}
     for found in fork_map(partial(_scan_files, repo.root), list(dict.fromkeys(files))):
-        problems += found
+        problems += [_fitting(p, sources[p.file]) if p.file in sources else p for p in found]
     problems += input_only_literals(repo)
     cfg, doc = repo.config, repo.config_doc
     literal = {n: ("defaults", "vars", n) for n in cfg.defaults.vars}
