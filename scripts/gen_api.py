@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Regenerate the CES API snapshot and the pydantic models generated from it.
 
-    python scripts/gen_api.py           # write src/cesync/api/ces_v1.{binpb,json} and src/cesync/models/messages.py
+    python scripts/gen_api.py           # write src/cesync/api/ces_v1*.{binpb,json} and src/cesync/models/*.py
     python scripts/gen_api.py --check   # exit 1 if any of them differs from what the installed package gives
 
 Step 1 reads the installed ``google-cloud-ces`` package: the file descriptors of
 ``google.cloud.ces.v1`` and their dependencies, and each field's behaviour and
-documentation from the proto-plus docstrings. Step 2 reads only that snapshot
-(plus the hand-written overlay in ``cesync.models.overlay``) and prints one
-module with a pydantic model per message.
+documentation from the proto-plus docstrings; and the same of the v1beta files that
+hold the kinds only v1beta has (the evaluations: BETA_ROOTS). Step 2 reads only that
+snapshot (plus the hand-written overlay in ``cesync.models.overlay``) and prints
+modules with a pydantic model per message.
 """
 
 from __future__ import annotations
@@ -33,7 +34,13 @@ from cesync.models import overlay  # noqa: E402
 
 PACKAGE = "google.cloud.ces.v1"
 DESCRIPTOR_FILE = ROOT / "src/cesync/api/ces_v1.binpb"
-BETA_APP_FILE = ROOT / "src/cesync/api/ces_v1beta_app.binpb"  # v1beta's App and what it needs: the emulator's /v1beta/ apps
+BETA_PACKAGE = "google.cloud.ces.v1beta"
+# v1beta's App (the emulator's /v1beta/ apps) and the evaluation kinds with their service, and what they need.
+BETA_ROOTS = tuple(f"google/cloud/ces_v1beta/types/{n}.proto" for n in ("app", "evaluation", "evaluation_service"))
+BETA_ALSO = ("google.rpc",)  # EvaluationResult.error is a google.rpc.Status
+BETA_FILE = ROOT / "src/cesync/api/ces_v1beta.binpb"
+BETA_FACTS_FILE = ROOT / "src/cesync/api/ces_v1beta.json"
+BETA_MODELS_FILE = ROOT / "src/cesync/models/evaluations.py"
 FACTS_FILE = ROOT / "src/cesync/api/ces_v1.json"
 MODELS_FILE = ROOT / "src/cesync/models/messages.py"
 OTHER_FILE = ROOT / "src/cesync/models/other.py"
@@ -51,10 +58,13 @@ ONEOF_NOTE = re.compile(r"This field is a member of `oneof`_ ``\w+``\.")
 # --- step 1: the snapshot -------------------------------------------------------------------
 
 
-def _proto_classes() -> list[Any]:
-    import proto  # type: ignore[import-untyped]
-    from google.cloud.ces_v1 import types
+def _proto_classes(beta: bool = False) -> list[Any]:
+    import importlib
 
+    import proto  # type: ignore[import-untyped]
+
+    module = "google.cloud.ces_v1beta" if beta else "google.cloud.ces_v1"
+    types = importlib.import_module(f"{module}.types")
     out: list[Any] = []
 
     def visit(cls: Any) -> None:
@@ -65,7 +75,7 @@ def _proto_classes() -> list[Any]:
 
     for name in sorted(dir(types)):
         value = getattr(types, name)
-        if isinstance(value, type) and issubclass(value, proto.Message) and value.__module__.startswith("google.cloud.ces_v1"):
+        if isinstance(value, type) and issubclass(value, proto.Message) and value.__module__.startswith(module + "."):
             visit(value)
     return out
 
@@ -153,26 +163,51 @@ def behaviors_of(text: str) -> list[str]:
     return found
 
 
-def extract() -> tuple[bytes, str]:
-    """The snapshot from the installed package: (FileDescriptorSet bytes, facts JSON)."""
-    fds = descriptor_pb2.FileDescriptorSet()
-    fds.file.extend(_files())
+def _facts(package: str, classes: list[Any], messages: dict[str, Any]) -> str:
+    facts = {
+        "package": package,
+        "source": "google-cloud-ces",
+        "version": importlib.metadata.version("google-cloud-ces"),
+        "messages": dict(sorted(messages.items())),
+    }
+    return json.dumps(facts, indent=1, sort_keys=False) + "\n"
+
+
+def _message_facts(classes: list[Any], wanted: set[str] | None = None) -> dict[str, Any]:
     messages: dict[str, Any] = {}
-    for cls in _proto_classes():
+    for cls in classes:
         desc = cls.pb().DESCRIPTOR
+        if wanted is not None and desc.full_name not in wanted:
+            continue
         doc, field_docs = parse_docstring(cls.__doc__ or "")
         fields = {}
         for f in desc.fields:
             text = field_docs.get(_wire_name(f.name), "")
             fields[_wire_name(f.name)] = {"behaviors": behaviors_of(text), "doc": text}
         messages[desc.full_name] = {"doc": doc, "fields": fields}
-    facts = {
-        "package": PACKAGE,
-        "source": "google-cloud-ces",
-        "version": importlib.metadata.version("google-cloud-ces"),
-        "messages": dict(sorted(messages.items())),
-    }
-    return fds.SerializeToString(deterministic=True), json.dumps(facts, indent=1, sort_keys=False) + "\n"
+    return messages
+
+
+def extract() -> tuple[bytes, str]:
+    """The snapshot from the installed package: (FileDescriptorSet bytes, facts JSON)."""
+    fds = descriptor_pb2.FileDescriptorSet()
+    fds.file.extend(_files())
+    classes = _proto_classes()
+    return fds.SerializeToString(deterministic=True), _facts(PACKAGE, classes, _message_facts(classes))
+
+
+def extract_beta() -> tuple[bytes, str]:
+    """v1beta's part of the snapshot: the BETA_ROOTS files and their dependencies, and the facts of
+    the evaluation kinds' messages (every message they hold) and of their service's requests.
+    v1beta's other messages repeat v1's; the pipeline reads them from v1."""
+    classes = _proto_classes(beta=True)  # importing the package registers its files
+    fds = descriptor_pb2.FileDescriptorSet(file=_files(list(BETA_ROOTS)))
+    fds_bytes = fds.SerializeToString(deterministic=True)
+    walk = Walk(fds, BETA_PACKAGE, BETA_ALSO)
+    service = next(f for f in fds.file if f.name == BETA_ROOTS[-1])
+    wanted = held_by_resources(walk, overlay.BETA_RESOURCE_MESSAGES)
+    wanted |= {f"{BETA_PACKAGE}.{m.name}" for m in service.message_type}
+    return fds_bytes, _facts(BETA_PACKAGE, classes, _message_facts(classes, wanted))
 
 
 # --- step 2: the models -----------------------------------------------------------------------
@@ -213,26 +248,27 @@ RESERVED = set(dir(__import__("pydantic").BaseModel)) | set(keyword.kwlist) | {"
 class Walk:
     """Every message and enum of the package, with a Python name each."""
 
-    def __init__(self, fds: descriptor_pb2.FileDescriptorSet) -> None:
+    def __init__(self, fds: descriptor_pb2.FileDescriptorSet, package: str = PACKAGE, also: tuple[str, ...] = ()) -> None:
+        """``also``: other packages whose messages the package's hold (v1beta's evaluation results: google.rpc)."""
         self.messages: dict[str, descriptor_pb2.DescriptorProto] = {}
         self.enums: dict[str, descriptor_pb2.EnumDescriptorProto] = {}
         self.order: list[str] = []
         self.parents: dict[str, list[str]] = {}
         for file in fds.file:
-            if file.package != PACKAGE:
+            if file.package != package and file.package not in also:
                 continue
             for enum in file.enum_type:
-                self.enums[f"{PACKAGE}.{enum.name}"] = enum
-                self.parents[f"{PACKAGE}.{enum.name}"] = [enum.name]
+                self.enums[f"{file.package}.{enum.name}"] = enum
+                self.parents[f"{file.package}.{enum.name}"] = [enum.name]
             for msg in file.message_type:
-                self._visit(msg, [msg.name])
+                self._visit(file.package, msg, [msg.name])
         self.names = self._name_messages()
         self.enum_names = {fn: "".join(self.parents[fn]) for fn in self.enums}
         clash = set(self.names.values()) & set(self.enum_names.values())
         assert not clash, f"enum and message names clash: {clash}"
 
-    def _visit(self, msg: descriptor_pb2.DescriptorProto, path: list[str]) -> None:
-        full = f"{PACKAGE}.{'.'.join(path)}"
+    def _visit(self, package: str, msg: descriptor_pb2.DescriptorProto, path: list[str]) -> None:
+        full = f"{package}.{'.'.join(path)}"
         self.messages[full] = msg
         self.parents[full] = path
         if not msg.options.map_entry:
@@ -241,7 +277,7 @@ class Walk:
             self.enums[f"{full}.{enum.name}"] = enum
             self.parents[f"{full}.{enum.name}"] = [*path, enum.name]
         for nested in msg.nested_type:
-            self._visit(nested, [*path, nested.name])
+            self._visit(package, nested, [*path, nested.name])
 
     def _name_messages(self) -> dict[str, str]:
         """Short names where unique (top-level messages win), else the chain of parents."""
@@ -336,10 +372,10 @@ def _held(walk: Walk, f: descriptor_pb2.FieldDescriptorProto) -> str | None:
     return target if entry is not None else None
 
 
-def held_by_resources(walk: Walk) -> set[str]:
+def held_by_resources(walk: Walk, roots: tuple[str, ...] = overlay.RESOURCE_MESSAGES) -> set[str]:
     """The resource messages cesync manages (overlay.RESOURCE_MESSAGES) and every message they hold."""
     found: set[str] = set()
-    todo = list(overlay.RESOURCE_MESSAGES)
+    todo = list(roots)
     while todo:
         full = todo.pop()
         if full not in found:
@@ -479,22 +515,49 @@ def _format(source: str) -> str:
     return done.stdout
 
 
-def beta_app() -> bytes:
-    """v1beta's app.proto and its dependencies: the v1beta-only App fields (evaluationSettings,
-    evaluationPersonas) are checked against these where the emulator serves /v1beta/."""
-    from google.cloud.ces_v1beta import App
-
-    fds = descriptor_pb2.FileDescriptorSet(file=_files([App.pb().DESCRIPTOR.file.name]))
-    return fds.SerializeToString(deterministic=True)
+def render_beta_models(fds_bytes: bytes, facts_text: str) -> dict[Path, str]:
+    """evaluations.py: the v1beta kinds (overlay.BETA_RESOURCE_MESSAGES) and every message they hold,
+    as v1beta has them (its ToolCall, Message... are its own, beside v1's in messages.py)."""
+    fds = descriptor_pb2.FileDescriptorSet()
+    fds.ParseFromString(fds_bytes)
+    facts = json.loads(facts_text)
+    walk = Walk(fds, BETA_PACKAGE, BETA_ALSO)
+    eager = held_by_resources(walk, overlay.BETA_RESOURCE_MESSAGES)
+    classes = [line for full in walk.order if full in eager for line in _class(walk, full, facts)]
+    used = _annotated(classes)
+    enums = [_enum_alias(walk, full) for full in walk.enums if walk.enum_names[full] in used]
+    out = _header(
+        facts,
+        "The evaluation kinds of ``google.cloud.ces.v1beta`` and every message they hold, as pydantic models.",
+        ["", "Only v1beta has these kinds: cesync reads and writes them on the v1beta surface."],
+    )
+    out += [
+        "from typing import Annotated, Literal" if enums else "",
+        "",
+        *_base_import(used | {"Behavior", "ProtoModel", "field_", "resolve_forward_refs"} | ({"ProtoEnum"} if enums else set())),
+        "",
+        "R, OUT, ID = Behavior.REQUIRED, Behavior.OUTPUT_ONLY, Behavior.IDENTIFIER",
+        "",
+        *enums,
+        *classes,
+        "",
+        "",
+        "resolve_forward_refs(globals())",
+        "",
+    ]
+    return {BETA_MODELS_FILE: _format("\n".join(out))}
 
 
 def outputs() -> dict[Path, bytes]:
     fds_bytes, facts_text = extract()
+    beta_bytes, beta_facts = extract_beta()
     return {
         DESCRIPTOR_FILE: fds_bytes,
-        BETA_APP_FILE: beta_app(),
         FACTS_FILE: facts_text.encode(),
+        BETA_FILE: beta_bytes,
+        BETA_FACTS_FILE: beta_facts.encode(),
         **{path: text.encode() for path, text in render_models(fds_bytes, facts_text).items()},
+        **{path: text.encode() for path, text in render_beta_models(beta_bytes, beta_facts).items()},
     }
 
 

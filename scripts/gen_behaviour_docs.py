@@ -22,7 +22,8 @@ BULK = (fb.REQUIRED, fb.OUTPUT_ONLY, fb.IDENTIFIER)
 
 
 def _short(message: str) -> str:
-    return message.removeprefix("google.cloud.ces.v1.")
+    """``Tool``; v1beta's messages (the evaluation kinds) as ``v1beta.Evaluation``."""
+    return message.removeprefix("google.cloud.ces.v1.").removeprefix("google.cloud.ces.")
 
 
 def _row(rule: fb.Rule) -> str:

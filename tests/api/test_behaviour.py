@@ -21,7 +21,7 @@ def _proto_name(message: str, json_name: str) -> str:
 @pytest.mark.parametrize("rule", DESCRIPTOR_RULES, ids=[f"{r.behaviour}:{r.message[20:]}.{r.field}" for r in DESCRIPTOR_RULES])
 def test_a_descriptor_rule_is_what_the_snapshot_says(rule: fb.Rule) -> None:
     if rule.behaviour == fb.DELETE_FORCE:
-        request = f"{descriptors.PACKAGE}.Delete{rule.message.rsplit('.', 1)[1]}Request"
+        request = f"{descriptors.package_of(rule.message)}.Delete{rule.message.rsplit('.', 1)[1]}Request"
         assert "force" in descriptors.message(request).fields_by_name
         assert rule.source.endswith(f"Delete{rule.message.rsplit('.', 1)[1]}Request.force")
     else:
@@ -86,7 +86,7 @@ def test_lookup(message: str, field: str, behaviour: str, expected: bool) -> Non
 
 
 def test_kind_lookups() -> None:
-    assert set(fb.kinds_with(fb.DELETE_FORCE)) == {"Tool", "Toolset", "Agent", "Guardrail"}
+    assert set(fb.kinds_with(fb.DELETE_FORCE)) == {"Tool", "Toolset", "Agent", "Guardrail", "Evaluation"}  # v1beta's too
     assert [m for m in ("App", "Tool", "Toolset", "Agent", "Guardrail", "Example", "Deployment") if not fb.etag_guards(m)] == [
         "App",
         "Deployment",
@@ -115,7 +115,8 @@ def test_the_docs_page_lists_every_rule_with_its_source() -> None:
     for rule in RULES:
         if rule.behaviour in gen["BULK"] and rule.field != "etag":
             continue
-        assert f"{rule.message.removeprefix('google.cloud.ces.v1.')}.{rule.field}" in section or not rule.field
+        short = rule.message.removeprefix("google.cloud.ces.v1.").removeprefix("google.cloud.ces.")  # v1beta.Evaluation
+        assert f"{short}.{rule.field}" in section or not rule.field
         assert rule.source in section
 
 

@@ -38,9 +38,20 @@ def test_snapshot_matches_installed_package() -> None:
     assert api.BEHAVIORS_FILE.read_text(encoding="utf-8") == facts, "behaviour snapshot is stale: run python scripts/gen_api.py"
 
 
+def test_beta_snapshot_matches_installed_package() -> None:
+    """v1beta's part: its App and the evaluation kinds with their service, and their facts."""
+    fds, facts = GEN.extract_beta()
+    assert api.BETA_FILE.read_bytes() == fds, "v1beta descriptor snapshot is stale: run python scripts/gen_api.py"
+    assert api.BETA_BEHAVIORS_FILE.read_text(encoding="utf-8") == facts, "v1beta facts are stale: run python scripts/gen_api.py"
+    for name in ("Evaluation", "EvaluationDataset", "EvaluationExpectation", "ScheduledEvaluationRun", "DeleteEvaluationRequest"):
+        assert f"{api.BETA_PACKAGE}.{name}" in api.facts()["messages"]
+        assert api.message(f"{api.BETA_PACKAGE}.{name}").full_name == f"{api.BETA_PACKAGE}.{name}"
+
+
 def test_generated_module_is_current() -> None:
     rendered = GEN.render_models(api.DESCRIPTOR_FILE.read_bytes(), api.BEHAVIORS_FILE.read_text(encoding="utf-8"))
     assert [p.name for p in rendered] == ["messages.py", "other.py"]
+    rendered.update(GEN.render_beta_models(api.BETA_FILE.read_bytes(), api.BETA_BEHAVIORS_FILE.read_text(encoding="utf-8")))
     for path, text in rendered.items():
         assert path.read_text(encoding="utf-8") == text, f"{path.name} is stale: run python scripts/gen_api.py"
 
@@ -60,7 +71,8 @@ def test_the_models_cesync_uses_are_made_at_import_and_the_rest_on_first_use() -
     )
     r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert r.stdout.split() == ["False", "False", "cesync.models.other"], r.stderr
-    assert {kind.model_name for kind in KINDS.values()} <= {n.rsplit(".", 1)[1] for n in GEN.overlay.RESOURCE_MESSAGES}
+    resources = (*GEN.overlay.RESOURCE_MESSAGES, *GEN.overlay.BETA_RESOURCE_MESSAGES)
+    assert {kind.model_name for kind in KINDS.values()} <= {n.rsplit(".", 1)[1] for n in resources}
     with pytest.raises(AttributeError):
         generated.NoSuchMessage  # noqa: B018
 
@@ -80,9 +92,22 @@ def _roots() -> list[tuple[type[ProtoModel], Any]]:
 PAIRS = pairs(_roots())
 
 
+def _beta_roots() -> list[tuple[type[ProtoModel], Any]]:
+    """The v1beta kinds (cesync.models.evaluations), paired with the installed package's messages."""
+    from google.cloud import ces_v1beta
+
+    from cesync.models import evaluations
+
+    names = [n.rsplit(".", 1)[1] for n in GEN.overlay.BETA_RESOURCE_MESSAGES]
+    return [(getattr(evaluations, n), getattr(ces_v1beta, n).pb().DESCRIPTOR) for n in names]
+
+
+BETA_PAIRS = pairs(_beta_roots())
+
+
 def test_every_message_has_a_model() -> None:
     modelled = {desc.full_name for _, desc in PAIRS}
-    published = {m for m in api.facts()["messages"] if not m.endswith("Entry")}
+    published = {m for m in api.facts()["messages"] if not m.endswith("Entry") and not m.startswith(api.BETA_PACKAGE)}
     assert modelled == published
     from cesync.models import other
 
@@ -94,6 +119,21 @@ def test_every_message_has_a_model() -> None:
 @pytest.mark.parametrize(("ours", "theirs"), PAIRS, ids=[t.full_name.removeprefix("google.cloud.ces.v1.") for _, t in PAIRS])
 def test_every_field_conforms(ours: type[ProtoModel], theirs: Any) -> None:
     assert check(ours, theirs) == []
+
+
+@pytest.mark.parametrize(("ours", "theirs"), BETA_PAIRS, ids=[t.full_name for _, t in BETA_PAIRS])
+def test_every_v1beta_field_conforms(ours: type[ProtoModel], theirs: Any) -> None:
+    assert check(ours, theirs) == []
+
+
+def test_every_v1beta_kind_message_has_a_model() -> None:
+    """Each message an evaluation kind holds is modelled, and its facts are in the snapshot."""
+    from cesync.models import evaluations
+
+    modelled = {desc.full_name for _, desc in BETA_PAIRS}
+    made = {v for v in vars(evaluations).values() if isinstance(v, type) and issubclass(v, ProtoModel) and v is not ProtoModel}
+    assert len(made - {evaluations.Status}) == len(modelled)  # google.rpc.Status: not CES's, no facts to pair
+    assert modelled <= set(api.facts()["messages"])
 
 
 def test_tool_and_toolset_are_published_messages() -> None:

@@ -28,9 +28,10 @@ Use::
     fb.rule("Tool", "openApiTool", fb.READ_ONLY).detail  # 'openApiToolset': the toolset that makes it
     fb.rules()                              # every Rule, each with .source (the README lists them)
 
-Messages are named short (``"App"``, ``"Tool"``) or in full (``"google.cloud.ces.v1.App"``);
-fields by JSON name (``loggingSettings``) or proto name (``logging_settings``). Lookups
-return JSON names.
+Messages are named short (``"App"``, ``"Tool"``) or in full (``"google.cloud.ces.v1.App"``); a
+short name is v1's message, or v1beta's when only v1beta has it (``"Evaluation"``: the evaluation
+kinds, whose rules come from the v1beta part of the snapshot, ``ces_v1beta.json``); fields by
+JSON name (``loggingSettings``) or proto name (``logging_settings``). Lookups return JSON names.
 """
 
 from __future__ import annotations
@@ -158,8 +159,16 @@ OVERLAY: tuple[Rule, ...] = (
 )
 
 
+@cache
 def full_name(message: str) -> str:
-    return message if message.startswith(descriptors.PACKAGE + ".") else f"{descriptors.PACKAGE}.{message}"
+    if message.startswith((descriptors.PACKAGE + ".", descriptors.BETA_PACKAGE + ".")):
+        return message
+    v1 = f"{descriptors.PACKAGE}.{message}"
+    try:
+        descriptors.message(v1)
+    except KeyError:
+        return f"{descriptors.BETA_PACKAGE}.{message}"  # only v1beta has it (the evaluation kinds)
+    return v1
 
 
 def _json_name(message: str, field: str) -> str:
@@ -176,13 +185,13 @@ def _descriptor_rules() -> list[Rule]:
     out: list[Rule] = []
     for message, entry in sorted(descriptors.facts()["messages"].items()):
         file = descriptors.message(message).file.name
-        short = message.removeprefix(descriptors.PACKAGE + ".")
+        short, package = descriptors.short_name(message), descriptors.package_of(message)
         for proto_name, facts in entry.get("fields", {}).items():
             for b in facts.get("behaviors", ()):
                 if b in DESCRIPTOR_BEHAVIOURS:
                     out.append(Rule(message, _json_name(message, proto_name), b, f"{file}, {short}.{proto_name} [{b}]"))
         if short.startswith("Delete") and short.endswith("Request") and "force" in entry.get("fields", {}):
-            target = full_name(short.removeprefix("Delete").removesuffix("Request"))
+            target = f"{package}.{short.removeprefix('Delete').removesuffix('Request')}"
             out.append(Rule(target, "", DELETE_FORCE, f"{file}, {short}.force"))
     return out
 
@@ -236,7 +245,7 @@ def fields(message: str, behaviour: str) -> tuple[str, ...]:
 @cache
 def kinds_with(behaviour: str) -> tuple[str, ...]:
     """Short names of the messages with a rule about the whole kind (``DELETE_FORCE``)."""
-    return tuple(r.message.removeprefix(descriptors.PACKAGE + ".") for r in rules() if r.behaviour == behaviour and not r.field)
+    return tuple(descriptors.short_name(r.message) for r in rules() if r.behaviour == behaviour and not r.field)
 
 
 def delete_has_force(message: str) -> bool:

@@ -1,10 +1,15 @@
-"""The CES v1 API as published, from a checked-in snapshot of ``google.cloud.ces.v1``.
+"""The CES API as published, from a checked-in snapshot of ``google.cloud.ces.v1`` (and v1beta's part).
 
 ``ces_v1.binpb`` is a serialized ``FileDescriptorSet`` of the package and its
 dependencies; ``ces_v1.json`` holds what the descriptors cannot carry: each
 field's behaviour (REQUIRED, OPTIONAL, OUTPUT_ONLY, IDENTIFIER, INPUT_ONLY) and
 documentation, parsed from the ``google-cloud-ces`` docstrings, and the package
-version both came from. ``scripts/gen_api.py`` regenerates them.
+version both came from. ``ces_v1beta.binpb`` and ``ces_v1beta.json`` are the same of
+the v1beta files that hold what only v1beta has: the App's evaluation fields and the
+evaluation kinds (Evaluation, EvaluationDataset, EvaluationExpectation,
+ScheduledEvaluationRun) with their service. ``scripts/gen_api.py`` regenerates them.
+One pool holds both packages (their files have different names; shared dependencies
+are added once), so a message is found by its full name in either.
 
 This module needs only ``protobuf``: the emulator reads the API from here and
 nothing from cesync's own models.
@@ -23,7 +28,8 @@ from google.protobuf.message import Message
 
 __all__ = [
     "BEHAVIORS_FILE",
-    "BETA_APP_FILE",
+    "BETA_BEHAVIORS_FILE",
+    "BETA_FILE",
     "BETA_PACKAGE",
     "DESCRIPTOR_FILE",
     "PACKAGE",
@@ -35,7 +41,9 @@ __all__ = [
     "file_set",
     "message",
     "message_class",
+    "package_of",
     "pool",
+    "short_name",
 ]
 
 PACKAGE = "google.cloud.ces.v1"
@@ -44,10 +52,22 @@ DESCRIPTOR_FILE = HERE / "ces_v1.binpb"
 BEHAVIORS_FILE = HERE / "ces_v1.json"
 
 
+BETA_PACKAGE = "google.cloud.ces.v1beta"
+BETA_FILE = HERE / "ces_v1beta.binpb"  # v1beta's app, evaluation and evaluation_service files (scripts/gen_api.py)
+BETA_BEHAVIORS_FILE = HERE / "ces_v1beta.json"
+
+
 @cache
 def file_set() -> descriptor_pb2.FileDescriptorSet:
     fds = descriptor_pb2.FileDescriptorSet()
     fds.ParseFromString(DESCRIPTOR_FILE.read_bytes())
+    return fds
+
+
+@cache
+def beta_file_set() -> descriptor_pb2.FileDescriptorSet:
+    fds = descriptor_pb2.FileDescriptorSet()
+    fds.ParseFromString(BETA_FILE.read_bytes())
     return fds
 
 
@@ -60,7 +80,11 @@ SEED_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {f"{PACKAGE}.AgentTool": (
 def pool() -> descriptor_pool.DescriptorPool:
     """A pool of its own, so the snapshot never meets the package's registrations; seed fields added."""
     built = descriptor_pool.DescriptorPool()
-    for file in file_set().file:  # stored in dependency order
+    added: set[str] = set()
+    for file in (*file_set().file, *beta_file_set().file):  # each stored in dependency order
+        if file.name in added:  # google/protobuf/*, google/rpc/status.proto: in both
+            continue
+        added.add(file.name)
         patched = descriptor_pb2.FileDescriptorProto()
         patched.CopyFrom(file)
         for msg in patched.message_type:
@@ -71,19 +95,9 @@ def pool() -> descriptor_pool.DescriptorPool:
     return built
 
 
-BETA_PACKAGE = "google.cloud.ces.v1beta"
-BETA_APP_FILE = HERE / "ces_v1beta_app.binpb"  # v1beta's app.proto and its dependencies (scripts/gen_api.py)
-
-
-@cache
 def beta_pool() -> descriptor_pool.DescriptorPool:
-    """v1beta's App and the messages it holds, in a pool of their own."""
-    fds = descriptor_pb2.FileDescriptorSet()
-    fds.ParseFromString(BETA_APP_FILE.read_bytes())
-    built = descriptor_pool.DescriptorPool()
-    for file in fds.file:  # stored in dependency order
-        built.AddSerializedFile(file.SerializeToString())
-    return built
+    """The pool that holds v1beta's messages (the same one as v1's)."""
+    return pool()
 
 
 @cache
@@ -104,8 +118,21 @@ def beta_only_app_fields() -> dict[str, str]:
 
 @cache
 def facts() -> dict[str, Any]:
+    """Both snapshots' facts: ``messages`` by full name (v1's and v1beta's), ``version`` of the package."""
     data: dict[str, Any] = json.loads(BEHAVIORS_FILE.read_text(encoding="utf-8"))
+    beta: dict[str, Any] = json.loads(BETA_BEHAVIORS_FILE.read_text(encoding="utf-8"))
+    data["messages"] = {**data["messages"], **beta["messages"]}
     return data
+
+
+def package_of(full_name: str) -> str:
+    """The API package of a message's full name (v1beta's or v1's)."""
+    return BETA_PACKAGE if full_name.startswith(BETA_PACKAGE + ".") else PACKAGE
+
+
+def short_name(full_name: str) -> str:
+    """A message's name inside its package: ``Evaluation.Golden``."""
+    return full_name.removeprefix(package_of(full_name) + ".")
 
 
 def message(full_name: str) -> Descriptor:

@@ -31,6 +31,7 @@ __all__ = [
     "REF_ONLY",
     "SERVER_MADE_TOOLS",
     "ResourceKind",
+    "api_version",
     "by_collection",
     "by_word",
     "collections",
@@ -69,6 +70,9 @@ class ResourceKind:
     # resource of that type is not cesync's to write. Member -> the toolset field that makes it
     # ("" when no file of the repo can: see SERVER_MADE_TOOLS).
     server_made: Mapping[str, str] = field(default_factory=dict)
+    # The REST surface the kind is served on: the evaluation kinds exist only in v1beta
+    # (google.cloud.ces.v1beta EvaluationService; google.cloud.ces.v1 has no such service).
+    api_version: str = "v1"
 
     @property
     def id_param(self) -> str:
@@ -179,6 +183,43 @@ def _tool_managed(body: dict[str, Any]) -> bool:
     return not any(t in body for t in SERVER_MADE_TOOLS) and "/toolsets/" not in str(body.get("name", ""))
 
 
+# What a golden conversation or a scenario names: the tools and toolsets it expects called or
+# answering, the agents it transfers to (google-cloud-ces ces_v1beta types/evaluation.py:
+# Evaluation.Step, GoldenExpectation, ScenarioExpectation; ToolCall.tool, ToolResponse.tool
+# "Format: .../apps/{app}/tools/{tool}", ToolsetTool.toolset, AgentTransfer.target_agent
+# ".../agents/{agent}"), and the evaluation expectations it is checked against.
+def _tool_refs(*prefixes: str) -> dict[str, tuple[str, ...]]:
+    out: dict[str, tuple[str, ...]] = {}
+    for prefix in prefixes:
+        out[f"{prefix}.tool"] = ("tools",)
+        out[f"{prefix}.toolsetTool.toolset"] = ("toolsets",)
+    return out
+
+
+def _message_refs(prefix: str) -> dict[str, tuple[str, ...]]:
+    """The references of a Message's chunks (an agent response)."""
+    return {
+        **_tool_refs(f"{prefix}.chunks.toolCall", f"{prefix}.chunks.toolResponse"),
+        f"{prefix}.chunks.agentTransfer.targetAgent": ("agents",),
+    }
+
+
+_STEP = "golden.turns.steps"
+_EXPECT = f"{_STEP}.expectation"
+_SCENARIO = "scenario.scenarioExpectations"
+_EVALUATION_REFS: dict[str, tuple[str, ...]] = {
+    **_tool_refs(f"{_EXPECT}.toolCall", f"{_EXPECT}.toolResponse", f"{_EXPECT}.mockToolResponse"),
+    **_tool_refs(f"{_STEP}.userInput.toolResponses.toolResponses"),
+    **_message_refs(f"{_EXPECT}.agentResponse"),
+    f"{_EXPECT}.agentTransfer.targetAgent": ("agents",),
+    f"{_STEP}.agentTransfer.targetAgent": ("agents",),
+    "golden.evaluationExpectations": ("evaluationExpectations",),
+    **_tool_refs(f"{_SCENARIO}.toolExpectation.expectedToolCall", f"{_SCENARIO}.toolExpectation.mockToolResponse"),
+    **_message_refs(f"{_SCENARIO}.agentResponse"),
+    "scenario.evaluationExpectations": ("evaluationExpectations",),
+}
+
+
 # --- the registry -------------------------------------------------------------------------
 
 _ENTRIES = (
@@ -254,6 +295,41 @@ _ENTRIES = (
         references={"appVersion": ("versions",)},
         written_last=True,
     ),
+    ResourceKind(
+        name="evaluationExpectation",
+        collection="evaluationExpectations",
+        model_name="EvaluationExpectation",
+        rank=7,
+        api_version="v1beta",
+    ),
+    ResourceKind(
+        name="evaluation",
+        collection="evaluations",
+        model_name="Evaluation",
+        rank=8,
+        references=_EVALUATION_REFS,
+        api_version="v1beta",
+    ),
+    ResourceKind(
+        name="evaluationDataset",
+        collection="evaluationDatasets",
+        model_name="EvaluationDataset",
+        rank=9,
+        references={"evaluations": ("evaluations",)},
+        api_version="v1beta",
+    ),
+    ResourceKind(
+        name="scheduledEvaluationRun",
+        collection="scheduledEvaluationRuns",
+        model_name="ScheduledEvaluationRun",
+        rank=10,
+        references={
+            "request.evaluations": ("evaluations",),
+            "request.evaluationDataset": ("evaluationDatasets",),
+            "request.appVersion": ("versions",),
+        },
+        api_version="v1beta",
+    ),
 )
 KINDS: dict[str, ResourceKind] = {k.name: k for k in _ENTRIES}  # in the order files and messages list them
 APP = "app"  # the singleton kind's name and id: one app per environment
@@ -264,6 +340,17 @@ REF_ONLY = ("versions",)
 # The draft app as a version: Deployment.app_version's docstring (google-cloud-ces, ces_v1 and
 # ces_v1beta): "Use projects/{project}/locations/{location}/apps/{app}/versions/- to use the draft app."
 DRAFT_VERSION = "versions/-"
+
+
+def api_version(path: str) -> str:
+    """The REST version a request path is served on: v1beta for the kinds only v1beta has
+    (``{app}/evaluations``, ``{app}/evaluations/e``), v1 for everything else."""
+    parts = path.split("/")
+    if len(parts) >= 7 and parts[0] == "projects" and parts[4] == "apps":
+        found = by_collection(parts[6].split(":")[0])
+        if found is not None:
+            return found.api_version
+    return "v1"
 
 
 def collections() -> list[str]:

@@ -39,7 +39,7 @@ import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from ..api.jsonvalue import JsonValueError, loads
-from ..api.kinds import KINDS, by_collection, kind_of_name
+from ..api.kinds import KINDS, api_version, by_collection, kind_of_name
 from ..api.permissions import permission
 from ..api.resource import Resource
 from ..core.sensitive import scrub
@@ -268,7 +268,7 @@ class CesClient:
     ) -> httpx.Request:
         return self.http.build_request(
             method,
-            f"/v1/{path}",
+            f"/{api_version(path)}/{path}",
             params={**(params or {}), **ALT},
             json=body,
             headers={"x-goog-request-params": f"parent={resource}"},

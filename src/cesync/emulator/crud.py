@@ -8,6 +8,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from . import evaluation_kinds
 from .calls import answer, json_body, page_args, query, wants_enum_int
 from .changelogs import Changelogs
 from .errors import RpcError
@@ -84,7 +85,9 @@ class Resources(References, Changelogs, Versions):
             self._check_references(db, parent, c.singular, data)
             res = printed(collection, with_extras(data, taught))
             self.store.put(db, parent, collection, rid, res)
+            evaluation_kinds.after_write(self.store, db, parent, collection)
             self._log(db, request, parent, "CREATE", collection, None, res.data)
+            res = self._existing(db, parent, collection, rid)  # as stored (an evaluation's datasets filled in)
         return answer(request, res)
 
     async def get(self, request: Request, parent: str, collection: str, rid: str | None) -> Any:
@@ -121,7 +124,9 @@ class Resources(References, Changelogs, Versions):
             data.update(unknown)  # fields this emulator was taught out of band survive
             res = printed(collection, with_extras(data, nested))
             self.store.put(db, parent, collection, rid, res)
+            evaluation_kinds.after_write(self.store, db, parent, collection)
             self._log(db, request, parent, "UPDATE", collection, current, res.data)
+            res = self._existing(db, parent, collection, rid)  # as stored (an evaluation's datasets filled in)
         return answer(request, res)
 
     async def delete(self, request: Request, parent: str, collection: str, rid: str | None) -> Any:
@@ -144,6 +149,7 @@ class Resources(References, Changelogs, Versions):
                 raise RpcError("FAILED_PRECONDITION", f"{current['name']} is referenced by {_who(users)}; {how}")
             self._unreference(db, parent, current["name"], users)
             self.store.delete(db, parent, collection, rid)
+            evaluation_kinds.after_delete(self.store, db, parent, collection, current["name"])
             self._log(db, request, parent, "DELETE", collection, current, None)
         return {}
 

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 
-from .calls import json_body
+from . import evaluation_kinds
+from .calls import api_version, json_body
 from .errors import RpcError
 from .resources import COLLECTIONS
 
@@ -80,6 +81,7 @@ async def dispatch(emulator: Emulator, request: Request, path: str) -> Any:
     for route_method, pattern, handler_name in ROUTES:
         m = pattern.match(rest)
         if m and method == route_method:
+            evaluation_kinds.check_served(m.group(1), api_version(request), path)
             handler: Handler = getattr(emulator, handler_name)
             return await handler(request, parent, m.group(1), m.group(2) if m.lastindex and m.lastindex > 1 else None)
     raise RpcError("NOT_FOUND", f"no method {method} {rest or '/'} on {parent}")

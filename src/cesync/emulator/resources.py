@@ -36,10 +36,12 @@ class Collection:
     singular: str  # JSON name of the resource in requests: tool, appVersion, ...
     oneof: str | None = None  # a oneof the resource must set (its type)
     unique_display_name: bool = False
+    package: str = api.PACKAGE  # the API package of its message
+    versions: tuple[str, ...] = ("v1", "v1beta")  # the REST surfaces that serve it
 
     @property
     def full_message(self) -> str:
-        return f"{api.PACKAGE}.{self.message}"
+        return f"{self.package}.{self.message}"
 
     @property
     def id_param(self) -> str:
@@ -61,12 +63,31 @@ COLLECTIONS: dict[str, Collection] = {
         Collection("examples", "Example", "example", unique_display_name=True),
         Collection("deployments", "Deployment", "deployment"),
         Collection("versions", "AppVersion", "appVersion"),
+        # Only v1beta has these (google-cloud-ces ces_v1beta EvaluationService; ces_v1 has no such
+        # service). Display names: "Unique within an App" (Evaluation.display_name,
+        # EvaluationDataset.display_name), "Must be unique within the app" (EvaluationExpectation);
+        # ScheduledEvaluationRun.display_name says nothing of uniqueness.
+        *(
+            Collection(name, message, singular, package=api.BETA_PACKAGE, versions=("v1beta",), unique_display_name=unique)
+            for name, message, singular, unique in (
+                ("evaluationExpectations", "EvaluationExpectation", "evaluationExpectation", True),
+                ("evaluations", "Evaluation", "evaluation", True),
+                ("evaluationDatasets", "EvaluationDataset", "evaluationDataset", True),
+                ("scheduledEvaluationRuns", "ScheduledEvaluationRun", "scheduledEvaluationRun", False),
+            )
+        ),
     )
 }
 APP = Collection("apps", "App", "app")
 # Whose fields may name other resources of the app: everything but the versions
 # (a version's snapshot is a record, not a user of what it names).
-REFERRERS = ("tools", "toolsets", "agents", "guardrails", "examples", "deployments")
+# An evaluation dataset is one: DeleteEvaluationRequest.force (ces_v1beta): "If force = false, the
+# deletion will fail if any datasets still reference the evaluation. If force = true, all existing
+# references from datasets will be removed". An evaluation is not: deleting what it names is not
+# refused (DeleteToolRequest.force names agents/examples), it makes the evaluation invalid
+# (Evaluation.invalid: "referencing a tool, toolset, or agent that has since been deleted"; see
+# evaluation_kinds.py). What a scheduled run names: the sources are silent; it does not hold a delete.
+REFERRERS = ("tools", "toolsets", "agents", "guardrails", "examples", "deployments", "evaluationDatasets")
 # A toolset's own tools (``{toolset}/tools/{id}``) count as references to the toolset.
 _NAME = re.compile(r"^(projects/[^/]+/locations/[^/]+/apps/[^/]+)/(" + "|".join(COLLECTIONS) + r")/([^/]+)(/tools/[^/]+)?\Z")
 
@@ -104,6 +125,39 @@ REFERENCE_FIELDS: dict[str, dict[str, str]] = {
         "messages.chunks.agentTransfer.targetAgent": "agents",
     },
     "deployments": {"appVersion": "versions"},
+    # ces_v1beta evaluation.py: the docstrings' "Format: .../apps/{app}/<collection>/{...}" (ToolCall.tool,
+    # ToolResponse.tool, AgentTransfer.target_agent, Golden.evaluation_expectations,
+    # EvaluationDataset.evaluations, RunEvaluationRequest.evaluations, .evaluation_dataset, .app_version).
+    "evaluations": {
+        **{
+            f"{at}.{end}": target
+            for at in (
+                "golden.turns.steps.expectation.toolCall",
+                "golden.turns.steps.expectation.toolResponse",
+                "golden.turns.steps.expectation.mockToolResponse",
+                "golden.turns.steps.expectation.agentResponse.chunks.toolCall",
+                "golden.turns.steps.expectation.agentResponse.chunks.toolResponse",
+                "golden.turns.steps.userInput.toolResponses.toolResponses",
+                "scenario.scenarioExpectations.toolExpectation.expectedToolCall",
+                "scenario.scenarioExpectations.toolExpectation.mockToolResponse",
+                "scenario.scenarioExpectations.agentResponse.chunks.toolCall",
+                "scenario.scenarioExpectations.agentResponse.chunks.toolResponse",
+            )
+            for end, target in (("tool", "tools"), ("toolsetTool.toolset", "toolsets"))
+        },
+        "golden.turns.steps.agentTransfer.targetAgent": "agents",
+        "golden.turns.steps.expectation.agentTransfer.targetAgent": "agents",
+        "golden.turns.steps.expectation.agentResponse.chunks.agentTransfer.targetAgent": "agents",
+        "scenario.scenarioExpectations.agentResponse.chunks.agentTransfer.targetAgent": "agents",
+        "golden.evaluationExpectations": "evaluationExpectations",
+        "scenario.evaluationExpectations": "evaluationExpectations",
+    },
+    "evaluationDatasets": {"evaluations": "evaluations"},
+    "scheduledEvaluationRuns": {
+        "request.evaluations": "evaluations",
+        "request.evaluationDataset": "evaluationDatasets",
+        "request.appVersion": "versions",
+    },
 }
 
 

@@ -80,3 +80,8 @@ ONEOF_TUPLES: dict[str, str] = {"TOOL_TYPES": P + "Tool.tool_type", "TOOLSET_TYP
 RESOURCE_MESSAGES: tuple[str, ...] = tuple(
     P + name for name in ("App", "Agent", "Tool", "Toolset", "Guardrail", "Example", "Deployment", "AppVersion")
 )
+# The kinds only v1beta has (the evaluations): generated into cesync.models.evaluations.
+BETA_RESOURCE_MESSAGES: tuple[str, ...] = tuple(
+    "google.cloud.ces.v1beta." + name
+    for name in ("Evaluation", "EvaluationDataset", "EvaluationExpectation", "ScheduledEvaluationRun")
+)
