@@ -213,7 +213,7 @@ def bench_size(n: int, opts: argparse.Namespace, work: Path) -> dict[str, float]
                 gets = [official("get", emu.url) for _ in range(opts.repeats)]
                 r["official_get"] = statistics.median(gets)
                 print(
-                    f"  official client, GET per tool  {r['official_get']:7.2f} s  (runs {', '.join(f'{t:.2f}' for t in sorted(gets))})"
+                    f"  official client, GET per resource {r['official_get']:7.2f} s  (runs {', '.join(f'{t:.2f}' for t in sorted(gets))})"
                 )
 
     if "apply" in opts.only and n <= opts.apply_max:
@@ -317,7 +317,7 @@ def report(results: Results, opts: argparse.Namespace) -> int:
     k = results.sizes.get(1000, {})
     if "plan" in k and "official_get" in k:
         t.check(
-            "plan vs official GET per tool (x faster)",
+            "plan vs official GET per resource (x faster)",
             k["official_get"] / k["plan"],
             ">= 10",
             k["official_get"] / k["plan"] >= 10,

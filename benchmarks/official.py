@@ -1,7 +1,7 @@
 """The baselines: what a script using the official google-cloud-ces client does.
 
-    python benchmarks/official.py get URL PARENT      list the tools, then GET each one (a per-tool refresh)
-    python benchmarks/official.py list URL PARENT     list the tools only (one paged call)
+    python benchmarks/official.py get URL PARENT      list the tools and toolsets, then GET each one (a per-resource refresh)
+    python benchmarks/official.py list URL PARENT     list the tools and toolsets only (one paged call each)
     python benchmarks/official.py create URL PARENT BODIES.json   create each tool in turn
 
 Prints the seconds spent in API calls as JSON. The clock starts after the imports and
@@ -31,11 +31,16 @@ def main() -> None:
     start = time.perf_counter()
     count = 0
     if mode in ("get", "list"):
-        names = [t.name for t in client.list_tools(request={"parent": parent, "page_size": 1000})]
+        # What plan compares: the tools (OpenAPI, connector and MCP tools are toolsets' and come
+        # from their toolset) and the toolsets, each read by its own GET.
+        tools = [t.name for t in client.list_tools(request={"parent": parent, "page_size": 1000})]
+        toolsets = [t.name for t in client.list_toolsets(request={"parent": parent, "page_size": 1000})]
         if mode == "get":
-            for name in names:
+            for name in tools:
                 client.get_tool(name=name)
-        count = len(names)
+            for name in toolsets:
+                client.get_toolset(name=name)
+        count = len(tools) + len(toolsets)
     elif mode == "create":
         for (tid, _), tool in zip(bodies, tools, strict=True):
             client.create_tool(parent=parent, tool=tool, tool_id=tid)
