@@ -278,7 +278,7 @@ def test_new_and_gone_resources_dry_run_and_prune(tmp_path: Path, emulator: Back
     ],
 )
 def test_indents_are_read_as_the_file_writes_them(text: str, expected: tuple[int, int, int]) -> None:
-    from cesync.pipeline.pull import _indents
+    from cesync.core.roundtrip import indents as _indents
 
     assert _indents(text) == expected
 
@@ -356,7 +356,7 @@ def test_pull_writes_only_inside_the_repo(tmp_path: Path) -> None:
     # A pull request can commit a symlinked folder (code -> ~/.ssh) or a symlink named like pull's
     # temporary file; a later pull must not write through either.
     from cesync.errors import CesyncError
-    from cesync.pipeline.pull import write_files
+    from cesync.repo.files import write_files
 
     root, outside = tmp_path / "repo", tmp_path / "outside"
     (root / "tools").mkdir(parents=True)

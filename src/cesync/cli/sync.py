@@ -45,8 +45,9 @@ def pull(
     nothing, when the result would not plan empty.
     """
     from ..core.targets import resolve_targets, target_keys
-    from ..pipeline.pull import pull_changes, unified_diffs, verify, write_files
+    from ..pipeline.pull import pull_changes, unified_diffs, verify
     from ..pipeline.workflow import open_context
+    from ..repo.files import write_files
     from ..sync.remote import read_existing
 
     ctx = open_context(directory, env_name, endpoint, cli_vars(var_pairs, var_files))
@@ -104,7 +105,7 @@ def fmt(directory: Path, check: bool) -> None:
     Keys in the order the API declares the fields, 2-space indentation; values, quoting
     and comments stay. For CI and pre-commit: fmt --check.
     """
-    from ..pipeline.pull import write_files
+    from ..repo.files import write_files
     from ..repo.fmt import format_repo
 
     root = directory.resolve()
@@ -135,8 +136,8 @@ def convert_tools(directory: Path, dry_run: bool) -> None:
     agents' {ref: tools/<id>} move to their toolsets list. Other references to the tool, and
     system or remote agent tool files, are listed as file:line:col to edit by hand (exit 1).
     """
-    from ..pipeline.pull import write_files
     from ..repo.convert import convert_repo
+    from ..repo.files import write_files
 
     root = directory.resolve()
     result = convert_repo(root)

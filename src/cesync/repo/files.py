@@ -1,16 +1,18 @@
-"""Writing a set of files into a folder all at once, or not at all."""
+"""cesync's one file writer: a new folder all at once, or not at all (write_tree), and edits to the
+files of an existing one (write_files); each text is written to a temporary file and renamed into
+place, byte for byte (its own line endings), so nothing is ever half-written."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ..errors import CesyncError
 
-__all__ = ["write_tree"]
+__all__ = ["write_files", "write_tree"]
 
 
 def write_tree(
@@ -66,3 +68,36 @@ def write_tree(
         raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def write_files(root: Path, files: Mapping[str, str | None]) -> None:
+    """Edits to files of an existing folder (``None``: delete the file): every new text to a temporary
+    file beside its target first, then each renamed into place; deletions last. A path that resolves
+    outside ``root`` (a symlinked folder or file) is refused before anything is written."""
+    staged: list[tuple[Path, Path]] = []
+    inside = root.resolve()
+    try:
+        for rel, text in sorted(files.items()):
+            if text is None:
+                continue
+            path = root / rel
+            if not path.resolve().is_relative_to(inside):
+                raise CesyncError(
+                    f"{rel}: resolves outside the repo (a symlinked folder or file); pull writes only inside "
+                    "the repo. Nothing was written"
+                )
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.cesync-tmp")
+            tmp.unlink(missing_ok=True)  # a planted symlink by that name would take the write elsewhere
+            with open(tmp, "x", encoding="utf-8", newline="") as fh:
+                fh.write(text)
+            staged.append((tmp, path))
+    except BaseException:
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
+        raise
+    for tmp, path in staged:
+        os.replace(tmp, path)
+    for rel, text in files.items():
+        if text is None:
+            (root / rel).unlink(missing_ok=True)
