@@ -152,7 +152,7 @@ def _leave_output_closed() -> NoReturn:
 
 
 # Each command's module and the first line of its help, so that `cesync --help` and a
-# command run import only what they use (tests/test_cli_lazy.py keeps this table true).
+# command run import only what they use (tests/cli/test_cli_lazy.py keeps this table true).
 MODULES = ("adopt", "ci", "core", "evaluate", "preview", "promote", "serve", "sync", "tools", "versions")
 COMMANDS: dict[str, tuple[str, str]] = {
     "apply": ("core", "Make the app match the repo: creates, updates and (with --prune) deletes."),

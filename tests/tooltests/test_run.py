@@ -117,7 +117,7 @@ def test_failures_are_reported_exit_1_and_in_junit(bot: Path, tmp_path: Path) ->
 )
 def test_bad_test_files_are_positioned_errors(tmp_path: Path, content: str, expected: str) -> None:
     repo = tmp_path / "repo"
-    shutil.copytree(Path(__file__).parent / "fixtures" / "minimal", repo)
+    shutil.copytree(Path(__file__).parents[1] / "fixtures" / "minimal", repo)
     (repo / "tests").mkdir()
     (repo / "tests" / "bad.yaml").write_text(content)
     r = cesync("test", "--dir", str(repo))

@@ -13,7 +13,7 @@ import pytest
 
 from cesync.cli import COMMANDS, MODULES, main
 
-FIXTURE = Path(__file__).parent / "fixtures" / "minimal"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "minimal"
 HEAVY = ["deepdiff", "httpx", "httpcore", "rich", "google.auth", "starlette", "uvicorn", "tenacity"]
 
 
@@ -54,7 +54,7 @@ def imported_by(*args: str) -> set[str]:
     [
         (["--help"], [*HEAVY, "pydantic", "ruamel.yaml", "cesync.cli.core", "cesync.models"]),
         (["validate", "--dir", str(FIXTURE)], HEAVY),
-        (["schema", "--check", "--out", str(Path(__file__).parents[1] / "schemas")], [*HEAVY, "ruamel.yaml"]),
+        (["schema", "--check", "--out", str(Path(__file__).parents[2] / "schemas")], [*HEAVY, "ruamel.yaml"]),
         (["plan", "--help"], HEAVY),
     ],
 )
