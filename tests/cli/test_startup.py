@@ -45,3 +45,15 @@ def test_a_user_who_enables_pydantic_plugins_keeps_them(tmp_path: Path) -> None:
     _fake_plugin(tmp_path, marker)
     _validate(tmp_path, PYDANTIC_DISABLE_PLUGINS="")
     assert marker.exists()
+
+
+def test_a_repo_without_evaluations_never_builds_their_models() -> None:
+    """The v1beta evaluation models load on first use (cesync.models.__getattr__), not with every command."""
+    script = (
+        "import sys\n"
+        "from cesync.cli import main\n"
+        f"try:\n    main(['validate', '--dir', {str(FIXTURE)!r}])\nexcept SystemExit as exc:\n    assert exc.code == 0, exc.code\n"
+        "print('cesync.models.evaluations' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert result.stdout.splitlines()[-1] == "False", result.stdout + result.stderr
