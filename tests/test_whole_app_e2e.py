@@ -329,7 +329,8 @@ def test_the_whole_app_applies_through_lost_replies_and_retries(bot: Path, seed:
     from cesync.client import CesClient, RetryPolicy
     from cesync.emulator import EmbeddedTransport, FaultConfig
     from cesync.pipeline.apply import apply_plan
-    from cesync.pipeline.workflow import make_plan, open_context
+    from cesync.pipeline.context import open_context
+    from cesync.pipeline.planning import make_plan
 
     faults = FaultConfig(rate_429=0.1, rate_503=0.1, drop_rate=0.3, seed=seed)
     transport = EmbeddedTransport(faults=faults)

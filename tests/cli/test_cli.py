@@ -111,7 +111,7 @@ def test_unreachable_endpoint(repo: Path) -> None:
 
 
 def test_a_repo_problem_comes_before_and_without_the_app_read(repo: Path) -> None:
-    """plan reads the app while it renders (workflow._ReadAhead): a repo problem is still the only
+    """plan reads the app while it renders (pipeline.readahead.ReadAhead): a repo problem is still the only
     error, without the read's retry notices, and the pending read does not hold the exit back."""
     (repo / "tools" / "broken.yaml").write_text("clientFunction: {name: x\n")
     env = {**emulator_env(f"127.0.0.1:{free_port()}"), "CESYNC_RETRY_ATTEMPTS": "8"}  # retries: seconds of back-off
@@ -417,7 +417,7 @@ def test_lost_reply_and_retries_are_said_on_stderr(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("command", [["plan"], ["apply", "--auto-approve"]])
 def test_ctrl_c_while_waiting_for_the_app_read_ahead(repo: Path, command: list[str]) -> None:
-    """plan and apply read the app in a thread while they render (workflow._ReadAhead): a Ctrl-C
+    """plan and apply read the app in a thread while they render (pipeline.readahead.ReadAhead): a Ctrl-C
     while they wait for that read (here a server that never answers) ends them at once with 130."""
     import socket
     import time

@@ -51,7 +51,7 @@ def test_an_input_only_field_is_never_compared(rule: fb.Rule) -> None:
 def test_an_input_only_field_is_sent_on_create_and_never_in_the_plan_file(rule: fb.Rule) -> None:
     kind = KIND_OF[rule.message]
     body = {**BASE[kind], rule.field: CREDENTIALS[rule.field]}
-    # the workflow marks input-only fields sensitive (pipeline.workflow.sensitive_fields)
+    # the workflow marks input-only fields sensitive (pipeline.masking.sensitive_fields)
     plan = build_plan("dev", APP, [Resource(kind, "d", body)], [], sensitive={(kind, "d"): [(rule.field,)]})
     (change,) = plan.changes
     assert change.action == "create" and change.body == body  # what apply sends

@@ -28,7 +28,9 @@ from cesync.core.sensitive import MASK, binding_key
 from cesync.emulator import EmbeddedTransport
 from cesync.emulator.server import BackgroundServer
 from cesync.errors import PlanFileError
-from cesync.pipeline.workflow import check_saved, make_plan, narrow_saved, open_context
+from cesync.pipeline.context import open_context
+from cesync.pipeline.planning import make_plan
+from cesync.pipeline.saved import check_saved, narrow_saved
 from tests.core.test_sensitive import _repo
 from tests.helpers import cesync
 

@@ -24,7 +24,9 @@ from cesync.core.plan import Plan, seal_of
 from cesync.core.sensitive import binding_key
 from cesync.emulator import EmbeddedTransport
 from cesync.errors import CesyncError, PlanFileError
-from cesync.pipeline.workflow import Context, make_plan, narrow_saved, open_context
+from cesync.pipeline.context import Context, open_context
+from cesync.pipeline.planning import make_plan
+from cesync.pipeline.saved import narrow_saved
 from tests.conftest import EXAMPLES
 from tests.helpers import cesync
 

@@ -151,7 +151,7 @@ def test_secret_never_appears_in_any_channel(old: str, new: str, forge: Any, cap
 
 
 def test_log_records_are_scrubbed(caplog: pytest.LogCaptureFixture, tmp_path: Path) -> None:
-    from cesync.pipeline.workflow import open_context
+    from cesync.pipeline.context import open_context
 
     root = _repo(tmp_path)
     os.environ["CESYNC_VAR_API_KEY"] = "sk-logged-value-123"

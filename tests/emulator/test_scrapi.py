@@ -28,7 +28,7 @@ from click.testing import CliRunner
 from cesync.cli import main
 from cesync.client import connect
 from cesync.emulator.server import BackgroundServer
-from cesync.pipeline.workflow import tool_names
+from cesync.pipeline.toolnames import tool_names
 from cesync.repo.repo import load_repo
 
 from ..conftest import EXAMPLES

@@ -15,7 +15,8 @@ from cesync.core.plan import Plan
 from cesync.emulator.server import BackgroundServer
 from cesync.errors import CesyncError
 from cesync.pipeline.apply import ApplyResult, apply_plan
-from cesync.pipeline.workflow import make_plan, open_context
+from cesync.pipeline.context import open_context
+from cesync.pipeline.planning import make_plan
 from cesync.render.text import render_text
 from tests.helpers import make_repo
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cesync.pipeline.workflow import find_apps
+from cesync.pipeline.discovery import find_apps
 from tests.helpers import cesync_in_process
 
 CONFIG = "version: 1\nenvironments:\n  dev: {endpoint: embedded, project: p, location: us, app: a}\n"

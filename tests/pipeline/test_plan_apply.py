@@ -24,7 +24,8 @@ from cesync.emulator.server import BackgroundServer
 from cesync.emulator.store import Store
 from cesync.errors import UnsafePlanError
 from cesync.pipeline.apply import ApplyResult, apply_plan
-from cesync.pipeline.workflow import make_plan, open_context
+from cesync.pipeline.context import open_context
+from cesync.pipeline.planning import make_plan
 from cesync.sync.remote import read_remote
 from tests.conftest import EXAMPLES
 from tests.strategies import json_values

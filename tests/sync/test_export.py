@@ -21,7 +21,7 @@ from cesync.emulator import EmbeddedTransport
 from cesync.emulator.server import BackgroundServer
 from cesync.errors import CesyncError
 from cesync.pipeline.apply import apply_plan
-from cesync.pipeline.workflow import plan_files
+from cesync.pipeline.exporting import plan_files
 from cesync.repo.files import write_tree
 from cesync.sync.export import export_repo, file_names
 from cesync.sync.remote import read_remote

@@ -18,13 +18,7 @@ from ..client import connect
 from ..client.connect import endpoint_for
 from ..core.plan import Plan
 from ..errors import CesyncError
-from ..pipeline.workflow import (
-    config_for,
-    export_app,
-    plan_files,
-    plan_folder,
-    target_for_app,
-)
+from ..pipeline.exporting import config_for, export_app, plan_files, plan_folder, target_for_app
 from ..repo.config import EMBEDDED, ENV_NAME
 from ..repo.files import write_tree
 from ..repo.repo import CONFIG_FILE, load_repo

@@ -11,9 +11,7 @@ import click
 from ..core.evalreport import Report
 from ..errors import CesyncError
 from ..forge.comments import FORGES, find_target, run_link, upsert_comment
-from ..pipeline.workflow import (
-    find_apps,
-)
+from ..pipeline.discovery import find_apps
 from ..render import MARKER, render_markdown
 from ..render.markdown import GITHUB_COMMENT_LIMIT
 from . import (

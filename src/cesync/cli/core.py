@@ -73,7 +73,7 @@ def validate(
     """Check every file offline; report each problem as file:line:col."""
     folders = [directory]
     if recursive:
-        from ..pipeline.workflow import find_apps
+        from ..pipeline.discovery import find_apps
 
         folders = sorted({directory / e["dir"] for e in find_apps(directory)})
     if not folders:
@@ -250,7 +250,8 @@ def plan(
     var_files: tuple[Path, ...],
 ) -> None:
     """Show what apply would change in the app, with the etags seen."""
-    from ..pipeline.workflow import open_context, read_plan
+    from ..pipeline.context import open_context
+    from ..pipeline.planning import read_plan
 
     ctx = open_context(directory, env_name, endpoint, cli_vars(var_pairs, var_files), read_ahead=True)
     result = asyncio.run(
@@ -342,7 +343,9 @@ def apply(
 ) -> None:
     """Make the app match the repo: creates, updates and (with --prune) deletes."""
     from ..core.plan import check_safety
-    from ..pipeline.workflow import check_saved, make_plan, narrow_saved, open_context
+    from ..pipeline.context import open_context
+    from ..pipeline.planning import make_plan
+    from ..pipeline.saved import check_saved, narrow_saved
     from ..render.common import summary
 
     saved = load_plan(planfile) if planfile else None

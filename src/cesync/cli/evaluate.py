@@ -61,8 +61,8 @@ def eval_cmd(
     var_files: tuple[Path, ...],
 ) -> None:
     """Run the repo's evaluations (evaluations/*.yaml) in the environment's app; exit 1 when any misses its thresholds."""
+    from ..pipeline.context import open_context
     from ..pipeline.evaluate import choose, evaluate
-    from ..pipeline.workflow import open_context
     from ..render.evaluations import render_eval, render_eval_junit
 
     ctx = open_context(directory, env_name, endpoint, cli_vars(var_pairs, var_files), preview=preview_name)

@@ -57,8 +57,9 @@ def preview(
         _delete(name, directory, env_name, endpoint, fmt)
         return
     from ..client.apps import get_app
+    from ..pipeline.context import open_context
+    from ..pipeline.planning import make_plan
     from ..pipeline.preview import check_preview, mark_desired
-    from ..pipeline.workflow import make_plan, open_context
     from .core import _run_apply
 
     ctx = open_context(directory, env_name, endpoint, cli_vars(var_pairs, var_files), preview=name)

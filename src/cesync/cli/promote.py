@@ -51,8 +51,9 @@ def promote(
     """Plan TO from exactly the commit FROM last applied (its applied record), in that commit's tree."""
     from ..client import connect
     from ..errors import CesyncError
+    from ..pipeline.context import open_context
+    from ..pipeline.planning import make_plan
     from ..pipeline.promote import applied_commit, commit_tree
-    from ..pipeline.workflow import make_plan, open_context
     from ..repo.repo import load_repo
 
     if source == target:

@@ -45,8 +45,8 @@ def pull(
     nothing, when the result would not plan empty.
     """
     from ..core.targets import resolve_targets, target_keys
+    from ..pipeline.context import open_context
     from ..pipeline.pull import pull_changes, unified_diffs, verify
-    from ..pipeline.workflow import open_context
     from ..repo.files import write_files
     from ..sync.remote import read_existing
 

@@ -19,9 +19,7 @@ from ..client.api import CesClient
 from ..core.toolcall import canonical_output, request_for, unknown_tool
 from ..core.yamlfile import load_text, read_text
 from ..errors import CesyncError, NotFound, Problem
-from ..pipeline.workflow import (
-    tool_names,
-)
+from ..pipeline.toolnames import tool_names
 from ..repo.repo import load_repo
 from ..tooltests import Case, junit_xml, load_tests, report, results_json, run_cases
 from ..tooltests import Result as TestResult
@@ -110,9 +108,9 @@ async def _tools_session(
     """(client, app, names) for running tools: the repo's own in a local app with --local;
     otherwise the environment's app, with a word (or, --strict, an error) for every tool
     that runs code the repo no longer defines."""
+    from ..pipeline.context import open_context
     from ..pipeline.local import deployed_differences, local_app, tool_keys
     from ..pipeline.preview import preview_env
-    from ..pipeline.workflow import open_context
 
     if local and preview:
         raise CesyncError("give --local or --preview, not both")

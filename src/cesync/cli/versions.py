@@ -63,7 +63,7 @@ def rollback(
     """Show what restoring VERSION (an id from 'cesync versions') would change, then restore it (RestoreAppVersion)."""
     from ..client import connect
     from ..client.apps import list_versions, restore_version
-    from ..pipeline.workflow import restore_plan
+    from ..pipeline.versions import restore_plan
     from ..repo.repo import load_repo
 
     if deprecated_yes:

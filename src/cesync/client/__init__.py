@@ -12,7 +12,7 @@ __all__ = ["CesClient", "RetryPolicy", "connect"]
 
 def __getattr__(name: str) -> Any:
     """httpx and the rest load when the client is first used, not with the package: plan
-    imports them in the thread that reads the app while the repo renders (workflow._ReadAhead)."""
+    imports them in the thread that reads the app while the repo renders (pipeline.readahead.ReadAhead)."""
     if name in ("CesClient", "RetryPolicy"):
         from . import api
 

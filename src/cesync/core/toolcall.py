@@ -72,7 +72,7 @@ def request_for(
     mocks: Any = None,
     names: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """names: display and type-level names -> local ids (see workflow.tool_names)."""
+    """names: display and type-level names -> local ids (see pipeline.toolnames.tool_names)."""
     if variables is not None and context is not None:
         raise CesyncError("give variables or context, not both")
     request: dict[str, Any] = {**target(_alias(ref, names or {}), parent), "args": args or {}}

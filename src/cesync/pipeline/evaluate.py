@@ -21,7 +21,7 @@ from ..errors import CesyncError, NotFound
 if TYPE_CHECKING:
     from ..client.api import CesClient
     from ..client.apps import Polling
-    from .workflow import Context
+    from .context import Context
 
 __all__ = ["EVALUATION", "choose", "evaluate", "thresholds_of"]
 

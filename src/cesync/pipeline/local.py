@@ -16,7 +16,8 @@ from ..api.kinds import KINDS
 from ..client.api import CesClient
 from ..errors import CesyncError
 from .apply import apply_plan
-from .workflow import Context, make_plan
+from .context import Context
+from .planning import make_plan
 
 __all__ = ["Difference", "deployed_differences", "local_app", "tool_keys"]
 

@@ -221,7 +221,7 @@ def verify(
     import shutil
     import tempfile
 
-    from .workflow import plan_folder
+    from .exporting import plan_folder
 
     with tempfile.TemporaryDirectory(prefix="cesync-pull-") as tmp:
         staged = Path(tmp) / "repo"

@@ -12,7 +12,7 @@ from .apply import DONE, ApplyResult
 
 if TYPE_CHECKING:
     from ..client.api import CesClient
-    from .workflow import Context
+    from .context import Context
 
 __all__ = ["owned_after", "record_apply"]
 

@@ -1,0 +1,98 @@
+"""The run context of one environment: the repo rendered, its sensitive values and fields, the
+endpoint, and a client for it (open_context is where every command that talks to an app starts)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..api.resource import Resource
+from ..client.connect import endpoint_for
+from ..core.plan import desired_digest
+from ..core.sensitive import binding_key, plan_key, remember
+from ..core.yamlfile import Path_
+from ..errors import CesyncError
+from ..repo.config import EMBEDDED
+from ..repo.repo import EnvTarget, Repo, load_repo
+from .masking import sensitive_fields
+from .readahead import ReadAhead
+
+if TYPE_CHECKING:  # the HTTP client loads when a command first uses it (see client/__init__.py)
+    from ..client.api import CesClient, RetryPolicy
+
+
+@dataclass
+class Context:
+    repo: Repo
+    env: EnvTarget
+    desired: list[Resource]
+    endpoint: str | None = None
+    secrets: dict[str, str] = field(default_factory=dict)  # sensitive NAME -> resolved value (memory only)
+    hidden: dict[tuple[str, str], list[Path_]] = field(default_factory=dict)  # (kind, id) -> sensitive body paths
+    read_ahead: ReadAhead | None = None  # the app, read while the repo rendered (open_context(read_ahead=True))
+    # where the embedded emulator keeps its state (.cesync/ENV.json): the repo's root, unless the
+    # repo was rendered from a commit's tree in a temporary folder (promotion)
+    state_root: Path | None = None
+    promotion: tuple[str, str] = ("", "")  # (environment, commit): the repo was rendered from that commit's tree
+
+    def digest(self, key: bytes) -> str:
+        return desired_digest(self.env.name, self.env.parent, self.desired, key)
+
+    def binding_key(self, salt: str) -> bytes:
+        """The key of a saved plan's digest, body hashes and seal (cesync.core.sensitive.binding_key)."""
+        return binding_key(self.secrets, salt, plan_key())
+
+    @property
+    def endpoint_url(self) -> str:
+        return endpoint_for(self.env, self.endpoint)
+
+    def client(self, *, retry: RetryPolicy | None = None, max_connections: int = 32) -> CesClient:
+        from ..client import connect
+
+        root = self.state_root or self.repo.root
+        return connect(self.env, root, override=self.endpoint, retry=retry, max_connections=max_connections)
+
+
+def open_context(
+    directory: Path,
+    env_name: str | None,
+    endpoint: str | None = None,
+    variables: dict[str, str] | None = None,
+    *,
+    read_ahead: bool = False,
+    preview: str | None = None,
+) -> Context:
+    """variables: --var/--var-file values, which win over cesync.yaml and the process environment.
+
+    read_ahead: read the app (read_remote) in a thread while the repo renders, for make_plan;
+    the read waits on the network most of its time, rendering on the CPU.
+    preview: render for the preview app NAME of the environment (pipeline.preview.preview_env).
+    """
+    repo = load_repo(directory)
+    repo.overrides = dict(variables or {})
+    env = repo.env(env_name)
+    if preview is not None:
+        from .preview import preview_env
+
+        env = preview_env(env, preview)
+    secrets = repo.sensitive_values(env)
+    remember(secrets.values())  # before rendering: a problem message must not print one either
+    ahead = ReadAhead(env, repo.root, endpoint) if read_ahead and _can_read_ahead(env, endpoint) else None
+    try:
+        desired = repo.render(env, started=ahead.start if ahead else None)
+        hidden = sensitive_fields(repo, env, desired, secrets)
+    except BaseException:
+        if ahead is not None:
+            ahead.cancel()
+        raise
+    return Context(repo, env, desired, endpoint, secrets, hidden, ahead)
+
+
+def _can_read_ahead(env: EnvTarget, endpoint: str | None) -> bool:
+    """Not for the embedded emulator (its state file is the app: one reader at a time), nor
+    for an endpoint that is wrong (its error comes after rendering, as before)."""
+    try:
+        return endpoint_for(env, endpoint) != EMBEDDED
+    except CesyncError:
+        return False

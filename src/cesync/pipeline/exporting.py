@@ -1,0 +1,109 @@
+"""Export and promotion: an app read into repo files, and repo files (or a folder) planned against
+an app's resources with no API call (export diff, promote, pull's verify, adopt)."""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..api.kinds import KINDS
+from ..api.resource import Resource
+from ..core.plan import Plan, build_plan
+from ..core.sensitive import remember
+from ..core.targets import resolve_targets
+from ..core.yamlout import to_yaml
+from ..errors import CesyncError
+from ..repo.files import write_tree
+from ..repo.repo import EnvTarget, Repo, load_repo
+from ..sync.export import ExportedRepo, export_repo, modeline
+from ..sync.remote import read_existing
+from .masking import hidden_fields, sensitive_fields
+from .planning import app_to_create
+
+if TYPE_CHECKING:  # the HTTP client loads when a command first uses it (see client/__init__.py)
+    from ..client.api import CesClient
+
+
+def target_for_app(env_name: str, parent: str, endpoint: str | None, variables: dict[str, str] | None = None) -> EnvTarget:
+    """An environment for an app that has no repo yet (export --app, import-archive)."""
+    match = re.fullmatch(r"projects/([^/]+)/locations/([^/]+)/apps/([^/]+)", parent)
+    if not match:
+        raise CesyncError(f"--app must be projects/PROJECT/locations/LOCATION/apps/APP, not {parent!r}")
+    project, location, app = match.groups()
+    return EnvTarget(env_name, project, location, app, endpoint, dict(variables or {}), {}, False)
+
+
+def config_for(env: EnvTarget) -> str:
+    """The cesync.yaml that holds just this environment."""
+    fields: dict[str, object] = {"project": env.project, "location": env.location, "app": env.app}
+    if env.endpoint:
+        fields["endpoint"] = env.endpoint
+    if env.vars:
+        fields["vars"] = dict(sorted(env.vars.items()))
+    return modeline("cesync", 0) + to_yaml({"version": 1, "environments": {env.name: fields}})
+
+
+async def export_app(
+    client: CesClient, env: EnvTarget, config_text: str, targets: Iterable[str] = (), sensitive: dict[str, str] | None = None
+) -> tuple[ExportedRepo, list[Resource]]:
+    """Read the app and turn it into repo files (see export.py); targets limit it to some resources;
+    sensitive (NAME -> value) go back as ${NAME} wherever they occur."""
+    remote = await read_existing(client, env.parent)
+    selected = resolve_targets(targets, {(r.kind, r.id) for r in remote})
+    if selected is not None:
+        remote = [r for r in remote if (r.kind, r.id) in selected]
+    for r in remote:
+        expected = KINDS[r.kind].resource_name(env.parent, r.id)
+        if r.body.get("name") != expected:
+            raise CesyncError(
+                f"the server returned a {r.kind} named {r.body.get('name')!r}, which is not a {r.kind} of {env.parent}; "
+                "nothing was written"
+            )
+    exported = export_repo(
+        remote, parent=env.parent, variables=env.vars, urls=env.urls, config_text=config_text, sensitive=sensitive
+    )
+    return exported, remote
+
+
+def plan_files(
+    files: dict[str, str],
+    env_name: str,
+    remote: list[Resource],
+    *,
+    prune: bool = True,
+    variables: dict[str, str] | None = None,
+    hidden_by: Repo | None = None,
+) -> Plan:
+    """Load repo files (in a temporary folder), render them for one environment, plan against remote.
+
+    hidden_by: a repo whose files also say which fields hold sensitive values (diff: the
+    promoted files were made from another environment's app)."""
+    with tempfile.TemporaryDirectory(prefix="cesync-") as tmp:
+        write_tree(Path(tmp) / "repo", files)
+        return plan_folder(Path(tmp) / "repo", env_name, remote, prune=prune, variables=variables, hidden_by=hidden_by)
+
+
+def plan_folder(
+    folder: Path,
+    env_name: str,
+    remote: list[Resource],
+    *,
+    prune: bool = True,
+    variables: dict[str, str] | None = None,
+    hidden_by: Repo | None = None,
+) -> Plan:
+    """Render the repo in folder for one environment and plan it against remote (no API calls)."""
+    repo = load_repo(folder)
+    repo.overrides = dict(variables or {})
+    env = repo.env(env_name)
+    secrets = repo.sensitive_values(env)
+    remember(secrets.values())
+    desired = repo.render(env)
+    hidden = sensitive_fields(repo, env, desired, secrets)
+    if hidden_by is not None:
+        for key, paths in hidden_fields(hidden_by, hidden_by.env(env_name), [*desired, *remote]).items():
+            hidden[key] = sorted({*map(tuple, hidden.get(key, [])), *paths}, key=lambda p: [str(x) for x in p])
+    return build_plan(env.name, env.parent, desired, remote, prune=prune, sensitive=hidden, app_body=app_to_create(env, remote))

@@ -1,0 +1,102 @@
+"""Reading the app in a thread of its own while the repo renders (the read waits on the network,
+rendering on the CPU), and read_app: the app's resources and cesync's last applied record."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..api.kinds import APP
+from ..api.resource import Resource
+from ..repo.repo import EnvTarget
+from ..sync.remote import read_remote
+
+if TYPE_CHECKING:  # the HTTP client loads when a command first uses it (see client/__init__.py)
+    from ..client.api import CesClient
+    from ..core.record import AppliedRecord
+
+
+class ReadAhead:
+    """read_remote in a thread with its own event loop and client, started once rendering is.
+
+    What it finds is given where the read was before, after rendering: its retry notices
+    are held until then, its error is raised then (a repo problem is still reported first,
+    and alone), and a failed render cancels it.
+    """
+
+    def __init__(self, env: EnvTarget, root: Path, endpoint: str | None) -> None:
+        self._env, self._root, self._endpoint = env, root, endpoint
+        self._notices: list[str] = []
+        self._done: concurrent.futures.Future[AppRead] = concurrent.futures.Future()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[AppRead] | None = None
+        self._begun = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="cesync-read-ahead", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        self._done.set_running_or_notify_cancel()
+        loop: asyncio.AbstractEventLoop | None = None
+        try:
+            loop = asyncio.new_event_loop()
+            self._loop, self._task = loop, loop.create_task(self._read())
+            self._begun.set()
+            self._done.set_result(loop.run_until_complete(self._task))
+        except BaseException as exc:
+            self._done.set_exception(exc)
+        finally:
+            self._begun.set()  # cancel() waits for this: set whatever happened
+            if loop is not None:
+                loop.close()
+
+    async def _read(self) -> AppRead:
+        from ..client import connect
+
+        client = connect(self._env, self._root, override=self._endpoint)
+        client.notify = self._notices.append
+        async with client:
+            return await read_app(client, self._env)
+
+    async def result(self) -> AppRead:
+        """The app as read; awaited, not joined: a Ctrl-C (asyncio.run cancels the awaiting task)
+        cancels the read and ends plan at once, as when plan read the app itself."""
+        from ..client.api import stderr_line
+
+        read = asyncio.wrap_future(self._done)
+        try:
+            await asyncio.wait([read])  # not `await read`: the notices come before its error
+        except asyncio.CancelledError:
+            read.cancel()
+            self.cancel()
+            raise
+        for line in self._notices:
+            stderr_line(line)
+        return read.result()
+
+    def cancel(self) -> None:
+        if not self._thread.is_alive():
+            return
+        self._begun.wait()
+        if self._loop is not None and self._task is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has finished and closed meanwhile
+                self._loop.call_soon_threadsafe(self._task.cancel)
+        self._thread.join(timeout=10)
+
+
+AppRead = tuple[list[Resource], "AppliedRecord | None"]
+
+
+async def read_app(client: CesClient, env: EnvTarget) -> AppRead:
+    """The app's resources and cesync's last applied record of env (None: no app, or no record)."""
+    from ..sync.record import last_applied
+
+    remote = await read_remote(client, env.parent)
+    if not any(r.kind == APP for r in remote):
+        return remote, None  # no app: no versions either
+    return remote, await last_applied(client, env)

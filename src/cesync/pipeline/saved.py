@@ -1,0 +1,90 @@
+"""A saved plan before it runs: the checks that need no connection (environment, endpoint, sensitive
+values, seal, repo digest), then the part of it that may still run against the app as it is now."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from ..core.plan import Plan, narrow, seal_matches
+from ..core.sensitive import KEY_ENV, plan_key, same, seal
+from ..errors import PlanFileError
+from .context import Context
+from .planning import plan_against_remote, seal_plan
+
+if TYPE_CHECKING:  # the HTTP client loads when a command first uses it (see client/__init__.py)
+    from ..client.api import CesClient
+
+
+async def narrow_saved(
+    ctx: Context, client: CesClient, saved: Plan, *, prune: bool | None = None, targets: Iterable[str] | None = None
+) -> Plan:
+    """The part of a saved plan that may run (see plan.narrow); PlanFileError before any write otherwise.
+
+    targets (apply --target) narrow a saved plan further: only its changes they name run.
+    They never widen it: a target the plan has no change for adds nothing.
+    """
+    key = check_saved(ctx, saved)
+    fresh, selected, remote = await plan_against_remote(
+        ctx,
+        client,
+        saved.prune,
+        targets,
+        key,
+        narrow=False,
+        resend=saved.resend_input_only,
+        prune_unmanaged=saved.prune_unmanaged,
+    )
+    fresh = seal_plan(fresh, ctx, saved.sensitive.salt, key)
+    present = {f"{r.kind}/{r.id}" for r in remote} | {f"{d.kind}/{d.id}" for d in ctx.desired}
+    gone = frozenset(c.key for c in saved.changes if c.action == "delete" and c.key not in present)
+    allowed = narrow(saved, fresh, prune=prune, gone=gone)
+    scope = set(saved.targets) if saved.targets else None  # a --target plan stays that partial
+    if selected is not None:
+        scope = selected if scope is None else scope & selected
+    if scope is None:
+        return allowed
+    return replace(allowed, changes=tuple(c for c in allowed.changes if c.key in scope), targets=tuple(sorted(scope)))
+
+
+def check_saved(ctx: Context, saved: Plan) -> bytes:
+    """The checks that need no connection: environment, endpoint, sensitive values, the seal, the repo digest.
+
+    Returns the plan's binding key (cesync.core.sensitive.binding_key), made from this
+    process's CESYNC_PLAN_KEY and sensitive values, never from what the file says."""
+    if saved.environment != ctx.env.name or saved.app != ctx.env.parent:
+        raise PlanFileError(f"the plan is for {saved.environment} ({saved.app}), not {ctx.env.name} ({ctx.env.parent})")
+    if saved.endpoint != ctx.endpoint_url:
+        raise PlanFileError(
+            f"the plan was made against {saved.endpoint or '(no endpoint recorded)'}, this apply would write to "
+            f"{ctx.endpoint_url}: refusing; make a new plan for this endpoint"
+        )
+    names, now = set(saved.sensitive.values), set(ctx.secrets)
+    if names != now:
+        diff = sorted(names ^ now)
+        raise PlanFileError(
+            f"sensitive variables {', '.join(diff)} are set at plan or apply time but not both: refusing; make a new plan"
+        )
+    if not saved.sensitive.salt:
+        raise PlanFileError("the plan has no salt: the plan file was changed after it was made")
+    current = seal(ctx.secrets, saved.sensitive.salt, plan_key())
+    wrong = sorted(n for n in names if not same(current[n], saved.sensitive.values[n]))
+    if wrong:
+        hint = f" (or {KEY_ENV} differs between plan and apply)" if len(wrong) == len(names) else ""
+        raise PlanFileError(
+            f"sensitive variable{'s' if len(wrong) > 1 else ''} {', '.join(wrong)} "
+            f"{'have' if len(wrong) > 1 else 'has'} another value than when the plan was made{hint}: "
+            "refusing before any write; make a new plan"
+        )
+    key = ctx.binding_key(saved.sensitive.salt)
+    if not seal_matches(saved, key):
+        keyed = (saved.sensitive.key == KEY_ENV) != bool(plan_key())
+        hint = f" ({KEY_ENV} is set for this apply, not for the plan)" if plan_key() else f" ({KEY_ENV} was set for the plan)"
+        raise PlanFileError(
+            "the plan file was changed after it was made (its seal does not match what it holds)"
+            f"{hint if keyed else ''}: refusing before any connection; make a new plan"
+        )
+    if saved.digest != ctx.digest(key):
+        raise PlanFileError("the repo changed since the plan was made (digest differs); make a new plan")
+    return key

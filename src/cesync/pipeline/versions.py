@@ -1,0 +1,53 @@
+"""App versions: what restoring one would change in the app now, as a plan."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..api.kinds import APP, by_collection
+from ..api.resource import Resource
+from ..core.plan import Plan, build_plan
+from ..errors import CesyncError, NotFound
+from ..repo.repo import ID_RE, EnvTarget, Repo
+from ..sync.remote import read_remote
+from .masking import hidden_fields
+
+if TYPE_CHECKING:  # the HTTP client loads when a command first uses it (see client/__init__.py)
+    from ..client.api import CesClient
+
+
+async def restore_plan(client: CesClient, env: EnvTarget, version: str, repo: Repo | None = None) -> tuple[str, Plan]:
+    """The version's full name and, as a plan, what restoring it would change in the app now.
+
+    A version's snapshot holds the app's settings, agents, tools, toolsets, guardrails and
+    examples (not deployments): compared with the app, deletes included. Fields the repo
+    renders from a sensitive variable, and fields holding a known sensitive value, are
+    masked on both sides: the snapshot's old value is one cesync may no longer know.
+    """
+    name = version if version.startswith(env.parent + "/versions/") else f"{env.parent}/versions/{version}"
+    if ("/" in version and name != version) or not ID_RE.match(name.rsplit("/", 1)[-1]):
+        raise CesyncError(f"{version!r} is not a version of {env.parent}; 'cesync versions' lists them")
+    try:
+        found = await client.get(name)
+    except NotFound:
+        raise CesyncError(f"no version {version!r} in {env.parent}; 'cesync versions' lists them") from None
+    snapshot = found.get("snapshot") if isinstance(found.get("snapshot"), dict) else {}
+    assert isinstance(snapshot, dict)
+    wanted = [Resource(APP, APP, snapshot["app"])] if isinstance(snapshot.get("app"), dict) else []
+    for collection, items in snapshot.items():
+        kind = by_collection(collection)
+        if kind is not None and isinstance(items, list):
+            for b in (b for b in items if isinstance(b, dict) and kind.managed(b)):
+                rid = kind.id_in(env.parent, b.get("name"))
+                if rid is None:
+                    raise CesyncError(
+                        f"the version's snapshot holds a {kind.name} named {str(b.get('name'))[:120]!r}, which is not a "
+                        f"{kind.name} of {env.parent}: nothing was changed"
+                    )
+                wanted.append(Resource(kind.name, rid, b))
+    remote = [r for r in await read_remote(client, env.parent) if r.kind == APP or r.kind in SNAPSHOT_KINDS]
+    hidden = hidden_fields(repo, env, [*wanted, *remote]) if repo is not None else {}
+    return name, build_plan(env.name, env.parent, wanted, remote, prune=True, sensitive=hidden)
+
+
+SNAPSHOT_KINDS = ("tool", "toolset", "agent", "guardrail", "example")  # what an AppSnapshot holds
