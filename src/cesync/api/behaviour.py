@@ -26,7 +26,7 @@ Use::
     fb.etag_guards("App")                   # False: App.etag is OUTPUT_ONLY
     fb.delete_has_force("Tool")             # True
     fb.rule("Tool", "openApiTool", fb.READ_ONLY).detail  # 'openApiToolset': the toolset that makes it
-    fb.rules()                              # every Rule, each with .source (the README lists them)
+    fb.rules()                              # every Rule, each with .source (docs/field-behaviour.md lists them)
 
 Messages are named short (``"App"``, ``"Tool"``) or in full (``"google.cloud.ces.v1.App"``); a
 short name is v1's message, or v1beta's when only v1beta has it (``"Evaluation"``: the evaluation

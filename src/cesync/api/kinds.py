@@ -3,7 +3,7 @@
 Everything that differs between kinds is an attribute of :class:`ResourceKind`;
 loading, normalizing, diffing, planning, applying, exporting and importing read
 it from :data:`KINDS` instead of keeping tables of their own. Adding a kind is
-one entry here (see the README, "Adding a field or a kind"). The emulator keeps its own
+one entry here (docs/contributing/adding-a-kind.md). The emulator keeps its own
 tables on purpose: it must not share our understanding of the API.
 
 The model is named, not imported, so that the command line can read the

@@ -248,7 +248,7 @@ def verbose_option() -> click.Option:
     )
 
 
-GLOBAL_OPTIONS = ("--verbose",)  # on every command: the README lists them once, below the commands table
+GLOBAL_OPTIONS = ("--verbose",)  # on every command: docs/commands/index.md lists them once
 
 
 class _Main(click.Group):

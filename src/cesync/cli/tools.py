@@ -250,7 +250,7 @@ def test_cmd(
     if not cases:
         if pattern:
             raise CesyncError(f"no test matches {pattern!r}")
-        out("no tests: add tests/*.yaml (see the README, 'Tool tests')")
+        out("no tests: add tests/*.yaml (see the docs, Commands: 'cesync test')")
         return
 
     session = _tools_session(

@@ -10,7 +10,7 @@ Requests are paced to the environment's quota and slow down on a quota refusal
 out, so it is sent again when its turn comes, for up to ``RetryPolicy.quota_patience``
 seconds, outside the budget of attempts below.
 
-Retries follow SPEC section 5 (AIP-194): only UNAVAILABLE, DEADLINE_EXCEEDED,
+Retries follow AIP-194 (Google's guidance on retrying API errors): only UNAVAILABLE, DEADLINE_EXCEEDED,
 RESOURCE_EXHAUSTED (waiting at least its ``RetryInfo`` delay) and connection
 failures, with exponential backoff and full jitter; never INVALID_ARGUMENT,
 FAILED_PRECONDITION, NOT_FOUND, PERMISSION_DENIED, UNAUTHENTICATED, INTERNAL, and

@@ -1,7 +1,7 @@
 """Pacing requests to CES's quota, and adapting to it (additive increase, multiplicative decrease).
 
-CES meters write and read requests per minute per project (SPEC section 13: about 600 of
-each by default), shared by every pipeline and person of the project. A client that sends
+CES meters write and read requests per minute per project (Google's CES quota
+documentation: about 600 of each by default), shared by every pipeline and person of the project. A client that sends
 faster only collects 429s, so cesync paces each kind of request to a rate: the quota it was
 told (``quota:`` in cesync.yaml), or, not told, as fast as it goes until the first refusal.
 
@@ -60,7 +60,7 @@ class Quota:
     reads_per_minute: int | None = None
 
 
-CES_DEFAULT_QUOTA = Quota(600, 600)  # SPEC section 13: ces.googleapis.com/write_requests, read_requests
+CES_DEFAULT_QUOTA = Quota(600, 600)  # CES's documented defaults: ces.googleapis.com/write_requests, read_requests
 
 
 def is_quota_refusal(details: list[dict[str, object]], status: str) -> bool:

@@ -1,6 +1,6 @@
 """Desired and remote resources -> one canonical form (pure).
 
-Follows the proto3 JSON rules of SPEC section 7: output-only fields dropped,
+Follows protobuf's proto3 JSON mapping, as the server prints it: output-only fields dropped,
 defaults equal to absence (but message presence and ``optional`` scalars kept),
 enums as names, Durations, int64 and float32 in one spelling, OpenAPI documents
 parsed so they compare by meaning, ``$env_var`` substituted. Known server

@@ -3,7 +3,8 @@
 - a tool is named by local id (``refund-policy``), a toolset tool as
   ``TOOLSET/TOOL_ID``, or by a full resource name of any app (the last part counts,
   so a call captured in one environment runs in another);
-- the answer becomes the canonical tool output of SPEC section 10.
+- the answer becomes the canonical tool output (``content``, ``structuredContent``,
+  ``metadata``, ``isError``, ``modelVisible``: docs/commands/tools.md, ``cesync exec``).
 """
 
 from __future__ import annotations

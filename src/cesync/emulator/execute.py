@@ -1,4 +1,5 @@
-"""``apps:executeTool`` in the emulator (SPEC section 9).
+"""``apps:executeTool`` in the emulator (``ExecuteToolRequest``/``ExecuteToolResponse`` of
+google/cloud/ces_v1/types/tool_service.proto).
 
 What runs: Python functions (in a sandboxed child process, see sandbox.py), a tool's
 fake code when ``toolFakeConfig.enableFakeMode`` is on, and OpenAPI operations whose

@@ -1,6 +1,6 @@
 """CES's request quotas, enforced as the service enforces them (off unless asked for).
 
-SPEC section 13: ``ces.googleapis.com/write_requests`` and ``read_requests`` default to
+Google's CES quota documentation: ``ces.googleapis.com/write_requests`` and ``read_requests`` default to
 about 600 a minute per project, enforced in one region (a multi-region app's ``us`` or
 ``eu`` is one location here), shared by every caller of the project. A request over
 quota is answered 429 RESOURCE_EXHAUSTED with a ``google.rpc.ErrorInfo`` (reason

@@ -1,6 +1,6 @@
 """A CES app export (console, ``exportApp`` or cxas-scrapi ``pull``) -> a cesync repo.
 
-The layout read (see the README, "Import a CES app export"):
+The layout read (docs/commands/import-archive.md):
 
     <app>/app.json | app.yaml                  the app's own settings (app.yaml of the repo)
     <app>/environment.json                     environment-dependent values, by resource type and name
