@@ -1,4 +1,4 @@
-"""The layer rule (README, "Architecture: the layers"): a module imports only its own layer
+"""The layer rule (docs/architecture.md, "The layers"): a module imports only its own layer
 and those above it; the emulator imports nothing of cesync but the API snapshot and the
 field-behaviour table, and that table imports only the snapshot.
 
@@ -66,7 +66,9 @@ def layer_of(module: str) -> int:
         prefix = ".".join(parts[:n])
         if prefix in LAYERS:
             return LAYERS[prefix]
-    raise KeyError(f"{module} is in no layer: add it to LAYERS in tests/test_layers.py (and to the README's layers)")
+    raise KeyError(
+        f"{module} is in no layer: add it to LAYERS in tests/test_layers.py (and to the layers of docs/architecture.md)"
+    )
 
 
 def _module_name(path: Path) -> tuple[str, bool]:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole app on the embedded emulator, start to finish (the README's first command runs this):
+# The whole app on the embedded emulator, start to finish (README.md's first command runs this):
 #   1. apply from nothing: the app is created (CreateApp), then everything in it, in order;
 #   2. an agent edited by hand (here through the REST API, as the console would) is drift;
 #   3. a tool, the widget it feeds and its reference in an agent go in one apply;

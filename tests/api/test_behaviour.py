@@ -60,7 +60,7 @@ def test_every_descriptor_annotation_is_a_rule() -> None:
     assert len([r for r in DESCRIPTOR_RULES if r.behaviour != fb.DELETE_FORCE]) == count
 
 
-# The facts SPEC section 13 and the issue name, looked up as a consumer does.
+# The facts Google's own clients state (the protos, the Terraform provider), looked up as a consumer does.
 @pytest.mark.parametrize(
     ("message", "field", "behaviour", "expected"),
     [

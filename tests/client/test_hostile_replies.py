@@ -1,5 +1,5 @@
 """A hostile server's replies: every one is a clear cesync error, never a hang, a traceback
-or a request built from what it said (SPEC: a name the server returns is not trusted).
+or a request built from what it said (a name the server returns is not trusted).
 
 Each test runs cesync's real client against tests/hostile.py, a real HTTP server on
 loopback that answers what the test chooses.

@@ -188,6 +188,6 @@ def test_every_deepdiff_option_is_decided() -> None:
     assert set(DEEPDIFF_OPTIONS) <= params
 
 
-def test_readme_states_the_tested_range() -> None:
+def test_the_docs_state_the_tested_range() -> None:
     pinned = re.search(r'"(deepdiff[^"]+)"', (ROOT / "pyproject.toml").read_text())
-    assert pinned and f"`{pinned.group(1)}`" in (ROOT / "README.md").read_text()
+    assert pinned and f"`{pinned.group(1)}`" in (ROOT / "docs" / "commands" / "plan.md").read_text()

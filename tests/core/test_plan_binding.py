@@ -2,7 +2,7 @@
 
 The repo holds a sensitive variable (API_KEY) in a tool's url and, through $env_var, in its
 OpenAPI schema: both fields are masked whole in the plan file. CESYNC_PLAN_KEY is set for plan
-and apply, as the README asks; the attacker edits the file (or the repo after the plan) and,
+and apply, as docs/commands/apply.md asks; the attacker edits the file (or the repo after the plan) and,
 not knowing the key, can only seal the file again with a guess.
 """
 

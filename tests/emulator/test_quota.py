@@ -95,7 +95,7 @@ def _run(coro: Any) -> Any:
 
 def test_over_quota_is_answered_as_google_answers_quota_errors() -> None:
     """429 RESOURCE_EXHAUSTED, ErrorInfo RATE_LIMIT_EXCEEDED / googleapis.com naming the metric, QuotaFailure
-    (SPEC section 13); nothing written; /admin/stats counts the refusal."""
+    (Google's CES quota documentation); nothing written; /admin/stats counts the refusal."""
 
     async def go() -> tuple[list[httpx.Response], dict[str, Any], httpx.Response]:
         transport = EmbeddedTransport(auto_create_apps=True, quota=QuotaConfig(writes_per_minute=60))

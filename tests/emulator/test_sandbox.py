@@ -333,7 +333,7 @@ def test_the_fallback_says_so_once(capsys: pytest.CaptureFixture[str], monkeypat
 
 
 def test_a_killed_exec_takes_its_tool_along(namespaces_here: bool, daemon_repo: Path, marker: str) -> None:
-    if not namespaces_here:  # the fallback promises nothing once cesync itself is killed (the README says so)
+    if not namespaces_here:  # the fallback promises nothing once cesync itself is killed (docs/security.md says so)
         pytest.skip("this system gives no user namespaces")
     env = {**os.environ, "NO_COLOR": "1"}
     args = json.dumps({"marker": marker, "then_sleep": 30})

@@ -41,7 +41,7 @@ PROTO_WINS = {
     ("Toolset", "openApiToolset.url"): (
         "the proto (google-cloud-ces OpenApiToolset.url) is Optional and says CES sets it in an export's "
         "environment dependencies and reads it on import to fill the schema's $env_var placeholder: the "
-        "per-environment server URL a repo gives (README: $env_var URLs). Terraform, which never imports, "
+        "per-environment server URL a repo gives (docs/repo-format.md: toolsets and $env_var URLs). Terraform, which never imports, "
         "only reads it back"
     ),
 }

@@ -162,7 +162,7 @@ def test_lost_reply_then_someone_else_edits_another_field_counts_as_done() -> No
     assert [o.status for o in result.outcomes] == ["done"]
 
 
-# --- retry policy (SPEC section 5) -------------------------------------------------------------------
+# --- retry policy (AIP-194) -------------------------------------------------------------------
 
 RETRIED = {"UNAVAILABLE", "RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED"}
 NEVER = {"INVALID_ARGUMENT", "FAILED_PRECONDITION", "NOT_FOUND", "PERMISSION_DENIED", "UNAUTHENTICATED", "INTERNAL", "ABORTED"}
@@ -324,12 +324,12 @@ def test_delete_already_gone_is_done_and_said() -> None:
     assert "already gone" in by_id["a"].message and not by_id["b"].message
 
 
-def test_readme_shows_the_retry_lines_as_printed() -> None:
+def test_the_docs_show_the_retry_lines_as_printed() -> None:
     from cesync.client.api import retry_line
     from cesync.errors import RetryableError, TransportError
     from tests.conftest import ROOT
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "commands" / "apply.md").read_text(encoding="utf-8")
     lost = TransportError("x", sent=True, operation="update tool", resource=f"{APP}/tools/t")
     quota = RetryableError(
         "x",

@@ -6,7 +6,7 @@ differ, naming every changed path and nothing else; apply B; the plan is empty; 
 official google-cloud-ces client reads B back on every field.
 
 The ``ci`` profile (default) runs 200 examples; ``CESYNC_PROPERTY_PROFILE=nightly``
-runs 5,000 (see README, Development).
+runs 5,000 (see docs/contributing/index.md, Property tests).
 """
 
 from __future__ import annotations
@@ -122,7 +122,8 @@ async def _round(server: BackgroundServer, parent: str, kind: str, a: dict[str, 
         assert not (await _plan(client, parent, kind, b)).has_changes, "B applied, yet B still plans changes"
 
 
-# Fields of our model that the published protos (google-cloud-ces) do not have: SPEC.md says why.
+# Fields of our model that the published protos (google-cloud-ces) do not have: AgentTool.agent is
+# documented on the API's reference pages only (models/overlay.py).
 NOT_IN_OFFICIAL = {"AgentTool.agent"}
 WELL_KNOWN = "google.protobuf."
 

@@ -138,7 +138,7 @@ def test_crlf_files_keep_their_line_endings(tmp_path: Path) -> None:
 
 
 def test_the_examples_are_in_the_canonical_layout() -> None:
-    """What users copy passes the pre-commit hook the README recommends (cesync fmt --check)."""
+    """What users copy passes the pre-commit hook docs/ci-cd.md recommends (cesync fmt --check)."""
     from cesync.repo.fmt import format_repo
 
     repos = [p.parent for p in EXAMPLES.rglob("cesync.yaml")]
