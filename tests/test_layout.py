@@ -15,7 +15,6 @@ TOP_LEVEL = {
     "test_layers.py": "every module's imports",
     "test_layout.py": "this layout",
     "test_strategies.py": "tests/strategies.py",
-    "test_readme.py": "README.md",
     "test_gitops.py": "the whole product, as a team runs it",
     "test_gitops_promises.py": "the whole product, as a team runs it",
     "test_whole_app_e2e.py": "the whole product, against Google's client",
