@@ -15,7 +15,7 @@ from cesync.cli import configure_logging
 from cesync.core.sensitive import forget, remember
 from cesync.emulator import Store, create_app
 from cesync.emulator.server import RequestLog
-from tests.helpers import cesync_in_process, make_repo
+from tests.helpers import cesync, cesync_in_process, make_repo
 
 CALL = re.compile(r"DEBUG cesync\.client\.api: GET projects/p/locations/us/apps/a(/\w+)? -> \d{3} in \d+ ms")
 
@@ -78,3 +78,98 @@ def test_the_emulator_logs_one_line_per_request(caplog: pytest.LogCaptureFixture
     assert len(lines) == 2
     assert re.fullmatch(r"GET /v1/projects/p/locations/us/apps/a/tools\?pageSize=5 -> 404 in \d+ ms", lines[0])
     assert lines[1].startswith("POST /v1/projects/p/locations/us/apps?appId=a -> 200") and "secret body" not in lines[1]
+
+
+class _Http2Api:
+    """An https server on 127.0.0.1 that speaks HTTP/2 (as CES's endpoints do) and answers every
+    call NOT_FOUND, recording each request's headers: the h2 library's server side."""
+
+    def __init__(self, cert: tuple[Path, Path]) -> None:
+        import socket
+        import ssl
+        import threading
+
+        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.context.load_cert_chain(str(cert[0]), str(cert[1]))
+        self.context.set_alpn_protocols(["h2"])
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"https://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.headers: list[dict[str, str]] = []
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    def _serve(self) -> None:
+        import threading
+
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return  # closed
+            threading.Thread(target=self._connection, args=(conn,), daemon=True).start()
+
+    def _connection(self, raw: object) -> None:
+        import json
+        import socket
+
+        import h2.config
+        import h2.connection
+        import h2.events
+
+        assert isinstance(raw, socket.socket)
+        try:
+            conn = self.context.wrap_socket(raw, server_side=True)
+        except OSError:
+            return
+        h2conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False, header_encoding="utf-8"))
+        h2conn.initiate_connection()
+        conn.sendall(h2conn.data_to_send())
+        body = json.dumps({"error": {"code": 404, "status": "NOT_FOUND", "message": "not found"}}).encode()
+        with conn:
+            while data := conn.recv(65535):
+                for event in h2conn.receive_data(data):
+                    if isinstance(event, h2.events.RequestReceived):
+                        self.headers.append({str(k): str(v) for k, v in event.headers})
+                        h2conn.send_headers(
+                            event.stream_id,
+                            [(":status", "404"), ("content-type", "application/json"), ("content-length", str(len(body)))],
+                        )
+                        h2conn.send_data(event.stream_id, body, end_stream=True)
+                conn.sendall(h2conn.data_to_send())
+
+    def __enter__(self) -> _Http2Api:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.sock.close()
+
+
+def test_very_verbose_never_logs_the_access_token(tmp_path: Path) -> None:
+    """-vv shows the libraries' logs; hpack's debug lines are the HTTP/2 header block as sent (the
+    Authorization header Huffman-coded, which any HPACK decoder reads back): they must not be among them."""
+    import ast
+
+    from hpack import Decoder, HPACKError
+
+    from tests.google_fake import FakeGoogle, Server, self_signed, service_account_file
+
+    cert = self_signed(tmp_path)
+    with Server(FakeGoogle()) as tokens, _Http2Api(cert) as api:
+        root = make_repo(tmp_path, {})
+        config = root / "cesync.yaml"
+        config.write_text(config.read_text().replace("endpoint: embedded", f"endpoint: {api.url}"))
+        env = {
+            "GOOGLE_APPLICATION_CREDENTIALS": str(service_account_file(tmp_path, f"{tokens.url}/token")),
+            "SSL_CERT_FILE": str(cert[0]),
+            "CESYNC_TRUSTED_HOSTS": "127.0.0.1",
+        }
+        r = cesync("-vv", "plan", "--dir", str(root), "--env", "local", env=env)  # its own process: the server's logs apart
+    assert api.headers and all(h.get("authorization") == "Bearer tok-1" for h in api.headers), api.headers  # it was sent
+    assert "HTTP Request: GET" in r.stderr  # -vv still shows the libraries' logs (httpx's line per call)
+    assert "tok-1" not in r.stderr
+    for literal in re.findall(r"b'(?:[^'\\]|\\.)*'|b\"(?:[^\"\\]|\\.)*\"", r.stderr):
+        try:
+            decoded = Decoder().decode(ast.literal_eval(literal))
+        except (HPACKError, ValueError, SyntaxError):  # not a header block: nothing to read back
+            continue
+        assert not any("tok-1" in str(v) for _, v in decoded), decoded

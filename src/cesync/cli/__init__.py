@@ -206,6 +206,10 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
 
 
 LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
+# Libraries whose debug lines are the bytes on the wire: hpack logs each HTTP/2 header block it
+# encodes, the Authorization header included (Huffman-coded, which any HPACK decoder reads back;
+# its own redaction covers one of its lines only), so -vv would print the access token.
+WIRE_LOGGERS = ("hpack",)
 
 
 def configure_logging(verbose: int) -> None:
@@ -218,6 +222,8 @@ def configure_logging(verbose: int) -> None:
         for h in [h for h in logger.handlers if isinstance(h, _StderrHandler)]:
             logger.removeHandler(h)
     logging.getLogger("cesync").setLevel(logging.NOTSET)
+    for name in WIRE_LOGGERS:
+        logging.getLogger(name).setLevel(logging.INFO)
     if named and named not in LOG_LEVELS and not verbose:
         err(f"warning: CESYNC_LOG={named!r} is not one of {', '.join(LOG_LEVELS)}: nothing is logged")
     if level is None:
