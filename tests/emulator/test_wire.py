@@ -89,9 +89,9 @@ def test_accepts_what_proto3_json_allows(body: dict[str, Any], expected: dict[st
             'tool.clientFunction.parameters.properties["a"].typo',
         ),
         ({"clientFunction": {}}, "tool.clientFunction.name"),
-        (
-            {"openApiTool": {"openApiSchema": "x", "tlsConfig": {"caCerts": [{"displayName": "d"}]}}},
-            "tool.openApiTool.tlsConfig.caCerts[0].cert",
+        (  # (not an openApiTool: that type is refused before its fields are looked at)
+            {"dataStoreTool": {"name": "d", "boostSpecs": [{"dataStores": ["x"]}]}},
+            "tool.dataStoreTool.boostSpecs[0].spec",
         ),
         ({"timeout": "30s"}, "tool"),
     ],

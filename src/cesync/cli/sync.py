@@ -52,11 +52,15 @@ def pull(
 
     ctx = open_context(directory, env_name, endpoint, cli_vars(var_pairs, var_files))
 
+    left_out: list[str] = []
+
     async def run() -> list[Resource]:
         async with ctx.client() as client:
-            return await read_existing(client, ctx.env.parent)
+            return await read_existing(client, ctx.env.parent, left_out)
 
     remote = asyncio.run(run())
+    for note in left_out:  # the tools CES makes: never files of the repo
+        err(f"note: {note}")
     selected = resolve_targets(targets, {(d.kind, d.id) for d in ctx.desired} | {(r.kind, r.id) for r in remote})
     result = pull_changes(
         ctx.repo, ctx.env, ctx.desired, remote, wanted=selected, prune=prune, inline=inline, secrets=ctx.secrets

@@ -78,9 +78,11 @@ def checked_body(collection: str, body: dict[str, Any]) -> dict[str, Any]:
 
 def checked_parsed(collection: str, body: dict[str, Any]) -> Parsed:
     """checked_body, with the message it printed (a write prints its resource from it: see wire.printed)."""
+    if collection == "tools":
+        refuse_server_made(body)  # the type itself is refused, before what its own fields lack
     parsed = checked(collection, body)
     if collection == "tools":
-        refuse_server_made(parsed.data)
+        refuse_server_made(parsed.data)  # a proto name (mcp_tool) as well
     return parsed
 
 

@@ -50,8 +50,10 @@ async def export_app(
     client: CesClient, env: EnvTarget, config_text: str, targets: Iterable[str] = (), sensitive: dict[str, str] | None = None
 ) -> tuple[ExportedRepo, list[Resource]]:
     """Read the app and turn it into repo files (see export.py); targets limit it to some resources;
-    sensitive (NAME -> value) go back as ${NAME} wherever they occur."""
-    remote = await read_existing(client, env.parent)
+    sensitive (NAME -> value) go back as ${NAME} wherever they occur. The tools CES makes are
+    left out, each with a note saying why (exported.notes)."""
+    left_out: list[str] = []
+    remote = await read_existing(client, env.parent, left_out)
     selected = resolve_targets(targets, {(r.kind, r.id) for r in remote})
     if selected is not None:
         remote = [r for r in remote if (r.kind, r.id) in selected]
@@ -65,6 +67,7 @@ async def export_app(
     exported = export_repo(
         remote, parent=env.parent, variables=env.vars, urls=env.urls, config_text=config_text, sensitive=sensitive
     )
+    exported.notes[:0] = left_out
     return exported, remote
 
 
