@@ -52,10 +52,12 @@ from cesync.emulator.server import BackgroundServer
 from tests.conftest import ROOT
 
 PACKAGE = "google.cloud.ces.v1."
-SNAPSHOT = json.loads((ROOT / "src" / "cesync" / "api" / "ces_v1.json").read_text(encoding="utf-8"))
+SNAPSHOTS = [
+    json.loads((ROOT / "src" / "cesync" / "api" / f).read_text(encoding="utf-8")) for f in ("ces_v1.json", "ces_v1beta.json")
+]
 TERRAFORM = json.loads((Path(__file__).parent / "terraform_fields.json").read_text(encoding="utf-8"))
 OPAQUE = {f"google.protobuf.{n}" for n in ("Duration", "Timestamp", "Struct", "Value", "ListValue", "FieldMask", "Any")}
-KIND_OF = {PACKAGE + k.model_name: k for k in KINDS.values()}
+KIND_OF = {fb.full_name(k.model_name): k for k in KINDS.values()}
 APP = "projects/p/locations/us/apps/rules"
 
 
@@ -65,14 +67,15 @@ def _json_name(message: str, proto: str) -> str:
 
 def expected() -> Iterator[tuple[str, str, str]]:
     """(message, JSON field, behaviour) of every rule the evidence states."""
-    for message, entry in sorted(SNAPSHOT["messages"].items()):
+    messages = [item for snapshot in SNAPSHOTS for item in snapshot["messages"].items()]
+    for message, entry in sorted(messages):
         for proto, facts in entry.get("fields", {}).items():
             for b in facts.get("behaviors", ()):
                 if b in fb.DESCRIPTOR_BEHAVIOURS:
                     yield message, _json_name(message, proto), b
-        short = message.removeprefix(PACKAGE)
+        package, _, short = message.rpartition(".")
         if short.startswith("Delete") and short.endswith("Request") and "force" in entry.get("fields", {}):
-            yield PACKAGE + short.removeprefix("Delete").removesuffix("Request"), "", fb.DELETE_FORCE
+            yield f"{package}.{short.removeprefix('Delete').removesuffix('Request')}", "", fb.DELETE_FORCE
     for resource, facts in TERRAFORM["resources"].items():
         for path in facts["defaultFromApi"]:
             yield PACKAGE + resource, path, fb.SERVER_DEFAULTED
@@ -95,7 +98,7 @@ EXPECTED = sorted(set(expected()))
 
 
 def _id(rule: tuple[str, str, str]) -> str:
-    return f"{rule[2]}:{rule[0].removeprefix(PACKAGE)}.{rule[1]}"
+    return f"{rule[2]}:{rule[0].removeprefix('google.cloud.ces.')}.{rule[1]}"
 
 
 # --- where a rule's message sits in a resource's body --------------------------------------
@@ -103,8 +106,9 @@ def _id(rule: tuple[str, str, str]) -> str:
 Step = tuple[str, str]  # (JSON field, "one" | "list" | "map")
 
 
-def _reach() -> dict[str, tuple[str, tuple[Step, ...]]]:
-    """Each message a resource body can hold -> (collection, the shortest path to it), by BFS."""
+def _reach(through_output: bool) -> dict[str, tuple[str, tuple[Step, ...]]]:
+    """Each message a resource body can hold -> (collection, the shortest path to it), by BFS;
+    through_output: also inside output-only fields (which a request's server ignores)."""
     found: dict[str, tuple[str, tuple[Step, ...]]] = {}
     queue: deque[tuple[Descriptor, str, tuple[Step, ...]]] = deque((wire.descriptor(c), c, ()) for c in sorted(wire.RESOURCES))
     while queue:
@@ -113,7 +117,7 @@ def _reach() -> dict[str, tuple[str, tuple[Step, ...]]]:
             continue
         found[desc.full_name] = (collection, path)
         for f in desc.fields:
-            if f.message_type is None:
+            if f.message_type is None or (not through_output and fb.has(desc.full_name, f.json_name, fb.OUTPUT_ONLY)):
                 continue
             entry = f.message_type
             if entry.GetOptions().map_entry:
@@ -125,7 +129,8 @@ def _reach() -> dict[str, tuple[str, tuple[Step, ...]]]:
     return found
 
 
-REACH = _reach()
+REACH = _reach(through_output=True)
+WRITABLE = _reach(through_output=False)
 
 
 def _nest(path: tuple[Step, ...], leaf: dict[str, Any]) -> dict[str, Any]:
@@ -189,9 +194,9 @@ def test_a_rule_is_in_the_table_and_does_what_it_says(rule: tuple[str, str, str]
 
 def _required(message: str, field: str, server: BackgroundServer) -> None:
     f = _descriptor_field(message, field)
-    if message not in REACH or f.containing_oneof is not None:
-        return  # a request's own field, or a member of a oneof: required only as the member chosen
-    collection, path = REACH[message]
+    if message not in WRITABLE or f.containing_oneof is not None:
+        return  # a request's own field, only inside output, or a member of a oneof (required as the member chosen)
+    collection, path = WRITABLE[message]
     body = _nest(path, {})
     at = ".".join(n for n, _ in path)
     found = [v for v in _violations(collection, body) if v["description"] == "Field is required."]
@@ -237,11 +242,11 @@ def _identifier(message: str, field: str, server: BackgroundServer) -> None:
 
 def _delete_force(message: str, field: str, server: BackgroundServer) -> None:
     kind = KIND_OF[message]
-    r = httpx.delete(f"{server.url}/v1/{APP}/{kind.collection}/none", params={"force": "true"})
+    r = httpx.delete(f"{server.url}/{kind.api_version}/{APP}/{kind.collection}/none", params={"force": "true"})
     assert r.status_code == 404, r.text  # force is bound; what is deleted does not exist
     forced = set(fb.kinds_with(fb.DELETE_FORCE))
     for other in (k for k in KINDS.values() if not k.singleton and k.model_name not in forced):
-        r = httpx.delete(f"{server.url}/v1/{APP}/{other.collection}/none", params={"force": "true"})
+        r = httpx.delete(f"{server.url}/{other.api_version}/{APP}/{other.collection}/none", params={"force": "true"})
         assert r.status_code == 400 and "force" in r.text, (other.collection, r.text)  # no such field to bind
 
 

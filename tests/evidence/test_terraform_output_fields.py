@@ -33,7 +33,6 @@ NOT_IN_A_REPO = {
     "AppVersion": "app versions are made by apply --snapshot, never written from a file",
     "SecuritySettings": "a location's security settings are outside any app (cesync manages apps)",
     "AppRootAgentAssociation": "Terraform's own resource for App.rootAgent (app.yaml's rootAgent); it has no fields",
-    "Evaluation": "a v1beta resource with no repo kind in this version of cesync",
 }
 
 # Where Terraform marks a field output and the protos do not: which wins, and why.
@@ -43,6 +42,12 @@ PROTO_WINS = {
         "environment dependencies and reads it on import to fill the schema's $env_var placeholder: the "
         "per-environment server URL a repo gives (docs/repo-format.md: toolsets and $env_var URLs). Terraform, which never imports, "
         "only reads it back"
+    ),
+    ("Evaluation", "golden.turns.rootSpan"): (
+        "the proto (google-cloud-ces v1beta Evaluation.GoldenTurn.root_span) is Optional: 'the root span of the "
+        "golden turn for processing and maintaining audio information. The uri for the audio must contain audio "
+        "saved in 16Khz sample rate', which a golden's author gives; only the span's own fields are output only "
+        "(Span.name and the rest, which validate refuses)"
     ),
 }
 # Where both say the repo must not hold it, in different words: Terraform's `output: true` on every
@@ -61,6 +66,7 @@ BASES: dict[str, dict[str, Any]] = {
     },
     "Example": {"displayName": "E"},
     "Deployment": {"displayName": "D", "channelProfile": {"channelType": "WEB_UI"}},
+    "Evaluation": {"displayName": "E", "golden": {"turns": [{"steps": [{"userInput": {"text": "hi"}}]}]}},
 }
 
 CASES = [
@@ -98,7 +104,12 @@ def value_at(message: str, path: list[str]) -> dict[str, Any]:
 def merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for key, value in extra.items():
-        out[key] = merged(out[key], value) if isinstance(out.get(key), dict) and isinstance(value, dict) else value
+        have = out.get(key)
+        if isinstance(have, dict) and isinstance(value, dict):
+            value = merged(have, value)
+        elif isinstance(have, list) and isinstance(value, list) and have and isinstance(have[0], dict):
+            value = [merged(have[0], value[0]), *have[1:]]  # into the base's first entry
+        out[key] = value
     return out
 
 
