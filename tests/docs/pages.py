@@ -8,7 +8,8 @@ runs it. The HTML comment right above a block (invisible on the site) says how:
     <!-- docs-test: in DIR -->            where it runs, inside the page's scratch folder
     <!-- docs-test: before: COMMAND -->   what the page takes for granted, run first (an app that exists)
 
-Directives combine with `;` (`<!-- docs-test: in my-tools; exit 2 -->`).
+Directives combine with `;` (`<!-- docs-test: in my-tools; exit 2 -->`); `not run:` comes last,
+its reason being the rest of the comment.
 """
 
 from __future__ import annotations
@@ -65,7 +66,9 @@ def examples(page: Path) -> tuple[Example, ...]:
             continue
         before = tokens[i - 1] if i else None
         said = DIRECTIVE.search(before.content) if before is not None and before.type == "html_block" else None
-        directives = tuple(d.strip() for d in said.group(1).split(";")) if said else ()
+        head, run_not, reason = said.group(1).partition("not run:") if said else ("", "", "")
+        directives = tuple(d.strip() for d in head.split(";") if d.strip())
+        directives += (f"not run: {reason.strip()}",) if run_not else ()  # a reason may hold ';'
         lang = token.info.split()[0] if token.info else ""
         found.append(Example(page, token.map[0] + 1, lang, token.content, directives))
     return tuple(found)
