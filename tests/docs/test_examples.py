@@ -77,8 +77,12 @@ def _env(scratch: Path) -> dict[str, str]:
     return env
 
 
-def _run(example: Example, scratch: Path) -> str:
-    """Run one block; the failure message, or '' when it did what the page says."""
+def _run(example: Example, scratch: Path, groups: list[int]) -> str:
+    """Run one block; the failure message, or '' when it did what the page says.
+
+    What it leaves running in the background (a stub API) runs on for the page's next
+    blocks, as in a reader's shell; the page's test stops every group it started.
+    """
     cwd = scratch / "repo" / (example.directive("in") or "")
     before = example.directive("before")
     script = f"{before} >/dev/null\n{example.text}" if before else example.text
@@ -90,13 +94,13 @@ def _run(example: Example, scratch: Path) -> str:
             env=_env(scratch),
             stdout=out,
             stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: what it leaves running is stopped below
+            start_new_session=True,  # its own process group, stopped when the page is done
         )
+        groups.append(proc.pid)
         try:
             proc.wait(timeout=180)
-        finally:
-            with contextlib.suppress(ProcessLookupError):  # it left nothing running
-                os.killpg(proc.pid, signal.SIGKILL)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     output = log.read_text(errors="replace")
     expected = int(example.directive("exit") or 0)
@@ -112,7 +116,13 @@ def test_command_examples_run(page: Path, tmp_path: Path) -> None:
     (repo / ".gitignore").write_text(".cesync/\n")
     for git in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "the example"]):
         subprocess.run(["git", *git], cwd=repo, env=_env(tmp_path), check=True)
-    for example in examples(page):
-        if example.lang in RUN and example.directive("not run") is None:
-            failed = _run(example, tmp_path)
-            assert not failed, failed
+    groups: list[int] = []
+    try:
+        for example in examples(page):
+            if example.lang in RUN and example.directive("not run") is None:
+                failed = _run(example, tmp_path, groups)
+                assert not failed, failed
+    finally:
+        for group in groups:
+            with contextlib.suppress(ProcessLookupError):  # it left nothing running
+                os.killpg(group, signal.SIGKILL)
