@@ -5,8 +5,8 @@ they come from the evidence the table is built from, read here independently: th
 descriptor snapshot's annotations (src/cesync/api/ces_v1.json, read as JSON), the kinds
 whose Delete request has ``force``, and the overlay's outside evidence
 (tests/evidence/terraform_fields.json for ``default_from_api`` and the tool types Terraform
-marks ``output: true``; the google-cloud-ces docstrings for the app lock; the Terraform
-sample for NAME_UNCHECKED). Each case fails when its rule is missing from the table, and
+marks ``output: true``; the google-cloud-ces docstrings for the app lock; the names of
+nothing the Terraform samples' fixtures hold, for NAME_UNCHECKED). Each case fails when its rule is missing from the table, and
 checks the rule's effect where cesync or the emulator enforces it:
 
 * REQUIRED: the emulator refuses a body without it (``Field is required.``), for every
@@ -39,10 +39,11 @@ import httpx
 import pytest
 from google.cloud.ces_v1.types import agent_service, app
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from ruamel.yaml import YAML
 
 from cesync.api import behaviour as fb
 from cesync.api import descriptors
-from cesync.api.kinds import KINDS
+from cesync.api.kinds import KINDS, by_collection
 from cesync.core.checks import lint_keys, server_made
 from cesync.core.diff import diff_resource
 from cesync.emulator import wire
@@ -89,9 +90,41 @@ def expected() -> Iterator[tuple[str, str, str]]:
         yield PACKAGE + "App", "locked", fb.APP_LOCK
     if "ignore the app lock" in " ".join(inspect.getdoc(agent_service.ImportAppRequest).split()):  # type: ignore[union-attr]
         yield PACKAGE + "ImportAppRequest", "ignoreAppLock", fb.LOCK_OVERRIDE
-    sample = ROOT / "tests" / "fixtures" / "terraform" / "ces_guardrail_transfer_agent_content_filter" / "guardrails"
-    if "/agents/fake-agent" in (sample / "guardrail.yaml").read_text(encoding="utf-8"):
-        yield PACKAGE + "TriggerAction.TransferAgent", "agent", fb.NAME_UNCHECKED
+    yield from _unchecked_names()
+
+
+def _strings(data: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], str]]:
+    if isinstance(data, dict):
+        for key, value in data.items():
+            yield from _strings(value, (*path, key))
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            yield from _strings(value, (*path, i))
+    elif isinstance(data, str):
+        yield path, data
+
+
+UNCHECKED_AT: dict[tuple[str, str], tuple[str, tuple[str | int, ...]]] = {}  # rule -> (kind, path) a fixture names
+
+
+def _unchecked_names() -> Iterator[tuple[str, str, str]]:
+    """Where a Terraform sample (as its fixture) names a resource of its app that it never creates:
+    CES accepted that name of nothing there (the fixtures cite their samples)."""
+    for fixture in sorted(p for p in (ROOT / "tests" / "fixtures" / "terraform").iterdir() if p.is_dir()):
+        local = YAML(typ="safe").load((fixture / "cesync.yaml").read_text(encoding="utf-8"))["environments"]["local"]
+        parent = f"projects/{local['project']}/locations/{local['location']}/apps/{local['app']}/"
+        files = sorted(fixture.glob("*/*.yaml"))
+        defined = {(f.parent.name, f.stem) for f in files}
+        for file in files:
+            kind = by_collection(file.parent.name)
+            assert kind is not None, file
+            for at, value in _strings(YAML(typ="safe").load(file.read_text(encoding="utf-8"))):
+                collection, _, rid = value.removeprefix(parent).partition("/")
+                if value.startswith(parent) and by_collection(collection) and (collection, rid) not in defined:
+                    found = fb.field_at(kind.model_name, at)
+                    assert found is not None, (file, at)
+                    UNCHECKED_AT.setdefault(found, (kind.model_name, at))
+                    yield found[0], found[1], fb.NAME_UNCHECKED
 
 
 EXPECTED = sorted(set(expected()))
@@ -292,6 +325,10 @@ def _lock_override(message: str, field: str, server: BackgroundServer) -> None:
 
 
 def _name_unchecked(message: str, field: str, server: BackgroundServer) -> None:
+    kind_message, at = UNCHECKED_AT[(message, field)]
+    assert fb.name_unchecked(kind_message, at)  # what validate and the emulator ask (the sample's fixture applies)
+    if message != PACKAGE + "TriggerAction.TransferAgent":
+        return
     guardrail = {
         "displayName": "G",
         "contentFilter": {"bannedContents": ["x"], "matchType": "SIMPLE_STRING_MATCH"},

@@ -6,7 +6,9 @@ what they create is what CES accepts. Each one's resources are a repo under
 tests/fixtures/terraform/<sample>/ (cesync.yaml cites the sample and says where the repo
 departs from it); each must validate, apply to the emulator over HTTP and then plan empty.
 
-Which sample maps to which fixture: SAMPLES below. A sample the manifest lists with no
+Which sample maps to which fixture: tests/fixtures/terraform/<the sample's name>/, and SAMPLES
+below says what a sample needs beyond that (an app version made first; one sample, the
+location's security settings, is outside any app). A sample the manifest lists with no
 fixture fails the test, so a new sample cannot be left out silently.
 """
 
@@ -106,6 +108,9 @@ class Sample:
     """How a sample maps to its fixture: what must exist before cesync applies it."""
 
     before: Callable[[str, Path], None] | None = None
+    # Set when the sample's resources are outside any app (cesync manages apps): the fixture holds
+    # only its cesync.yaml saying so, validate finds nothing in it, and nothing is applied.
+    outside_the_app: str = ""
 
 
 # Sample (file name without .tf.tmpl) -> what the test does beyond validate, apply, plan empty.
@@ -115,6 +120,9 @@ SAMPLES: dict[str, Sample] = {
     "ces_app_version_basic": Sample(before=lambda url, repo: make_version(url, repo, "app-version")),
     "ces_deployment_basic": Sample(before=lambda url, repo: make_version(url, repo, "app-version")),
     "ces_deployment_full": Sample(before=lambda url, repo: make_version(url, repo, "app-version")),
+    "ces_security_settings_basic": Sample(
+        outside_the_app="google_ces_security_settings: projects/*/locations/*/securitySettings"
+    ),
 }
 
 
@@ -125,8 +133,13 @@ def test_a_sample_validates_applies_and_then_plans_empty(sample: str, server: Ba
     shutil.copytree(fixture, repo)
     url = server.url
     common = ("--dir", str(repo), "--env", "local", "--endpoint", url)
-    assert "ok:" in run("validate", "--dir", str(repo))
     how = SAMPLES.get(fixture.name, Sample())
+    if how.outside_the_app:
+        assert [p.name for p in repo.iterdir()] == ["cesync.yaml"]
+        assert "outside any app" in (repo / "cesync.yaml").read_text(encoding="utf-8")
+        assert "ok: 0 files valid" in run("validate", "--dir", str(repo))
+        return
+    assert "ok:" in run("validate", "--dir", str(repo))
     if how.before is not None:
         how.before(url, repo)
     first = json.loads(run("plan", *common, "--format", "json"))

@@ -156,6 +156,26 @@ OVERLAY: tuple[Rule, ...] = (
         f"{_SAMPLES}/ces_guardrail_transfer_agent_content_filter.tf.tmpl: transfer_agent.agent names "
         "agents/fake-agent, which the sample never creates (Google's acceptance tests run it against CES)",
     ),
+    # The v1beta evaluation samples name agents, toolsets and expectations they never create.
+    *(
+        Rule(f"google.cloud.ces.v1beta.{message}", field, NAME_UNCHECKED, f"{_SAMPLES}/{sample}.tf.tmpl: {what}")
+        for message, field, sample, what in (
+            ("AgentTransfer", "targetAgent", "ces_evaluation_full", "agent_transfer.target_agent names agents/dummy-agent"),
+            ("ToolsetTool", "toolset", "ces_evaluation_toolset", "toolset_tool.toolset names toolsets/dummy-toolset"),
+            (
+                "Evaluation.Golden",
+                "evaluationExpectations",
+                "ces_evaluation_full",
+                "golden.evaluation_expectations names evaluationExpectations/dummy-exp",
+            ),
+            (
+                "Evaluation.Scenario",
+                "evaluationExpectations",
+                "ces_evaluation_scenario_full",
+                "scenario.evaluation_expectations names evaluationExpectations/dummy-exp",
+            ),
+        )
+    ),
 )
 
 
