@@ -29,7 +29,7 @@ import httpx
 
 from cesync.api.resource import Resource
 from cesync.client import CesClient, RetryPolicy
-from cesync.core.plan import build_plan
+from cesync.core.planbuild import build_plan
 from cesync.emulator import EmbeddedTransport, FaultConfig
 from cesync.pipeline.apply import ApplyResult, apply_plan
 from cesync.sync.remote import read_remote

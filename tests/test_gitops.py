@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
 from cesync.api.resource import Resource
-from cesync.core.plan import build_plan
+from cesync.core.planbuild import build_plan
 from cesync.errors import CesyncError
 from cesync.forge.comments import CommentTarget, upsert_comment
 from cesync.render import render_markdown

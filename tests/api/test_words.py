@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from cesync.api.kinds import kind_of_name
 from cesync.api.resource import Resource
 from cesync.api.words import count, label
-from cesync.core.plan import build_plan
+from cesync.core.planbuild import build_plan
 from cesync.models import messages
 from cesync.render import render
 from tests.conftest import EXAMPLES

@@ -11,7 +11,7 @@ from cesync.api import behaviour as fb
 from cesync.api.kinds import KINDS
 from cesync.api.resource import Resource
 from cesync.core.diff import diff_resource
-from cesync.core.plan import build_plan
+from cesync.core.planbuild import build_plan
 
 APP = "projects/p/locations/us/apps/a"
 KIND_OF = {f"google.cloud.ces.v1.{k.model_name}": k.name for k in KINDS.values()}

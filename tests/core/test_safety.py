@@ -8,7 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cesync.api.resource import Resource
-from cesync.core.plan import Plan, build_plan, safety_refusal
+from cesync.core.plan import Plan
+from cesync.core.planbuild import build_plan
+from cesync.core.safety import safety_refusal
 from cesync.repo.config import Safety
 from cesync.repo.repo import load_repo
 from cesync.repo.scaffold import write_scaffold

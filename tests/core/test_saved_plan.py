@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cesync.client import CesClient
-from cesync.core.plan import Plan, seal_of
+from cesync.core.plan import Plan
+from cesync.core.planseal import seal_of
 from cesync.core.sensitive import binding_key
 from cesync.emulator import EmbeddedTransport
 from cesync.errors import CesyncError, PlanFileError

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from cesync.api.resource import Resource
 from cesync.cli import main
-from cesync.core.plan import build_plan
+from cesync.core.planbuild import build_plan
 from cesync.core.sensitive import CHANGED, MASK, forget
 from cesync.emulator.server import BackgroundServer
 from cesync.emulator.store import Store

@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from cesync.api.resource import Resource
-from cesync.core.plan import build_plan, safety_refusal
+from cesync.core.planbuild import build_plan
+from cesync.core.safety import safety_refusal
 from cesync.core.targets import resolve_targets
 from cesync.emulator.server import BackgroundServer
 from cesync.errors import CesyncError

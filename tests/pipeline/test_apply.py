@@ -13,7 +13,8 @@ import pytest
 
 from cesync.api.resource import Resource
 from cesync.client import CesClient, RetryPolicy
-from cesync.core.plan import Plan, build_plan
+from cesync.core.plan import Plan
+from cesync.core.planbuild import build_plan
 from cesync.emulator import EmbeddedTransport, FaultConfig
 from cesync.errors import ApiError
 from cesync.pipeline.apply import ApplyResult, apply_plan

@@ -17,7 +17,10 @@ from hypothesis import strategies as st
 
 from cesync.api.resource import Resource
 from cesync.client import CesClient, RetryPolicy
-from cesync.core.plan import Plan, build_plan, check_safety, desired_digest
+from cesync.core.plan import Plan
+from cesync.core.planbuild import build_plan
+from cesync.core.planseal import desired_digest
+from cesync.core.safety import check_safety
 from cesync.emulator import EmbeddedTransport, FaultConfig
 from cesync.emulator.app import create_app
 from cesync.emulator.server import BackgroundServer

@@ -27,7 +27,8 @@ from hypothesis import HealthCheck, given, settings
 from cesync.api.resource import Resource
 from cesync.client import CesClient, RetryPolicy
 from cesync.core.normalize import canonical
-from cesync.core.plan import Plan, build_plan
+from cesync.core.plan import Plan
+from cesync.core.planbuild import build_plan
 from cesync.emulator import EmbeddedTransport
 from cesync.emulator.server import BackgroundServer
 from cesync.pipeline.apply import apply_plan

@@ -15,7 +15,7 @@ import yaml
 
 from cesync.api.resource import Resource
 from cesync.core import documents
-from cesync.core.plan import build_plan
+from cesync.core.planbuild import build_plan
 from cesync.errors import ConfigError, Problem
 from cesync.render.text import render_text
 from cesync.repo import forked

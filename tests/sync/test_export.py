@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from cesync.api.resource import Resource
 from cesync.client import CesClient
-from cesync.core.plan import build_plan
+from cesync.core.planbuild import build_plan
 from cesync.emulator import EmbeddedTransport
 from cesync.emulator.server import BackgroundServer
 from cesync.errors import CesyncError

@@ -342,7 +342,7 @@ def apply(
     var_files: tuple[Path, ...],
 ) -> None:
     """Make the app match the repo: creates, updates and (with --prune) deletes."""
-    from ..core.plan import check_safety
+    from ..core.safety import check_safety
     from ..pipeline.context import open_context
     from ..pipeline.planning import make_plan
     from ..pipeline.saved import check_saved, narrow_saved

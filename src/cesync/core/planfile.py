@@ -1,7 +1,7 @@
 """The saved plan file (``plan --out``) as a pydantic model: a malformed file is a clear error.
 
 The model only says what a well-formed file is. Whether its changes may be applied is
-decided by :func:`cesync.core.plan.narrow` against the repo and the app at apply time: a
+decided by :func:`cesync.core.narrow.narrow` against the repo and the app at apply time: a
 file is never trusted for what it asks.
 """
 

@@ -38,7 +38,7 @@ class AppliedRecord:
     version: str  # the app version's full name
     env: str
     commit: str  # the git commit applied ("" outside git)
-    digest: str  # the plan's digest of the rendered repo (core.plan.desired_digest)
+    digest: str  # the plan's digest of the rendered repo (core.planseal.desired_digest)
     cesync_version: str
     time: str  # the version's createTime
     owned: frozenset[str] = field(default_factory=frozenset)  # "kind/id" of what cesync owns

@@ -36,8 +36,9 @@ from ..api.kinds import KINDS
 from ..client import CesClient
 from ..client.api import Written
 from ..client.apps import Polling, create_app
+from ..core.applock import LOCK_FIELDS, is_locked, lock_change
 from ..core.diff import diff_resource, same
-from ..core.plan import LOCK_FIELDS, Action, Change, Plan, is_locked, lock_change
+from ..core.plan import Action, Change, Plan
 from ..core.sensitive import cut, mask
 from ..errors import Aborted, AlreadyExists, ApiError, CesyncError, FailedPrecondition, NotFound
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..api.resource import Resource
 from ..client.connect import endpoint_for
-from ..core.plan import desired_digest
+from ..core.planseal import desired_digest
 from ..core.sensitive import binding_key, plan_key, remember
 from ..core.yamlfile import Path_
 from ..errors import CesyncError

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 from ..api.kinds import KINDS
 from ..api.resource import Resource
-from ..core.plan import Plan, build_plan
+from ..core.plan import Plan
+from ..core.planbuild import build_plan
 from ..core.sensitive import remember
 from ..core.targets import resolve_targets
 from ..core.yamlout import to_yaml

@@ -10,7 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..api.kinds import APP
 from ..api.resource import Resource
-from ..core.plan import Plan, bind, build_plan, safety_refusal
+from ..core.plan import Plan
+from ..core.planbuild import build_plan
+from ..core.planseal import bind
+from ..core.safety import safety_refusal
 from ..core.sensitive import KEY_ENV, new_salt, plan_key, seal
 from ..core.targets import resolve_targets, target_keys
 from ..repo.repo import EnvTarget
@@ -53,7 +56,7 @@ async def make_plan(
 ) -> Plan:
     """targets: --target values (ID, kind/ID, kinds/ID); one that names nothing is an error.
 
-    resend_input_only: send the INPUT_ONLY fields the repo sets again (see core.plan.build_plan).
+    resend_input_only: send the INPUT_ONLY fields the repo sets again (see core.planbuild.build_plan).
     prune_unmanaged: prune deletes what cesync does not own too (made by hand)."""
     prune_ = ctx.env.prune if prune is None else prune
     salt = salt or new_salt()

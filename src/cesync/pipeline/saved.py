@@ -7,7 +7,9 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..core.plan import Plan, narrow, seal_matches
+from ..core.narrow import narrow
+from ..core.plan import Plan
+from ..core.planseal import seal_matches
 from ..core.sensitive import KEY_ENV, plan_key, same, seal
 from ..errors import PlanFileError
 from .context import Context

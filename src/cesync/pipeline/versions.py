@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING
 
 from ..api.kinds import APP, by_collection
 from ..api.resource import Resource
-from ..core.plan import Plan, build_plan
+from ..core.plan import Plan
+from ..core.planbuild import build_plan
 from ..errors import CesyncError, NotFound
 from ..repo.repo import ID_RE, EnvTarget, Repo
 from ..sync.remote import read_remote
