@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import ROOT
-from tests.docs.pages import examples
+from tests.docs.pages import DOCS, examples
 
 README = ROOT / "README.md"
 TOUR = "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && bash examples/support-bot/tour.sh"
@@ -29,6 +29,12 @@ def test_the_two_commands_are_the_first_examples() -> None:
     tour, tests = _commands()[:2]
     assert tour == TOUR
     assert tests.startswith("python3 -m venv .venv && . .venv/bin/activate && pip install")
+
+
+def test_the_quickstart_is_the_one_getting_started_runs() -> None:
+    quickstart = _commands()[2]
+    assert quickstart.startswith("cesync init")
+    assert quickstart in [e.text.strip() for e in examples(DOCS / "getting-started.md") if e.directive("not run") is None]
 
 
 def test_ci_runs_the_readme_test_command_exactly() -> None:
