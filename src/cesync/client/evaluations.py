@@ -13,6 +13,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
+from ..api.resource import ID_RE
 from ..errors import BadReply
 from .api import CesClient
 from .apps import Polling, wait_operation
@@ -37,10 +38,16 @@ async def _read(client: CesClient, name: str, what: str) -> dict[str, Any]:
     return await client._retrying(lambda: client._call("GET", name, what, name))
 
 
-def _run_name(operation: dict[str, Any]) -> str:
+def _below(name: object, prefix: str) -> bool:
+    """name is prefix + a plain id: a name of the server's is read only when it can name nothing
+    else ('..', '%2F', '?', '#' or more segments would move the GET to another resource)."""
+    return isinstance(name, str) and name.startswith(prefix) and bool(ID_RE.match(name[len(prefix) :]))
+
+
+def _run_name(operation: dict[str, Any], parent: str) -> str:
     metadata = operation.get("metadata")
     name = metadata.get("evaluationRun") if isinstance(metadata, dict) else None
-    return name if isinstance(name, str) else ""
+    return name if isinstance(name, str) and _below(name, f"{parent}/evaluationRuns/") else ""
 
 
 async def run_evaluations(
@@ -57,7 +64,7 @@ async def run_evaluations(
     if display_name:
         body["displayName"] = display_name
     operation = await client._call("POST", f"{parent}:runEvaluation", RUN_WORDS, parent, body=body)
-    name = _run_name(operation)
+    name = _run_name(operation, parent)
 
     async def progress() -> str:
         if not name:
@@ -68,16 +75,34 @@ async def run_evaluations(
         return f"{done} of {total} results" if isinstance(total, int) else ""
 
     response = await wait_operation(client, operation, RUN_WORDS, parent, polling, progress=progress)
-    name = str(response.get("evaluationRun") or name)
-    if not name.startswith(f"{parent}/evaluationRuns/"):
+    said = response.get("evaluationRun") or name
+    if not _below(said, f"{parent}/evaluationRuns/"):
         raise BadReply(
-            f"the finished operation names no evaluation run of {parent} ({name[:120]!r})", operation=RUN_WORDS, resource=parent
+            f"the finished operation names no evaluation run of {parent} ({str(said)[:120]!r}, expected "
+            f"{parent}/evaluationRuns/ID): nothing of it was read",
+            operation=RUN_WORDS,
+            resource=parent,
         )
+    name = str(said)
     run = await _read(client, name, "get evaluation run")
     names = run.get("evaluationResults") or []
-    if not isinstance(names, list) or not all(isinstance(n, str) and n.startswith(f"{parent}/evaluations/") for n in names):
+    if not isinstance(names, list):
+        raise BadReply("the run's evaluationResults is not a list of names", operation=RUN_WORDS, resource=name)
+    wanted = len(evaluations) * run_count
+    if len(names) > wanted:  # each is read: a server listing a million would have cesync make a million GETs
         raise BadReply(
-            "the run's evaluationResults are not results of this app's evaluations", operation=RUN_WORDS, resource=name
+            f"the run lists {len(names)} results, more than the {wanted} asked for "
+            f"({len(evaluations)} evaluations x {run_count} runs): none was read",
+            operation=RUN_WORDS,
+            resource=name,
+        )
+    outside = [n for n in names if not any(_below(n, f"{e}/results/") for e in evaluations)]
+    if outside:
+        raise BadReply(
+            f"the run lists {str(outside[0])[:120]!r}, which is not a result ({{evaluation}}/results/ID) of an evaluation "
+            "it was asked to run: none was read",
+            operation=RUN_WORDS,
+            resource=name,
         )
     results = await asyncio.gather(*(_read(client, n, "get evaluation result") for n in names))
     return RunRead(run, list(results))

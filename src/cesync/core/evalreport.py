@@ -151,11 +151,30 @@ def _first(*values: Any) -> Any:
     return next((v for v in values if v is not None), None)
 
 
+# A reply is the server's: any part of it may be of any JSON type. Each part is read through
+# these, so a wrong type counts as absent rather than ending the report in an internal error.
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _items(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _threshold(*values: Any) -> float:
+    """The first threshold given as a number (the last value is the default, always one)."""
+    return next(n for n in map(_number, values) if n is not None)
+
+
 def _subject(condition: str, body: Any) -> str:
     if not isinstance(body, dict):
         return ""
     if condition in ("toolCall", "toolResponse", "mockToolResponse"):
-        ref = body.get("toolsetTool") or {}
+        ref = _obj(body.get("toolsetTool"))
         name = str(body.get("tool") or (f"{ref.get('toolset', '')}/tools/{ref.get('toolId', '')}" if ref else ""))
         return _short_name(name)
     if condition == "agentTransfer":
@@ -181,7 +200,7 @@ def _compact(value: Any) -> str:
 
 
 def _why(condition: str, outcome: dict[str, Any]) -> str:
-    expectation = outcome.get("expectation") or {}
+    expectation = _obj(outcome.get("expectation"))
     if condition == "toolResponse":
         expected = _dig(expectation, "toolResponse", "response")
         observed = _dig(outcome, "observedToolResponse", "response")
@@ -203,7 +222,7 @@ def _why(condition: str, outcome: dict[str, Any]) -> str:
 
 
 def _turn_threshold(evaluation: Mapping[str, Any], turn: int, key: str) -> Any:
-    turns = _dig(evaluation, "golden", "turns") or []
+    turns = _items(_dig(evaluation, "golden", "turns"))
     return _dig(turns[turn], "turnLevelMetricsThresholdsOverride", key) if turn < len(turns) else None
 
 
@@ -212,13 +231,13 @@ def judge_result(result: Mapping[str, Any], evaluation: Mapping[str, Any], thres
     name = str(result.get("name", ""))
     state = _name(result.get("executionState"), EXECUTION_NAMES)
     if state in ("ERROR", "CANCELLED") or (state != "COMPLETED" and result.get("errorInfo")):
-        info = result.get("errorInfo") or {}
+        info = _obj(result.get("errorInfo"))
         message = info.get("userFacingErrorMessage") or info.get("errorMessage") or _dig(result, "error", "message")
         return RunOutcome(name, "error", error=f"{state.lower()}: {message or 'no reason given'}")
     if state != "COMPLETED":
         return RunOutcome(name, "error", error=f"the result is {state.lower() or 'in no state'}, not completed")
-    override = evaluation.get("evaluationMetricsThresholdOverride") or {}
-    given = thresholds or {}
+    override = _obj(evaluation.get("evaluationMetricsThresholdOverride"))
+    given = _obj(thresholds)
 
     def level(*path: str) -> Any:
         return _first(
@@ -227,9 +246,9 @@ def judge_result(result: Mapping[str, Any], evaluation: Mapping[str, Any], thres
 
     misses: list[Finding] = []
     unjudged: list[Finding] = []
-    for t, turn in enumerate(_dig(result, "goldenResult", "turnReplayResults") or []):
-        for s, outcome in enumerate(turn.get("expectationOutcome") or []):
-            expectation = outcome.get("expectation") or {}
+    for t, turn in enumerate(map(_obj, _items(_dig(result, "goldenResult", "turnReplayResults")))):
+        for s, outcome in enumerate(map(_obj, _items(turn.get("expectationOutcome")))):
+            expectation = _obj(outcome.get("expectation"))
             condition = next((c for c in CONDITIONS if c in expectation), "expectation")
             finding = (t + 1, s + 1, condition, _subject(condition, expectation.get(condition)), str(expectation.get("note", "")))
             verdict = _name(outcome.get("outcome"), OUTCOME_NAMES)
@@ -241,32 +260,32 @@ def judge_result(result: Mapping[str, Any], evaluation: Mapping[str, Any], thres
                 unjudged.append(
                     Finding(*finding, "not evaluated" + (f": {turn['conversation']}" if turn.get("conversation") else ""))
                 )
-            score = _dig(outcome, "toolInvocationResult", "parameterCorrectnessScore")
-            wanted = _first(
+            score = _number(_dig(outcome, "toolInvocationResult", "parameterCorrectnessScore"))
+            wanted = _threshold(
                 _dig(expectation, "expectationLevelMetricsThresholdsOverride", "toolInvocationParameterCorrectnessThreshold"),
                 level("expectationLevelMetricsThresholds", "toolInvocationParameterCorrectnessThreshold"),
                 PARAMETER_DEFAULT,
             )
-            if isinstance(score, (int, float)) and score < float(wanted) and verdict != "FAIL":
-                misses.append(Finding(*finding, f"parameter correctness {score:.2f} is below the threshold {float(wanted):.2f}"))
-        overall = _dig(turn, "overallToolInvocationResult", "toolInvocationScore")
-        wanted = _first(
+            if score is not None and score < wanted and verdict != "FAIL":
+                misses.append(Finding(*finding, f"parameter correctness {score:.2f} is below the threshold {wanted:.2f}"))
+        overall = _number(_dig(turn, "overallToolInvocationResult", "toolInvocationScore"))
+        wanted = _threshold(
             _turn_threshold(evaluation, t, "overallToolInvocationCorrectnessThreshold"),
             level("turnLevelMetricsThresholds", "overallToolInvocationCorrectnessThreshold"),
             OVERALL_DEFAULT,
         )
-        if isinstance(overall, (int, float)) and overall < float(wanted):
-            misses.append(
-                Finding(t + 1, 0, "turn", "", "", f"tool invocation {overall:.2f} is below the threshold {float(wanted):.2f}")
-            )
-        similarity = _dig(turn, "semanticSimilarityResult", "score")
-        wanted = _first(
+        if overall is not None and overall < wanted:
+            misses.append(Finding(t + 1, 0, "turn", "", "", f"tool invocation {overall:.2f} is below the threshold {wanted:.2f}"))
+        similarity = _number(_dig(turn, "semanticSimilarityResult", "score"))
+        wanted = _threshold(
             _turn_threshold(evaluation, t, "semanticSimilaritySuccessThreshold"),
             level("turnLevelMetricsThresholds", "semanticSimilaritySuccessThreshold"),
             SIMILARITY_DEFAULT,
         )
-        if isinstance(similarity, (int, float)) and similarity < float(wanted):
-            misses.append(Finding(t + 1, 0, "turn", "", "", f"semantic similarity {similarity} is below the threshold {wanted}"))
+        if similarity is not None and similarity < wanted:
+            misses.append(
+                Finding(t + 1, 0, "turn", "", "", f"semantic similarity {similarity:g} is below the threshold {wanted:g}")
+            )
     status = _name(result.get("evaluationStatus"), OUTCOME_NAMES)
     if "scenarioResult" in result and status not in ("PASS", "FAIL"):
         unjudged.append(
@@ -318,7 +337,7 @@ def build_report(
                 name=name,
                 id=rid,
                 display_name=str(evaluation.get("displayName") or rid),
-                tags=tuple((tags or {}).get(rid, tuple(evaluation.get("tags") or ()))),
+                tags=tuple((tags or {}).get(rid, tuple(map(str, _items(evaluation.get("tags")))))),
                 runs=runs,
                 status=status,
             )
