@@ -72,3 +72,14 @@ def official_client(url: str) -> Any:
     return ces_v1.AgentServiceClient(
         credentials=AnonymousCredentials(), transport="rest", client_options=ClientOptions(api_endpoint=url)
     )
+
+
+def official_evaluation_client(url: str) -> Any:
+    """Google's own v1beta EvaluationServiceClient (REST), pointed at an emulator: the evaluation kinds."""
+    from google.api_core.client_options import ClientOptions
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud import ces_v1beta
+
+    return ces_v1beta.EvaluationServiceClient(
+        credentials=AnonymousCredentials(), transport="rest", client_options=ClientOptions(api_endpoint=url)
+    )

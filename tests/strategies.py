@@ -27,9 +27,20 @@ from pydantic import TypeAdapter, ValidationError
 from cesync.api.kinds import KINDS
 from cesync.api.protojson import is_default
 from cesync.models import Behavior, FieldSpec, Kind, ProtoModel, Tool, specs
+from cesync.models import evaluations as ev
 from cesync.models.messages import AgentTool, DataMapping
 
-__all__ = ["CREATABLE", "bodies", "json_values", "pairs", "pruned", "resource_bodies", "resource_types", "respell"]
+__all__ = [
+    "CREATABLE",
+    "V1BETA_KINDS",
+    "bodies",
+    "json_values",
+    "pairs",
+    "pruned",
+    "resource_bodies",
+    "resource_types",
+    "respell",
+]
 
 # Tool types the API refuses to create (toolsets make them, or CES does: see kinds.SERVER_MADE_TOOLS).
 NOT_CREATABLE: dict[type[ProtoModel], tuple[str, ...]] = {Tool: tuple(KINDS["tool"].server_made)}
@@ -38,7 +49,18 @@ NOT_CREATABLE: dict[type[ProtoModel], tuple[str, ...]] = {Tool: tuple(KINDS["too
 # the official-client tests cover them.
 NOT_CREATABLE[AgentTool] = ("agent", "rootAgent")
 NOT_CREATABLE[DataMapping] = ("sourceToolName",)
+# The evaluation kinds' references likewise (api/kinds.py: what a golden, a scenario, a dataset and a
+# scheduled run name); a scheduled run's request.app is the app's own name, which the emulator does not check.
+NOT_CREATABLE[ev.ToolCall] = ("tool", "toolsetTool")
+NOT_CREATABLE[ev.ToolResponse] = ("tool", "toolsetTool")
+NOT_CREATABLE[ev.AgentTransfer] = ("targetAgent",)
+NOT_CREATABLE[ev.Golden] = ("evaluationExpectations",)
+NOT_CREATABLE[ev.Scenario] = ("evaluationExpectations",)
+NOT_CREATABLE[ev.EvaluationDataset] = ("evaluations",)
+NOT_CREATABLE[ev.RunEvaluationRequest] = ("evaluations", "evaluationDataset", "appVersion", "scheduledEvaluationRun")
 CREATABLE: dict[str, type[ProtoModel]] = {k.name: k.model for k in KINDS.values() if k.creatable}
+# Kinds the property tests draw bodies of as they do tools' and toolsets' types: the v1beta ones.
+V1BETA_KINDS = tuple(k.name for k in KINDS.values() if k.api_version == "v1beta")
 
 # Candidate strings for fields with a format; each field keeps the ones its validators accept.
 FORMATTED = [
@@ -327,8 +349,12 @@ def resource_types() -> list[tuple[str, str]]:
     return out
 
 
-def resource_bodies(depth: int = 3) -> st.SearchStrategy[tuple[str, tuple[dict[str, Any], dict[str, Any]]]]:
-    """(kind, (A, B)) with A of a type drawn evenly from every creatable tool and toolset type."""
-    return st.sampled_from(resource_types()).flatmap(
-        lambda t: pairs(CREATABLE[t[0]], depth, t[1]).map(lambda p, kind=t[0]: (kind, p))
+def resource_bodies(
+    depth: int = 3, kinds: tuple[str, ...] = ()
+) -> st.SearchStrategy[tuple[str, tuple[dict[str, Any], dict[str, Any]]]]:
+    """(kind, (A, B)) with A of a type drawn evenly from every creatable tool and toolset type, and from
+    each of ``kinds`` (V1BETA_KINDS: the evaluation kinds, which have no type oneof)."""
+    cases = [*resource_types(), *((k, "") for k in kinds)]
+    return st.sampled_from(cases).flatmap(
+        lambda t: pairs(CREATABLE[t[0]], depth, t[1] or None).map(lambda p, kind=t[0]: (kind, p))
     )

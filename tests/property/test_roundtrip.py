@@ -21,9 +21,10 @@ from typing import Any
 import pytest
 from google.api_core.client_options import ClientOptions
 from google.auth.credentials import AnonymousCredentials
-from google.cloud import ces_v1
+from google.cloud import ces_v1, ces_v1beta
 from hypothesis import HealthCheck, given, settings
 
+from cesync.api.kinds import KINDS
 from cesync.api.resource import Resource
 from cesync.client import CesClient, RetryPolicy
 from cesync.core.normalize import canonical
@@ -33,7 +34,7 @@ from cesync.emulator import EmbeddedTransport
 from cesync.emulator.server import BackgroundServer
 from cesync.pipeline.apply import apply_plan
 from cesync.sync.remote import read_remote
-from tests.strategies import resource_bodies
+from tests.strategies import V1BETA_KINDS, resource_bodies
 
 COMMON = {
     "deadline": None,
@@ -57,6 +58,14 @@ def server() -> Iterator[BackgroundServer]:
 @pytest.fixture(scope="module")
 def official(server: BackgroundServer) -> ces_v1.AgentServiceClient:
     return ces_v1.AgentServiceClient(
+        credentials=AnonymousCredentials(), transport="rest", client_options=ClientOptions(api_endpoint=server.url)
+    )
+
+
+@pytest.fixture(scope="module")
+def official_beta(server: BackgroundServer) -> ces_v1beta.EvaluationServiceClient:
+    """The evaluation kinds through Google's own v1beta client."""
+    return ces_v1beta.EvaluationServiceClient(
         credentials=AnonymousCredentials(), transport="rest", client_options=ClientOptions(api_endpoint=server.url)
     )
 
@@ -150,23 +159,38 @@ def official_view(value: dict[str, Any], descriptor: Any, dropped: set[str]) -> 
     return out
 
 
-def _read_official(official: ces_v1.AgentServiceClient, kind: str, name: str) -> dict[str, Any]:
-    if kind == "tool":
-        return json.loads(ces_v1.Tool.to_json(official.get_tool(name=name), use_integers_for_enums=False))  # type: ignore[no-any-return]
-    return json.loads(ces_v1.Toolset.to_json(official.get_toolset(name=name), use_integers_for_enums=False))  # type: ignore[no-any-return]
+# kind -> (the official message, how its client reads one)
+OFFICIAL: dict[str, tuple[Any, str]] = {
+    "tool": (ces_v1.Tool, "get_tool"),
+    "toolset": (ces_v1.Toolset, "get_toolset"),
+    "evaluation": (ces_v1beta.Evaluation, "get_evaluation"),
+    "evaluationDataset": (ces_v1beta.EvaluationDataset, "get_evaluation_dataset"),
+    "evaluationExpectation": (ces_v1beta.EvaluationExpectation, "get_evaluation_expectation"),
+    "scheduledEvaluationRun": (ces_v1beta.ScheduledEvaluationRun, "get_scheduled_evaluation_run"),
+}
+
+
+def _read_official(client: Any, kind: str, name: str) -> dict[str, Any]:
+    proto, method = OFFICIAL[kind]
+    return json.loads(proto.to_json(getattr(client, method)(name=name), use_integers_for_enums=False))  # type: ignore[no-any-return]
 
 
 @PROFILE
-@given(case=resource_bodies())
-def test_plan_apply_read_back(server: BackgroundServer, official: ces_v1.AgentServiceClient, case: Any) -> None:
+@given(case=resource_bodies(kinds=V1BETA_KINDS))
+def test_plan_apply_read_back(
+    server: BackgroundServer,
+    official: ces_v1.AgentServiceClient,
+    official_beta: ces_v1beta.EvaluationServiceClient,
+    case: Any,
+) -> None:
     kind, (a, b) = case
     parent = f"projects/p/locations/us/apps/property-{next(APPS)}"
     asyncio.run(_round(server, parent, kind, a, b))
-    read = _read_official(official, kind, f"{parent}/{kind}s/{RID}")
+    client = official_beta if kind in V1BETA_KINDS else official
+    read = _read_official(client, kind, f"{parent}/{KINDS[kind].collection}/{RID}")
     got = canonical(kind, RID, read)
     assert got.unknown == []
     dropped: set[str] = set()
-    proto = ces_v1.Tool if kind == "tool" else ces_v1.Toolset
-    want = official_view(canonical(kind, RID, b).body, proto.pb().DESCRIPTOR, dropped)
+    want = official_view(canonical(kind, RID, b).body, OFFICIAL[kind][0].pb().DESCRIPTOR, dropped)
     assert dropped <= NOT_IN_OFFICIAL
     assert leaf_differences(got.body, want) == [], (got.body, want)

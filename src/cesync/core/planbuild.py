@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
 from typing import Any
 
+from ..api import behaviour as fb
 from ..api.kinds import APP, KINDS, names_pattern
 from ..api.resource import Resource
 from ..errors import CesyncError
@@ -48,6 +49,14 @@ def _references(body: Any, parent: str) -> set[str]:
         elif isinstance(item, str) and parent in item:
             found.update(m.group(0) for m in pattern.finditer(item))
     return found
+
+
+def _written_references(resource: Resource, parent: str) -> set[str]:
+    """The names a remote resource holds in the fields a request writes: an output-only field the
+    server keeps (an evaluation's evaluationDatasets, the datasets that list it) is no reference of
+    its own, and read as one it makes a cycle between two deletes that would wait on each other."""
+    output_only = fb.fields(KINDS[resource.kind].model_name, fb.OUTPUT_ONLY)
+    return _references({k: v for k, v in resource.body.items() if k not in output_only}, parent)
 
 
 def _field_refs(body: dict[str, Any], parent: str) -> dict[str, frozenset[str]]:
@@ -176,7 +185,7 @@ def build_plan(
         d = diff_resource(r.kind, r.id, None, r.body)
         dependents = sorted(
             n
-            for n, refs in ((KINDS[x.kind].resource_name(parent, x.id), _references(x.body, parent)) for x in remote)
+            for n, refs in ((KINDS[x.kind].resource_name(parent, x.id), _written_references(x, parent)) for x in remote)
             if name in refs and n != name
         )
         deletes.append(

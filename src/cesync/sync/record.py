@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable
+from functools import cache
 from pathlib import Path
 
 from .. import __version__
+from ..api import descriptors
 from ..api.kinds import KINDS
 from ..client import CesClient
 from ..client.apps import create_version, list_versions
@@ -23,6 +25,14 @@ from .snapshot import commit_of
 __all__ = ["KIND_OF", "changes_since", "last_applied", "records", "write_record"]
 
 KIND_OF = {k.collection: k.name for k in KINDS.values() if not k.singleton}
+
+
+@cache
+def _in_snapshot() -> frozenset[str]:
+    """The kinds an app version's snapshot holds (AppSnapshot's fields: app, agents, tools, examples,
+    guardrails, toolsets): the evaluation kinds and deployments are not in it."""
+    fields = {f.json_name for f in descriptors.message(f"{descriptors.PACKAGE}.AppSnapshot").fields}
+    return frozenset(kind for collection, kind in KIND_OF.items() if collection in fields)
 
 
 async def records(client: CesClient, env: EnvTarget) -> list[AppliedRecord]:
@@ -55,6 +65,9 @@ async def write_record(
     deleting it is not ours to force.
     """
     sha, _, dirty = (commit, "", False) if commit else commit_of(root)
+    # The record's short form names what the snapshot holds and cesync does not own; what the
+    # snapshot lacks (an evaluation) is then not present to it, so owning one keeps the long form.
+    present = [key for key in present if key.split("/", 1)[0] in _in_snapshot()]
     body = record_body(env.name, sha, dirty, digest, __version__, owned, present)
     made = parse_record(await create_version(client, env.parent, body), KIND_OF)
     assert made is not None, "a record cesync just wrote reads back"
