@@ -103,8 +103,10 @@ Path = tuple[str | int, ...]
 # options (google-cloud-ces's proto-plus descriptors drop them), hence this table; the docstrings'
 # "Format: .../apps/{app}/<collection>/..." lines agree with it. The fields not in those protos
 # (ToolsetTool.toolset, TransferAgent.agent, WidgetTool's sourceToolName) follow their docstrings.
-# Whether CES checks at write time that such a name exists is not documented (the sources are
-# silent); the emulator does, so a name that would dangle is found by the first apply.
+# Whether CES checks at write time that such a name exists is not documented (the protos are
+# silent); the emulator does, so a name that would dangle is found by the first apply, except
+# where Google's Terraform samples name something that does not exist (api.behaviour's
+# NAME_UNCHECKED rules, each citing its sample: integrity.py asks them).
 REFERENCE_FIELDS: dict[str, dict[str, str]] = {
     "apps": {"rootAgent": "agents", "guardrails": "guardrails"},
     "agents": {
