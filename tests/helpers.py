@@ -27,8 +27,44 @@ def make_repo(tmp: Path, files: dict[str, str | bytes], base: str = "minimal") -
 
 
 def cesync(
+    *args: str, cwd: Path | None = None, env: dict[str, str | None] | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The command line run in this process: click's CliRunner over ``cesync.cli.main``, its
+    output and error streams captured apart, env set (a None value unsets) and cwd entered for
+    the call only, as a new process would have them. What a process leaves behind is undone
+    after: the sensitive values it remembered and the working directory.
+
+    A Python exception escaping the command is raised here (a subprocess would have printed a
+    traceback), so "never a traceback" stays checked. Tests about the process itself (signals,
+    the real entry point's exit codes, an environment no test may leak into) use cesync_process.
+    """
+    from click.testing import CliRunner
+
+    from cesync.cli import main
+    from cesync.core import sensitive
+
+    overrides: dict[str, str | None] = {"NO_COLOR": "1", "CES_EMULATOR_HOST": None, **(env or {})}
+    before = os.getcwd()
+    sensitive.forget()
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        result = CliRunner().invoke(main, list(args), input=stdin, env=overrides)
+    finally:
+        os.chdir(before)
+        sensitive.forget()
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout, result.stderr)
+
+
+cesync_in_process = cesync  # the older name of the same helper
+
+
+def cesync_process(
     *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
+    """``python -m cesync.cli`` in a new interpreter: for tests where the process boundary is the point."""
     full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
     full_env.pop("CES_EMULATOR_HOST", None) if "CES_EMULATOR_HOST" not in (env or {}) else None
     return subprocess.run(
@@ -40,22 +76,6 @@ def cesync(
         timeout=120,
         input=stdin,
     )
-
-
-def cesync_in_process(*args: str) -> subprocess.CompletedProcess[str]:
-    """``cesync(...)`` without a new interpreter, for tests about a command's behaviour, not the process.
-
-    A Python exception escaping the command is raised here (a subprocess would have
-    printed a traceback), so "never a traceback" stays checked.
-    """
-    from click.testing import CliRunner
-
-    from cesync.cli import main
-
-    result = CliRunner().invoke(main, list(args), env={"NO_COLOR": "1", "CES_EMULATOR_HOST": None})
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout, result.stderr)
 
 
 def emulator_env(host: str) -> dict[str, str]:

@@ -16,7 +16,7 @@ import pytest
 
 from cesync.emulator.server import BackgroundServer, free_port
 from tests.conftest import EXAMPLES, ROOT
-from tests.helpers import cesync, emulator_env, make_repo
+from tests.helpers import cesync, cesync_process, emulator_env, make_repo
 
 
 @pytest.fixture
@@ -316,7 +316,7 @@ def test_the_embedded_state_is_whole_in_its_file_after_the_command(repo: Path, t
     """run() leaves by os._exit, without the shutdown that closed the state's database: the
     store closes itself at exit, so its writes are checkpointed into .cesync/ENV.json (no
     -wal file left behind) and a copy of that one file holds the whole app."""
-    applied = cesync("apply", "--dir", str(repo), "--env", "local", "--auto-approve")
+    applied = cesync_process("apply", "--dir", str(repo), "--env", "local", "--auto-approve")  # the real exit
     assert applied.returncode == 0, applied.stderr
     state = repo / ".cesync" / "local.json"
     assert not state.with_name("local.json-wal").exists()

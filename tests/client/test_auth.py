@@ -14,7 +14,8 @@ import pytest
 from cesync.client.auth import TRUSTED_HOSTS_VAR, GoogleAuth, check_trusted, default_credentials, is_trusted
 from cesync.errors import CesyncError, Unauthenticated
 from tests.google_fake import QUOTA_PROJECT, TARGET, FakeGoogle, Server, service_account_file
-from tests.helpers import cesync, make_repo
+from tests.helpers import cesync_process as cesync  # credentials from the environment: a process that has only these
+from tests.helpers import make_repo
 from tests.smoke_google import run as smoke
 
 API = "https://ces.googleapis.com"

@@ -28,7 +28,8 @@ import pytest
 from cesync.emulator import sandbox
 from tests.conftest import ROOT
 from tests.emulator.test_execute import APP, _call, python_tool
-from tests.helpers import FIXTURES, cesync
+from tests.helpers import FIXTURES
+from tests.helpers import cesync_process as cesync  # the sandbox's children, pipes and once-per-process warnings: a process each
 
 MODES = ["namespaces", "fallback"]
 
