@@ -14,9 +14,9 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
+from .. import yamlconfig
 from .yamlfile import SLOW, fast_load
 
 __all__ = ["adopt_parsed", "parse_document", "parsed", "python_functions", "substitute_url"]
@@ -96,7 +96,7 @@ def _parse_document(text: str) -> Any:
     if data is not SLOW:
         return data
     try:
-        return YAML(typ="safe", pure=True).load(text)
+        return yamlconfig.safe().load(text)
     except YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""

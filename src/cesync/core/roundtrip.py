@@ -18,6 +18,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString, FoldedScalarString, LiteralScalarString, SingleQuotedScalarString
 
+from .. import yamlconfig
 from ..api.protojson import is_default
 from ..models import FieldSpec, Kind, ProtoModel, specs
 from .documents import parse_document
@@ -184,12 +185,7 @@ def document_text(old: str, new: str, rel: str) -> str:
 
 
 def load_roundtrip(text: str) -> tuple[YAML, Any]:
-    yaml = YAML(typ="rt", pure=True)
-    yaml.preserve_quotes = True
-    yaml.width = 4096
-    mapping, sequence, offset = indents(text)
-    yaml.indent(mapping=mapping, sequence=sequence, offset=offset)
-    yaml.brace_single_entry_mapping_in_flow_sequence = True  # [{ref: x}] stays so, not [ref: x]
+    yaml = yamlconfig.editor(indents(text))
     return yaml, yaml.load(text)
 
 

@@ -18,7 +18,6 @@ from pathlib import Path
 from sys import intern
 from typing import Any
 
-from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.resolver import VersionedResolver
@@ -33,6 +32,7 @@ try:
 except ImportError:  # PyYAML built without libyaml: every document takes ruamel's path
     CParser, LIBYAML = object, False  # type: ignore[misc, assignment]
 
+from .. import yamlconfig
 from ..errors import Problem
 
 __all__ = ["MAX_FILE_BYTES", "MAX_NODES", "SLOW", "Document", "Path_", "Positions", "fast_load", "load_text", "read_text"]
@@ -172,8 +172,7 @@ def _positions(text: str, display: str) -> Positions:
 
 
 def _load_rt(text: str, display: str) -> Document | Problem:
-    yaml = YAML(typ="rt", pure=True)
-    yaml.allow_duplicate_keys = False
+    yaml = yamlconfig.positioned()
     try:
         node = yaml.load(text)
     except MarkedYAMLError as exc:

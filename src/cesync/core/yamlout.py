@@ -8,11 +8,12 @@ import re
 from io import StringIO
 from typing import Any
 
-from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.resolver import VersionedResolver
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString, LiteralScalarString
+
+from .. import yamlconfig
 
 __all__ = ["to_yaml"]
 
@@ -23,9 +24,7 @@ def to_yaml(data: Any) -> str:
 
 
 def _ruamel_yaml(data: Any) -> str:
-    yaml = YAML()
-    yaml.width = 4096
-    yaml.indent(mapping=2, sequence=4, offset=2)
+    yaml = yamlconfig.writer()
     buf = StringIO()
     yaml.dump(_literal(data), buf)
     return buf.getvalue()

@@ -21,6 +21,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
+from .. import yamlconfig
 from ..api.kinds import KINDS, SERVER_MADE_TOOLS
 from ..core.toolset_form import SHARED, TOOLSET_FIELDS, server_made_member
 from ..core.yamlfile import read_text
@@ -38,12 +39,7 @@ class Conversion:
 
 
 def _yaml() -> YAML:
-    yaml = YAML()
-    yaml.preserve_quotes = True
-    yaml.width = 4096
-    yaml.indent(mapping=2, sequence=4, offset=2)
-    yaml.brace_single_entry_mapping_in_flow_sequence = True  # [{ref: x}] stays so, not [ref: x]
-    return yaml
+    return yamlconfig.editor()
 
 
 def _dump(data: Any) -> str:

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
-from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import CommentMark, YAMLError
 from ruamel.yaml.tokens import CommentToken
 
+from .. import yamlconfig
 from ..api.kinds import KINDS
 from ..core.normalize import DOCUMENT_FIELDS
 from ..core.walk import Path as Path_
@@ -79,16 +79,12 @@ def format_text(text: str, model: type[BaseModel]) -> str:
 
 
 def _same_data(a: str, b: str) -> bool:
-    safe = YAML(typ="safe", pure=True)
+    safe = yamlconfig.safe()
     return bool(safe.load(a) == safe.load(b))
 
 
 def _format(text: str, model: type[BaseModel], move_comments: bool) -> str:
-    yaml = YAML(typ="rt", pure=True)
-    yaml.preserve_quotes = True
-    yaml.width = 4096
-    yaml.indent(mapping=2, sequence=4, offset=2)
-    yaml.brace_single_entry_mapping_in_flow_sequence = True  # [{ref: x}] stays so, not [ref: x]
+    yaml = yamlconfig.editor()
     data = yaml.load(text)
     if isinstance(data, CommentedMap):
         if issubclass(model, ProtoModel):

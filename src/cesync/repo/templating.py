@@ -13,8 +13,7 @@ from io import StringIO
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
-
+from .. import yamlconfig
 from ..api import behaviour as fb
 from ..api.kinds import DRAFT_VERSION, by_collection, ref_collections, spoken
 from ..api.resource import ID_RE
@@ -271,9 +270,7 @@ def is_ref(value: Any) -> bool:
 
 
 def dump_yaml(value: Any) -> str:
-    yaml = YAML(typ="safe", pure=True)
-    yaml.default_flow_style = False
-    yaml.sort_base_mapping_type_on_output = False  # type: ignore[assignment]  # keep the author's key order
+    yaml = yamlconfig.block_dumper()
     buf = StringIO()
     yaml.dump(value, buf)
     return buf.getvalue()
