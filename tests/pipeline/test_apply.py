@@ -326,7 +326,7 @@ def test_delete_already_gone_is_done_and_said() -> None:
 
 
 def test_the_docs_show_the_retry_lines_as_printed() -> None:
-    from cesync.client.api import retry_line
+    from cesync.client.replies import retry_line
     from cesync.errors import RetryableError, TransportError
     from tests.conftest import ROOT
 
