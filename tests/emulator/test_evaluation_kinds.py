@@ -7,6 +7,11 @@ DeleteEvaluationRequest.force, Evaluation.invalid once what it names is deleted.
 
 from __future__ import annotations
 
+import io
+import json
+import zipfile
+from pathlib import Path
+
 import httpx
 import pytest
 from google.api_core import exceptions
@@ -14,9 +19,11 @@ from google.cloud import ces_v1, ces_v1beta
 from google.protobuf import field_mask_pb2
 
 from cesync.emulator.server import BackgroundServer
+from cesync.sync.archive import ARCHIVE_APP, find_app_root, read_archive
 from tests.helpers import official_client, official_evaluation_client
 
-APP = "projects/p/locations/us/apps/a"
+LOCATION = "projects/p/locations/us"
+APP = f"{LOCATION}/apps/a"
 
 
 @pytest.fixture
@@ -156,3 +163,38 @@ def test_display_names_are_unique_within_the_app(beta: ces_v1beta.EvaluationServ
     beta.create_evaluation_expectation(parent=APP, evaluation_expectation=expectation, evaluation_expectation_id="one")
     with pytest.raises(exceptions.GoogleAPICallError):
         beta.create_evaluation_expectation(parent=APP, evaluation_expectation=expectation, evaluation_expectation_id="two")
+
+
+def test_an_app_archive_holds_them_and_imports_them(
+    tmp_path: Path, beta: ces_v1beta.EvaluationServiceClient, v1: ces_v1.AgentServiceClient
+) -> None:
+    """cxas-scrapi pushes evaluations/, evaluationDatasets/ and evaluationExpectations/ in an app
+    folder (its push's valid_roots): exportApp writes them, importApp and import-archive read them."""
+    tool = _tool(v1)
+    created = beta.create_evaluation(parent=APP, evaluation=_golden(tool), evaluation_id="e")
+    beta.create_evaluation_dataset(
+        parent=APP,
+        evaluation_dataset=ces_v1beta.EvaluationDataset(display_name="d", evaluations=[created.name]),
+        evaluation_dataset_id="d",
+    )
+    request = ces_v1.ExportAppRequest(name=APP, export_format=ces_v1.ExportAppRequest.ExportFormat.JSON)
+    content = v1.export_app(request=request).result(timeout=30).app_content
+    with zipfile.ZipFile(io.BytesIO(content)) as zf:
+        names = set(zf.namelist())
+        evaluation = json.loads(zf.read("a/evaluations/e/e.json"))
+        zf.extractall(tmp_path)
+    assert {"a/evaluations/e/e.json", "a/evaluationDatasets/d/d.json"} <= names
+    assert evaluation["golden"]["turns"][0]["steps"][1]["expectation"]["toolCall"]["tool"] == "rate"  # short, as every name
+    read = read_archive(find_app_root(tmp_path))  # what `cesync import-archive` reads
+    by_kind = {r.kind: r for r in read.resources}
+    assert (
+        by_kind["evaluation"].body["golden"]["turns"][0]["steps"][1]["expectation"]["toolCall"]["tool"]
+        == f"{ARCHIVE_APP}/tools/rate"
+    )
+    assert by_kind["evaluationDataset"].body["evaluations"] == [f"{ARCHIVE_APP}/evaluations/e"]
+
+    copy = v1.import_app(request=ces_v1.ImportAppRequest(parent=LOCATION, app_content=content, app_id="copy")).result(timeout=30)
+    assert not copy.warnings
+    imported = beta.get_evaluation(name=f"{copy.name}/evaluations/e")
+    assert imported.golden.turns[0].steps[1].expectation.tool_call.tool == f"{copy.name}/tools/rate"
+    assert list(imported.evaluation_datasets) == [f"{copy.name}/evaluationDatasets/d"]

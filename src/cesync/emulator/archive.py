@@ -33,9 +33,13 @@ from ruamel.yaml.error import YAMLError
 from .errors import RpcError
 from .wire import map_references, writable
 
-__all__ = ["ARCHIVED", "Bundle", "pack", "unpack"]
+__all__ = ["ARCHIVED", "EXPORTED", "Bundle", "pack", "unpack"]
 
 ARCHIVED = ("tools", "toolsets", "guardrails", "agents", "examples")  # in the order import creates them
+# What an app archive holds besides (an app version's AppSnapshot does not): the evaluation kinds
+# cxas-scrapi pushes in an app folder (cxas_scrapi/cli/app.py, the push's valid_roots: "evaluations",
+# "evaluationDatasets", "evaluationExpectations"; no scheduled runs). Exported from the draft only.
+EXPORTED = (*ARCHIVED, "evaluationExpectations", "evaluations", "evaluationDatasets")
 FILE_FIELDS: dict[str, dict[tuple[str, ...], str]] = {
     "apps": {("globalInstruction",): "global_instruction.txt"},
     "agents": {("instruction",): "instruction.txt"},
@@ -84,7 +88,7 @@ def pack(app: dict[str, Any], resources: dict[str, dict[str, dict[str, Any]]], y
 
     ext = "yaml" if yaml else "json"
     put("apps", "", f"app.{ext}", app)
-    for collection in ARCHIVED:
+    for collection in EXPORTED:
         for rid, data in sorted(resources.get(collection, {}).items()):
             if "systemTool" not in data:  # system tools come with every app
                 put(collection, f"{collection}/{rid}/", f"{rid}.{ext}", data)
@@ -137,7 +141,7 @@ def unpack(content: bytes) -> Bundle:
         if f"app.{ext}" in files:
             bundle.app = _inline("apps", _load(files[f"app.{ext}"], f"app.{ext}"), files)
             break
-    for collection in ARCHIVED:
+    for collection in EXPORTED:
         for rel in sorted(files):
             parts = rel.split("/")
             if len(parts) == 3 and parts[0] == collection and parts[2].rsplit(".", 1)[0] == parts[1]:

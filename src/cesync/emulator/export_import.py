@@ -11,7 +11,8 @@ from typing import Any
 
 from starlette.requests import Request
 
-from .archive import ARCHIVED, pack, unpack
+from . import evaluation_kinds
+from .archive import EXPORTED, pack, unpack
 from .calls import ID_RE, json_body, request_message
 from .errors import RpcError
 from .guards import locked, locked_error
@@ -69,7 +70,9 @@ class ExportImport(References, Versions):
                 snapshot = self._existing(db, parent, "versions", vid).data.get("snapshot", {})
             else:
                 snapshot = self._snapshot(db, parent)
-        resources = {c: {d["name"].rsplit("/", 1)[-1]: d for d in snapshot.get(c, [])} for c in ARCHIVED}
+                for collection in evaluation_kinds.EVALUATION_COLLECTIONS:  # the draft's, beside its snapshot
+                    snapshot[collection] = list(self.store.all_data(db, parent, collection).values())
+        resources = {c: {d["name"].rsplit("/", 1)[-1]: d for d in snapshot.get(c, [])} for c in EXPORTED}
         content = pack({**snapshot["app"], "name": parent}, resources, yaml=fmt == "YAML")
         response = {"appContent": base64.b64encode(content).decode()}
         return self._start(request, parent.rsplit("/apps/", 1)[0], {"do": "done", "response": response}, "ExportAppResponse")
@@ -111,7 +114,7 @@ class ExportImport(References, Versions):
         ids = self._import_ids(db, parent, bundle.resources, strategy)
         resolve = _resolver(parent, ids, lambda c, r: self.store.get(db, parent, c, r) is not None)
         valid: dict[str, dict[str, dict[str, Any]]] = {}
-        for collection in ARCHIVED:
+        for collection in EXPORTED:
             for folder, data in bundle.resources.get(collection, {}).items():
                 try:
                     body = checked_body(collection, map_references(collection, data, resolve(warnings, f"{collection}/{folder}")))
@@ -124,6 +127,7 @@ class ExportImport(References, Versions):
                 old = self.store.get(db, parent, collection, rid)
                 data = server_fields(collection, parent, rid, body, old.data.get("createTime") if old else None)
                 self.store.put(db, parent, collection, rid, printed(collection, data))
+        evaluation_kinds.after_write(self.store, db, parent, "evaluations")
         dangling = {n for items in valid.values() for d in items.values() for _, n, c, r in references(d, parent)} | {
             n for _, n, c, r in references(bundle.app, parent)
         }
@@ -149,7 +153,7 @@ class ExportImport(References, Versions):
     ) -> dict[str, dict[str, str]]:
         """Which resource of the app each folder becomes: OVERWRITE empties the app first; REPLACE matches display names."""
         ids: dict[str, dict[str, str]] = {}
-        for collection in ARCHIVED:
+        for collection in EXPORTED:
             current = {rid: d for rid, d in self.store.all_data(db, parent, collection).items() if "systemTool" not in d}
             if strategy == "OVERWRITE":
                 for rid in current:

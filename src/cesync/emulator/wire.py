@@ -25,7 +25,7 @@ from google.protobuf.message import Message
 from ..api import behaviour as fb
 from ..api import descriptors as api
 from .errors import RpcError
-from .resources import APP, COLLECTIONS, Collection
+from .resources import APP, COLLECTIONS, REFERENCE_FIELDS, Collection
 
 # Messages proto3 JSON prints as a scalar or free JSON (a string, an object of any keys): not walked into.
 OPAQUE = {f"google.protobuf.{n}" for n in ("Duration", "Timestamp", "Struct", "Value", "ListValue", "FieldMask", "Any")}
@@ -452,6 +452,18 @@ def reference_fields() -> dict[tuple[str, str], str]:
             match = _REF_DOC.search(facts.get("doc") or "")
             if match and field != "name" and match.group(1) in COLLECTIONS:
                 out[(message, field)] = match.group(1)
+    # The evaluation kinds' names whose docs give no format (EvaluationDataset.evaluations: "Evaluations
+    # that are included in this dataset"): from the emulator's table of them (resources.REFERENCE_FIELDS).
+    for collection in (c.name for c in COLLECTIONS.values() if c.package == api.BETA_PACKAGE):
+        for dotted, target in REFERENCE_FIELDS.get(collection, {}).items():
+            desc: Descriptor | None = descriptor(collection)
+            *parts, last = dotted.split(".")
+            for part in parts:
+                f = _fields(desc).get(part) if desc is not None else None
+                desc = f.message_type if f is not None else None
+            found = _fields(desc).get(last) if desc is not None else None
+            if desc is not None and found is not None:
+                out.setdefault((desc.full_name, found.name), target)
     return out
 
 
