@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from cesync.cli import configure_logging
+from cesync.cli.logs import configure_logging
 from cesync.core.sensitive import forget, remember
 from cesync.emulator import Store, create_app
 from cesync.emulator.server import RequestLog

@@ -12,7 +12,8 @@ from typing import Any
 import click
 import pytest
 
-from cesync.cli import GLOBAL_OPTIONS, main
+from cesync.cli import main
+from cesync.cli.logs import GLOBAL_OPTIONS
 from tests.docs.pages import DOCS
 
 ALL: dict[str, Any] = {n: main.get_command(click.Context(main), n) for n in main.list_commands(click.Context(main))}

@@ -10,7 +10,6 @@ of this package by theme, each imported when one of its commands runs.
 from __future__ import annotations
 
 import gc
-import logging
 import os
 import sys
 
@@ -37,6 +36,7 @@ from .. import __version__  # noqa: E402
 from ..core.sensitive import scrub  # noqa: E402
 from ..errors import ApiError, CesyncError, ConfigError, PlanFileError  # noqa: E402
 from ..render import FORMATS  # noqa: E402
+from .logs import verbose_option  # noqa: E402
 
 if TYPE_CHECKING:
     from ..core.plan import Plan
@@ -153,7 +153,7 @@ def _leave_output_closed() -> NoReturn:
 
 # Each command's module and the first line of its help, so that `cesync --help` and a
 # command run import only what they use (tests/cli/test_cli_lazy.py keeps this table true).
-MODULES = ("adopt", "ci", "core", "evaluate", "preview", "promote", "serve", "sync", "tools", "versions")
+MODULES = ("adopt", "ci", "core", "evaluate", "offline", "preview", "promote", "serve", "sync", "tools", "versions")
 COMMANDS: dict[str, tuple[str, str]] = {
     "apply": ("core", "Make the app match the repo: creates, updates and (with --prune) deletes."),
     "comment": ("ci", "Keep one sticky plan comment per environment and app on the pull/merge request."),
@@ -169,7 +169,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "convert-tools": ("sync", "Rewrite OpenAPI, connector and MCP tool files as the toolset files CES makes those tools from."),
     "fmt": ("sync", "Rewrite cesync.yaml, tool and toolset files in one canonical layout, keeping comments."),
     "init": (
-        "core",
+        "offline",
         "Scaffold a new repo: cesync.yaml, an example tool, the JSON Schemas its editor modelines name, .gitignore.",
     ),
     "matrix": ("ci", "List every (app folder, environment) under ROOT as JSON, for a CI matrix."),
@@ -181,80 +181,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "preview": ("preview", "Apply the repo to a throw-away app beside the environment's (APP-NAME), or --delete it."),
     "promote": ("promote", "Plan TO from exactly the commit FROM last applied (its applied record), in that commit's tree."),
     "pull": ("sync", "Write the app's state of managed resources back into the files that define them."),
-    "schema": ("core", "Write JSON Schemas for tool files, toolset files and cesync.yaml."),
+    "schema": ("offline", "Write JSON Schemas for tool files, toolset files and cesync.yaml."),
     "show": ("core", "Render a saved plan (text, json or markdown)."),
     "test": ("tools", "Run the tool tests in tests/*.yaml against the environment's app (--local: against the repo)."),
-    "validate": ("core", "Check every file offline; report each problem as file:line:col."),
+    "validate": ("offline", "Check every file offline; report each problem as file:line:col."),
     "versions": ("versions", "List the app's versions, newest first (make one with 'apply --snapshot')."),
 }
-
-
-class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
-    """Log lines to the standard error of the moment (click's test runner swaps it), each
-    scrubbed whole, traceback included, as everything else cesync prints."""
-
-    @property
-    def stream(self) -> Any:
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, value: Any) -> None:
-        pass
-
-    def format(self, record: logging.LogRecord) -> str:
-        return scrub(super().format(record))
-
-
-LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
-# Libraries whose debug lines are the bytes on the wire: hpack logs each HTTP/2 header block it
-# encodes, the Authorization header included (Huffman-coded, which any HPACK decoder reads back;
-# its own redaction covers one of its lines only), so -vv would print the access token.
-WIRE_LOGGERS = ("hpack",)
-
-
-def configure_logging(verbose: int) -> None:
-    """--verbose (-v: cesync's loggers at debug; -vv: every library's too) or CESYNC_LOG=LEVEL;
-    without either, nothing is logged. Called for every command, so a second command in the
-    same process (tests) starts from its own setting."""
-    named = os.environ.get("CESYNC_LOG", "").strip().lower()
-    level = logging.DEBUG if verbose else LOG_LEVELS.get(named)
-    for logger in (logging.getLogger("cesync"), logging.getLogger()):
-        for h in [h for h in logger.handlers if isinstance(h, _StderrHandler)]:
-            logger.removeHandler(h)
-    logging.getLogger("cesync").setLevel(logging.NOTSET)
-    for name in WIRE_LOGGERS:
-        logging.getLogger(name).setLevel(logging.INFO)
-    if named and named not in LOG_LEVELS and not verbose:
-        err(f"warning: CESYNC_LOG={named!r} is not one of {', '.join(LOG_LEVELS)}: nothing is logged")
-    if level is None:
-        return
-    logger = logging.getLogger() if verbose > 1 else logging.getLogger("cesync")
-    handler = _StderrHandler()
-    handler.setFormatter(logging.Formatter("%(asctime)s.%(msecs)03d %(levelname)s %(name)s: %(message)s", "%H:%M:%S"))
-    logger.addHandler(handler)
-    logger.setLevel(level)
-
-
-def _verbosity(ctx: click.Context, param: click.Parameter, value: int) -> None:
-    if value or not ctx.find_root().meta.get("cesync.verbose"):
-        ctx.find_root().meta["cesync.verbose"] = value or ctx.find_root().meta.get("cesync.verbose", 0)
-        configure_logging(ctx.find_root().meta["cesync.verbose"])
-
-
-def verbose_option() -> click.Option:
-    """-v/--verbose, on the group and on every command (``cesync -v plan`` and ``cesync plan -v``)."""
-    return click.Option(
-        ["-v", "--verbose"],
-        count=True,
-        expose_value=False,
-        is_eager=True,
-        callback=_verbosity,
-        help="Log each HTTP call (method, path, status, time) and each planning decision to standard error; "
-        "-vv adds the libraries' logs. CESYNC_LOG=debug|info|warning|error does the same without the flag.",
-    )
-
-
-GLOBAL_OPTIONS = ("--verbose",)  # on every command: docs/commands/index.md lists them once
 
 
 class _Main(click.Group):

@@ -1,10 +1,9 @@
-"""validate, schema, init, plan, show, apply."""
+"""plan, show, apply: the commands that compare the repo with the app and change the app."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 import signal
 import sys
@@ -17,12 +16,11 @@ import click
 
 from ..api.words import count, label
 from ..core.sensitive import scrub
-from ..errors import ApiError, CesyncError, ConfigError, Problem, detail_lines
+from ..errors import ApiError, CesyncError, detail_lines
 from . import (
     EXIT_CHANGES,
     EXIT_ERROR,
     EXIT_INTERRUPTED,
-    atomic_write,
     cli_vars,
     dir_option,
     endpoint_option,
@@ -38,13 +36,11 @@ from . import (
     target_option,
     var_options,
 )
-from . import out as say  # where a command's --out folder is called out
 
-if TYPE_CHECKING:  # the commands import what they use: validate and schema start light
+if TYPE_CHECKING:  # the commands import what they use
     from ..client.api import CesClient
     from ..core.plan import Plan
     from ..pipeline.apply import ApplyResult, Outcome
-    from ..repo.repo import Repo
 
 
 fail_on_validation_option = click.option(
@@ -53,154 +49,6 @@ fail_on_validation_option = click.option(
     is_flag=True,
     help="Exit 1 when CES reports problems in the app (App/Agent validationErrors, Example invalid).",
 )
-
-
-@main.command()
-@dir_option
-@click.option("--env", "envs", multiple=True, help="Validate for these environments only (default: all).")
-@click.option("--recursive", is_flag=True, help="Validate every folder with a cesync.yaml below --dir (one per app).")
-@var_options
-@click.option("--strict", is_flag=True, help="Fail on warnings too (literal credentials in the repo).")
-@handled
-def validate(
-    directory: Path,
-    envs: tuple[str, ...],
-    recursive: bool,
-    var_pairs: tuple[str, ...],
-    var_files: tuple[Path, ...],
-    strict: bool,
-) -> None:
-    """Check every file offline; report each problem as file:line:col."""
-    folders = [directory]
-    if recursive:
-        from ..pipeline.discovery import find_apps
-
-        folders = sorted({directory / e["dir"] for e in find_apps(directory)})
-    if not folders:
-        raise CesyncError(f"no cesync.yaml under {directory}")
-    problems: list[Problem] = []
-    variables = cli_vars(var_pairs, var_files)
-    warnings: list[Problem] = []
-    for folder in folders:
-        prefix = folder.relative_to(directory) if recursive else None
-        try:
-            found, warned = _validate_one(folder, envs, prefix, variables)
-            problems += _prefixed(found, prefix)
-            warnings += _prefixed(warned, prefix)
-        except ConfigError as exc:
-            problems += _prefixed(exc.problems, prefix)
-    if strict and warnings:
-        problems += warnings
-    elif warnings:
-        for w in warnings:
-            err(str(w))
-        err(f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''} (--strict makes them fail)")
-    if problems:
-        raise ConfigError(problems)
-
-
-def _test_problems(repo: Repo) -> list[Problem]:
-    """tests/*.yaml checked as 'cesync test' reads them, and each test's tool against the repo's tools."""
-    from ..models import TOOL_TYPES
-    from ..tooltests.schema import load_tests, unknown_tools
-
-    try:
-        cases = load_tests(repo.root)
-    except ConfigError as exc:
-        return list(exc.problems)
-    names: dict[str, str] = {}
-    toolsets: set[str] = set()
-    for src in repo.files:
-        data = src.doc.data if isinstance(src.doc.data, dict) else {}
-        if src.kind == "tool":
-            kind = next((k for k in TOOL_TYPES if isinstance(data.get(k), dict)), None)
-            aliases = [data.get("displayName"), data[kind].get("name") if kind else None]
-        elif src.kind == "toolset":
-            aliases = [data.get("displayName")]
-            toolsets |= {src.id, *(a for a in aliases if isinstance(a, str))}
-        else:
-            continue
-        for alias in aliases:
-            if isinstance(alias, str) and alias:
-                names.setdefault(alias, src.id)
-        names.setdefault(src.id, src.id)
-    return unknown_tools(cases, names, toolsets)
-
-
-def _prefixed(problems: list[Problem], prefix: Path | None) -> list[Problem]:
-    """Problems of one app folder, named from the folder validate --recursive started in."""
-    if prefix is None or str(prefix) == ".":
-        return problems
-    return [dataclasses.replace(p, file=str(prefix / p.file)) for p in problems]
-
-
-def _validate_one(
-    directory: Path, envs: tuple[str, ...], prefix: Path | None, variables: dict[str, str]
-) -> tuple[list[Problem], list[Problem]]:
-    from ..core.sensitive import remember
-    from ..repo.credentials import lint_credentials
-    from ..repo.repo import load_repo
-
-    repo = load_repo(directory)
-    repo.overrides = variables
-    names = list(envs) or repo.env_names
-    for name in names:
-        env = repo.env(name)  # unknown names fail here with the list of known ones
-        remember(repo.sensitive_values(env).values())  # before rendering: a problem message must not print one
-    problems = repo.validate(names) + _test_problems(repo)
-    if not problems:
-        count = len(repo.files)
-        where = f" in {prefix}" if prefix is not None else ""
-        out(f"ok: {count} file{'s' if count != 1 else ''}{where} valid for {', '.join(names)}")
-    from ..repo.environments import shared_apps
-
-    return problems, lint_credentials(repo) + shared_apps(repo.config, repo.config_doc)
-
-
-@main.command()
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("schemas"),
-    show_default=True,
-    help="The folder to write the schemas to.",
-)
-@click.option("--check", is_flag=True, help="Exit 1 if the files in --out are missing or not current.")
-@handled
-def schema(out: Path, check: bool) -> None:
-    """Write JSON Schemas for tool files, toolset files and cesync.yaml."""
-    from ..repo.jsonschema import render_schemas
-
-    missing: list[str] = []
-    stale: list[str] = []
-    for name, text in render_schemas().items():
-        path = out / name
-        current = path.read_text(encoding="utf-8") if path.is_file() else None
-        if current == text:
-            continue
-        (missing if current is None else stale).append(str(path))
-        if not check:
-            out.mkdir(parents=True, exist_ok=True)
-            atomic_write(path, text)
-    if check and (missing or stale):
-        what = "; ".join(
-            f"{label} JSON Schemas: {', '.join(paths)}" for label, paths in (("missing", missing), ("stale", stale)) if paths
-        )
-        raise CesyncError(f"{what}; run 'cesync schema --out {out}'")
-    say(f"ok: {count(len(missing) + len(stale), 'schema file')} {'written' if not check else 'out of date'}")
-
-
-@main.command()
-@dir_option
-@click.option("--app", default="my-app", show_default=True, help="The CES app id of the local environment.")
-@handled
-def init(directory: Path, app: str) -> None:
-    """Scaffold a new repo: cesync.yaml, an example tool, the JSON Schemas its editor modelines name, .gitignore."""
-    from ..repo.scaffold import write_scaffold
-
-    for path in write_scaffold(directory, app):
-        out(f"created {path}")
-    out("next: cesync validate && cesync plan --env local")
 
 
 @main.command()
