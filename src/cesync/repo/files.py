@@ -12,7 +12,20 @@ from pathlib import Path
 
 from ..errors import CesyncError
 
-__all__ = ["write_files", "write_tree"]
+__all__ = ["in_git_dir", "write_files", "write_tree"]
+
+GIT_DIR = ".git"
+
+
+def in_git_dir(path: Path, root: Path) -> bool:
+    """path (resolved) lies in a .git folder or is a .git file below root: git's own files, never
+    repo content. Its config can hold the checkout's token (actions/checkout's extraheader), and
+    what is written there (core.fsmonitor, hooks) is code git runs."""
+    try:
+        parts = path.resolve().relative_to(root.resolve()).parts
+    except ValueError:
+        return False
+    return any(part.lower() == GIT_DIR for part in parts)
 
 
 def write_tree(
@@ -86,6 +99,8 @@ def write_files(root: Path, files: Mapping[str, str | None]) -> None:
                     f"{rel}: resolves outside the repo (a symlinked folder or file); pull writes only inside "
                     "the repo. Nothing was written"
                 )
+            if in_git_dir(path, inside):
+                raise CesyncError(f"{rel}: inside .git; cesync never writes git's own files. Nothing was written")
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(f".{path.name}.cesync-tmp")
             tmp.unlink(missing_ok=True)  # a planted symlink by that name would take the write elsewhere

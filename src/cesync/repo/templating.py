@@ -23,6 +23,7 @@ from ..core.yamlfile import Document, Path_, read_text
 from ..errors import Problem
 from ..models.base import FieldSpec, Kind, ProtoModel, specs
 from .environments import VAR_ENV_PREFIX, EnvTarget
+from .files import in_git_dir
 from .loading import SourceFile, display_path
 
 __all__ = ["ENV_VAR", "INCLUDABLE", "VAR_NAME", "VAR_RE", "VAR_SPAN", "Expander", "env_var_urls", "is_ref", "substitute"]
@@ -252,6 +253,11 @@ class Expander:
         target = (self.base / rel).resolve()
         if Path(rel).is_absolute() or not target.is_relative_to(self.root):
             self.problems.append(self.doc.problem(at, f"file '{rel}' is outside the repo; includes must stay inside it"))
+            return None
+        if in_git_dir(target, self.root):
+            self.problems.append(
+                self.doc.problem(at, f"file '{rel}' is inside .git: git's own files are not repo content and are never included")
+            )
             return None
         if not target.is_file():
             where = display_path(self.base, self.root)
