@@ -13,6 +13,7 @@ TOP_LEVEL = {
     "test_anchors.py": "every module's patterns",
     "test_errors.py": "cesync/errors.py",
     "test_layers.py": "every module's imports",
+    "test_modules.py": "every module's size and YAML() setup",
     "test_layout.py": "this layout",
     "test_strategies.py": "tests/strategies.py",
     "test_gitops.py": "the whole product, as a team runs it",
