@@ -15,7 +15,7 @@ from cesync.cli.logs import configure_logging
 from cesync.core.sensitive import forget, remember
 from cesync.emulator import Store, create_app
 from cesync.emulator.server import RequestLog
-from tests.helpers import cesync, cesync_in_process, make_repo
+from tests.helpers import cesync_in_process, cesync_process, make_repo
 
 CALL = re.compile(r"DEBUG cesync\.client\.api: GET projects/p/locations/us/apps/a(/\w+)? -> \d{3} in \d+ ms")
 
@@ -163,7 +163,9 @@ def test_very_verbose_never_logs_the_access_token(tmp_path: Path) -> None:
             "SSL_CERT_FILE": str(cert[0]),
             "CESYNC_TRUSTED_HOSTS": "127.0.0.1",
         }
-        r = cesync("-vv", "plan", "--dir", str(root), "--env", "local", env=env)  # its own process: the server's logs apart
+        r = cesync_process(
+            "-vv", "plan", "--dir", str(root), "--env", "local", env=env
+        )  # its own process: the server's logs apart
     assert api.headers and all(h.get("authorization") == "Bearer tok-1" for h in api.headers), api.headers  # it was sent
     assert "HTTP Request: GET" in r.stderr  # -vv still shows the libraries' logs (httpx's line per call)
     assert "tok-1" not in r.stderr
