@@ -9,6 +9,7 @@ a bad reference is refused at file:line:col.
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import httpx
@@ -16,7 +17,7 @@ from google.cloud import ces_v1beta
 from google.protobuf import field_mask_pb2
 
 from cesync.emulator.server import BackgroundServer
-from tests.helpers import FIXTURES, official_evaluation_client
+from tests.helpers import FIXTURES, cesync_in_process, official_evaluation_client
 from tests.pipeline.test_pull import cli, plan_is_empty
 
 APP = "projects/p/locations/us/apps/evals"
@@ -84,6 +85,7 @@ def test_export_round_trips_them(tmp_path: Path, emulator: BackgroundServer) -> 
     exported = (out / "evaluations/eur-rate.yaml").read_text()
     assert "tool: {ref: tools/rate}" in exported and "- {ref: evaluationExpectations/polite}" in exported
     assert "targetAgent: {ref: agents/billing}" in (out / "evaluations/billing-handoff.yaml").read_text()
+    assert "app:" not in (out / "scheduledEvaluationRuns/nightly.yaml").read_text()  # the environment's: filled in
     assert "schemas/evaluation.schema.json" in exported.splitlines()[0]
     assert cli("validate", "--dir", str(out)).exit_code == 0
     plan_is_empty(out, emulator)
@@ -138,3 +140,32 @@ def test_ces_v1beta_message_names_match_the_files() -> None:
     assert paths.evaluation_dataset_path("p", "us", "evals", "x").endswith("/evaluationDatasets/x")
     assert paths.evaluation_expectation_path("p", "us", "evals", "x").endswith("/evaluationExpectations/x")
     assert paths.scheduled_evaluation_run_path("p", "us", "evals", "x").endswith("/scheduledEvaluationRuns/x")
+
+
+def test_promote_takes_them_from_dev_to_prod_each_naming_its_own_app(tmp_path: Path) -> None:
+    """One repo, two environments: what dev applied is promoted to prod, every name (the tool a golden
+    calls, the dataset a scheduled run runs, the app it evaluates) prod's own."""
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "evaluations", root)
+    (root / "cesync.yaml").write_text(
+        "version: 1\ndefaults: {project: p, location: us}\nenvironments:\n  dev: {app: evals-dev}\n  prod: {app: evals-prod}\n"
+    )
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "evaluations"]):
+        subprocess.run([*git, *args], cwd=root, check=True, capture_output=True)
+    with BackgroundServer(auto_create_apps=True) as server:
+        dev = cesync_in_process("apply", "--env", "dev", "--dir", str(root), "--endpoint", server.url, "--auto-approve")
+        assert dev.returncode == 0, dev.stderr
+        promoted = cesync_in_process("promote", "--from", "dev", "--to", "prod", "--dir", str(root), "--endpoint", server.url)
+        assert promoted.returncode == 0, promoted.stderr
+        assert "scheduledEvaluationRun nightly will be created" in promoted.stdout
+        applied = cesync_in_process("apply", "--env", "prod", "--dir", str(root), "--endpoint", server.url, "--auto-approve")
+        assert applied.returncode == 0, applied.stderr
+        prod = "projects/p/locations/us/apps/evals-prod"
+        beta = official_evaluation_client(server.url)
+        call = beta.get_evaluation(name=f"{prod}/evaluations/eur-rate").golden.turns[0].steps[1].expectation.tool_call
+        assert call.tool == f"{prod}/tools/rate"
+        nightly = beta.get_scheduled_evaluation_run(name=f"{prod}/scheduledEvaluationRuns/nightly")
+        assert nightly.request.app == prod and nightly.request.evaluation_dataset == f"{prod}/evaluationDatasets/smoke"
+        dev_run = beta.get_scheduled_evaluation_run(name="projects/p/locations/us/apps/evals-dev/scheduledEvaluationRuns/nightly")
+        assert dev_run.request.app == "projects/p/locations/us/apps/evals-dev"

@@ -73,6 +73,10 @@ class ResourceKind:
     # The REST surface the kind is served on: the evaluation kinds exist only in v1beta
     # (google.cloud.ces.v1beta EvaluationService; google.cloud.ces.v1 has no such service).
     api_version: str = "v1"
+    # Dotted fields that hold the app's own name (a scheduled run's request.app): a file may leave
+    # them out and cesync writes the environment's app there (so one file promotes); export leaves
+    # them out when they name the app.
+    app_fields: tuple[str, ...] = ()
 
     @property
     def id_param(self) -> str:
@@ -329,6 +333,7 @@ _ENTRIES = (
             "request.appVersion": ("versions",),
         },
         api_version="v1beta",
+        app_fields=("request.app",),  # RunEvaluationRequest.app [REQUIRED]: "The app to evaluate."
     ),
 )
 KINDS: dict[str, ResourceKind] = {k.name: k for k in _ENTRIES}  # in the order files and messages list them

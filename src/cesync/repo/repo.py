@@ -318,7 +318,8 @@ def _checked(root: Path, src: SourceFile, data: Any, parent: str, known: set[tup
     problems += [_finding(f, doc, includes) for f in server_made(src.kind, src.id, doc.data)]
     data, findings = lint_keys(data, model)
     problems += [_finding(f, doc, includes) for f in findings]
-    done = (expander.used_parent, expanded, expander.ref_paths)
+    filled = _fill_app_fields(data, KINDS[src.kind].app_fields, parent)
+    done = (expander.used_parent or filled, expanded, expander.ref_paths)
     try:
         obj = model.model_validate(data)
     except ValidationError as exc:
@@ -333,6 +334,21 @@ def _checked(root: Path, src: SourceFile, data: Any, parent: str, known: set[tup
         return done[0], (None, problems, [], done[1], done[2])
     body = obj.model_dump(mode="json", exclude_none=True, by_alias=True)  # "schema", not pydantic's "schema_"
     return done[0], (body, [], [_finding(f, doc, includes) for f in check_body(src.kind, body)], done[1], done[2])
+
+
+def _fill_app_fields(data: Any, fields: tuple[str, ...], parent: str) -> bool:
+    """The app's name where the kind holds it (ResourceKind.app_fields) and the file leaves it out,
+    inside a mapping the file writes; whether any was filled (the body then depends on the environment)."""
+    filled = False
+    for dotted in fields:
+        *path, last = dotted.split(".")
+        node = data
+        for part in path:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and last not in node:
+            node[last] = parent
+            filled = True
+    return filled
 
 
 def _finding(f: Finding, doc: Document, includes: dict[Path_, tuple[str, int]]) -> Problem:

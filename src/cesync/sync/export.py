@@ -147,6 +147,13 @@ def _portable(
         spec = data.get(spec_field)
         if isinstance(spec, dict):
             _env_var(r.id, spec, variables, urls)
+    for dotted in KINDS[r.kind].app_fields:  # the environment's app: cesync writes it back on apply
+        *path, last = dotted.split(".")
+        node: Any = data
+        for part in path:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and node.get(last) == parent:
+            del node[last]
     table = _replacements({**variables, **secrets}, set(secrets))
     portable: dict[str, Any] = _with_vars(_refs(data, parent, known), table, secret_table=_replacements(secrets, set(secrets)))
     return _ordered(portable, KINDS[r.kind].model)
