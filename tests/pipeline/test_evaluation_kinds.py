@@ -8,6 +8,7 @@ a bad reference is refused at file:line:col.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -17,6 +18,7 @@ from google.cloud import ces_v1beta
 from google.protobuf import field_mask_pb2
 
 from cesync.emulator.server import BackgroundServer
+from cesync.repo.jsonschema import render_schemas
 from tests.helpers import FIXTURES, cesync_in_process, official_evaluation_client
 from tests.pipeline.test_pull import cli, plan_is_empty
 
@@ -169,3 +171,11 @@ def test_promote_takes_them_from_dev_to_prod_each_naming_its_own_app(tmp_path: P
         assert nightly.request.app == prod and nightly.request.evaluation_dataset == f"{prod}/evaluationDatasets/smoke"
         dev_run = beta.get_scheduled_evaluation_run(name="projects/p/locations/us/apps/evals-dev/scheduledEvaluationRuns/nightly")
         assert dev_run.request.app == "projects/p/locations/us/apps/evals-dev"
+
+
+def test_the_schema_lets_a_scheduled_run_leave_its_app_out() -> None:
+    """The API requires request.app; the file's schema does not, since cesync fills it in."""
+    schema = json.loads(render_schemas()["scheduledEvaluationRun.schema.json"])
+    assert "app" not in schema["$defs"]["RunEvaluationRequest"].get("required", [])
+    assert "app" in schema["$defs"]["RunEvaluationRequest"]["properties"]
+    assert "request" in schema["required"]

@@ -73,10 +73,24 @@ def _plain(value: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in value.items() if k not in ("description", "default", "title")} or {"type": "string"}
 
 
+def _not_required(schema: dict[str, Any], path: list[str]) -> None:
+    node: Any = schema
+    for part in path[:-1]:
+        prop = node.get("properties", {}).get(part, {}) if isinstance(node, dict) else {}
+        ref = prop.get("$ref", "") if isinstance(prop, dict) else ""
+        node = schema.get("$defs", {}).get(ref.rsplit("/", 1)[-1]) if ref.startswith("#/$defs/") else prop
+    if isinstance(node, dict) and path[-1] in node.get("required", []):
+        node["required"].remove(path[-1])
+        if not node["required"]:
+            del node["required"]
+
+
 def _resource_schema(resource: ResourceKind) -> dict[str, Any]:
     kind = resource.name
     schema = resource.model.model_json_schema(mode="validation")
     _patch(schema)
+    for dotted in resource.app_fields:  # cesync fills in the environment's app: a file may leave it out
+        _not_required(schema, dotted.split("."))
     for key in _SERVER_SET:
         schema["properties"].pop(key, None)
     if not resource.singleton:  # the app's id is each environment's app: in cesync.yaml
