@@ -132,7 +132,7 @@ class Forge(ABC):
         reply = self.client.get(f"{self.target.api}/user")
         if reply.status_code in (401, 403, 404):
             return {}
-        body = _check(reply, "read the token's user").json()
+        body = _json(_check(reply, "read the token's user"), "read the token's user")
         return body if isinstance(body, dict) else {}
 
     def create(self, body: str) -> None:
@@ -156,7 +156,7 @@ class Forge(ABC):
                 break
             seen.add(key)
             reply = _check(self.client.get(url, params=params), "list the comments")
-            page = reply.json()
+            page = _json(reply, "list the comments")
             if not isinstance(page, list):
                 raise CesyncError(f"unexpected answer listing comments at {url}")
             out += [c for c in page if isinstance(c, dict)]
@@ -164,6 +164,18 @@ class Forge(ABC):
             if request is not None:
                 _same_origin(request[0], self.target.api)
         return out
+
+
+def _json(reply: httpx.Response, what: str) -> Any:
+    try:
+        return reply.json()
+    except ValueError:  # JSONDecodeError and UnicodeDecodeError alike
+        raise CesyncError(f"cannot {what}: the answer from {reply.request.url} is not JSON") from None
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """A part of a forge's answer that should be an object: anything else counts as empty."""
+    return value if isinstance(value, dict) else {}
 
 
 def _link_next(reply: httpx.Response) -> tuple[str, Params] | None:
@@ -174,7 +186,10 @@ def _link_next(reply: httpx.Response) -> tuple[str, Params] | None:
 def _same_origin(url: str, api: str) -> None:
     """The token goes with every page request: a Link header naming another host or scheme
     (a compromised or misconfigured proxy, a hostile mirror) must not receive it."""
-    link, base = httpx.URL(url), httpx.URL(api)
+    try:
+        link, base = httpx.URL(url), httpx.URL(api)
+    except httpx.InvalidURL:
+        raise CesyncError(f"refusing to follow a comment page link that is not a URL: {url[:120]!r}") from None
     if (link.scheme, link.host, link.port) != (base.scheme, base.host, base.port):
         raise CesyncError(f"refusing to follow a comment page link to {link.scheme}://{link.host}: not the API at {api}")
 
@@ -228,7 +243,7 @@ class GitHub(Forge):
     def is_ours(self, comment: dict[str, Any]) -> bool:
         # A personal or app token can read its user; Actions' GITHUB_TOKEN cannot (403), and
         # then a comment is ours when a bot wrote it: no person's account is of type Bot.
-        user = comment.get("user") or {}
+        user = _object(comment.get("user"))
         if login := self.me.get("login"):
             return bool(user.get("login") == login)
         return bool(user.get("type") == "Bot")
@@ -280,7 +295,7 @@ class GitLab(Forge):
     def is_ours(self, comment: dict[str, Any]) -> bool:
         # Every GitLab token (personal, project, job) can read its user.
         me = self.me.get("id")
-        return me is not None and (comment.get("author") or {}).get("id") == me
+        return me is not None and _object(comment.get("author")).get("id") == me
 
 
 FORGES: dict[str, type[Forge]] = {f.name: f for f in (GitHub, GitLab)}
@@ -323,7 +338,14 @@ def upsert_comment(target: CommentTarget, marker: str, body: str, *, transport: 
             if existing is None:
                 forge.create(body)
                 return "created"
-            forge.update(existing["id"], body)
+            comment_id = existing.get("id")
+            if not isinstance(comment_id, int) or isinstance(comment_id, bool) or comment_id < 1:
+                # Both forges number their comments; any other id would be pasted into the edit
+                # URL ('../../..' or '?') and send the token's PATCH to another resource of the API.
+                raise CesyncError(
+                    f"the API gave our comment a comment id that is not a number ({str(comment_id)[:60]!r}): not edited"
+                )
+            forge.update(comment_id, body)
             return "updated"
     except httpx.HTTPError as exc:
         raise CesyncError(f"cannot reach {target.api}: {exc or type(exc).__name__}") from None
@@ -333,7 +355,7 @@ def _check(reply: httpx.Response, what: str) -> httpx.Response:
     if reply.is_success:
         return reply
     try:
-        message = reply.json().get("message", reply.text)
+        message = _object(reply.json()).get("message", reply.text)
     except ValueError:
         message = reply.text
     hint = ""
