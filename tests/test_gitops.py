@@ -124,7 +124,7 @@ def test_action_apply_saved_plan_then_drift_check(bot: Path, tmp_path: Path, for
     code, out, log = action(bot, tmp_path, forge, emulator.url, command="plan", environment="dev", comment="off")
     assert code == 0 and out["has-changes"] == "true", log
     code, out, log = action(bot, tmp_path, forge, emulator.url, command="apply", **{"plan_file": out["plan-json"]})
-    assert code == 0 and "19 created, 1 updated" in log, log
+    assert code == 0 and "22 created, 1 updated" in log, log
     code, out, log = action(bot, tmp_path, forge, emulator.url, command="plan", environment="dev", fail_on_changes="true")
     assert code == 0 and out["has-changes"] == "false", log
     (bot / "tools" / "web-search.yaml").write_text("googleSearchTool:\n  name: web_search\n  description: Drifted.\n")
@@ -298,7 +298,7 @@ def test_matrix_lists_every_app_and_environment(tmp_path: Path) -> None:
     (tmp_path / "apps" / "sales-bot" / "tools" / "broken.yaml").write_text("googleSearchTool: {nme: x}\n")
     bad = cesync("validate", "--recursive", "--dir", str(tmp_path / "apps"))
     assert bad.returncode == 1 and "sales-bot/tools/broken.yaml:1:" in bad.stderr
-    assert "ok: 20 files in support-bot valid" in bad.stdout
+    assert "ok: 23 files in support-bot valid" in bad.stdout
 
 
 def test_matrix_names_the_folder_of_a_broken_cesync_yaml(tmp_path: Path) -> None:

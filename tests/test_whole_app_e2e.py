@@ -72,7 +72,7 @@ def test_the_example_applies_from_nothing_and_round_trips(
     url = server.url
     first = keys(plan_json(bot, url))
     assert first[0] == ("create", "app/app")  # the app does not exist yet: created first
-    assert {a for a, _ in first} == {"create"} and len(first) == 20
+    assert {a for a, _ in first} == {"create"} and len(first) == 23
     order = [k for _, k in first]
     # what is named exists first; examples and deployments come last
     assert order.index("agent/billing") < order.index("agent/support") < order.index("guardrail/prompt-safety")
@@ -80,7 +80,7 @@ def test_the_example_applies_from_nothing_and_round_trips(
     assert set(order[-2:]) == {"example/refund-question", "deployment/web"}
 
     out = run("apply", "--dir", str(bot), "--env", "local", "--endpoint", url, "--auto-approve")
-    assert "20 created" in out
+    assert "23 created" in out
     run("plan", "--dir", str(bot), "--env", "local", "--endpoint", url, "--detailed-exitcode")
 
     app = google.get_app(name=PARENT)
@@ -124,9 +124,12 @@ def test_removing_a_tool_removes_its_references_first_in_the_same_apply(
         path.write_text(path.read_text().replace("  - {ref: tools/refund-policy}\n", ""))
     example = bot / "examples" / "refund-question.yaml"
     example.write_text(example.read_text().replace("{ref: tools/refund-policy}", "{ref: tools/order-status}"))
+    shutil.rmtree(bot / "evaluations")  # the goldens of that tool go with it from the repo
     plan = plan_json(bot, url, "--prune")
     assert keys(plan)[-1] == ("delete", "tool/refund-policy")
     assert {k for a, k in keys(plan) if a == "update"} == {"agent/support", "agent/billing", "example/refund-question"}
+    # an app version (the applied record) holds no evaluations, so --prune does not own them: kept
+    assert {str(n).rsplit("/", 1)[-1] for n in plan["unmanaged"]} == {"refund-full", "refund-small-order", "refund-too-late"}  # type: ignore[union-attr]
     out = run("apply", "--dir", str(bot), "--env", "local", "--endpoint", url, "--auto-approve", "--prune")
     assert "1 deleted, 0 failed" in out
     assert all("refund-policy" not in t.name for t in google.list_tools(parent=PARENT))

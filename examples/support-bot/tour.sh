@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The whole app on the embedded emulator, start to finish (README.md's first command runs this):
 #   1. apply from nothing: the app is created (CreateApp), then everything in it, in order;
-#   2. an agent edited by hand (here through the REST API, as the console would) is drift;
-#   3. a tool, the widget it feeds and its reference in an agent go in one apply;
-#   4. export writes a repo that plans empty; so does an exportApp archive through import-archive;
-#   5. the version apply --snapshot made before the removal is listed, and rollback to it undoes that apply.
+#   2. the evaluations (golden conversations) pass; a change to a tool's code makes one fail;
+#   3. an agent edited by hand (here through the REST API, as the console would) is drift;
+#   4. a tool, the widget it feeds and its reference in an agent go in one apply;
+#   5. export writes a repo that plans empty; so does an exportApp archive through import-archive;
+#   6. the version apply --snapshot made before the removal is listed, and rollback to it undoes that apply.
 # It works on a copy in a temporary folder: this example stays as it is.
 set -euo pipefail
 
@@ -48,7 +49,16 @@ cesync apply --env local --auto-approve
 step "plan: nothing to change (exit 0)"
 cesync plan --env local --detailed-exitcode
 
-step "2. someone edits the support agent's instruction by hand"
+step "2. the evaluations pass: each golden's tool calls run against the real tools, their answers are checked"
+cesync eval --env local
+step "the return fee changes in the refund policy's code; applied, the golden of the small order fails (exit 1)"
+sed -i.bak 's/else 4.99/else 5.99/' code/refund_policy.py && rm code/refund_policy.py.bak
+cesync apply --env local --auto-approve
+set +e; cesync eval --env local --junit "$work/evaluations.xml"; code=$?; set -e
+[ "$code" = 1 ] || { echo "expected a failing evaluation (exit 1), got $code" >&2; exit 1; }
+grep -q 'failures="1"' "$work/evaluations.xml" || { echo "expected one failure in the JUnit report" >&2; exit 1; }
+
+step "3. someone edits the support agent's instruction by hand"
 etag=$(rest GET "$app/agents/support" | python3 -c 'import json,sys; print(json.load(sys.stdin)["etag"])')
 rest PATCH "$app/agents/support?updateMask=instruction" "{\"instruction\": \"Answer everything yourself.\", \"etag\": \"$etag\"}" >/dev/null
 step "plan shows the drift (exit 2), apply puts the repo's instruction back"
@@ -56,13 +66,13 @@ set +e; cesync plan --env local --detailed-exitcode; code=$?; set -e
 [ "$code" = 2 ] || { echo "expected drift (exit 2), got $code" >&2; exit 1; }
 cesync apply --env local --auto-approve
 
-step "3. remove the order-status tool, the widget it feeds and its reference in the support agent: one apply, snapshotted before it writes"
+step "4. remove the order-status tool, the widget it feeds and its reference in the support agent: one apply, snapshotted before it writes"
 rm tools/order-status.yaml tools/order-card.yaml
 grep -v 'ref: tools/order-status' agents/support.yaml >agents/support.yaml.new && mv agents/support.yaml.new agents/support.yaml
 cesync apply --env local --auto-approve --prune --snapshot
 cesync plan --env local --detailed-exitcode --prune
 
-step "4. export the app as a new repo; it plans empty against the same app"
+step "5. export the app as a new repo; it plans empty against the same app"
 cesync export --env local --out "$work/exported"
 cp -r .cesync "$work/exported/"
 cesync plan --dir "$work/exported" --env local --detailed-exitcode
@@ -77,7 +87,7 @@ cesync import-archive "$work/app.zip" --out "$work/imported" --app "$app"
 cp -r .cesync "$work/imported/"
 cesync plan --dir "$work/imported" --env local --endpoint embedded --detailed-exitcode
 
-step "5. the version apply --snapshot made before the removal, and a rollback to it (the removed tool comes back)"
+step "6. the version apply --snapshot made before the removal, and a rollback to it (the removed tool comes back)"
 cesync versions --env local
 version=$(cesync versions --env local --format json | python3 -c 'import json,sys; print(next(v["name"].rsplit("/", 1)[-1] for v in json.load(sys.stdin) if v.get("description", "").startswith("the app before")))')
 cesync rollback "$version" --env local --yes

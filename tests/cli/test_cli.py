@@ -28,7 +28,7 @@ def repo(tmp_path: Path) -> Path:
 
 def test_validate_example_and_broken_copy(repo: Path) -> None:
     ok = cesync("validate", "--dir", str(repo))
-    assert ok.returncode == 0 and "20 files valid" in ok.stdout
+    assert ok.returncode == 0 and "23 files valid" in ok.stdout
     (repo / "tools" / "web-search.yaml").write_text("googleSearchTool:\n  nme: x\n")
     bad = cesync("validate", "--dir", str(repo))
     assert bad.returncode == 1
@@ -237,7 +237,7 @@ def test_ctrl_c_at_a_random_moment(repo: Path, seed: int) -> None:
     assert "Traceback" not in "\n".join(errors), errors
     created = out.count("done: ")
     if code == 0:  # it finished before the signal came
-        assert "Apply: 20 created" in out and remaining == []
+        assert "Apply: 23 created" in out and remaining == []
         return
     assert code == 130, (delay, errors, out)
     if "Interrupted:" in out:  # during apply: running calls finish, the rest is reported

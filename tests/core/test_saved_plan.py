@@ -387,5 +387,5 @@ def test_a_saved_plan_that_creates_the_app_applies(tmp_path: Path) -> None:
         assert json.loads(planfile.read_text())["changes"][0]["action"] == "create"  # the app first
         applied = cesync("apply", str(planfile), *common, "--auto-approve")
         assert applied.returncode == 0, applied.stderr
-        assert "20 created" in applied.stdout
+        assert "23 created" in applied.stdout
         assert cesync("plan", *common, "--detailed-exitcode").returncode == 0

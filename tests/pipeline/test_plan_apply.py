@@ -58,8 +58,8 @@ async def plan_apply(root: Path, env: str, transport: httpx.AsyncBaseTransport, 
 @pytest.mark.parametrize("env", ["local", "dev", "staging", "prod"])
 def test_example_idempotent_in_every_environment(tmp_path: Path, env: str) -> None:
     first, result, second = asyncio.run(plan_apply(example(tmp_path), env, EmbeddedTransport()))
-    # the app first, then its 19 resources
-    assert first.counts() == {"create": 20, "update": 0, "delete": 0} and result.ok, result.summary()
+    # the app first, then its 22 resources
+    assert first.counts() == {"create": 23, "update": 0, "delete": 0} and result.ok, result.summary()
     assert not second.has_changes, [c.key for c in second.changes]
 
 

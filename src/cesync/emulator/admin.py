@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
 
 async def admin_call(emulator: Emulator, request: Request, registry: list[FaultMiddleware]) -> Any:
-    """Test and setup hooks: apps, agents, unknown fields, faults, state, write timings (stats)."""
+    """Test and setup hooks: apps, agents, unknown fields, faults, state, write timings (stats), the
+    outcomes of evaluation steps the emulator cannot judge."""
     action = request.path_params["action"]
     body = await json_body(request) if request.method == "POST" else {}
     store = emulator.store
@@ -63,6 +64,8 @@ async def admin_call(emulator: Emulator, request: Request, registry: list[FaultM
             emulator.taught.update((e.message, str(e.path[-1])) for e in extras(collection, data))
             store.put(db, parent, collection, rid, printed(collection, data))
         return {"name": name}
+    if action == "evaluationOutcomes" and request.method == "POST":  # what the emulator cannot judge (evaluations.py)
+        return emulator.evaluations.set_outcome(body)
     if action == "stats":
         refused = emulator.quota_state.refused
         quota = {"quotaRefused": {"writes": refused[WRITE_METRIC], "reads": refused[READ_METRIC]}}

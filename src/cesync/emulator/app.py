@@ -13,6 +13,7 @@ their payload types in the version they were asked in.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Awaitable, Callable
 
@@ -27,6 +28,7 @@ from .crud import Resources
 from .derived import Derived
 from .dispatch import dispatch
 from .errors import RpcError
+from .evaluations import EvaluationService
 from .execute import Executor
 from .export_import import ExportImport
 from .faults import FaultConfig, FaultMiddleware
@@ -56,6 +58,9 @@ class Emulator(Resources, Apps, ExportImport, Derived):
             "import_app": self._do_import_app,
             "restore": self._do_restore,
         }
+        # runEvaluation replays goldens against the real tools (evaluations.py, golden.py)
+        self.evaluations = EvaluationService(store, lambda parent: functools.partial(self.executor.execute, parent))
+        actions["evaluation_run"] = self.evaluations.finish
         self.operations = Operations(store, actions, operation_delay, operation_clock)
         self.taught = set()
         self.quota = QuotaConfig()

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 
-from . import evaluation_kinds
-from .calls import api_version, json_body
+from . import evaluation_kinds, evaluations
+from .calls import api_version, json_body, wants_enum_int
 from .errors import RpcError
 from .resources import COLLECTIONS
 
@@ -75,6 +75,14 @@ async def dispatch(emulator: Emulator, request: Request, path: str) -> Any:
     parent, rest = app_match.groups()
     if rest == ":executeTool" and method == "POST":
         return await emulator.executor.execute(parent, await json_body(request))
+    if evaluations.handles(rest) and api_version(request) == "v1beta":  # EvaluationService: v1beta only
+
+        def start(action: dict[str, Any], response: str, metadata: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+            return emulator.operations.start(api_version(request), location, action, response, metadata)
+
+        return await evaluations.route(
+            emulator.evaluations, method, parent, rest, lambda: json_body(request), start, enum_int=wants_enum_int(request)
+        )
     name = APP_METHODS.get((method, rest))
     if name is not None:
         return await getattr(emulator, name)(request, parent)

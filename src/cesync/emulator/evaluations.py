@@ -30,28 +30,35 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from google.protobuf import json_format
+
+from ..api import descriptors as api
 from .errors import RpcError
 from .golden import Decided, RunTool, replay_golden
-from .store import now
+from .store import Store, now
+from .wire import printed as printed_resource
 
 __all__ = ["EvaluationService"]
 
 OUTCOMES = ("PASS", "FAIL", "SKIPPED", "OUTCOME_UNSPECIFIED")
 MAX_RUN_COUNT = 100  # the emulator's own bound (v1beta states none): each run replays every tool call
-Reader = Callable[[str, str, str], dict[str, Any] | None]  # (parent, collection, id) -> stored resource
-Writer = Callable[[str, str, str, dict[str, Any]], None]  # (parent, collection, id, data): output-only fields
 
 
 @dataclass
 class EvaluationService:
-    read: Reader
+    store: Store
     run_tool: Callable[[str], RunTool]  # parent -> executeTool of that app
-    write_back: Writer | None = None
     runs: dict[str, dict[str, Any]] = field(default_factory=dict)
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
     published: set[str] = field(default_factory=set)
     decided: dict[str, Decided] = field(default_factory=dict)
     scenario_decided: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+    def read(self, parent: str, collection: str, rid: str) -> dict[str, Any] | None:
+        self.store.app(parent)
+        with self.store.transaction() as db:
+            found = self.store.get(db, parent, collection, rid)
+        return found.data if found is not None else None
 
     # --- runEvaluation ----------------------------------------------------------------------
 
@@ -164,17 +171,17 @@ class EvaluationService:
             if key:
                 summary[key] += 1
         record["evaluationRunSummaries"] = summaries
-        if self.write_back is not None:
-            for evaluation in summaries:
-                self._tell(evaluation, run)
+        for evaluation in summaries:
+            self._tell(db, evaluation, run)
         return {"evaluationRun": run}
 
-    def _tell(self, evaluation: str, run: str) -> None:
+    def _tell(self, db: Any, evaluation: str, run: str) -> None:
         """Evaluation's output-only evaluationRuns, lastCompletedResult and aggregatedMetrics."""
         parent, rid = evaluation.split("/evaluations/", 1)
-        stored = self.read(parent, "evaluations", rid)
-        if stored is None or self.write_back is None:
+        found = self.store.get(db, parent, "evaluations", rid)
+        if found is None:
             return  # deleted meanwhile
+        stored = found.data
         mine = [r for n, r in self.results.items() if n in self.published and n.startswith(f"{evaluation}/results/")]
         runs = list(dict.fromkeys([*stored.get("evaluationRuns", []), run]))
         tools: dict[str, dict[str, int]] = {}
@@ -197,7 +204,7 @@ class EvaluationService:
         data = {**stored, "evaluationRuns": runs, "aggregatedMetrics": {"metricsByAppVersion": [metrics]}}
         if latest is not None:
             data["lastCompletedResult"] = latest
-        self.write_back(parent, "evaluations", rid, data)
+        self.store.put(db, parent, "evaluations", rid, printed_resource("evaluations", data))
 
     # --- reading runs and results --------------------------------------------------------------
 
@@ -270,6 +277,15 @@ def handles(rest: str) -> bool:
     return rest == ":runEvaluation" or bool(RUNS_RE.match(rest) or RESULTS_RE.match(rest))
 
 
+def printed(message: str, data: dict[str, Any], enum_int: bool) -> dict[str, Any]:
+    """data as json_format prints the v1beta message (enums as numbers when asked for): what is
+    served is checked to be that message, field by field."""
+    parsed = api.message_class(f"{api.BETA_PACKAGE}.{message}")()
+    json_format.ParseDict(data, parsed, descriptor_pool=api.pool())
+    out: dict[str, Any] = json_format.MessageToDict(parsed, use_integers_for_enums=enum_int)
+    return out
+
+
 async def route(
     service: EvaluationService,
     method: str,
@@ -277,6 +293,8 @@ async def route(
     rest: str,
     body: Callable[[], Awaitable[dict[str, Any]]],
     start: Start,
+    *,
+    enum_int: bool = False,
 ) -> dict[str, Any]:
     """Answer one of the routes ``handles`` accepts."""
     if rest == ":runEvaluation" and method == "POST":
@@ -288,11 +306,11 @@ async def route(
         return start({"do": "evaluation_run", "run": run}, "RunEvaluationResponse", ("RunEvaluationOperationMetadata", metadata))
     runs, results = RUNS_RE.match(rest), RESULTS_RE.match(rest)
     if runs and runs.group(1) is None and method == "GET":
-        return service.list_runs(parent)
+        return {"evaluationRuns": [printed("EvaluationRun", r, enum_int) for r in service.list_runs(parent)["evaluationRuns"]]}
     if runs and runs.group(1) is not None and method in ("GET", "DELETE"):
         name = f"{parent}/evaluationRuns/{runs.group(1)}"
         if method == "GET":
-            return service.run(name)
+            return printed("EvaluationRun", service.run(name), enum_int)
         service.delete_run(name)
         # DeleteEvaluationRun is a long-running operation in v1beta (DeleteEvaluationRunOperationMetadata)
         return start({"do": "done", "response": {}}, "Empty", ("DeleteEvaluationRunOperationMetadata", {}))
@@ -301,11 +319,12 @@ async def route(
         if service.read(parent, "evaluations", results.group(1)) is None:
             raise RpcError("NOT_FOUND", f"{evaluation} not found")
         if results.group(2) is None and method == "GET":
-            return service.list_results(evaluation)
+            listed = service.list_results(evaluation)["evaluationResults"]
+            return {"evaluationResults": [printed("EvaluationResult", r, enum_int) for r in listed]}
         if results.group(2) is not None and method in ("GET", "DELETE"):
             name = f"{evaluation}/results/{results.group(2)}"
             if method == "GET":
-                return service.result(name)
+                return printed("EvaluationResult", service.result(name), enum_int)
             service.delete_result(name)
             return {}
     raise RpcError("NOT_FOUND", f"no method {method} {rest} on {parent}")
