@@ -205,8 +205,8 @@ def test_an_operation_that_fails_is_an_api_error_naming_the_run(tmp_path: Path, 
 
     from cesync.client.api import CesClient
     from cesync.errors import ApiError
+    from cesync.pipeline.context import open_context
     from cesync.pipeline.evaluate import evaluate
-    from cesync.pipeline.workflow import open_context
 
     root = make_repo(tmp_path, {"evaluations/greets.yaml": GOLDEN})
     assert run(root, server, "apply", "--auto-approve")[0] == 0
