@@ -98,7 +98,7 @@ def test_action_plan_comment_is_sticky_per_environment(bot: Path, tmp_path: Path
     assert "### cesync plan: `dev`" in log  # the job summary
     [first] = plan_comments(forge)
     assert (
-        "| 19 | 1 | 0 | 0 |" in first["body"]
+        "| 22 | 1 | 0 | 0 |" in first["body"]
     )  # the shared emulator makes apps on first use and "support-bot-dev" in first["body"]
 
     (bot / "tools" / "web-search.yaml").write_text("googleSearchTool:\n  name: web_search\n  description: Changed in the PR.\n")

@@ -227,3 +227,16 @@ def test_an_operation_that_fails_is_an_api_error_naming_the_run(tmp_path: Path, 
         asyncio.run(go())
     assert caught.value.status == "NOT_FOUND" and "evaluation run" in str(caught.value)
     assert lines[0].startswith(f"run evaluations {APP}: running (0s, 0 of 1 results, operation ")
+
+
+def test_ctrl_c_while_the_run_is_polled_exits_130_with_one_line(tmp_path: Path, server: BackgroundServer) -> None:
+    from tests.cli.test_cli import Running
+
+    root = make_repo(tmp_path, {"evaluations/greets.yaml": GOLDEN})
+    assert run(root, server, "apply", "--auto-approve")[0] == 0
+    httpx.post(f"{server.url}/admin/config", json={"operationDelaySeconds": 60}).raise_for_status()
+    running = Running(["eval", "--dir", str(root), "--env", "local", "--endpoint", server.url], {})
+    running.wait_for(running.err, lambda line: line.startswith("run evaluations "))
+    code = running.interrupt()
+    assert code == 130 and running.err[-1] == "interrupted", running.err
+    assert not any("Traceback" in line for line in running.err)
