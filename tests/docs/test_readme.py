@@ -56,7 +56,7 @@ def test_the_first_command_tours_the_whole_app() -> None:
     """The README's first command, after its install: the whole-app tour on the embedded emulator."""
     tour = ROOT / "examples" / "support-bot" / "tour.sh"
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", "NO_COLOR": "1"}
-    r = subprocess.run(["bash", str(tour)], capture_output=True, text=True, timeout=300, env=env)
+    r = subprocess.run(["bash", str(tour)], capture_output=True, text=True, timeout=600, env=env)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "Traceback" not in r.stdout + r.stderr
     for seen in ("create the app", "~ agent support will be updated", "delete tool order-status", "Restored version-"):
