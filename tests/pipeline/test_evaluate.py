@@ -240,3 +240,13 @@ def test_ctrl_c_while_the_run_is_polled_exits_130_with_one_line(tmp_path: Path, 
     code = running.interrupt()
     assert code == 130 and running.err[-1] == "interrupted", running.err
     assert not any("Traceback" in line for line in running.err)
+
+
+def test_eval_runs_in_the_preview_app(tmp_path: Path, server: BackgroundServer) -> None:
+    root = make_repo(tmp_path, {"evaluations/greets.yaml": GOLDEN})
+    code, out, err = run(root, server, "preview", "--name", "pr-3", "--auto-approve")
+    assert code == 0, out + err
+    code, out, err = run(root, server, "eval", "--preview", "pr-3")
+    assert code == 0 and f"Evaluations of {APP}-pr-3 ('local')" in out, out + err
+    code, out, err = run(root, server, "eval")  # the environment's own app was never applied
+    assert code == 1 and f"the app {APP} does not exist" in err, out + err
