@@ -12,6 +12,8 @@ import re
 from typing import Any
 
 from ..api.kinds import DRAFT_VERSION, KINDS, ResourceKind, ref_collections, ref_fields
+from ..core.walk import written_order
+from ..models import specs
 from .config import Config
 
 __all__ = ["SCHEMA_FILES", "render_schemas"]
@@ -109,4 +111,27 @@ def render_schemas() -> dict[str, str]:
         **{f"{k.name}.schema.json": _resource_schema(k) for k in KINDS.values()},
         "cesync.schema.json": config,
     }
-    return {name: json.dumps(doc, indent=2, sort_keys=True) + "\n" for name, doc in docs.items()}
+    # A file's own keys in the order fmt lays them out: a resource's as its files write them
+    # (walk.written_order, also export's), cesync.yaml's as its model declares them.
+    orders = {
+        **{f"{k.name}.schema.json": written_order(specs(k.model)) for k in KINDS.values()},
+        "cesync.schema.json": {n: i for i, n in enumerate(Config.model_fields)},
+    }
+    return {name: json.dumps(_sorted(doc, orders[name]), indent=2) + "\n" for name, doc in docs.items()}
+
+
+def _sorted(doc: dict[str, Any], rank: dict[str, int]) -> dict[str, Any]:
+    """Every mapping's keys sorted (stable bytes), but the file's own properties ranked as fmt orders them."""
+    out: dict[str, Any] = _sorted_keys(doc)
+    if isinstance(out.get("properties"), dict):
+        props = out["properties"]
+        out["properties"] = {k: props[k] for k in sorted(props, key=lambda k: (rank.get(k, len(rank)), k))}
+    return out
+
+
+def _sorted_keys(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _sorted_keys(node[k]) for k in sorted(node)}
+    if isinstance(node, list):
+        return [_sorted_keys(v) for v in node]
+    return node
