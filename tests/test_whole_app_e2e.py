@@ -126,12 +126,14 @@ def test_removing_a_tool_removes_its_references_first_in_the_same_apply(
     example.write_text(example.read_text().replace("{ref: tools/refund-policy}", "{ref: tools/order-status}"))
     shutil.rmtree(bot / "evaluations")  # the goldens of that tool go with it from the repo
     plan = plan_json(bot, url, "--prune")
-    assert keys(plan)[-1] == ("delete", "tool/refund-policy")
+    assert keys(plan)[-1] == ("delete", "tool/refund-policy")  # after the evaluations that name it
+    assert {k for a, k in keys(plan) if a == "delete"} == {
+        "tool/refund-policy",
+        *(f"evaluation/{e}" for e in ("refund-full", "refund-small-order", "refund-too-late")),
+    }
     assert {k for a, k in keys(plan) if a == "update"} == {"agent/support", "agent/billing", "example/refund-question"}
-    # an app version (the applied record) holds no evaluations, so --prune does not own them: kept
-    assert {str(n).rsplit("/", 1)[-1] for n in plan["unmanaged"]} == {"refund-full", "refund-small-order", "refund-too-late"}  # type: ignore[union-attr]
     out = run("apply", "--dir", str(bot), "--env", "local", "--endpoint", url, "--auto-approve", "--prune")
-    assert "1 deleted, 0 failed" in out
+    assert "4 deleted, 0 failed" in out
     assert all("refund-policy" not in t.name for t in google.list_tools(parent=PARENT))
     run("plan", "--dir", str(bot), "--env", "local", "--endpoint", url, "--prune", "--detailed-exitcode")
 
