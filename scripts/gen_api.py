@@ -8,8 +8,9 @@ Step 1 reads the installed ``google-cloud-ces`` package: the file descriptors of
 ``google.cloud.ces.v1`` and their dependencies, and each field's behaviour and
 documentation from the proto-plus docstrings; and the same of the v1beta files that
 hold the kinds only v1beta has (the evaluations: BETA_ROOTS). Step 2 reads only that
-snapshot (plus the hand-written overlay in ``cesync.models.overlay``) and prints
-modules with a pydantic model per message.
+snapshot (plus the hand-written overlay in ``cesync.models.overlay``, and the REQUIRED
+fields the behaviour table says CES accepts unset) and prints modules with a pydantic
+model per message.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
+from cesync.api import behaviour  # noqa: E402
 from cesync.models import overlay  # noqa: E402
 
 PACKAGE = "google.cloud.ces.v1"
@@ -52,6 +54,8 @@ BEHAVIOR_WORDS = {
     "Input only": "INPUT_ONLY",
     "Immutable": "IMMUTABLE",
 }
+# REQUIRED fields CES accepts unset (the behaviour table's cited UNSET_ACCEPTED rules): generated as optional.
+UNSET_ACCEPTED = {(r.message, r.field) for r in behaviour.OVERLAY if r.behaviour == behaviour.UNSET_ACCEPTED}
 BEHAVIOR_RE = re.compile(r"^({})\.\s*".format("|".join(BEHAVIOR_WORDS)))
 ONEOF_NOTE = re.compile(r"This field is a member of `oneof`_ ``\w+``\.")
 
@@ -328,9 +332,13 @@ def _field_line(walk: Walk, message: str, f: descriptor_pb2.FieldDescriptorProto
     full_field = f"{message}.{f.name}"
     py, _, _ = _type_of(walk, full_field, f)
     found = info.get("behaviors", [])
+    if (message, f.json_name) in UNSET_ACCEPTED:
+        found = [b for b in found if b != "REQUIRED"]
     behavior = next((b for b in ("IDENTIFIER", "OUTPUT_ONLY", "REQUIRED") if b in found), None)
     args = {"IDENTIFIER": ["ID"], "OUTPUT_ONLY": ["OUT"], "REQUIRED": ["R"]}.get(behavior or "", [])
     doc = info.get("doc", "")
+    if (message, f.json_name) in UNSET_ACCEPTED:
+        doc += " (CES accepts it unset: docs/field-behaviour.md, UNSET_ACCEPTED.)"
     if doc:
         args.append(_string(doc) if args else "doc=" + _string(doc))
     if f.proto3_optional:

@@ -6,7 +6,8 @@ descriptor snapshot's annotations (src/cesync/api/ces_v1.json, read as JSON), th
 whose Delete request has ``force``, and the overlay's outside evidence
 (tests/evidence/terraform_fields.json for ``default_from_api`` and the tool types Terraform
 marks ``output: true``; the google-cloud-ces docstrings for the app lock; the names of
-nothing the Terraform samples' fixtures hold, for NAME_UNCHECKED). Each case fails when its rule is missing from the table, and
+nothing the Terraform samples' fixtures hold, for NAME_UNCHECKED; the REQUIRED fields those
+fixtures leave out as their samples do, for UNSET_ACCEPTED). Each case fails when its rule is missing from the table, and
 checks the rule's effect where cesync or the emulator enforces it:
 
 * REQUIRED: the emulator refuses a body without it (``Field is required.``), for every
@@ -18,7 +19,9 @@ checks the rule's effect where cesync or the emulator enforces it:
 * DELETE_FORCE, READ_ONLY, APP_LOCK, LOCK_OVERRIDE, NAME_UNCHECKED: over HTTP, the emulator
   binds ``force`` / refuses the tool type / refuses writes under the lock / imports with the
   override / accepts the name of nothing;
-* SERVER_DEFAULTED: diff does not plan away what only the remote has.
+* SERVER_DEFAULTED: diff does not plan away what only the remote has;
+* UNSET_ACCEPTED: the emulator does not require it, nor does the generated model (so
+  validate accepts the sample's fixture without it).
 
 Rules on messages no resource body holds (request messages, Changelog, Conversation, ...)
 have no effect to check beyond the request's own shape; their cases check the table.
@@ -50,6 +53,7 @@ from cesync.emulator import wire
 from cesync.emulator.archive import pack
 from cesync.emulator.errors import RpcError
 from cesync.emulator.server import BackgroundServer
+from cesync.models import specs
 from tests.conftest import ROOT
 
 PACKAGE = "google.cloud.ces.v1."
@@ -91,6 +95,7 @@ def expected() -> Iterator[tuple[str, str, str]]:
     if "ignore the app lock" in " ".join(inspect.getdoc(agent_service.ImportAppRequest).split()):  # type: ignore[union-attr]
         yield PACKAGE + "ImportAppRequest", "ignoreAppLock", fb.LOCK_OVERRIDE
     yield from _unchecked_names()
+    yield from _omitted_required()
 
 
 def _strings(data: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], str]]:
@@ -127,7 +132,50 @@ def _unchecked_names() -> Iterator[tuple[str, str, str]]:
                     yield found[0], found[1], fb.NAME_UNCHECKED
 
 
+REQUIRED_IN_SNAPSHOT = {
+    (message, proto)
+    for snapshot in SNAPSHOTS
+    for message, entry in snapshot["messages"].items()
+    for proto, facts in entry.get("fields", {}).items()
+    if fb.REQUIRED in facts.get("behaviors", ())
+}
+
+
+def _absent_required(desc: Descriptor, data: Any) -> Iterator[tuple[str, str]]:
+    """(message, JSON field) of each REQUIRED field outside a oneof that ``data`` (a repo body,
+    read as the JSON of ``desc``) leaves out, in every message it holds."""
+    if not isinstance(data, dict) or desc.full_name in OPAQUE:
+        return
+    for f in desc.fields:
+        if f.json_name not in data:
+            if (desc.full_name, f.name) in REQUIRED_IN_SNAPSHOT and f.containing_oneof is None:
+                yield desc.full_name, f.json_name
+            continue
+        if f.message_type is None:
+            continue
+        value = data[f.json_name]
+        if f.message_type.GetOptions().map_entry:
+            target = f.message_type.fields_by_name["value"].message_type
+            for item in value.values() if isinstance(value, dict) and target is not None else ():
+                yield from _absent_required(target, item)
+        else:
+            for item in value if f.is_repeated and isinstance(value, list) else [value]:
+                yield from _absent_required(f.message_type, item)
+
+
+def _omitted_required() -> Iterator[tuple[str, str, str]]:
+    """Where a Terraform sample (as its fixture, which keeps what the sample leaves out) leaves out a
+    field the proto marks REQUIRED: CES accepted the sample, so the field is not required there."""
+    for file in sorted((ROOT / "tests" / "fixtures" / "terraform").glob("*/*/*.yaml")):
+        kind = by_collection(file.parent.name)
+        assert kind is not None, file
+        data = YAML(typ="safe").load(file.read_text(encoding="utf-8"))
+        for message, field in _absent_required(descriptors.message(fb.full_name(kind.model_name)), data):
+            yield message, field, fb.UNSET_ACCEPTED
+
+
 EXPECTED = sorted(set(expected()))
+UNSET_ACCEPTED = {(m, f) for m, f, b in EXPECTED if b == fb.UNSET_ACCEPTED}
 
 
 def _id(rule: tuple[str, str, str]) -> str:
@@ -227,8 +275,9 @@ def test_a_rule_is_in_the_table_and_does_what_it_says(rule: tuple[str, str, str]
 
 def _required(message: str, field: str, server: BackgroundServer) -> None:
     f = _descriptor_field(message, field)
-    if message not in WRITABLE or f.containing_oneof is not None:
-        return  # a request's own field, only inside output, or a member of a oneof (required as the member chosen)
+    if message not in WRITABLE or f.containing_oneof is not None or (message, field) in UNSET_ACCEPTED:
+        return  # a request's own field, only inside output, a member of a oneof (required as the member
+        # chosen), or one a sample leaves out (its own case, UNSET_ACCEPTED)
     collection, path = WRITABLE[message]
     body = _nest(path, {})
     at = ".".join(n for n, _ in path)
@@ -341,6 +390,22 @@ def _name_unchecked(message: str, field: str, server: BackgroundServer) -> None:
     assert r.status_code == 400 and "does not exist" in r.text, r.text
 
 
+def _unset_accepted(message: str, field: str, server: BackgroundServer) -> None:
+    assert fb.has(message, field, fb.REQUIRED) and not fb.required(message, field)
+    collection, path = WRITABLE[message]
+    body = _nest(path, {})
+    at = ".".join(n for n, _ in path)
+    found = [v for v in _violations(collection, body) if v["description"] == "Field is required."]
+    where = [re.sub(r"\[[^\]]*\]", "", v["field"]).split(".", 1)[1] for v in found]
+    assert (f"{at}.{field}" if at else field) not in where, found
+    kind = by_collection(collection)
+    assert kind is not None, collection
+    model = kind.model
+    for name, _ in path:  # the generated model at the rule's message, as validate reaches it
+        model = specs(model)[name].message
+    assert not model.model_fields[field].is_required(), f"the generated {model.__name__}.{field} is still required"
+
+
 CHECKS = {
     fb.REQUIRED: _required,
     fb.OUTPUT_ONLY: _output_only,
@@ -353,6 +418,7 @@ CHECKS = {
     fb.APP_LOCK: _app_lock,
     fb.LOCK_OVERRIDE: _lock_override,
     fb.NAME_UNCHECKED: _name_unchecked,
+    fb.UNSET_ACCEPTED: _unset_accepted,
 }
 
 

@@ -55,6 +55,8 @@ def expected_kind(f: Any) -> Kind:
 def expected_behavior(message: str, field: str) -> Behavior:
     """The model's behaviour as the field-behaviour table (cesync.api.behaviour) gives it."""
     found = fb.of(message, field)
+    if not fb.required(message, field):
+        found -= {fb.REQUIRED}  # the proto says REQUIRED, CES accepts it unset (UNSET_ACCEPTED)
     for name in ("IDENTIFIER", "OUTPUT_ONLY", "REQUIRED"):
         if name in found:
             return Behavior[name]

@@ -25,6 +25,7 @@ Use::
     fb.fields("Deployment", fb.INPUT_ONLY)  # ('whatsappCredentials', 'instagramCredentials')
     fb.etag_guards("App")                   # False: App.etag is OUTPUT_ONLY
     fb.delete_has_force("Tool")             # True
+    fb.required("google.cloud.ces.v1beta.ToolResponse", "response")  # False: a Terraform sample leaves it out
     fb.rule("Tool", "openApiTool", fb.READ_ONLY).detail  # 'openApiToolset': the toolset that makes it
     fb.rules()                              # every Rule, each with .source (docs/field-behaviour.md lists them)
 
@@ -56,6 +57,7 @@ __all__ = [
     "READ_ONLY",
     "REQUIRED",
     "SERVER_DEFAULTED",
+    "UNSET_ACCEPTED",
     "Rule",
     "delete_has_force",
     "etag_guards",
@@ -65,6 +67,7 @@ __all__ = [
     "kinds_with",
     "name_unchecked",
     "of",
+    "required",
     "rule",
     "rules",
 ]
@@ -84,6 +87,7 @@ READ_ONLY = "READ_ONLY"
 APP_LOCK = "APP_LOCK"
 LOCK_OVERRIDE = "LOCK_OVERRIDE"
 NAME_UNCHECKED = "NAME_UNCHECKED"
+UNSET_ACCEPTED = "UNSET_ACCEPTED"
 
 # What each behaviour means for a request and a reply: the facts the sources state.
 BEHAVIOURS: dict[str, str] = {
@@ -98,6 +102,7 @@ BEHAVIOURS: dict[str, str] = {
     APP_LOCK: "while true, modifications to the app's resources are rejected",
     LOCK_OVERRIDE: "the one request flag that overrides the app lock",
     NAME_UNCHECKED: "a resource name CES accepts in a write although the app holds nothing of that name",
+    UNSET_ACCEPTED: "the proto marks it REQUIRED, yet CES accepts a request that leaves it unset (so it is not required)",
 }
 
 _TF = "GoogleCloudPlatform/magic-modules mmv1/products/ces"
@@ -176,6 +181,14 @@ OVERLAY: tuple[Rule, ...] = (
             ),
         )
     ),
+    # Where a sample leaves out a field the proto marks REQUIRED and CES took it, the sample wins.
+    Rule(
+        "google.cloud.ces.v1beta.ToolResponse",
+        "response",
+        UNSET_ACCEPTED,
+        f"{_SAMPLES}/ces_evaluation_full.tf.tmpl: the step 'Expect tool response' sets an expectation's "
+        "tool_response with toolset_tool only, no response (Google's acceptance tests run it against CES)",
+    ),
 )
 
 
@@ -246,6 +259,11 @@ def of(message: str, field: str) -> frozenset[str]:
 
 def has(message: str, field: str, behaviour: str) -> bool:
     return behaviour in _index().get(_key(message, field), {})
+
+
+def required(message: str, field: str) -> bool:
+    """Whether a request must set ``message.field``: REQUIRED, unless CES accepts it unset (UNSET_ACCEPTED)."""
+    return has(message, field, REQUIRED) and not has(message, field, UNSET_ACCEPTED)
 
 
 def rule(message: str, field: str, behaviour: str) -> Rule:

@@ -152,10 +152,9 @@ def _without_output_only(desc: Descriptor, value: Any) -> Any:
 def _checked_fields(desc: Descriptor) -> tuple[tuple[FieldDescriptor, bool, re.Pattern[str] | None], ...]:
     """(field, required, name pattern) of the fields _missing looks at: required outside a oneof, a
     resource name, or a message that may hold either. The others (most) can report nothing."""
-    behaviors = _behaviors(desc)
     out = []
     for f in desc.fields:
-        required = "REQUIRED" in behaviors[f.name] and f.containing_oneof is None
+        required = fb.required(desc.full_name, f.name) and f.containing_oneof is None
         pattern = RESOURCE_NAMES.get(f"{desc.full_name}.{f.name}")
         nested = f.message_type is not None and f.message_type.full_name not in OPAQUE
         if required or pattern is not None or nested:

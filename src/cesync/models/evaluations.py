@@ -410,11 +410,11 @@ class ToolResponse(ProtoModel):
         doc="Optional. The matching ID of the [tool call][google.cloud.ces.v1beta.ToolCall] the response is for."
     )
     displayName: str | None = field_(OUT, "Output only. Display name of the tool.")
-    response: Struct = field_(
-        R,
-        'Required. The tool execution result in JSON object format. Use "output" key to specify tool '
+    response: Struct | None = field_(
+        doc='Required. The tool execution result in JSON object format. Use "output" key to specify tool '
         'response and "error" key to specify error details (if any). If "output" and "error" keys are not'
-        ' specified, then whole "response" is treated as tool execution result.',
+        ' specified, then whole "response" is treated as tool execution result. (CES accepts it unset: '
+        "docs/field-behaviour.md, UNSET_ACCEPTED.)"
     )
 
 
