@@ -17,7 +17,7 @@ ALL: dict[str, Any] = {n: main.get_command(click.Context(main), n) for n in main
 
 RENDERING = ["validate", "plan", "apply", "pull", "export", "diff", "preview"]
 # they take --var too; their own tests render with it (tests/pipeline/test_promote.py, test_local.py)
-ALSO_RENDERING = ["promote", "exec", "test"]
+ALSO_RENDERING = ["promote", "exec", "test", "eval"]
 TOOL = "googleSearchTool:\n  name: ${SEARCH_NAME}\n"
 
 

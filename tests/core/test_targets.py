@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from cesync.api.kinds import KINDS
 from cesync.api.resource import Resource
 from cesync.core.planbuild import build_plan
 from cesync.core.safety import safety_refusal
@@ -19,6 +20,11 @@ from cesync.errors import CesyncError
 from cesync.render import FORMATS, render
 from tests.helpers import FIXTURES
 from tests.pipeline.test_pull import cli
+
+
+def _either(words: list[str]) -> str:
+    return f"{', '.join(words[:-1])} or {words[-1]}"
+
 
 KNOWN = {("tool", "greet"), ("tool", "ask"), ("toolset", "shop"), ("tool", "shop")}
 
@@ -45,8 +51,9 @@ def test_targets_accept_every_spelling(given: list[str], selected: set[tuple[str
     [
         ("gret", "did you mean 'greet'"),
         ("tools/shopp", "did you mean 'tools/shop' or 'toolsets/shop'"),
-        ("toolsets/greet", "names no tool, toolset, guardrail, agent, app, example or deployment"),
-        ("widgets/x", "the kind must be tool(s), toolset(s), guardrail(s), agent(s), app(s), example(s) or deployment(s)"),
+        # Every kind of the registry, in its order: the evaluation kinds too.
+        ("toolsets/greet", f"names no {_either(list(KINDS))} of the repo"),
+        ("widgets/x", f"the kind must be {_either([f'{k}(s)' for k in KINDS])}"),
     ],
 )
 def test_unknown_target_is_an_error_with_a_suggestion(given: str, message: str) -> None:

@@ -65,13 +65,15 @@ def test_crud_round_trip(client: ces_v1.AgentServiceClient) -> None:
 
 
 def test_invalid_argument_has_field_violations(client: ces_v1.AgentServiceClient) -> None:
-    bad = ces_v1.Tool(connector_tool=ces_v1.ConnectorTool(connection="nope"))
+    # A type a tool may be created as (a connector tool is its toolset's: refused before its fields
+    # are looked at), with its REQUIRED name left out.
+    bad = ces_v1.Tool(client_function=ces_v1.ClientFunction(description="no name"))
     with pytest.raises(exceptions.BadRequest) as exc:
         client.create_tool(parent=APP, tool=bad, tool_id="bad")
     error = exc.value.response.json()["error"]
     assert error["status"] == "INVALID_ARGUMENT"
     fields = {v["field"] for v in error["details"][0]["fieldViolations"]}
-    assert "tool.connectorTool.connection" in fields
+    assert "tool.clientFunction.name" in fields
 
 
 def test_toolsets_round_trip(emulator: BackgroundServer) -> None:
