@@ -308,7 +308,7 @@ def _respell_scalar(draw: st.DrawFn, value: Any, spec: FieldSpec) -> Any:
     if spec.kind is Kind.DURATION and value.endswith("s"):
         whole, _, frac = value[:-1].partition(".")
         return f"{whole}.{(frac + '000000000')[:9]}s"
-    if spec.kind in (Kind.DOUBLE, Kind.FLOAT) and isinstance(value, float) and value.is_integer() and math.isfinite(value):
+    if spec.kind.name in (Kind.DOUBLE, Kind.FLOAT) and isinstance(value, float) and value.is_integer() and math.isfinite(value):
         return int(value) if abs(value) < 2**53 else value
     return value
 

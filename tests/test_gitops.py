@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
+from cesync.api.kinds import KINDS
 from cesync.api.resource import Resource
 from cesync.core.planbuild import build_plan
 from cesync.errors import CesyncError
@@ -138,7 +139,9 @@ def test_action_apply_saved_plan_then_drift_check(bot: Path, tmp_path: Path, for
 
 def _big_plan(n: int) -> Any:
     parent = "projects/p/locations/us/apps/a"
-    desired = [Resource("tool", f"t{i:04d}", {"googleSearchTool": {"name": f"s{i}", "description": "x" * 400}}) for i in range(n)]
+    desired = [
+        Resource(KINDS["tool"], f"t{i:04d}", {"googleSearchTool": {"name": f"s{i}", "description": "x" * 400}}) for i in range(n)
+    ]
     return build_plan("prod", parent, desired, [])
 
 
@@ -230,8 +233,8 @@ def test_no_field_text_can_end_the_diff_block(parts: list[str]) -> None:
     parent = "projects/p/locations/us/apps/a"
     before = "\n".join(["You are a bot.", *parts, "Never give refunds."]) + "\n"
     after = before.replace("Never give refunds.", "Always give full refunds.")
-    desired = [Resource("agent", "a", {"displayName": "A", "llmAgent": {}, "instruction": after})]
-    remote = [Resource("agent", "a", {"displayName": "A", "llmAgent": {}, "instruction": before}, etag="e")]
+    desired = [Resource(KINDS["agent"], "a", {"displayName": "A", "llmAgent": {}, "instruction": after})]
+    remote = [Resource(KINDS["agent"], "a", {"displayName": "A", "llmAgent": {}, "instruction": before}, etag="e")]
     text = render_markdown(build_plan("prod", parent, desired, remote))
     code = "".join(t.content for t in MarkdownIt("commonmark").parse(text) if t.type == "fence")
     assert "-Never give refunds." in code and "+Always give full refunds." in code, text

@@ -12,9 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from cesync.api.kinds import kind_of_name
+from cesync.api.kinds import KINDS, kind_of_name
 from cesync.api.resource import Resource
-from cesync.api.words import count, label
+from cesync.api.words import count
 from cesync.core.planbuild import build_plan
 from cesync.models import messages
 from cesync.render import render
@@ -31,12 +31,12 @@ def test_counts_agree_with_their_number(n: int, noun: str) -> None:
 
 
 def test_the_app_is_named_the_app() -> None:
-    assert label("app", "app") == "the app" and label("tool", "greet") == "tool greet"
+    assert KINDS["app"].label("app") == "the app" and KINDS["tool"].label("greet") == "tool greet"
     assert kind_of_name(P).name == "app"  # its errors say 'update app', not 'update tool'
-    plan = build_plan("e", P, [Resource("app", "app", {"displayName": "A"})], [])
+    plan = build_plan("e", P, [Resource(KINDS["app"], "app", {"displayName": "A"})], [])
     text = render(plan, "text")
     assert "+ the app will be created" in text and "app app" not in text
-    unmanaged = [Resource("tool", "x", {"name": f"{P}/tools/x", "etag": "e", "clientFunction": {"name": "x"}})]
+    unmanaged = [Resource(KINDS["tool"], "x", {"name": f"{P}/tools/x", "etag": "e", "clientFunction": {"name": "x"}})]
     assert "1 remote resource not in the repo" in render(build_plan("e", P, [], unmanaged), "text")
 
 

@@ -7,6 +7,7 @@ import asyncio
 import httpx
 import pytest
 
+from cesync.api.kinds import KINDS
 from cesync.api.resource import Resource
 from cesync.client import CesClient
 from cesync.emulator import EmbeddedTransport
@@ -21,11 +22,11 @@ def test_reads_are_resource_records_and_errors_are_typed() -> None:
             made = await c.create(APP, "tools", "t", {"clientFunction": {"name": "t"}})
             assert made.error is None and made.etag
             await c.create(APP, "toolsets", "s", {"displayName": "S", "openApiToolset": {"openApiSchema": SCHEMA}})
-            tools = [r for r in await c.resources(APP, "tool") if r.id == "t"]
-            assert tools == [Resource("tool", "t", tools[0].body)]
+            tools = [r for r in await c.resources(APP, KINDS["tool"]) if r.id == "t"]
+            assert tools == [Resource(KINDS["tool"], "t", tools[0].body)]
             assert tools[0].name == f"{APP}/tools/t" and tools[0].etag == made.etag
             toolset = await c.read(f"{APP}/toolsets/s")
-            assert (toolset.kind, toolset.id, toolset.name) == ("toolset", "s", f"{APP}/toolsets/s")
+            assert (toolset.kind.name, toolset.id, toolset.name) == ("toolset", "s", f"{APP}/toolsets/s")
             with pytest.raises(NotFound):
                 await c.read(f"{APP}/tools/absent")
             again = await c.create(APP, "tools", "t", {"clientFunction": {"name": "t"}})

@@ -122,7 +122,7 @@ def test_names_inside_the_app_are_read() -> None:
         {"name": f"{APP}/toolsets/ts/tools/op", "openApiTool": {"name": "op"}},  # a toolset's: not managed
     ]
     with HostileServer(_app_with(lambda q: {"tools": tools})) as server:
-        assert [(r.kind, r.id) for r in _read(server)] == [("app", "app"), ("tool", "plain-id_1")]
+        assert [r.key for r in _read(server)] == [("app", "app"), ("tool", "plain-id_1")]
 
 
 def test_apply_prune_never_deletes_a_name_the_server_made_up(tmp_path: Path) -> None:

@@ -42,9 +42,9 @@ def test_an_input_only_field_is_never_compared(rule: fb.Rule) -> None:
     kind = KIND_OF[rule.message]
     desired = {**BASE[kind], rule.field: CREDENTIALS[rule.field]}
     remote = {**BASE[kind], "name": f"{APP}/deployments/d", "etag": "e"}  # CES never returns it
-    assert diff_resource(kind, "d", desired, remote).update_mask == []
+    assert diff_resource(KINDS[kind], "d", desired, remote).update_mask == []
     changed = {**desired, rule.field: {**CREDENTIALS[rule.field], "authCode": "another-code"}}
-    assert diff_resource(kind, "d", changed, {**remote, rule.field: CREDENTIALS[rule.field]}).update_mask == []
+    assert diff_resource(KINDS[kind], "d", changed, {**remote, rule.field: CREDENTIALS[rule.field]}).update_mask == []
 
 
 @pytest.mark.parametrize("rule", INPUT_ONLY, ids=[r.field for r in INPUT_ONLY])
@@ -52,7 +52,7 @@ def test_an_input_only_field_is_sent_on_create_and_never_in_the_plan_file(rule: 
     kind = KIND_OF[rule.message]
     body = {**BASE[kind], rule.field: CREDENTIALS[rule.field]}
     # the workflow marks input-only fields sensitive (pipeline.masking.sensitive_fields)
-    plan = build_plan("dev", APP, [Resource(kind, "d", body)], [], sensitive={(kind, "d"): [(rule.field,)]})
+    plan = build_plan("dev", APP, [Resource(KINDS[kind], "d", body)], [], sensitive={(kind, "d"): [(rule.field,)]})
     (change,) = plan.changes
     assert change.action == "create" and change.body == body  # what apply sends
     assert rule.field in change.note and "input only" in change.note
@@ -67,9 +67,11 @@ def test_a_server_defaulted_field_the_repo_does_not_name_is_not_a_change(rule: f
     kind = KIND_OF[rule.message]
     filled: dict[str, Any] = {"conversationLoggingSettings": {"disableConversationLogging": True}}
     remote = {**BASE[kind], rule.field: filled, "name": APP, "etag": "e"}
-    assert diff_resource(kind, "a", dict(BASE[kind]), remote).update_mask == []
+    assert diff_resource(KINDS[kind], "a", dict(BASE[kind]), remote).update_mask == []
     named = {**BASE[kind], rule.field: {"cloudLoggingSettings": {"enableCloudLogging": True}}}
-    assert all(p.startswith(rule.field + ".") for p in diff_resource(kind, "a", named, remote).update_mask)  # compared as usual
-    assert diff_resource(kind, "a", named, remote).update_mask
-    assert diff_resource(kind, "a", {**BASE[kind], rule.field: filled}, remote).update_mask == []
-    assert diff_resource(kind, "a", {**BASE[kind], "description": "x"}, remote).update_mask == ["description"]
+    assert all(
+        p.startswith(rule.field + ".") for p in diff_resource(KINDS[kind], "a", named, remote).update_mask
+    )  # compared as usual
+    assert diff_resource(KINDS[kind], "a", named, remote).update_mask
+    assert diff_resource(KINDS[kind], "a", {**BASE[kind], rule.field: filled}, remote).update_mask == []
+    assert diff_resource(KINDS[kind], "a", {**BASE[kind], "description": "x"}, remote).update_mask == ["description"]

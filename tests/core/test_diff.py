@@ -123,7 +123,7 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], list[str]]] = [
 
 @pytest.mark.parametrize(("remote", "desired", "mask"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_update_mask(remote: dict[str, Any], desired: dict[str, Any], mask: list[str]) -> None:
-    d = diff_resource("tool", "t", desired, remote)
+    d = diff_resource(KINDS["tool"], "t", desired, remote)
     assert d.update_mask == mask
     assert [f.path for f in d.fields] == mask
 
@@ -131,14 +131,14 @@ def test_update_mask(remote: dict[str, Any], desired: dict[str, Any], mask: list
 @pytest.mark.parametrize(("remote", "desired", "mask"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_deepdiff_alone_reports_every_case(remote: dict[str, Any], desired: dict[str, Any], mask: list[str]) -> None:
     """The options, not the guard behind them, find each change (run at both ends of the deepdiff range)."""
-    before, after = canonical("tool", "t", remote).body, canonical("tool", "t", desired).body
+    before, after = canonical(KINDS["tool"], "t", remote).body, canonical(KINDS["tool"], "t", desired).body
     assert minimal_mask(deepdiff_paths(before, after, KINDS["tool"].model)) == mask
 
 
 def test_toolset_type_change() -> None:
     mcp = {"mcpToolset": {"serverAddress": "https://mcp.example/x"}}
     api = {"openApiToolset": {"openApiSchema": "openapi: 3.0.0\ninfo: {title: t, version: '1'}\npaths: {}\n"}}
-    assert diff_resource("toolset", "ts", api, mcp).update_mask == ["mcpToolset", "openApiToolset"]
+    assert diff_resource(KINDS["toolset"], "ts", api, mcp).update_mask == ["mcpToolset", "openApiToolset"]
 
 
 GREET = """pythonFunction:

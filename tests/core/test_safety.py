@@ -7,6 +7,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cesync.api.kinds import KINDS
 from cesync.api.resource import Resource
 from cesync.core.plan import Plan
 from cesync.core.planbuild import build_plan
@@ -19,7 +20,7 @@ P = "projects/p/locations/us/apps/a"
 
 
 def _tool(i: int, name: str) -> Resource:
-    return Resource("tool", f"t{i}", {"name": f"{P}/tools/t{i}", "etag": "e", "clientFunction": {"name": name}})
+    return Resource(KINDS["tool"], f"t{i}", {"name": f"{P}/tools/t{i}", "etag": "e", "clientFunction": {"name": name}})
 
 
 def plan_of(managed: int, creates: int, updates: int, deletes: int) -> Plan:
@@ -27,9 +28,9 @@ def plan_of(managed: int, creates: int, updates: int, deletes: int) -> Plan:
     tools the repo dropped (pruned); ``creates`` new ones."""
     remote = [_tool(i, f"f{i}") for i in range(managed + deletes)]
     desired = [
-        Resource("tool", f"t{i}", {"clientFunction": {"name": f"f{i}" if i >= updates else "new"}}) for i in range(managed)
+        Resource(KINDS["tool"], f"t{i}", {"clientFunction": {"name": f"f{i}" if i >= updates else "new"}}) for i in range(managed)
     ]
-    desired += [Resource("tool", f"n{i}", {"clientFunction": {"name": f"n{i}"}}) for i in range(creates)]
+    desired += [Resource(KINDS["tool"], f"n{i}", {"clientFunction": {"name": f"n{i}"}}) for i in range(creates)]
     return build_plan("e", P, desired, remote, prune=True)
 
 

@@ -25,6 +25,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cesync.api.kinds import KINDS
 from cesync.api.resource import Resource
 from cesync.cli import main
 from cesync.core.planbuild import build_plan
@@ -266,10 +267,12 @@ def test_renderers_mask_both_sides(before: str, after: str) -> None:
     parent = "projects/p/locations/us/apps/a"
     body = {"clientFunction": {"name": "n", "description": after}, "displayName": "x"}
     remote = [
-        Resource("tool", "t", {"clientFunction": {"name": "n", "description": before}, "name": f"{parent}/tools/t", "etag": "e"})
+        Resource(
+            KINDS["tool"], "t", {"clientFunction": {"name": "n", "description": before}, "name": f"{parent}/tools/t", "etag": "e"}
+        )
     ]
     hidden = {("tool", "t"): [("clientFunction", "description")]}
-    plan = build_plan("local", parent, [Resource("tool", "t", body)], remote, sensitive=hidden)
+    plan = build_plan("local", parent, [Resource(KINDS["tool"], "t", body)], remote, sensitive=hidden)
     assert plan.counts()["update"] == int(before != after)  # a rotation is an update
     for fmt in ("text", "markdown", "json"):
         text = render(plan, fmt)

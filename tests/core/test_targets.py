@@ -64,14 +64,15 @@ def test_unknown_target_is_an_error_with_a_suggestion(given: str, message: str) 
 
 def _remote(n: int) -> list[Resource]:
     return [
-        Resource("tool", f"t{i}", {"name": f"P/tools/t{i}", "etag": "e", "clientFunction": {"name": f"f{i}"}}) for i in range(n)
+        Resource(KINDS["tool"], f"t{i}", {"name": f"P/tools/t{i}", "etag": "e", "clientFunction": {"name": f"f{i}"}})
+        for i in range(n)
     ]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_every_format_shows_when_apply_would_refuse_and_a_partial_plan(fmt: str) -> None:
     remote = _remote(12)
-    desired = [Resource("tool", r.id, {"clientFunction": {"name": "changed"}}) for r in remote]
+    desired = [Resource(KINDS["tool"], r.id, {"clientFunction": {"name": "changed"}}) for r in remote]
     plan = build_plan("dev", "P", desired, remote)
     reason = safety_refusal(plan, 0.3, 10)
     assert "updates 12 of 12" in reason and "safety.maxUpdateFraction" in reason
@@ -137,12 +138,17 @@ def test_a_target_that_names_something_new_and_untargeted_is_refused_at_plan_tim
     """Terraform would create the dependency too; cesync says which --target to add instead of failing at the API."""
     parent = "projects/p/locations/us/apps/a"
     agent = {"displayName": "B", "llmAgent": {}, "tools": [f"{parent}/tools/fresh"]}
-    desired = [Resource("agent", "billing", agent), Resource("tool", "fresh", {"clientFunction": {"name": "fresh"}})]
+    desired = [
+        Resource(KINDS["agent"], "billing", agent),
+        Resource(KINDS["tool"], "fresh", {"clientFunction": {"name": "fresh"}}),
+    ]
     remote = [
-        Resource("app", "app", {"name": parent, "displayName": "A", "etag": "1"}),
-        Resource("agent", "billing", {"name": f"{parent}/agents/billing", "displayName": "B", "llmAgent": {}, "etag": "2"}),
+        Resource(KINDS["app"], "app", {"name": parent, "displayName": "A", "etag": "1"}),
+        Resource(
+            KINDS["agent"], "billing", {"name": f"{parent}/agents/billing", "displayName": "B", "llmAgent": {}, "etag": "2"}
+        ),
     ]
     with pytest.raises(CesyncError, match=r"agent billing names tool fresh, .* add --target tools/fresh"):
         build_plan("e", parent, desired, remote, targets={"agent/billing"})
     both = build_plan("e", parent, desired, remote, targets={"agent/billing", "tool/fresh"})
-    assert [(c.action, c.kind, c.id) for c in both.changes] == [("create", "tool", "fresh"), ("update", "agent", "billing")]
+    assert [(c.action, c.kind.name, c.id) for c in both.changes] == [("create", "tool", "fresh"), ("update", "agent", "billing")]

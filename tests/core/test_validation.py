@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from cesync.api.kinds import KINDS
 from cesync.api.resource import Resource
 from cesync.core.validation import INVALID_EXAMPLE, findings
 
@@ -10,13 +11,13 @@ APP = "projects/p/locations/us/apps/a"
 
 def test_findings_of_each_kind() -> None:
     remote = [
-        Resource("app", "app", {"name": APP, "validationErrors": ["Root agent is not set.", ""]}),
-        Resource("agent", "root", {"validationErrors": ["Tool 'x' is not found."]}),
-        Resource("agent", "ok", {"validationErrors": []}),
-        Resource("example", "e", {"invalid": True}),
-        Resource("example", "fine", {"invalid": False}),
-        Resource("tool", "t", {"validationErrors": ["not a Tool field"], "invalid": True}),
-        Resource("agent", "odd", {"validationErrors": "not a list"}),
+        Resource(KINDS["app"], "app", {"name": APP, "validationErrors": ["Root agent is not set.", ""]}),
+        Resource(KINDS["agent"], "root", {"validationErrors": ["Tool 'x' is not found."]}),
+        Resource(KINDS["agent"], "ok", {"validationErrors": []}),
+        Resource(KINDS["example"], "e", {"invalid": True}),
+        Resource(KINDS["example"], "fine", {"invalid": False}),
+        Resource(KINDS["tool"], "t", {"validationErrors": ["not a Tool field"], "invalid": True}),
+        Resource(KINDS["agent"], "odd", {"validationErrors": "not a list"}),
     ]
     assert findings(APP, remote) == {
         APP: ["validationErrors: Root agent is not set."],

@@ -312,7 +312,7 @@ def _input_only(message: str, field: str, server: BackgroundServer) -> None:
     body = {"displayName": "D", field: {"authCode": "code"}}
     assert field not in wire.without_input_only(collection, body)
     remote = {"displayName": "D", "name": f"{APP}/{collection}/d"}
-    assert diff_resource(kind.name, "d", body, remote).update_mask == []
+    assert diff_resource(kind, "d", body, remote).update_mask == []
 
 
 def _identifier(message: str, field: str, server: BackgroundServer) -> None:
@@ -336,12 +336,12 @@ def _server_defaulted(message: str, field: str, server: BackgroundServer) -> Non
     kind = KIND_OF[message]
     filled = _value(_descriptor_field(message, field)) or {"x": 1}
     remote = {"displayName": "A", field: filled, "name": APP}
-    assert diff_resource(kind.name, kind.name, {"displayName": "A"}, remote).update_mask == []
-    assert diff_resource(kind.name, kind.name, {"displayName": "B"}, remote).update_mask == ["displayName"]
+    assert diff_resource(kind, kind.name, {"displayName": "A"}, remote).update_mask == []
+    assert diff_resource(kind, kind.name, {"displayName": "B"}, remote).update_mask == ["displayName"]
 
 
 def _read_only(message: str, field: str, server: BackgroundServer) -> None:
-    findings = server_made("tool", "t", {field: {}})
+    findings = server_made(KINDS["tool"], "t", {field: {}})
     assert findings and findings[0].path == (field,) and "output only" in findings[0].message
     r = httpx.post(f"{server.url}/v1/{APP}/tools", params={"toolId": f"t-{field.lower()}"}, json={field: {"name": "t"}})
     assert r.status_code == 400 and f"{field} cannot be created or updated directly" in r.text, r.text

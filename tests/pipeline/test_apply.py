@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from cesync.api.kinds import KINDS
 from cesync.api.resource import Resource
 from cesync.client import CesClient, RetryPolicy
 from cesync.core.plan import Plan
@@ -57,11 +58,11 @@ class Recorder(httpx.AsyncBaseTransport):
 
 async def tools_of(c: CesClient) -> list[Resource]:
     """The app's tools and toolsets: these tests' repo (agents made through the admin API stay outside it)."""
-    return [r for r in await read_remote(c, APP) if r.kind in ("tool", "toolset")]
+    return [r for r in await read_remote(c, APP) if r.kind.name in ("tool", "toolset")]
 
 
 async def _plan(c: CesClient, desired: dict[str, dict[str, Any]], prune: bool = False) -> Plan:
-    return build_plan("e", APP, [Resource("tool", k, v) for k, v in desired.items()], await tools_of(c), prune=prune)
+    return build_plan("e", APP, [Resource(KINDS["tool"], k, v) for k, v in desired.items()], await tools_of(c), prune=prune)
 
 
 def run(
@@ -238,7 +239,7 @@ def test_prune_deletes_referrers_first() -> None:
     tools["w3"] = {"widgetTool": {"name": "w", "dataMapping": {"sourceToolName": f"{APP}/toolsets/ts/tools/op"}}}
 
     async def steps(c: CesClient) -> ApplyResult:
-        desired = [Resource("toolset", "ts", TOOLSET), *(Resource("tool", k, v) for k, v in tools.items())]
+        desired = [Resource(KINDS["toolset"], "ts", TOOLSET), *(Resource(KINDS["tool"], k, v) for k, v in tools.items())]
         created = await apply_plan(c, build_plan("e", APP, desired, await tools_of(c)))
         assert created.ok, created.outcomes
         transport.calls.clear()
@@ -285,9 +286,9 @@ def test_force_is_sent_only_to_deletes_that_have_it() -> None:
     web = {"displayName": "Web", "channelProfile": {"channelType": "WEB_UI"}}
 
     async def steps(c: CesClient) -> ApplyResult:
-        desired = [Resource("tool", "t", search("t")), Resource("deployment", "web", web)]
+        desired = [Resource(KINDS["tool"], "t", search("t")), Resource(KINDS["deployment"], "web", web)]
         assert (await apply_plan(c, build_plan("e", APP, desired, await read_remote(c, APP)))).ok
-        remote = [r for r in await read_remote(c, APP) if r.kind in ("tool", "deployment")]
+        remote = [r for r in await read_remote(c, APP) if r.kind.name in ("tool", "deployment")]
         return await apply_plan(c, build_plan("e", APP, [], remote, prune=True), force_delete=True)
 
     result = run(Queries(), steps)
@@ -299,7 +300,7 @@ def test_a_refused_delete_without_force_does_not_offer_force_delete() -> None:
     from cesync.errors import FailedPrecondition
     from cesync.pipeline.apply import _failure
 
-    c = build_plan("e", APP, [], [Resource("deployment", "d", {"name": f"{APP}/deployments/d"})], prune=True).changes[0]
+    c = build_plan("e", APP, [], [Resource(KINDS["deployment"], "d", {"name": f"{APP}/deployments/d"})], prune=True).changes[0]
     status, message = _failure(c, FailedPrecondition("x is referenced by the app"), False)
     assert status == "failed" and "--force-delete" not in message and "has no force" in message
 

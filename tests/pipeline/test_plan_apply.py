@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cesync.api.kinds import KINDS
 from cesync.api.resource import Resource
 from cesync.client import CesClient, RetryPolicy
 from cesync.core.plan import Plan
@@ -68,7 +69,11 @@ def test_order_widget_after_source_and_deletes_reverse(tmp_path: Path) -> None:
     keys = [c.key for c in first.changes]
     assert keys.index("tool/order-card") > keys.index("tool/order-status")
     parent = first.app
-    remote = [Resource("tool", c.id, {**(c.body or {}), "name": c.name, "etag": "e"}) for c in first.changes if c.kind == "tool"]
+    remote = [
+        Resource(KINDS["tool"], c.id, {**(c.body or {}), "name": c.name, "etag": "e"})
+        for c in first.changes
+        if c.kind.name == "tool"
+    ]
     deletes = build_plan("local", parent, [], remote, prune=True).changes
     order = [c.id for c in deletes]
     assert order.index("order-card") < order.index("order-status")
@@ -184,7 +189,7 @@ def test_no_delete_without_prune_and_mass_change_guard(tmp_path: Path) -> None:
 
 
 def test_empty_repo_never_deletes_everything_silently() -> None:
-    remote = [Resource("tool", "a", {"clientFunction": {"name": "a"}, "etag": "e"})]
+    remote = [Resource(KINDS["tool"], "a", {"clientFunction": {"name": "a"}, "etag": "e"})]
     plan = build_plan("e", "projects/p/locations/l/apps/a", [], remote, prune=True)
     with pytest.raises(UnsafePlanError, match="defines no resources"):
         check_safety(plan, 0.3, 10, allow=False)
@@ -278,9 +283,9 @@ def test_generated_tools_round_trip_without_changes(body: dict[str, Any]) -> Non
     async def go() -> Plan:
         transport = EmbeddedTransport(apps=[parent])
         async with CesClient("http://emu", transport=transport) as c:
-            created = await apply_plan(c, build_plan("h", parent, [Resource("tool", "t", body)], []))
+            created = await apply_plan(c, build_plan("h", parent, [Resource(KINDS["tool"], "t", body)], []))
             assert created.ok, created.outcomes
-            return build_plan("h", parent, [Resource("tool", "t", body)], await read_remote(c, parent))
+            return build_plan("h", parent, [Resource(KINDS["tool"], "t", body)], await read_remote(c, parent))
 
     again = asyncio.run(go())
     assert not again.has_changes, again.changes
@@ -298,7 +303,7 @@ def test_generated_tools_round_trip_without_changes(body: dict[str, Any]) -> Non
 )
 def test_desired_digest_is_the_hash_of_the_whole_text(env: str, app: str, resources: dict[tuple[str, str], Any]) -> None:
     """Hashed one resource at a time, the digest is still the keyed hash of one json.dumps of everything."""
-    desired = [Resource(kind, rid, body) for (kind, rid), body in resources.items()]
-    listed = sorted(([d.kind, d.id, d.body] for d in desired), key=lambda d: (d[0], d[1]))
+    desired = [Resource(KINDS[kind], rid, body) for (kind, rid), body in resources.items()]
+    listed = sorted(([d.kind.name, d.id, d.body] for d in desired), key=lambda d: (d[0], d[1]))
     whole = json.dumps({"env": env, "app": app, "resources": listed}, sort_keys=True)
     assert desired_digest(env, app, desired, b"k") == "hmac-sha256:" + hmac.new(b"k", whole.encode(), hashlib.sha256).hexdigest()

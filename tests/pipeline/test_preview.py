@@ -11,6 +11,7 @@ import pytest
 from google.api_core import exceptions
 from google.cloud import ces_v1
 
+from cesync.api.kinds import KINDS
 from cesync.emulator.server import BackgroundServer
 from cesync.pipeline.preview import NAME_RE, mark_desired
 from cesync.repo.environments import EnvTarget
@@ -102,9 +103,9 @@ def test_a_repo_app_keeps_its_metadata_and_gains_the_mark() -> None:
     from cesync.api.resource import Resource
 
     env = EnvTarget("local", "p", "us", "a-pr-1", None, {}, {}, False)
-    desired = [Resource("app", "app", {"displayName": "A", "metadata": {"team": "x"}}), Resource("tool", "t", {})]
+    desired = [Resource(KINDS["app"], "app", {"displayName": "A", "metadata": {"team": "x"}}), Resource(KINDS["tool"], "t", {})]
     marked = mark_desired(desired, env, "pr-1")
-    app = next(r for r in marked if r.kind == "app")
+    app = next(r for r in marked if r.kind.name == "app")
     assert app.body["metadata"] == {"team": "x", "cesync-preview": "local/pr-1"} and app.body["displayName"] == "A"
     assert desired[0].body["metadata"] == {"team": "x"}  # the input is not changed
     assert NAME_RE.fullmatch("pr-123") and not NAME_RE.fullmatch("pr--")

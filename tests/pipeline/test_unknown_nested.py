@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from cesync.api.kinds import KINDS
 from cesync.api.resource import Resource
 from cesync.client import CesClient, RetryPolicy
 from cesync.core.plan import Plan
@@ -32,14 +33,14 @@ def entry(ts: str, *tools: str) -> dict[str, Any]:
 
 
 def agent(*toolsets: dict[str, Any], **fields: Any) -> Resource:
-    return Resource("agent", "root", {"displayName": "Root", "instruction": "Help.", "toolsets": list(toolsets), **fields})
+    return Resource(KINDS["agent"], "root", {"displayName": "Root", "instruction": "Help.", "toolsets": list(toolsets), **fields})
 
 
-TOOLSETS = [Resource("toolset", t, MCP) for t in ("a", "b", "c")]
+TOOLSETS = [Resource(KINDS["toolset"], t, MCP) for t in ("a", "b", "c")]
 
 
 async def _plan(c: CesClient, desired: list[Resource]) -> Plan:
-    remote = [r for r in await read_remote(c, APP) if r.kind in ("toolset", "agent")]
+    remote = [r for r in await read_remote(c, APP) if r.kind.name in ("toolset", "agent")]
     return build_plan("e", APP, [*TOOLSETS, *desired], remote)
 
 
@@ -101,7 +102,7 @@ def test_a_newer_field_in_a_list_item_survives_an_update_of_the_list(
 ) -> None:
     update, remote, again = run([agent(*before)], {"toolsets": app}, [agent(*after)])
     assert update.unknown_fields[f"{APP}/agents/root"] == ["toolsets.future"]
-    [change] = [c for c in update.changes if c.kind == "agent"]
+    [change] = [c for c in update.changes if c.kind.name == "agent"]
     assert change.update_mask == ("toolsets",)
     carried = any("future" in t for t in expected)
     assert ("keeps the app's fields cesync does not know" in change.note) == carried
@@ -114,7 +115,7 @@ def test_a_newer_field_in_a_message_survives_an_update_beside_it() -> None:
     update, remote, again = run(
         [agent(entry("a"))], {"modelSettings": {"later": 2}}, [agent(entry("a"), modelSettings={"model": "m"})]
     )
-    [change] = [c for c in update.changes if c.kind == "agent"]
+    [change] = [c for c in update.changes if c.kind.name == "agent"]
     assert remote["modelSettings"] == {"model": "m", "later": 2} and not again.has_changes
     assert change.update_mask == ("modelSettings.model",) and not change.note
 

@@ -103,7 +103,7 @@ def _covers(named: str, leaf: str) -> bool:
 
 
 async def _plan(client: CesClient, parent: str, kind: str, body: dict[str, Any]) -> Plan:
-    return build_plan("prop", parent, [Resource(kind, RID, body)], await read_remote(client, parent))
+    return build_plan("prop", parent, [Resource(KINDS[kind], RID, body)], await read_remote(client, parent))
 
 
 async def _apply(client: CesClient, plan: Plan) -> None:
@@ -117,7 +117,7 @@ async def _round(server: BackgroundServer, parent: str, kind: str, a: dict[str, 
         assert not (await _plan(client, parent, kind, a)).has_changes, "A applied, yet A still plans changes"
 
         plan = await _plan(client, parent, kind, b)
-        leaves = leaf_differences(canonical(kind, RID, a).body, canonical(kind, RID, b).body)
+        leaves = leaf_differences(canonical(KINDS[kind], RID, a).body, canonical(KINDS[kind], RID, b).body)
         if not leaves:
             assert not plan.has_changes, [c.fields for c in plan.changes]
             return
@@ -188,9 +188,9 @@ def test_plan_apply_read_back(
     asyncio.run(_round(server, parent, kind, a, b))
     client = official_beta if kind in V1BETA_KINDS else official
     read = _read_official(client, kind, f"{parent}/{KINDS[kind].collection}/{RID}")
-    got = canonical(kind, RID, read)
+    got = canonical(KINDS[kind], RID, read)
     assert got.unknown == []
     dropped: set[str] = set()
-    want = official_view(canonical(kind, RID, b).body, OFFICIAL[kind][0].pb().DESCRIPTOR, dropped)
+    want = official_view(canonical(KINDS[kind], RID, b).body, OFFICIAL[kind][0].pb().DESCRIPTOR, dropped)
     assert dropped <= NOT_IN_OFFICIAL
     assert leaf_differences(got.body, want) == [], (got.body, want)

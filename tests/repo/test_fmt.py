@@ -23,7 +23,7 @@ COMMENT = re.compile(r"#.*$", re.MULTILINE)
 
 def _rendered(root: Path) -> dict[str, list[tuple[str, str, dict[str, object]]]]:
     repo = load_repo(root)
-    return {env: [(d.kind, d.id, d.body) for d in repo.render(repo.env(env))] for env in repo.env_names}
+    return {env: [(d.kind.name, d.id, d.body) for d in repo.render(repo.env(env))] for env in repo.env_names}
 
 
 def _comments(root: Path) -> list[str]:

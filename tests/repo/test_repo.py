@@ -303,7 +303,7 @@ def test_the_draft_version_ref(tmp_path: Path) -> None:
     files = {"deployments/web.yaml": "displayName: W\nappVersion: {ref: versions/-}\nchannelProfile: {channelType: WEB_UI}\n"}
     repo = load_repo(make_repo(tmp_path, files))
     assert not repo.validate()
-    web = next(d for d in repo.render(repo.env("local")) if d.kind == "deployment")
+    web = next(d for d in repo.render(repo.env("local")) if d.kind.name == "deployment")
     assert web.body["appVersion"] == "projects/p/locations/us/apps/a/versions/-"
     files["deployments/web.yaml"] = files["deployments/web.yaml"].replace("versions/-", "versions/-x-")
     [problem] = load_repo(make_repo(tmp_path / "bad", files)).validate()

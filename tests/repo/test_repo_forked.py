@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from cesync.api.kinds import KINDS
 from cesync.api.resource import Resource
 from cesync.core import documents
 from cesync.core.planbuild import build_plan
@@ -108,7 +109,7 @@ def test_forked_render_plans_the_same(tmp_path: Path, monkeypatch: pytest.Monkey
         r.body["displayName"] = "changed by hand"
     code = next(r for r in remote if "pythonFunction" in r.body)
     code.body["pythonFunction"] = {**code.body["pythonFunction"], "pythonCode": "def f():\n    return 1\n"}
-    remote.append(Resource("tool", "zz-gone", {"clientFunction": {"name": "gone"}}))
+    remote.append(Resource(KINDS["tool"], "zz-gone", {"clientFunction": {"name": "gone"}}))
     mixed = build_plan("dev", parent, desired, remote, prune=True)
     assert {"create", "update", "delete"} <= {c.action for c in mixed.changes}
     forks = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from cesync.api.kinds import KINDS
 from cesync.api.resource import Resource
 from cesync.repo.jsonschema import render_schemas
 from cesync.repo.scaffold import write_scaffold
@@ -38,8 +39,8 @@ def test_init_writes_the_schemas_its_modelines_name(tmp_path: Path) -> None:
 
 def test_exported_repo_modelines_resolve(tmp_path: Path) -> None:
     resources = [
-        Resource("tool", "t", {"name": "P/tools/t", "clientFunction": {"name": "f"}}),
-        Resource("toolset", "s", {"name": "P/toolsets/s", "mcpToolset": {"serverAddress": "https://x.example"}}),
+        Resource(KINDS["tool"], "t", {"name": "P/tools/t", "clientFunction": {"name": "f"}}),
+        Resource(KINDS["toolset"], "s", {"name": "P/toolsets/s", "mcpToolset": {"serverAddress": "https://x.example"}}),
     ]
     exported = export_repo(resources, parent="P", variables={}, urls={}, config_text="version: 1\n")
     for rel, text in exported.files.items():

@@ -50,7 +50,7 @@ def _render(tmp: Path, case: str, value: str) -> Any:
     root = make_repo(tmp, {"cesync.yaml": CONFIG % value, rel: text})
     repo = load_repo(root)
     kind = {"guardrails": "guardrail", "agents": "agent", "tools": "tool"}[rel.split("/")[0]]
-    [body] = [d.body for d in repo.render(repo.env("local")) if (d.kind, d.id) == (kind, Path(rel).stem)]
+    [body] = [d.body for d in repo.render(repo.env("local")) if d.key == (kind, Path(rel).stem)]
     for p in path:
         body = body[p]
     return body

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from cesync.api.kinds import KINDS
 from cesync.api.resource import Resource
 from cesync.client import CesClient
 from cesync.core.planbuild import build_plan
@@ -150,7 +151,7 @@ def _export(resources: list[Resource], variables: dict[str, str] | None = None, 
 
 
 def _tool(rid: str, body: dict[str, Any]) -> Resource:
-    return Resource("tool", rid, {"name": f"{APP}/tools/{rid}", "etag": "e", **body})
+    return Resource(KINDS["tool"], rid, {"name": f"{APP}/tools/{rid}", "etag": "e", **body})
 
 
 @pytest.mark.parametrize(
@@ -207,8 +208,8 @@ def test_references_in_lists_round_trip() -> None:
     exported = export_repo(remote, parent=APP, variables={"REGION": "eu-west"}, urls={}, config_text=config)
     text = exported.files["tools/s.yaml"]
     assert "{ref: versions/help}" in text and "$${literal} in ${REGION}" in text
-    app = Resource("app", "app", {"name": APP, "displayName": "a"})  # the app exists
-    plan = plan_files(exported.files, "local", [app, Resource("tool", "s", remote[0].body)])
+    app = Resource(KINDS["app"], "app", {"name": APP, "displayName": "a"})  # the app exists
+    plan = plan_files(exported.files, "local", [app, Resource(KINDS["tool"], "s", remote[0].body)])
     assert not plan.has_changes, [c.fields for c in plan.changes]
 
 
@@ -216,10 +217,10 @@ def test_a_deployment_of_the_draft_app_round_trips() -> None:
     # Deployment.app_version: ".../versions/- to use the draft app" (google-cloud-ces docstring)
     config = "version: 1\nenvironments:\n  local:\n    project: p\n    location: us\n    app: a\n"
     body = {"displayName": "Web", "appVersion": f"{APP}/versions/-", "channelProfile": {"channelType": "WEB_UI"}}
-    remote = [Resource("deployment", "web", {"name": f"{APP}/deployments/web", "etag": "e", **body})]
+    remote = [Resource(KINDS["deployment"], "web", {"name": f"{APP}/deployments/web", "etag": "e", **body})]
     exported = export_repo(remote, parent=APP, variables={}, urls={}, config_text=config)
     assert "appVersion: {ref: versions/-}" in exported.files["deployments/web.yaml"]
-    app = Resource("app", "app", {"name": APP, "displayName": "a"})
+    app = Resource(KINDS["app"], "app", {"name": APP, "displayName": "a"})
     plan = plan_files(exported.files, "local", [app, remote[0]])
     assert not plan.has_changes, [c.fields for c in plan.changes]
 
@@ -259,7 +260,7 @@ def test_generated_tools_export_and_plan_without_changes(body: dict[str, Any], d
 
     async def remote() -> list[Resource]:
         async with CesClient("http://emu", transport=EmbeddedTransport(apps=[parent])) as c:
-            assert (await apply_plan(c, build_plan("h", parent, [Resource("tool", "t", body)], []))).ok
+            assert (await apply_plan(c, build_plan("h", parent, [Resource(KINDS["tool"], "t", body)], []))).ok
             return await read_remote(c, parent)
 
     remote_now = asyncio.run(remote())

@@ -2,9 +2,11 @@
 
 Everything that differs between kinds is an attribute of :class:`ResourceKind`;
 loading, normalizing, diffing, planning, applying, exporting and importing read
-it from :data:`KINDS` instead of keeping tables of their own. Adding a kind is
-one entry here (docs/contributing/adding-a-kind.md). The emulator keeps its own
-tables on purpose: it must not share our understanding of the API.
+it from the kind a :class:`~cesync.api.resource.Resource` or a plan's change carries,
+instead of keeping tables of their own or testing kind names (tests/test_registry_leaks.py
+fails on either). Adding a kind is one entry here and the steps of
+docs/contributing/adding-a-kind.md. The emulator keeps its own tables on purpose: it must
+not share our understanding of the API.
 
 The model is named, not imported, so that the command line can read the
 registry without loading pydantic (``cesync --help`` stays fast).
@@ -30,9 +32,12 @@ __all__ = [
     "KINDS",
     "REF_ONLY",
     "SERVER_MADE_TOOLS",
+    "THE_APP",
+    "TOOL_HOLDER",
     "ResourceKind",
     "api_version",
     "by_collection",
+    "by_snapshot_field",
     "by_word",
     "collections",
     "kind_of_name",
@@ -45,18 +50,20 @@ __all__ = [
 Defaults = Callable[[str, dict[str, Any]], None]  # (id, canonical body) -> None, edits in place
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # one object per kind: compared and hashed by identity
 class ResourceKind:
-    """What cesync needs to know about one kind of resource."""
+    """What cesync needs to know about one kind of resource.
+
+    Resources and plan changes carry their kind; ``str(kind)`` is its name, and a saved
+    plan, a digest or a message holds only that name (a kind pickles as its name too, so a
+    forked loader's resources come back holding the registry's own entries)."""
 
     name: str  # singular, as in plans and messages: "tool"
     collection: str  # REST collection, repo folder, archive folder, {ref: <collection>/<id>}: "tools"
     model_name: str  # class in cesync.models
     rank: int  # creates and updates: lower first at the same dependency level; deletes: the reverse
-    parent: str = "app"  # what the resource lives under
     references: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # dotted field -> collections it names
-    listable: bool = True
-    creatable: bool = True
+    listable: bool = True  # read by listing its collection (the app is read by its name)
     deletable: bool = True
     list_filter: str = ""  # the list call's ``filter`` (CES hides some resources without one)
     managed: Callable[[dict[str, Any]], bool] = lambda body: True  # which listed resources cesync owns
@@ -77,6 +84,35 @@ class ResourceKind:
     # them out and cesync writes the environment's app there (so one file promotes); export leaves
     # them out when they name the app.
     app_fields: tuple[str, ...] = ()
+    # An AppSnapshot holds it (AppVersion.snapshot: app, agents, tools, examples, guardrails,
+    # toolsets): apply --snapshot and rollback restore it, and a three-way plan tells its drift.
+    in_snapshot: bool = False
+    # Its type (a oneof member) carries a ``name`` the app's tool calls know it by, unique in
+    # the app: a tool's clientFunction.name, pythonFunction.name, ...
+    named_by_type: bool = False
+    holds_tools: bool = False  # its tools are named TOOLSET/TOOL_ID: what a server-made tool is written as
+    # Export names its externalized documents (code/, schemas/) after the file alone
+    # (``code/<stem>.py``); other kinds add their name (``code/<stem>.<kind>.py``).
+    bare_document_names: bool = False
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"<kind {self.name}>"
+
+    def __reduce__(self) -> tuple[Callable[[str], ResourceKind], tuple[str]]:
+        return (_named, (self.name,))
+
+    @property
+    def snapshot_field(self) -> str:
+        """Its field of an AppSnapshot: ``app`` for the app, else its collection."""
+        return self.name if self.singleton else self.collection
+
+    def label(self, rid: str) -> str:
+        """How one of them is named in a sentence: ``tool greet``; the app itself as ``the app``
+        (its id is its kind's name, so ``app app`` said nothing)."""
+        return "the app" if self.singleton else f"{self.name} {rid}"
 
     @property
     def id_param(self) -> str:
@@ -241,8 +277,19 @@ _ENTRIES = (
         managed=_tool_managed,
         server_defaults=_tool_defaults,
         server_made=SERVER_MADE_TOOLS,
+        in_snapshot=True,
+        named_by_type=True,
+        bare_document_names=True,
     ),
-    ResourceKind(name="toolset", collection="toolsets", model_name="Toolset", rank=0, server_defaults=_toolset_defaults),
+    ResourceKind(
+        name="toolset",
+        collection="toolsets",
+        model_name="Toolset",
+        rank=0,
+        server_defaults=_toolset_defaults,
+        in_snapshot=True,
+        holds_tools=True,
+    ),
     ResourceKind(
         name="guardrail",
         collection="guardrails",
@@ -250,6 +297,7 @@ _ENTRIES = (
         rank=2,
         references={"action.transferAgent.agent": ("agents",)},
         deferrable=frozenset({"action"}),
+        in_snapshot=True,
     ),
     ResourceKind(
         name="agent",
@@ -264,6 +312,7 @@ _ENTRIES = (
             "transferRules.childAgent": ("agents",),
         },
         deferrable=frozenset({"tools", "toolsets", "childAgents", "guardrails", "transferRules"}),
+        in_snapshot=True,
     ),
     ResourceKind(
         name="app",
@@ -275,6 +324,7 @@ _ENTRIES = (
         deletable=False,
         deferrable=frozenset({"rootAgent", "guardrails"}),
         singleton=True,
+        in_snapshot=True,
     ),
     ResourceKind(
         name="example",
@@ -290,6 +340,7 @@ _ENTRIES = (
             "messages.chunks.agentTransfer.targetAgent": ("agents",),
         },
         written_last=True,
+        in_snapshot=True,
     ),
     ResourceKind(
         name="deployment",
@@ -338,6 +389,13 @@ _ENTRIES = (
 )
 KINDS: dict[str, ResourceKind] = {k.name: k for k in _ENTRIES}  # in the order files and messages list them
 APP = "app"  # the singleton kind's name and id: one app per environment
+THE_APP = KINDS[APP]  # ... and its kind
+TOOL_HOLDER = next(k for k in _ENTRIES if k.holds_tools)  # the toolset: what a server-made tool is written as
+
+
+def _named(name: str) -> ResourceKind:
+    return KINDS[name]
+
 
 # Collections a {ref:} may name that cesync does not manage: refs to them are not checked
 # (app versions are made by apply --snapshot, not defined in the repo).
@@ -385,6 +443,11 @@ def ref_fields() -> set[str]:
 
 def by_collection(collection: str) -> ResourceKind | None:
     return next((k for k in KINDS.values() if k.collection == collection and not k.singleton), None)
+
+
+def by_snapshot_field(key: str) -> ResourceKind | None:
+    """The kind an AppSnapshot's field holds (``app``, ``tools``, ...), None for one it does not."""
+    return next((k for k in KINDS.values() if k.in_snapshot and k.snapshot_field == key), None)
 
 
 def by_word(word: str) -> ResourceKind | None:

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from .kinds import ResourceKind
 
 __all__ = ["ID_RE", "Position", "Resource"]
 
@@ -26,9 +29,9 @@ class Position(NamedTuple):
 
 @dataclass(frozen=True)
 class Resource:
-    """kind (a key of cesync.api.kinds.KINDS), id, wire JSON body, and what is known of it."""
+    """kind (an entry of cesync.api.kinds.KINDS), id, wire JSON body, and what is known of it."""
 
-    kind: str
+    kind: ResourceKind
     id: str
     body: dict[str, Any]
     name: str = ""  # full resource name; from the body when it has one
@@ -43,4 +46,5 @@ class Resource:
 
     @property
     def key(self) -> tuple[str, str]:
-        return (self.kind, self.id)
+        """(kind name, id): plain data, as targets, skips and sensitive paths name a resource."""
+        return (self.kind.name, self.id)

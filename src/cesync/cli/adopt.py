@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from ..api.kinds import KINDS, spoken
+from ..api.kinds import KINDS, ResourceKind, spoken
 from ..api.resource import Resource
 from ..api.words import count
 from ..client import connect
@@ -216,8 +216,8 @@ def diff_cmd(
         sys.exit(EXIT_CHANGES)
 
 
-def _counts(kinds: list[str]) -> str:
+def _counts(kinds: list[ResourceKind]) -> str:
     """``3 tools and 1 toolsets``; ``the app's settings, 3 tools, 2 agents and 1 examples``: what there is, in registry order."""
-    parts = [count(kinds.count(k), k) for k in KINDS if k in kinds and not KINDS[k].singleton]
-    app = ["the app's settings"] if any(KINDS[k].singleton for k in kinds) else []
+    parts = [count(kinds.count(k), k.name) for k in KINDS.values() if k in kinds and not k.singleton]
+    app = ["the app's settings"] if any(k.singleton for k in kinds) else []
     return spoken([*app, *parts]) if app or parts else "no resources"

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..api.words import count, label
+from ..api.words import count
 from ..core.sensitive import scrub
 from ..errors import ApiError, CesyncError, detail_lines
 from . import (
@@ -38,6 +38,7 @@ from . import (
 )
 
 if TYPE_CHECKING:  # the commands import what they use
+    from ..api.kinds import ResourceKind
     from ..client.api import CesClient
     from ..core.plan import Plan
     from ..pipeline.apply import ApplyResult, Outcome
@@ -283,7 +284,7 @@ def apply(
         for o in result.outcomes:
             if o.status in ("skipped", "not started") and (o.action, o.kind, o.id) not in said:  # each line once
                 said.add((o.action, o.kind, o.id))
-                out(f"  {o.status}: {o.action} {label(o.kind, o.id)}" + (f" ({o.message})" if o.message else ""))
+                out(f"  {o.status}: {o.action} {o.kind.label(o.id)}" + (f" ({o.message})" if o.message else ""))
         out(("Interrupted: " if result.interrupted else "Apply: ") + result.summary() + ".")
         if result.validation:
             from ..render.common import validation_lines
@@ -302,21 +303,22 @@ def apply(
 
 async def validation_after(client: CesClient, parent: str) -> dict[str, list[str]]:
     """What CES reports wrong once the writes are done: the app, its agents and examples read again."""
+    from ..api.kinds import APP, KINDS, THE_APP
     from ..api.resource import Resource
     from ..client.apps import get_app
     from ..core.validation import findings
 
     app, agents, examples = await asyncio.gather(
-        get_app(client, parent), client.resources(parent, "agent"), client.resources(parent, "example")
+        get_app(client, parent), client.resources(parent, KINDS["agent"]), client.resources(parent, KINDS["example"])
     )
-    return findings(parent, [*([Resource("app", "app", app)] if app else []), *agents, *examples])
+    return findings(parent, [*([Resource(THE_APP, APP, app)] if app else []), *agents, *examples])
 
 
 async def _snapshot_before(client: CesClient, ctx: Any, plan_: Plan, fmt: str) -> dict[str, Any]:
     """apply --snapshot: the app as it is before this apply's first write (nothing when the apply creates the app)."""
     from ..sync.snapshot import take_snapshot
 
-    if any(c.kind == "app" and c.action == "create" for c in plan_.changes):
+    if any(c.kind.singleton and c.action == "create" for c in plan_.changes):
         if fmt == "text":
             out("Snapshot: none (the app does not exist yet; this apply creates it).")
         return {}
@@ -334,7 +336,7 @@ async def _run_apply(
     parallelism: int,
     force_delete: bool,
     fmt: str,
-    locate: Callable[[str, str, str], str] | None = None,
+    locate: Callable[[ResourceKind, str, str], str] | None = None,
 ) -> ApplyResult:
     from ..pipeline.apply import apply_plan
 
@@ -367,7 +369,7 @@ class _Progress:
         total: int,
         enabled: bool,
         clock: Callable[[], float] = time.monotonic,
-        locate: Callable[[str, str, str], str] | None = None,
+        locate: Callable[[ResourceKind, str, str], str] | None = None,
     ) -> None:
         self.enabled = enabled
         self.locate = locate  # (kind, id, BadRequest field) -> file:line:col in the repo
@@ -396,7 +398,7 @@ class _Progress:
             return
         o.reported = True
         self.count += 1
-        line = scrub(f"{o.status}: {o.action} {label(o.kind, o.id)}" + (f" ({o.message})" if o.message else ""))
+        line = scrub(f"{o.status}: {o.action} {o.kind.label(o.id)}" + (f" ({o.message})" if o.message else ""))
         locate = self.locate
         where = (lambda f: locate(o.kind, o.id, f)) if locate is not None else None
         details = [scrub("    " + d) for d in detail_lines(o.details, where)]

@@ -83,10 +83,10 @@ def _test_problems(repo: Repo) -> list[Problem]:
     toolsets: set[str] = set()
     for src in repo.files:
         data = src.doc.data if isinstance(src.doc.data, dict) else {}
-        if src.kind == "tool":
+        if src.kind.named_by_type:
             kind = next((k for k in TOOL_TYPES if isinstance(data.get(k), dict)), None)
             aliases = [data.get("displayName"), data[kind].get("name") if kind else None]
-        elif src.kind == "toolset":
+        elif src.kind.holds_tools:
             aliases = [data.get("displayName")]
             toolsets |= {src.id, *(a for a in aliases if isinstance(a, str))}
         else:

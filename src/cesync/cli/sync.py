@@ -61,7 +61,7 @@ def pull(
     remote = asyncio.run(run())
     for note in left_out:  # the tools CES makes: never files of the repo
         err(f"note: {note}")
-    selected = resolve_targets(targets, {(d.kind, d.id) for d in ctx.desired} | {(r.kind, r.id) for r in remote})
+    selected = resolve_targets(targets, {d.key for d in ctx.desired} | {r.key for r in remote})
     result = pull_changes(
         ctx.repo, ctx.env, ctx.desired, remote, wanted=selected, prune=prune, inline=inline, secrets=ctx.secrets
     )

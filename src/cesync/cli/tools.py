@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from ..api.kinds import KINDS
 from ..api.words import count
 from ..client import connect
 from ..client.api import CesClient
@@ -200,7 +201,7 @@ def exec_cmd(
             try:
                 return await _execute(client, parent, names, tool, arguments, given_variables, given_context, mocks)
             except NotFound as exc:
-                tools = await client.resources(parent, "tool")
+                tools = await client.resources(parent, KINDS["tool"])
                 known = sorted({t.id for t in tools} | set(names))
                 close = difflib.get_close_matches(tool, known, n=3, cutoff=0.5)
                 hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""

@@ -39,7 +39,7 @@ import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from ..api.jsonvalue import JsonValueError, loads
-from ..api.kinds import KINDS, api_version, by_collection, kind_of_name
+from ..api.kinds import ResourceKind, api_version, by_collection, kind_of_name
 from ..api.resource import Resource
 from ..core.sensitive import scrub
 from ..errors import ApiError, BadReply, CesyncError, RetryableError, TransportError
@@ -411,11 +411,11 @@ class CesClient:
         """One page of a list call (retried as every read)."""
         return await self._retrying(partial(self._call, "GET", path, operation, resource, params=params))
 
-    async def resources(self, parent: str, kind: str) -> list[Resource]:
-        """Every listed resource of one kind (a key of KINDS), as records: unfiltered, ids from their names
+    async def resources(self, parent: str, kind: ResourceKind) -> list[Resource]:
+        """Every listed resource of one kind, as records: unfiltered, ids from their names
         (each checked to be one of this app's: see ResourceKind.id_in)."""
-        operation = f"list {KINDS[kind].collection}"
-        return [_record(kind, body, parent, operation) for body in await self.list_all(parent, KINDS[kind].collection)]
+        operation = f"list {kind.collection}"
+        return [_record(kind, body, parent, operation) for body in await self.list_all(parent, kind.collection)]
 
     async def read(self, name: str) -> Resource:
         """One resource by its full name; NotFound (typed) when it does not exist."""
@@ -423,7 +423,7 @@ class CesClient:
         body = await self.get(name)
         if body.get("name", name) != name:
             raise BadReply(f"the server answered with {_short(body.get('name'))}", operation=f"get {kind.name}", resource=name)
-        return Resource(kind.name, name.rsplit("/", 1)[-1], body)
+        return Resource(kind, name.rsplit("/", 1)[-1], body)
 
     async def get(self, name: str) -> dict[str, Any]:
         kind = _kind(name)
@@ -475,12 +475,12 @@ def _refused(exc: httpx.ConnectError) -> bool:
     return f"[Errno {errno.ECONNREFUSED}]" in text or "connection refused" in text.lower()
 
 
-def _record(kind: str, body: dict[str, Any], parent: str, operation: str) -> Resource:
-    rid = KINDS[kind].id_in(parent, body.get("name"))
+def _record(kind: ResourceKind, body: dict[str, Any], parent: str, operation: str) -> Resource:
+    rid = kind.id_in(parent, body.get("name"))
     if rid is None:
         raise BadReply(
             f"the server listed a {kind} named {_short(body.get('name'))}, which is not a {kind} of {parent} "
-            f"({parent}/{KINDS[kind].collection}/ID, the ID of letters, digits, '-' and '_'): nothing was changed",
+            f"({parent}/{kind.collection}/ID, the ID of letters, digits, '-' and '_'): nothing was changed",
             operation=operation,
             resource=parent,
         )

@@ -6,16 +6,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..api import behaviour as fb
-from ..api.kinds import APP, KINDS
+from ..api.kinds import THE_APP
 from .plan import Change
 
-LOCK_FIELDS = fb.fields(KINDS[APP].model_name, fb.APP_LOCK)  # ("locked",)
+LOCK_FIELDS = fb.fields(THE_APP.model_name, fb.APP_LOCK)  # ("locked",)
 
 
 def lock_change(changes: Sequence[Change]) -> bool | None:
     """What the plan does to the app lock: True locks it, False unlocks it, None leaves it."""
     for c in changes:
-        if c.kind == APP and c.action in ("create", "update"):
+        if c.kind.singleton and c.action in ("create", "update"):
             body = c.body or {}
             if any(f in c.update_mask for f in LOCK_FIELDS) or (c.action == "create" and any(body.get(f) for f in LOCK_FIELDS)):
                 return any(bool(body.get(f)) for f in LOCK_FIELDS)

@@ -25,7 +25,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..api.kinds import KINDS
+from ..api.kinds import ResourceKind
 from ..models import FieldSpec, ProtoModel, specs
 from .diff import same
 from .normalize import canonical_message
@@ -41,9 +41,9 @@ class Carried:
     lost: list[str] = field(default_factory=list)  # remote unknown fields the update would drop
 
 
-def carry_unknown(kind: str, remote: dict[str, Any], body: dict[str, Any], mask: list[str] | tuple[str, ...]) -> Carried:
+def carry_unknown(kind: ResourceKind, remote: dict[str, Any], body: dict[str, Any], mask: list[str] | tuple[str, ...]) -> Carried:
     """``body`` with the remote's unknown fields inside each masked field (a copy when there are any)."""
-    model = KINDS[kind].model
+    model = kind.model
     out = copy.deepcopy(body)
     work = _Work()
     for path in mask:

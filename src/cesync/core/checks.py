@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from ..api.kinds import KINDS
+from ..api.kinds import ResourceKind
 from ..models import FieldSpec, Kind, ProtoModel, specs
 from .documents import parse_document, python_functions
 from .toolset_form import toolset_form
@@ -84,9 +84,9 @@ _MADE_BY = {
 }
 
 
-def server_made(kind: str, rid: str, data: Any) -> list[Finding]:
+def server_made(kind: ResourceKind, rid: str, data: Any) -> list[Finding]:
     """A file of a type CES makes itself (CreateTool and UpdateTool refuse it), with what to write instead."""
-    made = KINDS[kind].server_made
+    made = kind.server_made
     member = next((m for m in made if isinstance(data, dict) and m in data), None)
     if member is None:
         return []
@@ -142,7 +142,7 @@ def check_python(code: str, path: Path_, name: str | None) -> list[Finding]:
     return []
 
 
-def check_body(kind: str, body: dict[str, Any]) -> list[Finding]:
+def check_body(kind: ResourceKind, body: dict[str, Any]) -> list[Finding]:
     """Checks beyond the model, on a validated body (wire JSON)."""
     findings: list[Finding] = []
     findings += _custom_headers(body)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..api import behaviour as fb
-from ..api.kinds import KINDS
+from ..api.kinds import ResourceKind
 from ..models import FieldSpec, Kind, ProtoModel, specs
 from .normalize import DOCUMENT_FIELDS, Canonical, canonical
 from .walk import specs_along
@@ -191,14 +191,14 @@ def _left_to_the_server(model_name: str) -> tuple[str, ...]:
     return (*fb.fields(model_name, fb.SERVER_DEFAULTED), *fb.fields(model_name, fb.APP_LOCK))
 
 
-def diff_resource(kind: str, rid: str, desired: dict[str, Any] | None, remote: dict[str, Any] | None) -> ResourceDiff:
-    model = KINDS[kind].model
+def diff_resource(kind: ResourceKind, rid: str, desired: dict[str, Any] | None, remote: dict[str, Any] | None) -> ResourceDiff:
+    model = kind.model
     before = canonical(kind, rid, remote) if remote is not None else None
     after = canonical(kind, rid, desired) if desired is not None else None
     unknown = before.unknown if before else []
     if before is None or after is None:
         return ResourceDiff(before.body if before else None, after.body if after else None, unknown=unknown)
-    unnamed = [f for f in _left_to_the_server(KINDS[kind].model_name) if (desired or {}).get(f) is None and f in before.body]
+    unnamed = [f for f in _left_to_the_server(kind.model_name) if (desired or {}).get(f) is None and f in before.body]
     if unnamed:
         before = Canonical({k: v for k, v in before.body.items() if k not in unnamed}, before.unknown)
     mask = minimal_mask(changed_paths(before.body, after.body, model))

@@ -6,7 +6,6 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from ..api.kinds import KINDS
 from ..errors import PlanFileError
 from .plan import Change, Plan
 from .sensitive import scrub
@@ -87,7 +86,7 @@ def _as_saved(plan: Plan) -> dict[str, Any]:
 
 
 def _inside_app(c: Change, app: str, what: str) -> None:
-    expected = KINDS[c.kind].resource_name(app, c.id)
+    expected = c.kind.resource_name(app, c.id)
     if c.name != expected:
         raise PlanFileError(f"{what}: it names {c.name!r}, which is not {c.kind} {c.id} of the plan's app {app}: refusing")
     outside = [d for d in (*c.depends_on, *c.patch_after) if d != app and not d.startswith(app + "/")]

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..api import behaviour as fb
-from ..api.kinds import KINDS
+from ..api.kinds import ResourceKind
 from ..api.protojson import canonical_duration, float32, is_default
 from ..models import FieldSpec, Kind, ProtoModel
 from .documents import parse_document
@@ -37,12 +37,12 @@ class Canonical:
     unknown: list[str] = field(default_factory=list)  # dotted paths of fields the model does not know
 
 
-def canonical(kind: str, rid: str, body: dict[str, Any]) -> Canonical:
+def canonical(kind: ResourceKind, rid: str, body: dict[str, Any]) -> Canonical:
     walker = _Normalize()
-    out = walker.walk(body, KINDS[kind].model)
-    for key in ("name", "etag", *fb.fields(KINDS[kind].model_name, fb.INPUT_ONLY)):
+    out = walker.walk(body, kind.model)
+    for key in ("name", "etag", *fb.fields(kind.model_name, fb.INPUT_ONLY)):
         out.pop(key, None)
-    hook = KINDS[kind].server_defaults
+    hook = kind.server_defaults
     if hook is not None:
         hook(rid, out)
     return Canonical(out, walker.unknown_paths)

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from dataclasses import fields as dataclass_fields
 from typing import Any, get_args
 
 from .. import __version__
+from ..api.kinds import KINDS, ResourceKind
 from .diff import FieldChange
 from .planfile import Action, PlanFile, parse_plan_file
 from .sensitive import mask
@@ -30,7 +32,7 @@ ACTIONS: tuple[Action, ...] = get_args(Action)
 
 @dataclass(frozen=True)
 class Change:
-    kind: str  # a key of cesync.api.kinds.KINDS
+    kind: ResourceKind  # saved, rendered and hashed as its name
     id: str
     action: Action
     name: str  # full resource name
@@ -51,7 +53,12 @@ class Change:
 
     @property
     def key(self) -> str:
-        return f"{self.kind}/{self.id}"
+        return f"{self.kind.name}/{self.id}"
+
+    def public(self) -> dict[str, Any]:
+        """The change as plain data (its kind as its name), as a saved plan holds it."""
+        data = {f.name: getattr(self, f.name) for f in dataclass_fields(self)}
+        return {**data, "kind": self.kind.name, "fields": [asdict(f) for f in self.fields]}
 
 
 @dataclass(frozen=True)
@@ -104,7 +111,9 @@ class Plan:
 
     def public(self) -> dict[str, Any]:
         """The plan as plain JSON data, every sensitive field of every body masked."""
-        data = asdict(self)
+        data = {f.name: getattr(self, f.name) for f in dataclass_fields(self)}
+        data["changes"] = [c.public() for c in self.changes]
+        data["sensitive"] = asdict(self.sensitive)
         for change in data["changes"]:
             paths = self.sensitive.fields.get(change["name"])
             if paths and change["body"] is not None:
@@ -126,6 +135,7 @@ def _from_file(f: PlanFile) -> Plan:
         Change(
             **{
                 **c,
+                "kind": KINDS[c["kind"]],  # the file's model accepts only the registry's names
                 "fields": tuple(FieldChange(**x) for x in c["fields"]),
                 "update_mask": tuple(c["update_mask"]),
                 "depends_on": tuple(c["depends_on"]),

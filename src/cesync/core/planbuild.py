@@ -10,11 +10,11 @@ from __future__ import annotations
 import datetime
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, replace
+from dataclasses import replace
 from typing import Any
 
 from ..api import behaviour as fb
-from ..api.kinds import APP, KINDS, names_pattern
+from ..api.kinds import APP, KINDS, THE_APP, ResourceKind, names_pattern
 from ..api.resource import Resource
 from ..errors import CesyncError
 from .applock import lock_notice
@@ -55,7 +55,7 @@ def _written_references(resource: Resource, parent: str) -> set[str]:
     """The names a remote resource holds in the fields a request writes: an output-only field the
     server keeps (an evaluation's evaluationDatasets, the datasets that list it) is no reference of
     its own, and read as one it makes a cycle between two deletes that would wait on each other."""
-    output_only = fb.fields(KINDS[resource.kind].model_name, fb.OUTPUT_ONLY)
+    output_only = fb.fields(resource.kind.model_name, fb.OUTPUT_ONLY)
     return _references({k: v for k, v in resource.body.items() if k not in output_only}, parent)
 
 
@@ -101,29 +101,30 @@ def build_plan(
     """
     hidden = {k: list(v) for k, v in (sensitive or {}).items() if v}
 
-    def wanted(kind: str, rid: str) -> bool:
-        return not targets or rid in targets or f"{kind}/{rid}" in targets
+    def wanted(kind: ResourceKind, rid: str) -> bool:
+        return not targets or rid in targets or f"{kind.name}/{rid}" in targets
 
-    name_of = {d.key: KINDS[d.kind].resource_name(parent, d.id) for d in desired}
+    name_of = {d.key: d.kind.resource_name(parent, d.id) for d in desired}
     remote_by = {r.key: r for r in remote}
     # The app must exist before anything in it: created even when the repo has no app.yaml.
-    implied = [Resource(APP, APP, app_body)] if app_body is not None and (APP, APP) not in name_of else []
+    implied = [Resource(THE_APP, APP, app_body)] if app_body is not None and not any(d.kind.singleton for d in desired) else []
     writes = implied + list(desired)
-    name_of.update({d.key: KINDS[d.kind].resource_name(parent, d.id) for d in implied})
-    creating_app = any(d.kind == APP and d.key not in remote_by for d in writes)
+    name_of.update({d.key: d.kind.resource_name(parent, d.id) for d in implied})
+    creating_app = any(d.kind.singleton and d.key not in remote_by for d in writes)
     placed = order(
-        [Node(name_of[d.key], d.key not in remote_by, _field_refs(d.body, parent), KINDS[d.kind].deferrable) for d in writes],
+        [Node(name_of[d.key], d.key not in remote_by, _field_refs(d.body, parent), d.kind.deferrable) for d in writes],
         parent if creating_app else "",
     )
     changes: list[Change] = []
     unknown: dict[str, list[str]] = {}
-    for kind, rid, body in ((d.kind, d.id, d.body) for d in writes):
-        name = name_of[(kind, rid)]
-        r = remote_by.get((kind, rid))
+    for res in writes:
+        kind, rid, body = res.kind, res.id, res.body
+        name = name_of[res.key]
+        r = remote_by.get(res.key)
         d = diff_resource(kind, rid, body, r.body if r else None)
         if d.unknown:
             unknown[name] = d.unknown
-        if not wanted(kind, rid) and not (kind == APP and r is None):
+        if not wanted(kind, rid) and not (kind.singleton and r is None):
             log.debug("plan: %s %s: not a --target, not compared", kind, rid)
             continue
         where = placed[name]
@@ -136,7 +137,7 @@ def build_plan(
             "depends_on": where.depends_on,
             "level": where.level,
         }
-        paths = hidden.get((kind, rid), [])
+        paths = hidden.get(res.key, [])
         if paths:
             common["after"] = mask(d.after, [cut(p) for p in paths])
         log.debug(
@@ -146,15 +147,15 @@ def build_plan(
             "create (not in the app)" if r is None else f"update {', '.join(d.update_mask)}" if d.update_mask else "unchanged",
         )
         if r is None:
-            note = "the app does not exist yet: created first" if kind == APP else ""
-            if sent := input_only_fields(KINDS[kind].model_name, body):
+            note = "the app does not exist yet: created first" if kind.singleton else ""
+            if sent := input_only_fields(kind.model_name, body):
                 said = f"sends {', '.join(sent)} (input only: sent on create, never read back, so never compared)"
                 note = f"{note}; {said}" if note else said
             changes.append(Change(action="create", note=note, deferred=where.deferred, patch_after=where.patch_after, **common))
-        elif d.update_mask or (resend_input_only and input_only_fields(KINDS[kind].model_name, body)):
+        elif d.update_mask or (resend_input_only and input_only_fields(kind.model_name, body)):
             if d.unknown:
                 common.update(_carried(kind, rid, r.body, body, d.update_mask))
-            resent = input_only_fields(KINDS[kind].model_name, body) if resend_input_only else []
+            resent = input_only_fields(kind.model_name, body) if resend_input_only else []
             if resent:
                 said = f"sends {', '.join(resent)} again (input only: --resend-input-only)"
                 common["note"] = f"{common['note']}; {said}" if common.get("note") else said
@@ -174,10 +175,10 @@ def build_plan(
     unmanaged: list[str] = []
     deletes: list[Change] = []
     for r in remote:
-        if (r.kind, r.id) in name_of or not wanted(r.kind, r.id) or not KINDS[r.kind].deletable:
+        if r.key in name_of or not wanted(r.kind, r.id) or not r.kind.deletable:
             continue  # the app is never deleted, nor listed as unmanaged
-        name = KINDS[r.kind].resource_name(parent, r.id)
-        if not prune or not (prune_unmanaged or owned is None or f"{r.kind}/{r.id}" in owned):
+        name = r.kind.resource_name(parent, r.id)
+        if not prune or not (prune_unmanaged or owned is None or f"{r.kind.name}/{r.id}" in owned):
             log.debug("plan: %s %s: in the app, not in the repo: kept (prune is off, or cesync does not own it)", r.kind, r.id)
             unmanaged.append(name)
             continue
@@ -185,17 +186,17 @@ def build_plan(
         d = diff_resource(r.kind, r.id, None, r.body)
         dependents = sorted(
             n
-            for n, refs in ((KINDS[x.kind].resource_name(parent, x.id), _written_references(x, parent)) for x in remote)
+            for n, refs in ((x.kind.resource_name(parent, x.id), _written_references(x, parent)) for x in remote)
             if name in refs and n != name
         )
         deletes.append(
             Change(kind=r.kind, id=r.id, action="delete", name=name, etag=r.etag, before=d.before, depends_on=tuple(dependents))
         )
     _mark_renames(changes, deletes)
-    changes.sort(key=lambda c: (KINDS[c.kind].written_last, c.level, KINDS[c.kind].rank, c.id))
-    deletes.sort(key=lambda c: (-len(c.depends_on), -KINDS[c.kind].rank, c.id))
+    changes.sort(key=lambda c: (c.kind.written_last, c.level, c.kind.rank, c.id))
+    deletes.sort(key=lambda c: (-len(c.depends_on), -c.kind.rank, c.id))
     deletes = _delete_order(deletes)
-    app_remote = remote_by.get((APP, APP))
+    app_remote = next((r for r in remote if r.kind.singleton), None)
     return Plan(
         resend_input_only=resend_input_only,
         app_lock=lock_notice(app_remote.body if app_remote else None, [*changes, *deletes]),
@@ -215,19 +216,14 @@ def build_plan(
     )
 
 
-# Kinds an AppSnapshot holds (AppVersion.snapshot: app, agents, tools, examples, guardrails,
-# toolsets): deployments are not in it, so no base tells their drift.
-SNAPSHOT_KINDS = frozenset({"app", "agent", "tool", "toolset", "guardrail", "example"})
-
-
 def _drift(
     c: Change, remote_by: Mapping[tuple[str, str], Resource], base: Mapping[tuple[str, str], dict[str, Any]] | None
 ) -> Change:
     """The change labelled drift when the app differs from what cesync last applied (three-way)."""
-    if base is None or c.kind not in SNAPSHOT_KINDS:
+    if base is None or not c.kind.in_snapshot:  # no base tells the drift of a kind no snapshot holds
         return c
-    was = base.get((c.kind, c.id))
-    r = remote_by.get((c.kind, c.id))
+    was = base.get((c.kind.name, c.id))
+    r = remote_by.get((c.kind.name, c.id))
     if r is None:
         fields = ["(deleted outside cesync)"] if was is not None else []
     elif was is None:
@@ -242,7 +238,7 @@ def _as_desired(body: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in body.items() if k not in ("name", "etag", "createTime", "updateTime")}
 
 
-def _carried(kind: str, rid: str, remote: dict[str, Any], body: dict[str, Any], mask: list[str]) -> dict[str, Any]:
+def _carried(kind: ResourceKind, rid: str, remote: dict[str, Any], body: dict[str, Any], mask: list[str]) -> dict[str, Any]:
     """The body an update sends with the remote's unknown fields inside its masked fields (core.carry),
     and a note naming them; a change that would drop one is refused, naming each."""
     carried = carry_unknown(kind, remote, body, mask)
@@ -325,4 +321,4 @@ def _mark_renames(changes: list[Change], deletes: list[Change]) -> None:
 
 
 def _with(c: Change, **kw: Any) -> Change:
-    return Change(**{**asdict(c), "fields": c.fields, **kw})
+    return replace(c, **kw)

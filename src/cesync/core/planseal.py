@@ -21,7 +21,7 @@ def desired_digest(env: str, app: str, desired: list[Resource], key: bytes = b""
     "resources": [[kind, id, body], ...]}, sort_keys=True), fed one resource at a time: the whole
     text at once (and its bytes) was the peak of a 10,000-tool plan's memory.
     """
-    resources = sorted(((d.kind, d.id, d.body) for d in desired), key=lambda d: (d[0], d[1]))
+    resources = sorted(((d.kind.name, d.id, d.body) for d in desired), key=lambda d: (d[0], d[1]))
     digest = hmac.new(key, f'{{"app": {json.dumps(app)}, "env": {json.dumps(env)}, "resources": ['.encode(), "sha256")
     for n, resource in enumerate(resources):
         digest.update(((", " if n else "") + json.dumps(resource, sort_keys=True)).encode())

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..api.kinds import SERVER_MADE_TOOLS
+from ..api.kinds import SERVER_MADE_TOOLS, TOOL_HOLDER, ResourceKind
 from ..api.resource import Resource
 
 __all__ = ["SHARED", "TOOLSET_FIELDS", "as_toolsets", "server_made_member", "toolset_form"]
@@ -68,12 +68,12 @@ def as_toolsets(resources: list[Resource], parent: str) -> tuple[list[Resource],
     lists the tool in ``tools`` lists the toolset in ``toolsets`` instead; a system or remote agent
     tool is left out. Returns the resources and a note per change.
     """
-    taken = {r.id for r in resources if r.kind == "toolset"}
+    taken = {r.id for r in resources if r.kind.holds_tools}
     moved: dict[str, str] = {}  # the tool's full name -> the toolset's
     kept: list[Resource] = []
     notes: list[str] = []
     for r in resources:
-        member = server_made_member(r.body) if r.kind == "tool" else None
+        member = server_made_member(r.body) if r.kind.server_made else None
         form = toolset_form(r.body) if member else None
         if member is None:
             kept.append(r)
@@ -87,19 +87,24 @@ def as_toolsets(resources: list[Resource], parent: str) -> tuple[list[Resource],
             rid = f"{r.id}_{n}"
         taken.add(rid)
         body, dropped = form
-        kept.append(Resource("toolset", rid, {"name": r.body.get("name", ""), **body}))
-        moved[f"{parent}/tools/{r.id}"] = f"{parent}/toolsets/{rid}"
+        kept.append(Resource(TOOL_HOLDER, rid, {"name": r.body.get("name", ""), **body}))
+        moved[r.kind.resource_name(parent, r.id)] = TOOL_HOLDER.resource_name(parent, rid)
         left = f" ({', '.join(dropped)} left out)" if dropped else ""
         notes.append(f"tool {r.id} ({member}): CES makes these only from a toolset; written as toolset {rid}{left}")
     if moved:
-        kept = [_retarget_agent(r, moved, notes) if r.kind == "agent" else r for r in kept]
+        kept = [_retarget_agent(r, moved, notes) if _lists_tools(r.kind) else r for r in kept]
         notes += [
             f"{r.kind} {r.id} still names {name} (now a toolset's tool): name it through the toolset instead"
             for r in kept
             for name in sorted(moved)
-            if r.kind != "agent" and name in _strings(r.body)
+            if not _lists_tools(r.kind) and name in _strings(r.body)
         ]
     return kept, notes
+
+
+def _lists_tools(kind: ResourceKind) -> bool:
+    """An agent: its ``tools`` names tools and its ``toolsets`` toolsets, so a moved tool moves between them."""
+    return all(f in kind.references for f in ("tools", "toolsets.toolset"))
 
 
 def _retarget_agent(agent: Resource, moved: Mapping[str, str], notes: list[str]) -> Resource:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..api.kinds import KINDS
+from ..api.kinds import ResourceKind
 from ..api.resource import Resource
 
 __all__ = ["INVALID_EXAMPLE", "findings"]
@@ -22,8 +22,8 @@ INVALID_EXAMPLE = "invalid: it may reference deleted resources, and is not used 
 _LISTS = {"App": "validationErrors", "Agent": "validationErrors"}
 
 
-def _of(kind: str, body: dict[str, Any]) -> list[str]:
-    model = KINDS[kind].model_name
+def _of(kind: ResourceKind, body: dict[str, Any]) -> list[str]:
+    model = kind.model_name
     if model == "Example":
         return [INVALID_EXAMPLE] if body.get("invalid") is True else []
     field = _LISTS.get(model)
@@ -35,9 +35,9 @@ def findings(parent: str, remote: Iterable[Resource]) -> dict[str, list[str]]:
     """Full resource name -> what CES reports wrong with it, for every resource that has something."""
     out: dict[str, list[str]] = {}
     for r in remote:
-        if r.kind not in KINDS or not isinstance(r.body, dict):
+        if not isinstance(r.body, dict):
             continue
         found = _of(r.kind, r.body)
         if found:
-            out[KINDS[r.kind].resource_name(parent, r.id)] = found
+            out[r.kind.resource_name(parent, r.id)] = found
     return dict(sorted(out.items()))

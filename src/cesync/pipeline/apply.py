@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
+from dataclasses import fields as dataclass_fields
 from typing import Any, Literal
 
 from ..api import behaviour as fb
-from ..api.kinds import KINDS
+from ..api.kinds import ResourceKind
 from ..client import CesClient
 from ..client.api import Written
 from ..client.apps import Polling, create_app
@@ -54,7 +55,7 @@ NOT_STARTED: Status = "not started"
 
 @dataclass
 class Outcome:
-    kind: str
+    kind: ResourceKind  # reported as its name
     id: str
     action: Action
     status: Status = NOT_STARTED
@@ -100,7 +101,10 @@ class ApplyResult:
             "ok": self.ok,
             "interrupted": self.interrupted,
             "counts": self.counts(),
-            "outcomes": [{k: v for k, v in asdict(o).items() if k != "reported"} for o in self.outcomes],
+            "outcomes": [
+                {f.name: getattr(o, f.name) for f in dataclass_fields(o) if f.name != "reported"} | {"kind": o.kind.name}
+                for o in self.outcomes
+            ],
             **({"snapshot": self.snapshot} if self.snapshot else {}),
             "validation": self.validation,
             **({"record": self.record} if self.record else {}),
@@ -212,7 +216,7 @@ class _Run:
         server ignores in a request: read the resource just before writing it and compare it with what
         the plan saw. A difference is a conflict, as an etag mismatch is for every other kind. (What
         changes between this read and the write is not seen: the server offers nothing to close that.)"""
-        if c.action != "update" or c.before is None or fb.etag_guards(KINDS[c.kind].model_name):
+        if c.action != "update" or c.before is None or fb.etag_guards(c.kind.model_name):
             return False
         try:
             current: dict[str, Any] | None = (await self.client.read(c.name)).body
@@ -245,19 +249,19 @@ class _Run:
 
     def _same_as_planned(self, c: Change, current: dict[str, Any]) -> bool:
         now, then = self._as_planned(c, current), c.before
-        if self.unlocked and c.kind == "app" and now is not None and then is not None:
+        if self.unlocked and c.kind.singleton and now is not None and then is not None:
             now, then = _without(now, LOCK_FIELDS), _without(then, LOCK_FIELDS)  # our own unlock, made first
         return same(now, then)
 
     async def _send(self, c: Change) -> Written:
         if c.action == "create":
             body = {k: v for k, v in (c.body or {}).items() if k not in c.deferred}
-            if c.kind == "app":
+            if c.kind.singleton:  # an app is created by its name, as a long-running operation
                 return await create_app(self.client, c.name, body, self.polling)
-            return await self.client.create(self.plan.app, KINDS[c.kind].collection, c.id, body)
+            return await self.client.create(self.plan.app, c.kind.collection, c.id, body)
         if c.action == "update":
             # an INPUT_ONLY field (a one-time credential) travels only when the update sends it
-            unsent = tuple(f for f in fb.fields(KINDS[c.kind].model_name, fb.INPUT_ONLY) if f not in c.update_mask)
+            unsent = tuple(f for f in fb.fields(c.kind.model_name, fb.INPUT_ONLY) if f not in c.update_mask)
             return await self.client.patch(c.name, {**_without(c.body or {}, unsent), "etag": c.etag}, list(c.update_mask))
         # force only where the kind's Delete request has the field (the behaviour table): a Delete
         # request without it has nothing to bind force=true to
@@ -314,8 +318,8 @@ def _failure(c: Change, exc: ApiError, lost_reply: bool) -> tuple[Status, str]:
     return FAILED, str(exc)
 
 
-def _forceable(kind: str) -> bool:
-    return fb.delete_has_force(KINDS[kind].model_name)
+def _forceable(kind: ResourceKind) -> bool:
+    return fb.delete_has_force(kind.model_name)
 
 
 def _without(body: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
@@ -325,7 +329,7 @@ def _without(body: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
 def _lock_last(plan: Plan) -> tuple[Plan, Change | None]:
     """A plan that locks the app (App.locked: cesync.api.behaviour APP_LOCK) makes every other write
     first: the app's own change leaves the lock out, and (returned) is what locks it at the end."""
-    app = next((c for c in plan.changes if c.kind == "app" and c.action != "delete"), None)
+    app = next((c for c in plan.changes if c.kind.singleton and c.action != "delete"), None)
     if app is None or lock_change([app]) is not True:
         return plan, None
     mask = tuple(m for m in app.update_mask if m.split(".")[0] not in LOCK_FIELDS)
@@ -337,7 +341,7 @@ def _lock_last(plan: Plan) -> tuple[Plan, Change | None]:
 
 
 async def _read_lock(client: CesClient, plan: Plan) -> bool:
-    if any(c.kind == "app" and c.action == "create" for c in plan.changes):
+    if any(c.kind.singleton and c.action == "create" for c in plan.changes):
         return False  # a new app: nothing locks it yet
     return is_locked(await client.get(plan.app))
 
@@ -381,9 +385,9 @@ async def apply_plan(
         run.interrupt = interrupt
     # Examples and deployments (kinds written last) see the whole app; deletes run after every write.
     phases = [
-        ([c for c in plan.changes if c.action != "delete" and not KINDS[c.kind].written_last], ""),
+        ([c for c in plan.changes if c.action != "delete" and not c.kind.written_last], ""),
         (
-            [c for c in plan.changes if c.action != "delete" and KINDS[c.kind].written_last],
+            [c for c in plan.changes if c.action != "delete" and c.kind.written_last],
             "examples and deployments are written only after every other create and update succeeded",
         ),
         ([c for c in plan.changes if c.action == "delete"], "deletes run only after every create and update succeeded"),

@@ -12,7 +12,6 @@ import difflib
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from ..api.kinds import APP
 from ..api.resource import Resource
 from ..api.words import count
 from ..core.evalreport import Report, build_report
@@ -30,7 +29,7 @@ EVALUATION = "evaluation"  # the kind's name in the registry (api/kinds.py)
 
 def choose(desired: Iterable[Resource], tags: Iterable[str]) -> list[Resource]:
     """The repo's evaluations that carry any of tags (all without tags); a tag none carries is an error."""
-    evaluations = sorted((r for r in desired if r.kind == EVALUATION), key=lambda r: r.id)
+    evaluations = sorted((r for r in desired if r.kind.name == EVALUATION), key=lambda r: r.id)
     if not evaluations:
         raise CesyncError("the repo has no evaluations: add evaluations/<id>.yaml (see docs/evaluations.md)")
     wanted = list(dict.fromkeys(tags))
@@ -48,7 +47,7 @@ def choose(desired: Iterable[Resource], tags: Iterable[str]) -> list[Resource]:
 
 def thresholds_of(desired: Iterable[Resource], app: dict[str, Any] | None) -> tuple[dict[str, Any] | None, str]:
     """(thresholds, where from): the repo's app settings, the app's, or none (v1beta's defaults)."""
-    mine = next((r for r in desired if r.kind == APP), None)
+    mine = next((r for r in desired if r.kind.singleton), None)
     given = mine.body.get("evaluationMetricsThresholds") if mine is not None else None
     if isinstance(given, dict) and given:
         return given, "repo"

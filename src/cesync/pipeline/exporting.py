@@ -9,7 +9,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..api.kinds import KINDS
 from ..api.resource import Resource
 from ..core.plan import Plan
 from ..core.planbuild import build_plan
@@ -55,11 +54,11 @@ async def export_app(
     left out, each with a note saying why (exported.notes)."""
     left_out: list[str] = []
     remote = await read_existing(client, env.parent, left_out)
-    selected = resolve_targets(targets, {(r.kind, r.id) for r in remote})
+    selected = resolve_targets(targets, {r.key for r in remote})
     if selected is not None:
-        remote = [r for r in remote if (r.kind, r.id) in selected]
+        remote = [r for r in remote if r.key in selected]
     for r in remote:
-        expected = KINDS[r.kind].resource_name(env.parent, r.id)
+        expected = r.kind.resource_name(env.parent, r.id)
         if r.body.get("name") != expected:
             raise CesyncError(
                 f"the server returned a {r.kind} named {r.body.get('name')!r}, which is not a {r.kind} of {env.parent}; "

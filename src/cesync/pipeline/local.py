@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 
-from ..api.kinds import KINDS
+from ..api.kinds import ResourceKind
 from ..client.api import CesClient
 from ..errors import CesyncError
 from .apply import apply_plan
@@ -48,13 +48,13 @@ async def local_app(ctx: Context) -> AsyncIterator[CesClient]:
 class Difference:
     """A resource a command runs whose deployed version is not what the repo defines."""
 
-    kind: str
+    kind: ResourceKind
     id: str
     action: str  # what a plan would do: create, update, delete
     fields: tuple[str, ...] = ()
 
     def describe(self) -> str:
-        what = f"{KINDS[self.kind].collection}/{self.id}"
+        what = f"{self.kind.collection}/{self.id}"
         if self.action == "create":
             return f"{what} is in the repo but not deployed"
         if self.action == "delete":

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from ..api.kinds import KINDS
 from ..api.resource import Resource
 from ..core.sensitive import field_paths, input_only_fields, input_only_values, remember
 from ..core.yamlfile import Path_
@@ -22,15 +21,15 @@ def sensitive_fields(
     """Per resource, the paths of its sensitive values: those of sensitive variables, and every
     INPUT_ONLY field it sets (one-time credentials: never printed, masked in plan files)."""
     names = repo.sensitive_names(env)
-    sources = {(f.kind, f.id): f.doc.data for f in repo.files} if names else {}
+    sources = {f.key: f.doc.data for f in repo.files} if names else {}
     out: dict[tuple[str, str], list[Path_]] = {}
     for d in desired:
-        model = KINDS[d.kind].model_name
+        model = d.kind.model_name
         remember(input_only_values(model, d.body))  # scrubbed from whatever is printed or logged
-        paths = field_paths(sources.get((d.kind, d.id)), d.body, names, secrets.values()) if names else []
+        paths = field_paths(sources.get(d.key), d.body, names, secrets.values()) if names else []
         paths += [(f,) for f in input_only_fields(model, d.body) if (f,) not in paths]
         if paths:
-            out[(d.kind, d.id)] = paths
+            out[d.key] = paths
     return out
 
 
@@ -39,14 +38,14 @@ def hidden_fields(repo: Repo, env: EnvTarget, bodies: Iterable[Resource]) -> dic
     environment's app) that hold a sensitive value: where the repo's file references a
     sensitive ${NAME}, or where the text holds a value of any environment."""
     names, values = repo.sensitive_names(env), repo.every_sensitive_value()
-    sources = {(f.kind, f.id): f.doc.data for f in repo.files}
+    sources = {f.key: f.doc.data for f in repo.files}
     found: dict[tuple[str, str], set[Path_]] = {}
     for r in bodies:
-        paths = {tuple(p) for p in field_paths(sources.get((r.kind, r.id)), r.body, names, values)}
+        paths = {tuple(p) for p in field_paths(sources.get(r.key), r.body, names, values)}
         # $env_var copies a url into its schema: an old url hides there too
         schemas = {(*p[:-1], "openApiSchema") for p in paths if p and p[-1] == "url"}
         paths |= {p for p in schemas if _get_path(r.body, p) is not None}
-        found.setdefault((r.kind, r.id), set()).update(paths)
+        found.setdefault(r.key, set()).update(paths)
     return {k: sorted(v, key=lambda p: [str(x) for x in p]) for k, v in found.items() if v}
 
 

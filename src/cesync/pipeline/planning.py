@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..api.kinds import APP
+from ..api.kinds import APP, by_snapshot_field
 from ..api.resource import Resource
 from ..core.plan import Plan
 from ..core.planbuild import build_plan
@@ -94,7 +94,7 @@ async def plan_against_remote(
     else:
         assert client is not None, "a client, unless the app was read ahead"
         remote, record = await read_app(client, ctx.env)
-    known = {(d.kind, d.id) for d in ctx.desired} | {(r.kind, r.id) for r in remote}
+    known = {d.key for d in ctx.desired} | {r.key for r in remote}
     selected = target_keys(resolve_targets(targets or (), known))
     plan = build_plan(
         ctx.env.name,
@@ -123,7 +123,7 @@ async def plan_against_remote(
 
 def app_to_create(env: EnvTarget, remote: list[Resource]) -> dict[str, Any] | None:
     """The app's body when it does not exist and the repo has no app.yaml: its id as display name."""
-    return None if any(r.kind == APP for r in remote) else {"displayName": env.app}
+    return None if any(r.kind.singleton for r in remote) else {"displayName": env.app}
 
 
 def seal_plan(plan: Plan, ctx: Context, salt: str, key: bytes) -> Plan:
@@ -163,8 +163,8 @@ def base_of(record: AppliedRecord | None) -> dict[tuple[str, str], dict[str, Any
 
     base: dict[tuple[str, str], dict[str, Any]] = {}
     for collection, items in record.snapshot.items():
-        if collection == "app" and isinstance(items, dict):
-            base[(APP, APP)] = items
+        if (kind := by_snapshot_field(collection)) is not None and kind.singleton and isinstance(items, dict):
+            base[(kind.name, APP)] = items
         elif collection in KIND_OF and isinstance(items, list):
             base.update(
                 {(KIND_OF[collection], str(i.get("name", "")).rsplit("/", 1)[-1]): i for i in items if isinstance(i, dict)}

@@ -12,7 +12,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from ..api.kinds import APP
+from ..api.kinds import APP, THE_APP
 from ..api.resource import Resource
 from ..client.api import CesClient
 from ..client.apps import delete_app, get_app
@@ -40,12 +40,12 @@ def mark_desired(desired: list[Resource], env: EnvTarget, name: str) -> list[Res
     """desired with the preview's mark in the app's metadata (an app resource added when the
     repo has no app.yaml: the app is created with its id as display name, as apply does)."""
     mark = {MARK: mark_of(env, name)}
-    out = [r for r in desired if r.kind != APP]
-    app = next((r for r in desired if r.kind == APP), None)
+    out = [r for r in desired if not r.kind.singleton]
+    app = next((r for r in desired if r.kind.singleton), None)
     body: dict[str, Any] = dict(app.body) if app else {"displayName": env.app}
     metadata = body.get("metadata")
     body["metadata"] = {**(metadata if isinstance(metadata, dict) else {}), **mark}
-    out.append(replace(app, body=body) if app else Resource(APP, APP, body))
+    out.append(replace(app, body=body) if app else Resource(THE_APP, APP, body))
     return out
 
 

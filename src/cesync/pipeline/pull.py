@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..api.kinds import KINDS, by_collection
+from ..api.kinds import ResourceKind, by_collection
 from ..api.resource import Resource
 from ..core.diff import diff_resource
 from ..core.sensitive import occurrences
@@ -71,23 +71,23 @@ def pull_changes(
     rendered from one is never written as a literal (not even with inline).
     """
     result = PullResult()
-    sources = {(f.kind, f.id): f for f in repo.files}
-    remote_by = {(r.kind, r.id): r for r in remote}
-    known = {f"{KINDS[k].collection}/{i}" for k, i in sources} | {f"{KINDS[r.kind].collection}/{r.id}" for r in remote}
+    sources = {f.key: f for f in repo.files}
+    remote_by = {r.key: r for r in remote}
+    known = {f"{f.kind.collection}/{f.id}" for f in repo.files} | {f"{r.kind.collection}/{r.id}" for r in remote}
     editor = Editor(repo.root, env, inline, result, known)
     own = repo.config.environments.get(env.name)
     editor.own_vars = set(own.vars) if own is not None else set()
     editor.sensitive = {*repo.config.defaults.sensitive, *(own.sensitive if own is not None else ())}
     editor.secrets = dict(secrets or {})
 
-    def take(kind: str, rid: str) -> bool:
-        return wanted is None or (kind, rid) in wanted
+    def take(kind: ResourceKind, rid: str) -> bool:
+        return wanted is None or (kind.name, rid) in wanted
 
     for d in desired:
         if not take(d.kind, d.id):
             continue
-        r = remote_by.get((d.kind, d.id))
-        src = sources[(d.kind, d.id)]
+        r = remote_by.get(d.key)
+        src = sources[d.key]
         if r is None:
             result.gone.append(f"{d.kind}/{d.id} ({src.doc.file})")
             if prune:
@@ -106,7 +106,7 @@ def pull_changes(
         else:
             result.conflicted.append(f"{d.kind}/{d.id}")
     # The app's settings come back only into an app.yaml the repo has (a repo may leave them to the console).
-    new = [r for r in remote if (r.kind, r.id) not in sources and take(r.kind, r.id) and not KINDS[r.kind].singleton]
+    new = [r for r in remote if r.key not in sources and take(r.kind, r.id) and not r.kind.singleton]
     if new:
         _new_files(repo, env, new, remote, result, secrets or {})
     return result
@@ -146,7 +146,7 @@ def _kept_secret_out(root: Path, before: dict[str, str | None], result: PullResu
 def _new_files(
     repo: Repo, env: EnvTarget, new: list[Resource], remote: list[Resource], result: PullResult, secrets: Mapping[str, str]
 ) -> None:
-    known = {(r.kind, r.id) for r in remote}
+    known = {r.key for r in remote}
     exported = export_repo(
         new, parent=env.parent, variables=env.vars, urls=env.urls, config_text="", known=known, sensitive=secrets
     )

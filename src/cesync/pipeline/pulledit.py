@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import LiteralScalarString
 
-from ..api.kinds import KINDS
 from ..api.resource import Resource
 from ..core.diff import _get
 from ..core.documents import parse_document
@@ -224,12 +223,12 @@ class Editor:
             self.result.files[rel] = text
 
     def _spec_at(self, path: Path_) -> FieldSpec | None:
-        found = list(specs_along(KINDS[self.src.kind].model, [str(p) for p in path]))
+        found = list(specs_along(self.src.kind.model, [str(p) for p in path]))
         return found[-1] if found and len(found) == len(path) else None
 
     def _model_at(self, path: Path_) -> dict[str, int]:
         """The rank of each field of the message at path (where a new key goes)."""
-        model: type[ProtoModel] | None = KINDS[self.src.kind].model
+        model: type[ProtoModel] | None = self.src.kind.model
         if path:
             spec = self._spec_at(path)
             model = spec.message if spec is not None and not spec.map else None

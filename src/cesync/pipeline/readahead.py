@@ -10,7 +10,6 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..api.kinds import APP
 from ..api.resource import Resource
 from ..repo.repo import EnvTarget
 from ..sync.remote import read_remote
@@ -97,6 +96,6 @@ async def read_app(client: CesClient, env: EnvTarget) -> AppRead:
     from ..sync.record import last_applied
 
     remote = await read_remote(client, env.parent)
-    if not any(r.kind == APP for r in remote):
+    if not any(r.kind.singleton for r in remote):
         return remote, None  # no app: no versions either
     return remote, await last_applied(client, env)

@@ -16,7 +16,8 @@ if TYPE_CHECKING:  # the HTTP client loads when a command first uses it (see cli
 async def tool_names(client: CesClient, parent: str) -> dict[str, str]:
     """Display names and type-level names (``refund_policy``) -> local ids, for tests written by name."""
     listed = await list_app(client, parent)
-    tools, toolsets = listed["tool"], listed["toolset"]
+    tools = [r for kind, items in listed.items() if kind.named_by_type for r in items]
+    toolsets = [r for kind, items in listed.items() if kind.holds_tools for r in items]
     names: dict[str, str] = {}
     for rid, t in ((r.id, r.body) for r in tools):
         kind = next((k for k in TOOL_TYPES if isinstance(t.get(k), dict)), None)

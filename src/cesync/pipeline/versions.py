@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..api.kinds import APP, by_collection
+from ..api.kinds import APP, THE_APP, by_snapshot_field
 from ..api.resource import Resource
 from ..core.plan import Plan
 from ..core.planbuild import build_plan
@@ -34,10 +34,11 @@ async def restore_plan(client: CesClient, env: EnvTarget, version: str, repo: Re
         raise CesyncError(f"no version {version!r} in {env.parent}; 'cesync versions' lists them") from None
     snapshot = found.get("snapshot") if isinstance(found.get("snapshot"), dict) else {}
     assert isinstance(snapshot, dict)
-    wanted = [Resource(APP, APP, snapshot["app"])] if isinstance(snapshot.get("app"), dict) else []
+    app = snapshot.get(THE_APP.snapshot_field)
+    wanted = [Resource(THE_APP, APP, app)] if isinstance(app, dict) else []
     for collection, items in snapshot.items():
-        kind = by_collection(collection)
-        if kind is not None and isinstance(items, list):
+        kind = by_snapshot_field(collection)
+        if kind is not None and not kind.singleton and isinstance(items, list):
             for b in (b for b in items if isinstance(b, dict) and kind.managed(b)):
                 rid = kind.id_in(env.parent, b.get("name"))
                 if rid is None:
@@ -45,10 +46,7 @@ async def restore_plan(client: CesClient, env: EnvTarget, version: str, repo: Re
                         f"the version's snapshot holds a {kind.name} named {str(b.get('name'))[:120]!r}, which is not a "
                         f"{kind.name} of {env.parent}: nothing was changed"
                     )
-                wanted.append(Resource(kind.name, rid, b))
-    remote = [r for r in await read_remote(client, env.parent) if r.kind == APP or r.kind in SNAPSHOT_KINDS]
+                wanted.append(Resource(kind, rid, b))
+    remote = [r for r in await read_remote(client, env.parent) if r.kind.in_snapshot]
     hidden = hidden_fields(repo, env, [*wanted, *remote]) if repo is not None else {}
     return name, build_plan(env.name, env.parent, wanted, remote, prune=True, sensitive=hidden)
-
-
-SNAPSHOT_KINDS = ("tool", "toolset", "agent", "guardrail", "example")  # what an AppSnapshot holds

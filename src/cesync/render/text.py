@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from ..api.words import count, label
+from ..api.words import count
 from ..core.plan import RESENT, Change, Plan
 from ..core.sensitive import CHANGED
 from .common import SYMBOL, VERB, as_text, drift_label, is_multiline, notices, summary, unified, validation_lines, where
@@ -67,7 +67,7 @@ def render_text(plan: Plan, *, color: bool = False, mapper: Mapper | None = None
 
 
 def _change(c: Change, paint: Any) -> list[str]:
-    head = f"{SYMBOL[c.action]} {label(c.kind, c.id)} will be {VERB[c.action]}"
+    head = f"{SYMBOL[c.action]} {c.kind.label(c.id)} will be {VERB[c.action]}"
     if c.etag:
         head += f" (etag {c.etag})"
     out = [paint(head, c.action)]

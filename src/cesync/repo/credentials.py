@@ -18,7 +18,6 @@ from itertools import accumulate
 from pathlib import Path
 
 from ..api import behaviour as fb
-from ..api.kinds import KINDS
 from ..core.checks import takes_only_context_variables
 from ..core.yamlfile import Path_, read_text
 from ..errors import Problem
@@ -160,7 +159,7 @@ def _fitting(problem: Problem, src: SourceFile) -> Problem:
     """The advice for a literal in a resource file, fitted to the field it is in: a field that
     takes only a context variable cannot hold a secret's version or a variable's value."""
     path = _path_at(src.doc.positions.values, problem.line, problem.col)
-    if path is None or not takes_only_context_variables(KINDS[src.kind].model, path):
+    if path is None or not takes_only_context_variables(src.kind.model, path):
         return problem
     what = problem.message.removesuffix(f"; {HOME}")
     return replace(problem, message=f"{what}; {'.'.join(map(str, path))} {CONTEXT_ONLY}")
@@ -221,7 +220,7 @@ def input_only_literals(repo: Repo) -> list[Problem]:
         data = src.doc.data
         if not isinstance(data, dict):
             continue
-        for name in fb.fields(KINDS[src.kind].model_name, fb.INPUT_ONLY):
+        for name in fb.fields(src.kind.model_name, fb.INPUT_ONLY):
             for path, text in _leaves(data.get(name), (name,)):
                 if not any(ref in sensitive for ref in _REF.findall(text)):
                     line, col = src.doc.positions.at(path)
@@ -231,7 +230,7 @@ def input_only_literals(repo: Repo) -> list[Problem]:
                             line,
                             col,
                             f"{WARNING}{'.'.join(map(str, path))} is an input-only credential "
-                            f"({KINDS[src.kind].model_name}.{name} is INPUT_ONLY) in plain text; pass it through a "
+                            f"({src.kind.model_name}.{name} is INPUT_ONLY) in plain text; pass it through a "
                             "variable listed under 'sensitive:' in cesync.yaml and set it from the environment",
                         )
                     )

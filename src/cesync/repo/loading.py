@@ -34,10 +34,15 @@ CONFIG_FILE = "cesync.yaml"
 
 @dataclass
 class SourceFile:
-    kind: str
+    kind: ResourceKind
     id: str
     path: Path
     doc: Document
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """(kind name, id), as :attr:`cesync.api.resource.Resource.key`."""
+        return (self.kind.name, self.id)
 
 
 def load_sources(root: Path, problems: list[Problem]) -> list[SourceFile]:
@@ -45,7 +50,7 @@ def load_sources(root: Path, problems: list[Problem]) -> list[SourceFile]:
     files: list[SourceFile] = []
     seen: dict[tuple[str, str], str] = {}
     folders: dict[Path, Path] = {}
-    for kind, paths in ((k.name, kind_files(root, k)) for k in KINDS.values()):
+    for kind, paths in ((k, kind_files(root, k)) for k in KINDS.values()):
         for path in paths:
             if path.parent not in folders:  # resolved once per folder (one resolve was most of reading a file)
                 folders[path.parent] = path.parent.resolve()
@@ -53,23 +58,23 @@ def load_sources(root: Path, problems: list[Problem]) -> list[SourceFile]:
             if doc is None:
                 continue
             if not isinstance(doc.data, dict):
-                article = "an" if kind[0] in "aeiou" else "a"
+                article = "an" if kind.name[0] in "aeiou" else "a"
                 problems.append(doc.problem((), f"{article} {kind} file must be a mapping of fields, not {type_name(doc.data)}"))
                 continue
-            if KINDS[kind].singleton and "id" in doc.data:
+            if kind.singleton and "id" in doc.data:
                 message = f"the {kind}'s id is each environment's '{kind}:' in cesync.yaml, not part of {path.name}"
                 problems.append(doc.problem(("id",), message, key=True))
                 continue
-            rid = kind if KINDS[kind].singleton else doc.data.pop("id", path.stem)
+            rid = kind.name if kind.singleton else doc.data.pop("id", path.stem)
             if not isinstance(rid, str) or not ID_RE.match(rid):
                 problems.append(
                     doc.problem(("id",), f"invalid {kind} id {rid!r}: use letters, digits, '-' and '_' (at most 128)")
                 )
                 continue
-            if (kind, rid) in seen:
-                problems.append(doc.problem(("id",), f"duplicate {kind} id '{rid}' (also defined in {seen[(kind, rid)]})"))
+            if (kind.name, rid) in seen:
+                problems.append(doc.problem(("id",), f"duplicate {kind} id '{rid}' (also defined in {seen[(kind.name, rid)]})"))
                 continue
-            seen[(kind, rid)] = doc.file
+            seen[(kind.name, rid)] = doc.file
             files.append(SourceFile(kind, rid, path, doc))
     return files
 

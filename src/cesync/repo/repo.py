@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..api.kinds import KINDS
+from ..api.kinds import KINDS, ResourceKind
 from ..api.resource import ID_RE, Position, Resource
 from ..core.checks import Finding, check_body, lint_keys, server_made, suggest
 from ..core.documents import adopt_parsed, parsed
@@ -57,7 +57,7 @@ __all__ = [
 SERVER_SET = {"name", "etag"}
 
 
-def _server_set(key: str, kind: str) -> str:
+def _server_set(key: str, kind: ResourceKind) -> str:
     if key == "etag":  # OUTPUT_ONLY in the protos for App and Deployment; Terraform marks every kind's `output: true`
         return "'etag' is output only (set by the server, sent back by cesync to guard its writes); remove it"
     return f"'{key}' is set by the server (output only: the resource's name); the {kind} id comes from the file name or 'id:'"
@@ -120,7 +120,7 @@ class Repo:
 
     @property
     def _known(self) -> set[tuple[str, str]]:
-        return {(f.kind, f.id) for f in self.files}
+        return {f.key for f in self.files}
 
     def _render_files(self, envs: list[EnvTarget], started: Callable[[], None] | None = None) -> list[list[_FileRender]]:
         """Each file rendered for each environment (by environment, then in file order).
@@ -134,7 +134,7 @@ class Repo:
             memo: _Memo = {}
             return [[_render_file(self.root, src, env, known, memo if len(envs) > 1 else None) for env in envs] for src in files]
 
-        for model in {KINDS[f.kind].model for f in self.files}:
+        for model in {f.kind.model for f in self.files}:
             build(model)  # once, before the fork
         # The child's share: a little over half, as this process also unpickles its results (and,
         # for plan, reads the app in a thread meanwhile); measured at 1,000 tools to end together.
@@ -148,7 +148,7 @@ class Repo:
         edges: list[Ref] = []
         problems += self._skip_problems(env)
         for src, (body, found, refs) in zip(self.files, renders, strict=True):
-            if (src.kind, src.id) in env.skip:
+            if src.key in env.skip:
                 continue  # this environment does not have it (environments.<name>.skip)
             problems += found
             for at, target in names_in(body, env.parent) if env.skip and body is not None else ():
@@ -156,22 +156,22 @@ class Repo:
                     said = f"{KINDS[target[0]].collection}/{target[1]}"
                     message = f"{said} is in environments.{env.name}.skip, so nothing this environment has may name it"
                     problems.append(src.doc.problem(at, message))
-            edges += [Ref((src.kind, src.id), target, partial(src.doc.problem, at, "")) for at, target in refs]
+            edges += [Ref(src.key, target, partial(src.doc.problem, at, "")) for at, target in refs]
             if body is not None:
                 out.append(Resource(src.kind, src.id, body, source=Position(src.doc.file)))
         problems += _cross_checks(out, self.files)
         problems += cycles(edges)
         if problems:
             raise ConfigError(problems)
-        return sorted(out, key=lambda d: (d.kind, d.id))
+        return sorted(out, key=lambda d: d.key)
 
-    def locate(self, kind: str, rid: str, field: str) -> str:
+    def locate(self, kind: ResourceKind, rid: str, field: str) -> str:
         """``file:line:col`` of a field an API error names (a BadRequest field path), or "" when the
         resource is not one of the repo's files."""
-        src = next((f for f in self.files if f.kind == kind and f.id == rid), None)
+        src = next((f for f in self.files if f.kind is kind and f.id == rid), None)
         if src is None:
             return ""
-        line, col = position(src.doc.positions, data_path(field, kind))
+        line, col = position(src.doc.positions, data_path(field, kind.name))
         return f"{src.doc.file}:{line}:{col}"
 
     def _skip_problems(self, env: EnvTarget) -> list[Problem]:
@@ -271,17 +271,17 @@ def _render_file(
 ) -> _FileRender:
     """${VAR} substitution is per environment; what follows runs again only if it changed the data."""
     doc = src.doc
-    data, missing = substitute(doc.data, env, (), KINDS[src.kind].model)
+    data, missing = substitute(doc.data, env, (), src.kind.model)
     key = json.dumps(data, default=str) if memo is not None else ""
-    hit = memo.get((src.kind, src.id)) if memo is not None else None
+    hit = memo.get(src.key) if memo is not None else None
     if hit is not None and hit[0] == key and hit[1] in (None, env.parent):
         rendered = hit[2]
     else:
         used_parent, rendered = _checked(root, src, data, env.parent, known)
         if memo is not None:
-            memo[(src.kind, src.id)] = (key, env.parent if used_parent else None, rendered)
+            memo[src.key] = (key, env.parent if used_parent else None, rendered)
     body, problems, checked, expanded, ref_paths = rendered
-    deferrable = KINDS[src.kind].deferrable
+    deferrable = src.kind.deferrable
     refs: list[tuple[Path_, tuple[str, str]]] = []
     for path, target in names_in(expanded, env.parent):
         # A reference in a field the create may leave for a later patch closes no impossible cycle (order.py).
@@ -304,10 +304,8 @@ def _carried(per_file: list[list[_FileRender]]) -> Any:
 def _checked(root: Path, src: SourceFile, data: Any, parent: str, known: set[tuple[str, str]]) -> tuple[bool, _Rendered]:
     """Includes, refs, key linting, the model and the checks: (whether refs used parent, result)."""
     doc = src.doc
-    model = KINDS[src.kind].model
-    expander = Expander(
-        root, src.path.parent, doc, parent, known, references=KINDS[src.kind].references, message=KINDS[src.kind].model_name
-    )
+    model = src.kind.model
+    expander = Expander(root, src.path.parent, doc, parent, known, references=src.kind.references, message=src.kind.model_name)
     data = expander.expand(data)
     expanded = dict(data) if isinstance(data, dict) else data  # as it was before the pops below
     problems = list(expander.problems)
@@ -318,7 +316,7 @@ def _checked(root: Path, src: SourceFile, data: Any, parent: str, known: set[tup
     problems += [_finding(f, doc, includes) for f in server_made(src.kind, src.id, doc.data)]
     data, findings = lint_keys(data, model)
     problems += [_finding(f, doc, includes) for f in findings]
-    filled = _fill_app_fields(data, KINDS[src.kind].app_fields, parent)
+    filled = _fill_app_fields(data, src.kind.app_fields, parent)
     done = (expander.used_parent or filled, expanded, expander.ref_paths)
     try:
         obj = model.model_validate(data)
@@ -366,17 +364,17 @@ def _finding(f: Finding, doc: Document, includes: dict[Path_, tuple[str, int]]) 
 
 def _cross_checks(resources: list[Resource], files: list[SourceFile]) -> list[Problem]:
     """Tool names (the type's `name`) must be unique in an app."""
-    docs = {(f.kind, f.id): f.doc for f in files}
+    docs = {f.key: f.doc for f in files}
     problems: list[Problem] = []
     names: dict[str, str] = {}
     for r in resources:
-        if r.kind != "tool":
+        if not r.kind.named_by_type:
             continue
         type_field = next(iter(k for k in r.body if isinstance(r.body[k], dict) and k in TOOL_TYPES), None)
         if type_field is None:
             continue
         name = r.body[type_field].get("name")
-        doc = docs[(r.kind, r.id)]
+        doc = docs[r.key]
         if name:
             if name in names:
                 problems.append(

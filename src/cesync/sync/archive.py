@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..api.kinds import KINDS, by_collection, collections, spoken
+from ..api.kinds import KINDS, ResourceKind, by_collection, collections, spoken
 from ..api.resource import ID_RE, Resource
 from ..core.toolset_form import as_toolsets
 from ..core.walk import SpecWalker
@@ -99,7 +99,7 @@ def read_archive(root: Path) -> ArchiveContents:
     for kind in KINDS.values():
         files = _app_files(root, kind.name) if kind.singleton else _resource_files(root / kind.collection)
         for name, path in files:
-            resource = _resource(root, path, name, kind.name, kind.model, problems, out)
+            resource = _resource(root, path, name, kind, problems, out)
             if resource is not None:
                 out.resources.append(resource)
     for entry in sorted(p.name for p in root.iterdir() if p.is_dir() and by_collection(p.name) is None):
@@ -110,7 +110,7 @@ def read_archive(root: Path) -> ArchiveContents:
     _apply_environment(out, env_values)
     out.resources, converted = as_toolsets(out.resources, ARCHIVE_APP)
     out.notes += converted
-    ids = [(r.kind, r.id) for r in out.resources]
+    ids = [r.key for r in out.resources]
     dupes = sorted({f"{k} {i}" for k, i in ids if ids.count((k, i)) > 1})
     if dupes:
         raise CesyncError(f"two resources of the export map to the same id: {', '.join(dupes)}")
@@ -130,9 +130,9 @@ def _resolve_short_names(out: ArchiveContents) -> None:
     ids: dict[str, set[str]] = {}
     shown: dict[str, dict[str, str]] = {}
     for r in out.resources:
-        ids.setdefault(KINDS[r.kind].collection, set()).add(r.id)
+        ids.setdefault(r.kind.collection, set()).add(r.id)
         if isinstance(r.body.get("displayName"), str):
-            shown.setdefault(KINDS[r.kind].collection, {}).setdefault(r.body["displayName"], r.id)
+            shown.setdefault(r.kind.collection, {}).setdefault(r.body["displayName"], r.id)
 
     def full(value: str, targets: tuple[str, ...], where: str) -> str:
         if value.startswith("projects/"):
@@ -150,7 +150,7 @@ def _resolve_short_names(out: ArchiveContents) -> None:
         return value
 
     for r in out.resources:
-        for dotted, targets in KINDS[r.kind].references.items():
+        for dotted, targets in r.kind.references.items():
             where = f"{r.kind} {r.id}: {dotted}"
             _map_at(r.body, dotted.split("."), lambda v, t=targets, w=where: full(v, t, w))
 
@@ -204,7 +204,7 @@ def _resource_files(folder: Path) -> Iterator[tuple[str, Path]]:
 
 
 def _resource(
-    root: Path, path: Path, name: str, kind: str, model: type[ProtoModel], problems: list[Problem], out: ArchiveContents
+    root: Path, path: Path, name: str, kind: ResourceKind, problems: list[Problem], out: ArchiveContents
 ) -> Resource | None:
     display = str(path.relative_to(root))
     text = read_text(path, display)
@@ -215,8 +215,8 @@ def _resource(
     if not isinstance(doc.data, dict):
         problems.append(doc.problem((), f"a {kind} must be a mapping of fields"))
         return None
-    body = _camel(doc.data, model)
-    rid = kind if KINDS[kind].singleton else _id_for(body.get("name"), name)
+    body = _camel(doc.data, kind.model)
+    rid = kind.name if kind.singleton else _id_for(body.get("name"), name)
     if rid is None:
         problems.append(doc.problem(("name",), f"cannot make a cesync {kind} id from {name!r}"))
         return None
@@ -304,8 +304,8 @@ def _leaves(data: dict[str, Any], path: tuple[str, ...]) -> Iterator[tuple[tuple
 
 
 def _apply_environment(out: ArchiveContents, env: dict[tuple[str, str], dict[tuple[str, ...], Any]]) -> None:
-    by_key = {(KINDS[r.kind].collection, r.id): r for r in out.resources}
-    by_display = {(KINDS[r.kind].collection, str(r.body.get("displayName"))): r for r in out.resources}
+    by_key = {(r.kind.collection, r.id): r for r in out.resources}
+    by_display = {(r.kind.collection, str(r.body.get("displayName"))): r for r in out.resources}
     used: set[str] = set()
     for (collection, name), leaves in sorted(env.items()):
         resource = (

@@ -24,7 +24,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..api.kinds import DRAFT_VERSION, KINDS, REF_ONLY, by_collection
+from ..api.kinds import DRAFT_VERSION, KINDS, REF_ONLY, ResourceKind, by_collection
 from ..api.resource import ID_RE, Resource
 from ..core.normalize import DOCUMENT_FIELDS, canonical
 from ..core.sensitive import MIN_SCRUB, leaks
@@ -50,12 +50,13 @@ class ExportedRepo:
     notes: list[str] = field(default_factory=list)
 
 
-def modeline(kind: str, depth: int) -> str:
-    """The yaml-language-server line that gives editors the schema of a file depth folders below the root."""
-    return f"# yaml-language-server: $schema={'../' * depth}schemas/{kind}.schema.json\n"
+def modeline(schema: str, depth: int) -> str:
+    """The yaml-language-server line that gives editors the schema (a kind's, or cesync's) of a
+    file depth folders below the root."""
+    return f"# yaml-language-server: $schema={'../' * depth}schemas/{schema}.schema.json\n"
 
 
-def file_names(kind: str, ids: list[str]) -> dict[str, str]:
+def file_names(kind: ResourceKind, ids: list[str]) -> dict[str, str]:
     """A safe, unique file stem per id; an id cesync cannot manage is an error."""
     bad = [i for i in ids if not ID_RE.match(i)]
     if bad:
@@ -97,19 +98,19 @@ def export_repo(
     out.files[".gitignore"] = ".cesync/\nplan.json\n"
     # The editor modelines of the files point at these, so they resolve in the export.
     out.files.update({f"schemas/{name}": text for name, text in render_schemas().items()})
-    known = known if known is not None else {(r.kind, r.id) for r in resources}
-    for kind in KINDS:
-        ids = [r.id for r in resources if r.kind == kind]
+    known = known if known is not None else {r.key for r in resources}
+    for kind in KINDS.values():
+        ids = [r.id for r in resources if r.kind is kind]
         stems = file_names(kind, ids)
-        for r in sorted((r for r in resources if r.kind == kind), key=lambda r: r.id):
+        for r in sorted((r for r in resources if r.kind is kind), key=lambda r: r.id):
             data = _portable(r, parent, variables, urls, known, out, secrets)
             stem = stems[r.id]
-            single = KINDS[kind].singleton  # the app: app.yaml at the top, no id
+            single = kind.singleton  # the app: app.yaml at the top, no id
             data = _externalize(data, r.kind, stem, out, "" if single else "../")
             if stem != r.id and not single:
                 data = {"id": r.id, **data}
-            header = f"{modeline(kind, 0 if single else 1)}# Exported by cesync from {KINDS[kind].resource_name(parent, r.id)}\n"
-            out.files[f"{kind}.yaml" if single else f"{KINDS[kind].folder}/{stem}.yaml"] = header + to_yaml(data)
+            header = f"{modeline(kind.name, 0 if single else 1)}# Exported by cesync from {kind.resource_name(parent, r.id)}\n"
+            out.files[f"{kind.name}.yaml" if single else f"{kind.folder}/{stem}.yaml"] = header + to_yaml(data)
     check_no_secret({k: v for k, v in out.files.items() if k != "cesync.yaml"}, secrets)  # cesync.yaml: the repo's own
     return out
 
@@ -147,7 +148,7 @@ def _portable(
         spec = data.get(spec_field)
         if isinstance(spec, dict):
             _env_var(r.id, spec, variables, urls)
-    for dotted in KINDS[r.kind].app_fields:  # the environment's app: cesync writes it back on apply
+    for dotted in r.kind.app_fields:  # the environment's app: cesync writes it back on apply
         *path, last = dotted.split(".")
         node: Any = data
         for part in path:
@@ -156,7 +157,7 @@ def _portable(
             del node[last]
     table = _replacements({**variables, **secrets}, set(secrets))
     portable: dict[str, Any] = _with_vars(_refs(data, parent, known), table, secret_table=_replacements(secrets, set(secrets)))
-    return _ordered(portable, KINDS[r.kind].model)
+    return _ordered(portable, r.kind.model)
 
 
 def _ordered(data: dict[str, Any], model: type[ProtoModel]) -> dict[str, Any]:
@@ -278,7 +279,7 @@ def _replace_parts(text: str, table: _Table) -> str:
     return text
 
 
-def _externalize(data: dict[str, Any], kind: str, stem: str, out: ExportedRepo, up: str = "../") -> dict[str, Any]:
+def _externalize(data: dict[str, Any], kind: ResourceKind, stem: str, out: ExportedRepo, up: str = "../") -> dict[str, Any]:
     """Move code and OpenAPI documents to files referenced by {file: ...}."""
     used: set[str] = set()
 
@@ -304,10 +305,10 @@ def _externalize(data: dict[str, Any], kind: str, stem: str, out: ExportedRepo, 
     return walked
 
 
-def _file_for(kind: str, stem: str, key: str, text: str, path: tuple[str, ...], used: set[str]) -> str:
+def _file_for(kind: ResourceKind, stem: str, key: str, text: str, path: tuple[str, ...], used: set[str]) -> str:
     folder = "code" if key in CODE_FIELDS else "schemas"
     ext = ".py" if key in CODE_FIELDS else (".json" if text.lstrip().startswith("{") else ".yaml")
-    base = stem if kind == "tool" else f"{stem}.{kind}"
+    base = stem if kind.bare_document_names else f"{stem}.{kind.name}"
     name = base if base not in used else f"{base}.{'.'.join(path[:-1])}"
     used.add(name)
     return f"{folder}/{name}{ext}"
