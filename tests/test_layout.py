@@ -14,6 +14,7 @@ TOP_LEVEL = {
     "test_errors.py": "cesync/errors.py",
     "test_layers.py": "every module's imports",
     "test_modules.py": "every module's size and YAML() setup",
+    "test_registry_leaks.py": "every module's kind tests and kind tables",
     "test_layout.py": "this layout",
     "test_strategies.py": "tests/strategies.py",
     "test_gitops.py": "the whole product, as a team runs it",

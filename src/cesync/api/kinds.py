@@ -94,6 +94,7 @@ class ResourceKind:
     # Export names its externalized documents (code/, schemas/) after the file alone
     # (``code/<stem>.py``); other kinds add their name (``code/<stem>.<kind>.py``).
     bare_document_names: bool = False
+    run_by_eval: bool = False  # what cesync eval runs (runEvaluation names evaluations)
 
     def __str__(self) -> str:
         return self.name
@@ -364,6 +365,7 @@ _ENTRIES = (
         rank=8,
         references=_EVALUATION_REFS,
         api_version="v1beta",
+        run_by_eval=True,
     ),
     ResourceKind(
         name="evaluationDataset",

@@ -18,21 +18,21 @@ from __future__ import annotations
 
 import re
 
+from .kinds import KINDS
+
 __all__ = ["permission"]
 
-# collection segment of a resource name -> the resource word of its permissions
-_RESOURCE = {
-    "apps": "apps",
-    "tools": "tools",
-    "toolsets": "toolsets",
-    "agents": "agents",
-    "guardrails": "guardrails",
-    "examples": "examples",
-    "deployments": "deployments",
-    "versions": "appVersions",
-    "changelogs": "changelogs",
-    "operations": "operations",
-}
+# Collection segment of a resource name -> the resource word of its permissions: every kind's
+# collection is its own word (``ces.tools.create``); these are the collections of no kind.
+_OTHER_RESOURCES = {"versions": "appVersions", "changelogs": "changelogs", "operations": "operations"}
+
+
+def _resource_word(collection: str) -> str | None:
+    if collection in _OTHER_RESOURCES:
+        return _OTHER_RESOURCES[collection]
+    return collection if any(k.collection == collection for k in KINDS.values()) else None
+
+
 _STANDARD = {("GET", False): "list", ("POST", False): "create", ("GET", True): "get", ("PATCH", True): "update"}
 _STANDARD[("DELETE", True)] = "delete"
 # custom methods (":verb" on a resource or collection) -> the permission, from the reference
@@ -61,6 +61,6 @@ def permission(method: str, path: str) -> str:
     collection = parts[-1] if len(parts) % 2 else parts[-2]
     if _TOOLSET_TOOLS.search(rest):
         return ""  # a toolset's own tools: no page we have names their permission
-    resource = _RESOURCE.get(collection)
+    resource = _resource_word(collection)
     verb = _STANDARD.get((method.upper(), len(parts) % 2 == 0))
     return f"ces.{resource}.{verb}" if resource and verb else ""

@@ -18,18 +18,19 @@ from .checks import suggest
 
 __all__ = ["canonical_output", "mock_config", "request_for", "target", "unknown_tool"]
 
-FULL = re.compile(r"^projects/[^/]+/locations/[^/]+/apps/[^/]+/(tools|toolsets)/([^/]+)(?:/tools/([^/]+))?\Z")
+_APP = r"^projects/[^/]+/locations/[^/]+/apps/[^/]+/"
+FULL_TOOL = re.compile(_APP + r"tools/([^/]+)\Z")
+FULL_TOOLSET_TOOL = re.compile(_APP + r"toolsets/([^/]+)/tools/([^/]+)\Z")
+FULL = re.compile(_APP + r"(tools|toolsets)/([^/]+)(?:/tools/([^/]+))?\Z")  # either, or a form of neither
 
 
 def target(ref: str, parent: str) -> dict[str, Any]:
     """{"tool": name} or {"toolsetTool": {...}} for a tool reference."""
-    match = FULL.match(ref)
-    if match:
-        collection, rid, sub = match.groups()
-        if collection == "tools" and sub is None:
-            return {"tool": f"{parent}/tools/{rid}"}
-        if collection == "toolsets" and sub:
-            return {"toolsetTool": {"toolset": f"{parent}/toolsets/{rid}", "toolId": sub}}
+    if match := FULL_TOOL.match(ref):
+        return {"tool": f"{parent}/tools/{match.group(1)}"}
+    if match := FULL_TOOLSET_TOOL.match(ref):
+        return {"toolsetTool": {"toolset": f"{parent}/toolsets/{match.group(1)}", "toolId": match.group(2)}}
+    if FULL.match(ref):
         raise CesyncError(f"{ref!r} names no tool (expected .../tools/ID or .../toolsets/ID/tools/TOOL_ID)")
     parts = ref.split("/")
     if len(parts) == 1 and parts[0]:

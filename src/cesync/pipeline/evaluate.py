@@ -22,14 +22,12 @@ if TYPE_CHECKING:
     from ..client.apps import Polling
     from .context import Context
 
-__all__ = ["EVALUATION", "choose", "evaluate", "thresholds_of"]
-
-EVALUATION = "evaluation"  # the kind's name in the registry (api/kinds.py)
+__all__ = ["choose", "evaluate", "thresholds_of"]
 
 
 def choose(desired: Iterable[Resource], tags: Iterable[str]) -> list[Resource]:
     """The repo's evaluations that carry any of tags (all without tags); a tag none carries is an error."""
-    evaluations = sorted((r for r in desired if r.kind.name == EVALUATION), key=lambda r: r.id)
+    evaluations = sorted((r for r in desired if r.kind.run_by_eval), key=lambda r: r.id)
     if not evaluations:
         raise CesyncError("the repo has no evaluations: add evaluations/<id>.yaml (see docs/evaluations.md)")
     wanted = list(dict.fromkeys(tags))

@@ -236,11 +236,11 @@ class Editor:
 
 
 def _ref_in(value: str, parent: str, known: set[str]) -> str | None:
-    """kind/id when value is the full name of an agent, or of a tool or toolset the repo will define."""
+    """collection/id when value is the full name of a resource the repo defines or the app holds."""
     prefix = parent + "/"
     if value.startswith(prefix):
         parts = value[len(prefix) :].split("/")
-        if len(parts) == 2 and (parts[0] == "agents" or "/".join(parts) in known):
+        if len(parts) == 2 and "/".join(parts) in known:
             return "/".join(parts)
     return None
 
