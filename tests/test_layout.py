@@ -15,6 +15,7 @@ TOP_LEVEL = {
     "test_layers.py": "every module's imports",
     "test_modules.py": "every module's size and YAML() setup",
     "test_registry_leaks.py": "every module's kind tests and kind tables",
+    "test_registry_guide.py": "docs/contributing/adding-a-kind.md, followed across the code base",
     "test_layout.py": "this layout",
     "test_strategies.py": "tests/strategies.py",
     "test_gitops.py": "the whole product, as a team runs it",
