@@ -27,6 +27,7 @@ from typing import Any
 
 import httpx
 
+from cesync.api.kinds import KINDS
 from cesync.api.resource import Resource
 from cesync.client import CesClient, RetryPolicy
 from cesync.core.planbuild import build_plan
@@ -149,7 +150,7 @@ async def one_run(seed: int) -> Totals:
     inner = EmbeddedTransport(faults=faults, apps=[APP])
     lines: list[str] = []
     async with CesClient("http://emu", transport=inner, retry=RETRY, notify=lambda line: None) as setup:
-        created = await apply_plan(setup, build_plan("bench", APP, [Resource(*t) for t in base], []))
+        created = await apply_plan(setup, build_plan("bench", APP, [Resource(KINDS[k], i, b) for k, i, b in base], []))
         assert created.ok, created.outcomes
     faults.update(
         {
@@ -162,14 +163,14 @@ async def one_run(seed: int) -> Totals:
     editor = Editor(inner, rng, [rid for kind, rid, body in base if "googleSearchTool" in body])
     totals = Totals(runs=1)
     async with CesClient("http://emu", transport=editor, retry=RETRY, notify=lines.append) as c:
-        plan = build_plan("bench", APP, [Resource(*t) for t in desired], await read_remote(c, APP), prune=True)
+        plan = build_plan("bench", APP, [Resource(KINDS[k], i, b) for k, i, b in desired], await read_remote(c, APP), prune=True)
         result = await apply_plan(c, plan, parallelism=rng.choice([1, 4, 8]))
         after = {r.id: r.body for r in await read_remote(c, APP)}
     _judge(result, editor, after, totals)
     totals.retries = len(lines)
     async with CesClient("http://emu", transport=inner, retry=RETRY, notify=lambda line: None) as c:
         for _ in range(3):  # plan again (a real conflict stops the first apply early)
-            again = build_plan("bench", APP, [Resource(*t) for t in desired], await read_remote(c, APP), prune=True)
+            again = build_plan("bench", APP, [Resource(KINDS[k], i, b) for k, i, b in desired], await read_remote(c, APP), prune=True)
             if not again.changes:
                 totals.converged = 1
                 break
