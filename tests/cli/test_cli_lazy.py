@@ -14,7 +14,7 @@ import pytest
 from cesync.cli import COMMANDS, MODULES, main
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "minimal"
-HEAVY = ["deepdiff", "httpx", "httpcore", "rich", "google.auth", "starlette", "uvicorn", "tenacity"]
+HEAVY = ["httpx", "httpcore", "rich", "google.auth", "starlette", "uvicorn", "tenacity"]
 
 
 def test_the_command_table_matches_the_commands() -> None:

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-import inspect
-import re
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
-from deepdiff import DeepDiff
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from cesync.api.kinds import KINDS
-from cesync.core.diff import DEEPDIFF_OPTIONS, deepdiff_paths, diff_resource, minimal_mask
-from cesync.core.normalize import canonical
-from tests.conftest import ROOT
+from cesync.core.diff import diff_resource, same
+from cesync.core.normalize import DOCUMENT_FIELDS
+from cesync.models import Kind, ProtoModel, specs
 from tests.helpers import cesync, make_repo
+from tests.strategies import pairs, resource_bodies
 
 CODE = 'def f(x):\n    """Echo."""\n    return x\n'
 PY = {"pythonFunction": {"pythonCode": CODE}}
@@ -128,13 +129,6 @@ def test_update_mask(remote: dict[str, Any], desired: dict[str, Any], mask: list
     assert [f.path for f in d.fields] == mask
 
 
-@pytest.mark.parametrize(("remote", "desired", "mask"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_deepdiff_alone_reports_every_case(remote: dict[str, Any], desired: dict[str, Any], mask: list[str]) -> None:
-    """The options, not the guard behind them, find each change (run at both ends of the deepdiff range)."""
-    before, after = canonical(KINDS["tool"], "t", remote).body, canonical(KINDS["tool"], "t", desired).body
-    assert minimal_mask(deepdiff_paths(before, after, KINDS["tool"].model)) == mask
-
-
 def test_toolset_type_change() -> None:
     mcp = {"mcpToolset": {"serverAddress": "https://mcp.example/x"}}
     api = {"openApiToolset": {"openApiSchema": "openapi: 3.0.0\ninfo: {title: t, version: '1'}\npaths: {}\n"}}
@@ -168,26 +162,68 @@ def test_plan_detailed_exitcode_sees_the_change(tmp_path: Path, changed: str) ->
     assert cesync("plan", "--dir", str(repo), "--detailed-exitcode").returncode == 0
 
 
-# DeepDiff parameters that cannot change what counts as a change of canonical JSON:
-# caching, logging, performance, output formatting, pairing heuristics of ignore_order
-# (off), and types JSON does not have (uuid, datetime, bytes encodings).
-NOT_DECISIVE = {
-    *("self", "t1", "t2", "kwargs", "_original_type", "_parameters", "_shared_parameters"),
-    *("cache_purge_level", "cache_size", "cache_tuning_sample_size", "hasher", "hashes", "max_passes"),
-    *("log_frequency_in_sec", "log_stacktrace", "progress_logger", "get_deep_distance", "number_format_notation"),
-    *("cutoff_distance_for_pairs", "cutoff_intersection_for_pairs", "group_by_sort_key", "log_scale_similarity_threshold"),
-    *("multiprocessing", "multiprocessing_threshold", "multiprocessing_workers"),
-    *("encodings", "ignore_uuid_types", "default_timezone"),
-}
+EXAMPLES = 5000 if os.environ.get("CESYNC_PROPERTY_PROFILE") == "nightly" else 300
+OTHER_KINDS = [k for k in KINDS.values() if not k.named_by_type and not k.holds_tools]  # tools and toolsets: resource_bodies
 
 
-def test_every_deepdiff_option_is_decided() -> None:
-    """A deepdiff release with a new option fails here until the option is set or judged harmless."""
-    params = set(inspect.signature(DeepDiff.__init__).parameters)
-    assert params - set(DEEPDIFF_OPTIONS) - NOT_DECISIVE == set()
-    assert set(DEEPDIFF_OPTIONS) <= params
+def _at(data: Any, parts: list[str]) -> tuple[bool, Any]:
+    for p in parts:
+        if not isinstance(data, dict) or p not in data:
+            return False, None
+        data = data[p]
+    return True, data
 
 
-def test_the_docs_state_the_tested_range() -> None:
-    pinned = re.search(r'"(deepdiff[^"]+)"', (ROOT / "pyproject.toml").read_text())
-    assert pinned and f"`{pinned.group(1)}`" in (ROOT / "docs" / "commands" / "plan.md").read_text()
+def _patched(before: dict[str, Any], after: dict[str, Any], mask: list[str]) -> dict[str, Any]:
+    """before with each masked field set as after has it (left out where after has none): what the API makes of a patch."""
+    out: dict[str, Any] = dict(before)
+    for path in mask:
+        *head, last = path.split(".")
+        node, theirs = out, after
+        for p in head:
+            node[p] = dict(node.get(p) or {})
+            node, theirs = node[p], (theirs or {}).get(p)
+        if isinstance(theirs, dict) and last in theirs:
+            node[last] = theirs[last]
+        else:
+            node.pop(last, None)
+    return out
+
+
+def _walkable(model: type[ProtoModel], parts: list[str]) -> bool:
+    """Every segment but the last is a message field a mask may name a field of."""
+    for p in parts[:-1]:
+        spec = specs(model).get(p)
+        if spec is None or spec.message is None or spec.repeated or spec.map:
+            return False
+        if spec.kind in (Kind.STRUCT, Kind.VALUE) or p in DOCUMENT_FIELDS:
+            return False
+        model = spec.message
+    return True
+
+
+def _check_mask(kind_name: str, a: dict[str, Any], b: dict[str, Any]) -> None:
+    d = diff_resource(KINDS[kind_name], "r", b, a)
+    before, after, mask = d.before or {}, d.after or {}, d.update_mask
+    assert bool(mask) == (not same(before, after))
+    assert same(_patched(before, after, mask), after), mask  # complete: patching the mask makes after
+    for path in mask:
+        assert not same(_at(before, path.split(".")), _at(after, path.split("."))), path  # each path differs
+        assert not any(o != path and o.startswith(path + ".") for o in mask), path  # minimal
+        assert _walkable(KINDS[kind_name].model, path.split(".")), path  # stops where a mask must
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(resource_bodies())
+def test_the_mask_of_generated_tools_is_complete_and_minimal(drawn: tuple[str, tuple[dict[str, Any], dict[str, Any]]]) -> None:
+    """Independently of how the diff finds them: patching exactly the masked fields turns the remote
+    into the desired body, each masked field differs, and no path enters a list, map or document."""
+    kind, (a, b) = drawn
+    _check_mask(kind, a, b)
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.sampled_from(OTHER_KINDS).flatmap(lambda k: pairs(k.model, 3).map(lambda p, k=k: (k.name, p))))
+def test_the_mask_of_every_other_kind_is_complete_and_minimal(drawn: tuple[str, tuple[dict[str, Any], dict[str, Any]]]) -> None:
+    kind, (a, b) = drawn
+    _check_mask(kind, a, b)

@@ -1,16 +1,16 @@
-"""(remote, desired) -> changes (pure, with deepdiff on canonical forms).
+"""(remote, desired) -> changes (pure): one walk of the canonical forms, guided by the model.
 
 A change of a resource lists its changed field paths (for people) and the
 minimal ``updateMask`` (for the API): camelCase paths that stop at the first
 list, map, free-form value or document, never indexing into them.
 
-What counts as a change is decided here and nowhere else: two canonical forms
-differ when their JSON differs, with one exception, 1 and 1.0 (JSON has one
-number type). ``true`` and ``1`` differ, list order and repetitions count, case
-counts, every key counts (even ``__x``), floats compare exactly (normalize has
-already rounded float32 fields). A difference that deepdiff reports without a
-path the mask can name falls back to the top-level fields that differ, so a
-change can never vanish between the diff and the update mask.
+What counts as a change is decided here and nowhere else (:func:`same`): two canonical
+forms differ when their JSON differs, with one exception, 1 and 1.0 (JSON has one number
+type). ``true`` and ``1`` differ, list order and repetitions count, case counts, every key
+counts (even ``__x``), floats compare exactly (normalize has already rounded float32
+fields). The walk descends into a field only where the mask may (a message that is not a
+list, map, free-form value or document) and names every other differing field whole, so
+the paths it finds are the mask's granularity and no difference can fall between them.
 
 Two rules of the field-behaviour table (:mod:`cesync.api.behaviour`) decide what is
 compared at all: INPUT_ONLY fields never are (normalize leaves them out), and a
@@ -26,62 +26,15 @@ from ..api import behaviour as fb
 from ..api.kinds import ResourceKind
 from ..models import FieldSpec, Kind, ProtoModel, specs
 from .normalize import DOCUMENT_FIELDS, Canonical, canonical
-from .walk import specs_along
 
 __all__ = [
-    "DEEPDIFF_OPTIONS",
     "FieldChange",
     "ResourceDiff",
     "changed_paths",
-    "deepdiff_paths",
     "diff_resource",
-    "mask_path",
     "minimal_mask",
     "same",
 ]
-
-# Every DeepDiff option that decides what a change is, spelled out: defaults move
-# between releases (threshold_to_diff_deeper=0.33 reports a dict that changed by
-# a third or more as one change of its parent, with an empty path at the top).
-# Only options known to the lowest deepdiff in pyproject.toml are listed; the
-# others (uuid, timezone handling) cannot apply to JSON data.
-DEEPDIFF_OPTIONS: dict[str, Any] = {
-    "threshold_to_diff_deeper": 0,  # always descend: one report per changed key
-    "ignore_order": False,  # repeated fields keep their order on the wire
-    "ignore_order_func": None,
-    "report_repetition": False,
-    "iterable_compare_func": None,
-    "zip_ordered_iterables": True,  # element by element: difflib would take 0 for False
-    "group_by": None,
-    "ignore_private_variables": False,  # else dict keys starting with "__" are skipped
-    "ignore_string_case": False,
-    "ignore_string_type_changes": False,
-    # 1 == 1.0, but True != 1: exact types (bool is an int subclass), one numeric group.
-    # Not ignore_numeric_type_changes: it also rounds every number to 12 significant digits.
-    "ignore_numeric_type_changes": False,
-    "ignore_type_in_groups": [(int, float)],
-    "ignore_type_subclasses": True,
-    "ignore_nan_inequality": False,
-    "ignore_encoding_errors": False,
-    "significant_digits": None,  # exact comparison
-    "math_epsilon": None,
-    "use_log_scale": False,
-    "number_to_string_func": None,
-    "truncate_datetime": None,
-    "use_enum_value": False,
-    "exclude_paths": None,
-    "exclude_regex_paths": None,
-    "exclude_types": None,
-    "exclude_obj_callback": None,
-    "exclude_obj_callback_strict": None,
-    "include_paths": None,
-    "include_obj_callback": None,
-    "include_obj_callback_strict": None,
-    "custom_operators": None,
-    "max_diffs": None,
-    "verbose_level": 2,
-    "view": "tree",
-}
 
 
 @dataclass(frozen=True)
@@ -98,16 +51,6 @@ class ResourceDiff:
     fields: list[FieldChange] = field(default_factory=list)
     update_mask: list[str] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
-
-
-def mask_path(parts: list[str | int], model: type[ProtoModel]) -> list[str]:
-    """Cut a deep path at the first list, map, struct or document field."""
-    out: list[str] = []
-    for spec in specs_along(model, parts):
-        out.append(spec.name)
-        if _mask_leaf(spec):
-            break
-    return out
 
 
 def _mask_leaf(spec: FieldSpec) -> bool:
@@ -140,28 +83,13 @@ def same(a: Any, b: Any) -> bool:
 
 
 def changed_paths(before: dict[str, Any], after: dict[str, Any], model: type[ProtoModel]) -> list[str]:
-    """Mask paths of every difference (not minimal: see minimal_mask)."""
-    if same(before, after):
-        return []
-    # The guard: deepdiff is the diff, but whatever it reports without a usable path,
-    # or does not report at all, still reaches the mask, at the same granularity.
-    return deepdiff_paths(before, after, model) + _differing(before, after, model)
+    """Mask paths of every difference, each at the mask's granularity (not minimal: see minimal_mask)."""
+    return [] if same(before, after) else _differing(before, after, model, "")
 
 
-def deepdiff_paths(before: dict[str, Any], after: dict[str, Any], model: type[ProtoModel]) -> list[str]:
-    """The mask paths of deepdiff's reports; an empty or unmappable path is left to the guard."""
-    from deepdiff import DeepDiff  # imported when something differs: an unchanged plan never needs it
-
-    paths: list[str] = []
-    for report in DeepDiff(before, after, **DEEPDIFF_OPTIONS).values():
-        for level in report:
-            cut = mask_path(level.path(output_format="list"), model)
-            if cut:
-                paths.append(".".join(cut))
-    return paths
-
-
-def _differing(before: dict[str, Any], after: dict[str, Any], model: type[ProtoModel], prefix: str = "") -> list[str]:
+def _differing(before: dict[str, Any], after: dict[str, Any], model: type[ProtoModel], prefix: str) -> list[str]:
+    """The fields of two different messages that differ: a message field the mask may enter is
+    walked into, any other field (or a value the model does not describe) is named whole."""
     table = specs(model)
     out: list[str] = []
     for key in {**before, **after}:
