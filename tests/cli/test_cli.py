@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from cesync.api.kinds import KINDS
 from cesync.emulator.server import BackgroundServer, free_port
 from tests.conftest import EXAMPLES, ROOT
 from tests.helpers import cesync, cesync_process, emulator_env, make_repo
@@ -446,7 +447,7 @@ def test_the_progress_line_shows_the_count_the_rate_and_the_time_left(capsys: py
     progress = _Progress(30, enabled=True, clock=lambda: now[0])
     for i in range(10):
         now[0] += 0.5
-        progress.event(Outcome("tool", f"t{i}", "create", "done"))
+        progress.event(Outcome(KINDS["tool"], f"t{i}", "create", "done"))
     last = capsys.readouterr().out.splitlines()[-1]
     assert last == "done: create tool t9  [10/30, 2.0/s, ETA 10s]"
     now[0] += 60

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from cesync.api.kinds import KINDS
 from cesync.pipeline.local import Difference, tool_keys
 from tests.helpers import cesync_in_process, make_repo
 
@@ -111,10 +112,10 @@ def test_tool_keys(tools: list[str], names: dict[str, str], keys: set[str]) -> N
 @pytest.mark.parametrize(
     ("difference", "text"),
     [
-        (Difference("tool", "x", "create"), "tools/x is in the repo but not deployed"),
-        (Difference("tool", "x", "delete"), "tools/x is deployed but no longer in the repo"),
-        (Difference("toolset", "t", "update", ("a", "b")), "toolsets/t differs from the repo (a, b)"),
-        (Difference("tool", "x", "update", tuple("abcde")), "tools/x differs from the repo (a, b, c, d, ...)"),
+        (Difference(KINDS["tool"], "x", "create"), "tools/x is in the repo but not deployed"),
+        (Difference(KINDS["tool"], "x", "delete"), "tools/x is deployed but no longer in the repo"),
+        (Difference(KINDS["toolset"], "t", "update", ("a", "b")), "toolsets/t differs from the repo (a, b)"),
+        (Difference(KINDS["tool"], "x", "update", tuple("abcde")), "tools/x differs from the repo (a, b, c, d, ...)"),
     ],
 )
 def test_difference_words(difference: Difference, text: str) -> None:

@@ -172,9 +172,9 @@ def test_values_back_to_variables(description: str, variables: dict[str, str], e
 
 
 def test_file_names_are_safe_and_unique() -> None:
-    assert file_names("tool", ["con", "Foo", "foo", "ok"]) == {"con": "con_2", "Foo": "Foo", "foo": "foo_2", "ok": "ok"}
+    assert file_names(KINDS["tool"], ["con", "Foo", "foo", "ok"]) == {"con": "con_2", "Foo": "Foo", "foo": "foo_2", "ok": "ok"}
     with pytest.raises(CesyncError, match="cannot be a cesync tool"):
-        file_names("tool", ["..", "fine"])
+        file_names(KINDS["tool"], ["..", "fine"])
 
 
 def test_renamed_file_keeps_the_id_and_code_goes_to_files() -> None:
