@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 
-from ..api.kinds import ResourceKind
+from ..api.kinds import KINDS, TOOL_HOLDER, ResourceKind
 from ..client.api import CesClient
 from ..errors import CesyncError
 from .apply import apply_plan
@@ -63,6 +63,9 @@ class Difference:
         return f"{what} differs from the repo ({shown})" if shown else f"{what} differs from the repo"
 
 
+_TOOL = next(k for k in KINDS.values() if k.named_by_type)  # what a tool id names
+
+
 def tool_keys(tools: Iterable[str], names: dict[str, str]) -> set[str]:
     """The plan keys (``tool/x``, ``toolset/y``) of the tools a command names (id, display name
     or TOOLSET/TOOL_ID), resolved through the app's names as exec and test resolve them."""
@@ -70,9 +73,9 @@ def tool_keys(tools: Iterable[str], names: dict[str, str]) -> set[str]:
     for tool in tools:
         resolved = names.get(tool, tool)
         if "/" in resolved:
-            keys.add(f"toolset/{resolved.split('/', 1)[0]}")
+            keys.add(f"{TOOL_HOLDER.name}/{resolved.split('/', 1)[0]}")
         else:
-            keys.add(f"tool/{resolved}")
+            keys.add(f"{_TOOL.name}/{resolved}")
     return keys
 
 
