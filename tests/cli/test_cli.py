@@ -59,7 +59,7 @@ def test_saved_plan_apply_and_digest_guard(repo: Path) -> None:
     md = cesync("show", str(out), "--format", "markdown")
     assert (
         "<!-- cesync-plan:local:projects/local/locations/us/apps/support-bot -->" in md.stdout
-        and "| 20 | 0 | 0 | 0 |" in md.stdout  # the app included: the embedded emulator does not invent it
+        and "| 23 | 0 | 0 | 0 |" in md.stdout  # the app included: the embedded emulator does not invent it
     )
     (repo / "tools" / "manuals.yaml").write_text((repo / "tools" / "manuals.yaml").read_text().replace("manuals.", "manuals!"))
     stale = cesync("apply", str(out), "--dir", str(repo), "--auto-approve")
@@ -69,7 +69,7 @@ def test_saved_plan_apply_and_digest_guard(repo: Path) -> None:
     applied = cesync("apply", str(out), "--dir", str(repo), "--auto-approve", "--format", "json")
     result = json.loads(applied.stdout)
     counts = result["counts"]
-    assert applied.returncode == 0 and (counts["created"], counts["updated"]) == (20, 0)
+    assert applied.returncode == 0 and (counts["created"], counts["updated"]) == (23, 0)
     assert all(o["etag"] for o in result["outcomes"])
 
 
@@ -203,7 +203,7 @@ def test_ctrl_c_stops_new_actions_and_reports(repo: Path) -> None:
         assert "Interrupted:" in out and "not started" in out and "Traceback" not in "\n".join(run.err)
         httpx.post(f"{server.url}/admin/faults", json={"latency_ms": 0})
         created = out.count("done: ")
-        assert created >= 1 and len(_remaining(repo, server.host, "prod")) == 20 - created  # plan shows exactly the rest
+        assert created >= 1 and len(_remaining(repo, server.host, "prod")) == 23 - created  # plan shows exactly the rest
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -245,7 +245,7 @@ def test_ctrl_c_at_a_random_moment(repo: Path, seed: int) -> None:
         assert errors == [], errors
     else:
         assert errors == ["interrupted"] and created == 0, (delay, errors, out)
-    assert len(remaining) == 20 - created, (delay, out)  # nothing half-applied or unaccounted for
+    assert len(remaining) == 23 - created, (delay, out)  # nothing half-applied or unaccounted for
 
 
 @pytest.mark.parametrize("slow_thread_start", [False, True])
