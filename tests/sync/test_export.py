@@ -55,7 +55,8 @@ def test_export_then_plan_shows_no_changes(bot: Path, tmp_path: Path, emulator: 
     assert r.returncode == 0, r.stderr
     assert (
         "warning" not in r.stderr
-        and "exported the app's settings, 8 tools, 5 toolsets, 2 guardrails, 2 agents, 1 example, 1 deployment and 3 evaluations" in r.stdout
+        and "exported the app's settings, 8 tools, 5 toolsets, 2 guardrails, 2 agents, 1 example, 1 deployment and 3 evaluations"
+        in r.stdout
     )
     plan = cesync("plan", "--dir", str(out), "--env", env, "--endpoint", emulator.url, "--detailed-exitcode")
     assert plan.returncode == 0, plan.stdout + plan.stderr
