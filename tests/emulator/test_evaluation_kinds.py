@@ -186,7 +186,7 @@ def test_an_app_archive_holds_them_and_imports_them(
     assert {"a/evaluations/e/e.json", "a/evaluationDatasets/d/d.json"} <= names
     assert evaluation["golden"]["turns"][0]["steps"][1]["expectation"]["toolCall"]["tool"] == "rate"  # short, as every name
     read = read_archive(find_app_root(tmp_path))  # what `cesync import-archive` reads
-    by_kind = {r.kind: r for r in read.resources}
+    by_kind = {r.kind.name: r for r in read.resources}
     assert (
         by_kind["evaluation"].body["golden"]["turns"][0]["steps"][1]["expectation"]["toolCall"]["tool"]
         == f"{ARCHIVE_APP}/tools/rate"

@@ -230,7 +230,7 @@ def test_export_import_round_trip(client: ces_v1.AgentServiceClient, tmp_path: P
     assert "exported/tools/lookup/python_function/python_code.py" in names and '"rootAgent": "root"' in app_json
 
     read = read_archive(find_app_root(tmp_path))  # what `cesync import-archive` reads
-    assert [(r.kind, r.id) for r in read.resources] == [("tool", "lookup"), ("agent", "root"), ("app", "app")]
+    assert [(r.kind.name, r.id) for r in read.resources] == [("tool", "lookup"), ("agent", "root"), ("app", "app")]
     assert read.resources[0].body["pythonFunction"]["pythonCode"] == CODE
     agent = read.resources[1].body  # short names back to full ones (import-archive writes them as refs)
     assert agent["tools"] == [f"{ARCHIVE_APP}/tools/lookup", f"{ARCHIVE_APP}/tools/end_session"]
