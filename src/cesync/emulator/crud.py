@@ -81,14 +81,33 @@ class Resources(References, Changelogs, Versions):
             if self.store.get(db, parent, collection, rid) is not None:
                 raise RpcError("ALREADY_EXISTS", f"{c.words} {parent}/{collection}/{rid} already exists")
             data = without_input_only(collection, server_fields(collection, parent, rid, dict(parsed.data), None))
-            self._unique_display_name(db, parent, collection, data, rid)
-            self._check_references(db, parent, c.singular, data)
-            res = printed(collection, with_extras(data, taught))
-            self.store.put(db, parent, collection, rid, res)
-            evaluation_kinds.after_write(self.store, db, parent, collection)
-            self._log(db, request, parent, "CREATE", collection, None, res.data)
-            res = self._existing(db, parent, collection, rid)  # as stored (an evaluation's datasets filled in)
+            res = self._write(db, request, parent, collection, rid, data, taught)
         return answer(request, res)
+
+    def _write(
+        self,
+        db: Any,
+        request: Request,
+        parent: str,
+        collection: str,
+        rid: str,
+        data: dict[str, Any],
+        extras: Any,
+        *,
+        before: dict[str, Any] | None = None,
+        carried: dict[str, Any] | None = None,
+    ) -> Any:
+        """What every create (before None) and update stores: the checks on the fields it was sent,
+        then the fields carried over unchecked (an update keeps those taught out of band), the
+        write, the evaluations that follow it, the changelog; the resource as stored."""
+        self._unique_display_name(db, parent, collection, data, rid)
+        self._check_references(db, parent, kind(collection).singular, data)
+        data.update(carried or {})
+        res = printed(collection, with_extras(data, extras))
+        self.store.put(db, parent, collection, rid, res)
+        evaluation_kinds.after_write(self.store, db, parent, collection)
+        self._log(db, request, parent, "CREATE" if before is None else "UPDATE", collection, before, res.data)
+        return self._existing(db, parent, collection, rid)  # as stored (an evaluation's datasets filled in)
 
     async def get(self, request: Request, parent: str, collection: str, rid: str | None) -> Any:
         assert rid is not None
@@ -101,7 +120,7 @@ class Resources(References, Changelogs, Versions):
 
     async def patch(self, request: Request, parent: str, collection: str, rid: str | None) -> Any:
         assert rid is not None
-        c = kind(collection)
+        kind(collection)  # an unknown collection is refused before its body is read
         body, taught = self._split(collection, await json_body(request))
         paths = mask_paths(query(request).get("updateMask"), collection)
         whole = checked_parsed(collection, body) if paths is None else None
@@ -119,14 +138,7 @@ class Resources(References, Changelogs, Versions):
             parsed, nested = self._masked(collection, known, whole, incoming, taught, paths)
             data = server_fields(collection, parent, rid, dict(parsed.data), current.get("createTime"))
             data = without_input_only(collection, data)
-            self._unique_display_name(db, parent, collection, data, rid)
-            self._check_references(db, parent, c.singular, data)
-            data.update(unknown)  # fields this emulator was taught out of band survive
-            res = printed(collection, with_extras(data, nested))
-            self.store.put(db, parent, collection, rid, res)
-            evaluation_kinds.after_write(self.store, db, parent, collection)
-            self._log(db, request, parent, "UPDATE", collection, current, res.data)
-            res = self._existing(db, parent, collection, rid)  # as stored (an evaluation's datasets filled in)
+            res = self._write(db, request, parent, collection, rid, data, nested, before=current, carried=unknown)
         return answer(request, res)
 
     async def delete(self, request: Request, parent: str, collection: str, rid: str | None) -> Any:
