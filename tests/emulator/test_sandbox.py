@@ -406,42 +406,53 @@ def test_no_nested_user_namespace(mode: str) -> None:
 # --- the memory budget of a call (not of each process) ------------------------------------------
 
 # Finding 11: children touching 420 MB each raised host memory by 3.6 GB in one exec. Each
-# child touches its memory, says so, and holds it until every child has answered or died.
+# child touches its memory, says so, and holds it until asked whether it is still alive.
 CHILDREN_TOUCH = """
 import os
 def f(children, mb):
-    pipes, pids = [], []
+    # A child reports "held" once its block is touched, then waits to be asked whether it is alive.
+    # The kernel may kill a child after it reported (a later child's touch goes over the limit and
+    # the largest process is chosen), so "held" alone overcounts: only children that still answer
+    # once every child has reported hold their memory, and that is the kernel's verdict.
+    kids = []
     for _ in range(children):
-        r, w = os.pipe()
+        up_r, up_w = os.pipe()
+        down_r, down_w = os.pipe()
         try:
             pid = os.fork()
         except OSError:
-            os.close(r); os.close(w)
+            for fd in (up_r, up_w, down_r, down_w):
+                os.close(fd)
             break
         if pid == 0:
-            os.close(r)
+            os.close(up_r); os.close(down_w)
             try:
                 block = bytearray(mb * 1024 * 1024)
                 for i in range(0, len(block), 4096):
                     block[i] = 1
-                os.write(w, b"held")
+                os.write(up_w, b"held")
             except MemoryError:
-                os.write(w, b"none")
-            import time
-            time.sleep(30)
+                os.write(up_w, b"none")
+            if os.read(down_r, 1) == b"?":
+                os.write(up_w, b"!" if block[0] == 1 else b"x")
             os._exit(0)
-        os.close(w)
-        pipes.append(r)
-        pids.append(pid)
+        os.close(up_w); os.close(down_r)
+        kids.append((pid, up_r, down_w))
+    reported = [os.read(up, 4) == b"held" for _, up, _ in kids]  # b"" when the kernel killed it
     held = 0
-    for r in pipes:
-        held += os.read(r, 4) == b"held"  # b"" when the kernel killed the child (out of memory)
-    for pid in pids:
+    for (pid, up, down), said_held in zip(kids, reported):
+        try:
+            os.write(down, b"?")
+            alive = os.read(up, 1) == b"!"
+        except OSError:  # the child is gone: its end of the pipe is closed
+            alive = False
+        held += said_held and alive
+    for pid, up, down in kids:
         try:
             os.kill(pid, 9)
         except OSError:
             pass
-    return {"started": len(pids), "held": held}
+    return {"started": len(kids), "held": held}
 """
 
 
