@@ -61,7 +61,10 @@ class Emulator(Resources, Apps, ExportImport, Derived):
         # runEvaluation replays goldens against the real tools (evaluations.py, golden.py)
         self.evaluations = EvaluationService(store, lambda parent: functools.partial(self.executor.execute, parent))
         actions["evaluation_run"] = self.evaluations.finish
-        self.operations = Operations(store, actions, operation_delay, operation_clock)
+        # a run's operation is done once its replay, in the background, has finished
+        ready = {"evaluation_run": self.evaluations.replayed}
+        self.operations = Operations(store, actions, operation_delay, operation_clock, ready)
+        self.evaluations.settle_operation = self.operations.settle
         self.taught = set()
         self.quota = QuotaConfig()
         self.quota_state = QuotaState()

@@ -1,12 +1,14 @@
 """Evaluation runs in the emulator (v1beta): ``apps:runEvaluation``, ``evaluationRuns`` and results.
 
 ``POST /v1beta/{app}:runEvaluation`` (RunEvaluationRequest: ``evaluations`` or
-``evaluationDataset``, ``runCount``, ``displayName``) replays each evaluation ``runCount``
-times (v1beta's default: 1 per golden, 5 per scenario) and answers a long-running
-operation (``RunEvaluationOperationMetadata``; its response a ``RunEvaluationResponse``
-naming the run). Until the operation is done the run is RUNNING with its ``progress``
-counting nothing completed, and its results are not listed; when it is done the run is
-COMPLETED with ``progress``, ``evaluationRunSummaries`` and ``evaluationResults``, each
+``evaluationDataset``, ``runCount``, ``displayName``) answers a long-running operation at
+once (``RunEvaluationOperationMetadata``; its response a ``RunEvaluationResponse`` naming
+the run) and replays each evaluation ``runCount`` times (v1beta's default: 1 per golden,
+5 per scenario) in the background, one result after another. While it replays the run is
+RUNNING, its ``progress`` counting the results completed, passed and failed so far, and
+its results are not listed; the operation is done once the replay has finished (and the
+emulator's operation delay has passed). The run is then COMPLETED with ``progress``,
+``evaluationRunSummaries`` and ``evaluationResults``, each
 result an ``EvaluationResult`` (see golden.py for what is judged and how) under
 ``{evaluation}/results/{id}``, and each evaluation carries ``evaluationRuns``,
 ``lastCompletedResult`` and ``aggregatedMetrics`` (pass and fail counts and tool metrics
@@ -18,12 +20,20 @@ test has set their outcome. ``/admin/evaluationOutcomes`` sets the outcome of wh
 emulator cannot judge: ``{evaluation, turn, step, outcome[, explanation]}`` for a golden's
 step, ``{evaluation, outcome}`` for a scenario, ``{evaluation, clear: true}`` to forget.
 
+Bounds (v1beta is silent on both: RunEvaluationRequest.run_count documents its default only,
+and no limit of runs at once is documented; these caps are the emulator's own, so that one
+request cannot tie the server up): a request replays at most ``MAX_RESULTS`` results
+(evaluations times runs; more is INVALID_ARGUMENT), and at most ``MAX_REPLAYING`` runs
+replay at once in an emulator process (one more is RESOURCE_EXHAUSTED, 429, until one
+finishes). Deleting a run while it replays stops its replay.
+
 Runs and results live in the emulator process (its store keeps resources only), so a run
 is read back from the process that ran it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
 from collections.abc import Awaitable, Callable
@@ -41,7 +51,10 @@ from .wire import printed as printed_resource
 __all__ = ["EvaluationService"]
 
 OUTCOMES = ("PASS", "FAIL", "SKIPPED", "OUTCOME_UNSPECIFIED")
-MAX_RUN_COUNT = 100  # the emulator's own bound (v1beta states none): each run replays every tool call
+# The emulator's own bounds (v1beta states none, see above): each result replays every tool call
+MAX_RUN_COUNT = 100
+MAX_RESULTS = 1000
+MAX_REPLAYING = 4
 
 
 @dataclass
@@ -53,6 +66,9 @@ class EvaluationService:
     published: set[str] = field(default_factory=set)
     decided: dict[str, Decided] = field(default_factory=dict)
     scenario_decided: dict[str, tuple[str, str]] = field(default_factory=dict)
+    replaying: dict[str, asyncio.Task[None]] = field(default_factory=dict)  # run -> its replay
+    # settles the operation of a run whose replay has finished (Operations.settle, set by the app)
+    settle_operation: Callable[[str], object] = lambda name: None
 
     def read(self, parent: str, collection: str, rid: str) -> dict[str, Any] | None:
         self.store.app(parent)
@@ -88,22 +104,32 @@ class EvaluationService:
             raise RpcError("NOT_FOUND", f"{name} not found")
         return found
 
-    async def start_run(self, parent: str, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        """Replay the evaluations; (run name, RunEvaluationOperationMetadata). The run is RUNNING
-        and its results unlisted until the operation settles (finish)."""
+    def start_run(self, parent: str, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """Check the request and make its run, RUNNING with nothing replayed yet; (run name,
+        RunEvaluationOperationMetadata). ``launch`` then replays it in the background."""
         evaluations = self._evaluations(parent, body)
         count = body.get("runCount")
         if count is not None and (isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_RUN_COUNT):
             raise RpcError("INVALID_ARGUMENT", f"runCount must be a whole number from 1 to {MAX_RUN_COUNT}")
+        plan = [
+            (name, evaluation)
+            for name, evaluation in evaluations
+            for _ in range(count or (5 if "scenario" in evaluation else 1))  # RunEvaluationRequest.run_count's default
+        ]
+        if len(plan) > MAX_RESULTS:
+            raise RpcError(
+                "INVALID_ARGUMENT",
+                f"this run would replay {len(plan)} results ({len(evaluations)} evaluations x their runs); the emulator "
+                f"replays at most {MAX_RESULTS} in one runEvaluation: run fewer evaluations or fewer times",
+            )
+        if len(self.replaying) >= MAX_REPLAYING:
+            raise RpcError(
+                "RESOURCE_EXHAUSTED",
+                f"{len(self.replaying)} evaluation runs are replaying in this emulator, the most it replays at once: "
+                "wait for one to finish (poll its operation) and run again",
+            )
         run = f"{parent}/evaluationRuns/{uuid.uuid4().hex[:12]}"
         created = now()
-        names: list[str] = []
-        for name, evaluation in evaluations:
-            times = count or (5 if "scenario" in evaluation else 1)  # RunEvaluationRequest.run_count's default
-            for _ in range(times):
-                result = await self._result(parent, name, evaluation, run, created)
-                self.results[result["name"]] = result
-                names.append(result["name"])
         kinds = {"scenario" if "scenario" in e else "golden" for _, e in evaluations}
         self.runs[run] = {
             "name": run,
@@ -115,12 +141,50 @@ class EvaluationService:
             **({"evaluationDataset": body["evaluationDataset"]} if body.get("evaluationDataset") else {}),
             "evaluationType": "MIXED" if len(kinds) > 1 else kinds.pop().upper(),
             "state": "RUNNING",
-            "progress": {"totalCount": len(names)},
+            "progress": {"totalCount": len(plan)},
             "runCount": count or 1,
-            "pending": names,
+            "_plan": plan,  # what launch replays; "_" keys are the emulator's, never served
+            "_pending": [],  # the results replayed, listed once the operation is done
+            "_replayed": False,
         }
         metadata = {"evaluations": [n for n, _ in evaluations], "evaluationRun": run, "createTime": created, "verb": "create"}
         return run, metadata
+
+    def launch(self, run: str, operation: str) -> None:
+        """Replay the run in the background: the request that started it has its operation at once."""
+        record = self.runs[run]
+        record["operation"] = operation
+        self.replaying[run] = asyncio.get_running_loop().create_task(self._replay(run, operation))
+
+    def abandon(self, run: str) -> None:
+        """Forget a run whose operation could not be started."""
+        self.runs.pop(run, None)
+
+    async def _replay(self, run: str, operation: str) -> None:
+        record = self.runs[run]
+        parent = run.split("/evaluationRuns/", 1)[0]
+        progress = record["progress"]
+        try:
+            for name, evaluation in record.pop("_plan"):
+                result = await self._result(parent, name, evaluation, run, record["createTime"])
+                self.results[result["name"]] = result
+                record["_pending"].append(result["name"])
+                progress["completedCount"] = progress.get("completedCount", 0) + 1
+                key = {"PASS": "passedCount", "FAIL": "failedCount"}.get(result["evaluationStatus"])
+                if key:
+                    progress[key] = progress.get(key, 0) + 1
+        except Exception as exc:  # a bug here must end the run, not leave it RUNNING for ever
+            record["_error"] = RpcError("INTERNAL", f"the replay failed: {type(exc).__name__}: {exc}")
+        finally:  # also when cancelled (the run deleted): its slot is free again
+            self.replaying.pop(run, None)
+            record["_replayed"] = True
+        self.settle_operation(operation)  # done now when the operation's delay has passed, else at a later poll
+
+    def replayed(self, run: str) -> bool:
+        """Whether the operation of run may settle: its replay has finished (or the run is gone,
+        which the operation reports as NOT_FOUND)."""
+        record = self.runs.get(run)
+        return record is None or bool(record.get("_replayed"))
 
     async def _result(self, parent: str, name: str, evaluation: dict[str, Any], run: str, created: str) -> dict[str, Any]:
         result: dict[str, Any] = {
@@ -151,18 +215,15 @@ class EvaluationService:
         record = self.runs.get(run)
         if record is None:
             raise RpcError("NOT_FOUND", f"evaluation run {run} not found")
-        names = record.pop("pending", [])
+        names = record.pop("_pending", [])
         self.published.update(names)
         results = [self.results[n] for n in names]
-        statuses = [r["evaluationStatus"] for r in results]
-        record["state"] = "COMPLETED"
         record["evaluationResults"] = names
-        record["progress"] = {
-            "totalCount": len(names),
-            "completedCount": len(names),
-            "passedCount": statuses.count("PASS"),
-            "failedCount": statuses.count("FAIL"),
-        }
+        error = record.pop("_error", None)
+        if isinstance(error, RpcError):
+            record["state"] = "ERROR"
+            raise error
+        record["state"] = "COMPLETED"
         summaries: dict[str, dict[str, int]] = {}
         for r in results:
             evaluation = r["name"].split("/results/", 1)[0]
@@ -212,7 +273,7 @@ class EvaluationService:
         record = self.runs.get(name)
         if record is None:
             raise RpcError("NOT_FOUND", f"evaluation run {name} not found")
-        return {k: v for k, v in record.items() if k != "pending"}
+        return {k: v for k, v in record.items() if not k.startswith("_")}
 
     def list_runs(self, parent: str) -> dict[str, Any]:
         mine = [self.run(n) for n in self.runs if n.startswith(f"{parent}/evaluationRuns/")]
@@ -222,7 +283,10 @@ class EvaluationService:
         record = self.runs.pop(name, None)
         if record is None:
             raise RpcError("NOT_FOUND", f"evaluation run {name} not found")
-        for result in record.get("evaluationResults", record.get("pending", [])):
+        replay = self.replaying.pop(name, None)
+        if replay is not None:
+            replay.cancel()  # no more results for a run that is gone
+        for result in record.get("evaluationResults", record.get("_pending", [])):
             self.results.pop(result, None)
             self.published.discard(result)
 
@@ -302,8 +366,16 @@ async def route(
         app = sent.get("app")
         if app not in (None, "", parent):
             raise RpcError("INVALID_ARGUMENT", f"app {app!r} differs from the app of the URL, {parent}")
-        run, metadata = await service.start_run(parent, sent)
-        return start({"do": "evaluation_run", "run": run}, "RunEvaluationResponse", ("RunEvaluationOperationMetadata", metadata))
+        run, metadata = service.start_run(parent, sent)
+        try:
+            operation = start(
+                {"do": "evaluation_run", "run": run}, "RunEvaluationResponse", ("RunEvaluationOperationMetadata", metadata)
+            )
+        except BaseException:
+            service.abandon(run)
+            raise
+        service.launch(run, str(operation["name"]))
+        return operation
     runs, results = RUNS_RE.match(rest), RESULTS_RE.match(rest)
     if runs and runs.group(1) is None and method == "GET":
         return {"evaluationRuns": [printed("EvaluationRun", r, enum_int) for r in service.list_runs(parent)["evaluationRuns"]]}

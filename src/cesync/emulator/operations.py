@@ -1,8 +1,10 @@
-"""Long-running operations (CreateApp, DeleteApp, exportApp, importApp, RestoreAppVersion).
+"""Long-running operations (CreateApp, DeleteApp, exportApp, importApp, RestoreAppVersion, runEvaluation).
 
 An operation is a row of the store: the action it stands for and, once done, its
 ``response`` or ``error``. The action runs when the operation completes, which is
-``delay`` seconds after it started, at the first poll or API call after that: clients
+``delay`` seconds after it started (and, for an action with work in the background, once
+that work is done: an evaluation run's replay, see ``ready``), at the first poll or API
+call after that: clients
 really poll, and what the operation does is not visible before it is done (as in
 CES, a second CreateApp of the same id racing the first fails in its operation).
 """
@@ -20,6 +22,7 @@ from .store import Store, now
 __all__ = ["Action", "Operations", "operation_json", "type_url"]
 
 Action = Callable[..., dict[str, Any]]  # (db, **arguments) -> the response's fields
+Ready = Callable[..., bool]  # (**arguments) -> whether the action's background work is done
 DEFAULT_DELAY = 0.2
 
 
@@ -40,10 +43,16 @@ def operation_json(record: dict[str, Any]) -> dict[str, Any]:
 
 class Operations:
     def __init__(
-        self, store: Store, actions: dict[str, Action], delay: float = DEFAULT_DELAY, clock: Callable[[], float] = time.time
+        self,
+        store: Store,
+        actions: dict[str, Action],
+        delay: float = DEFAULT_DELAY,
+        clock: Callable[[], float] = time.time,
+        ready: dict[str, Ready] | None = None,
     ) -> None:
         self.store = store
         self.actions = actions  # what an operation may do, by name; "done" answers a response made at the start
+        self.ready = ready or {}  # actions that wait for work going on in the background, by name
         self.delay = delay
         # wall-clock seconds: due times are kept in the state file, which other processes share
         self.clock = clock
@@ -96,6 +105,8 @@ class Operations:
                 return record
             arguments = dict(record["action"])
             do = arguments.pop("do")
+            if do in self.ready and not self.ready[do](**arguments):
+                return record  # due, but its work goes on: done at a poll after it ends
             try:
                 result = arguments["response"] if do == "done" else self.actions[do](db, **arguments)
                 record["response"] = {"@type": type_url(record["version"], record["responseType"]), **result}
