@@ -222,6 +222,30 @@ def _repo_top_hidden(root_listing: list[str]) -> bool:
     return ROOT.parts[1] == "tmp" or ROOT.parts[1] not in root_listing
 
 
+IMPORTS = """
+import sys
+def f(names):
+    found = {}
+    for name in names:
+        try:
+            __import__(name)
+            found[name] = True
+        except ImportError:
+            found[name] = False
+    return {'found': found, 'runner_modules': sorted(m for m in sys.modules if m.startswith('sandbox_runner'))}
+"""
+
+
+def test_the_tool_cannot_import_the_runner_or_cesync(mode: str) -> None:
+    # The runner's parts are loaded by path, never put on sys.path, and dropped from sys.modules.
+    result = tool(IMPORTS, {"names": ["sandbox_runner", "protocol", "namespaces", "sandbox", "cesync"]})["result"]
+    assert result["runner_modules"] == [], result
+    expected = {"sandbox_runner": False, "protocol": False, "namespaces": False, "sandbox": False}
+    if mode == "namespaces":  # the fallback leaves cesync's virtualenv importable (docs/security.md says so)
+        expected["cesync"] = False
+    assert {k: v for k, v in result["found"].items() if k in expected} == expected, result
+
+
 DAEMON = """
 import subprocess, time
 def f(marker, then_sleep):
@@ -366,10 +390,10 @@ def test_unprivileged_users_get_the_same_sandbox() -> None:
     request = {"code": code, "function": "f", "args": {"pid": os.getpid()}, "cpu_seconds": 5, "memory_bytes": 1 << 29}
     with tempfile.TemporaryDirectory() as scratch:
         os.chmod(scratch, 0o755)
-        runner = Path(scratch) / "runner.py"
-        runner.write_text(Path(sandbox.RUNNER).read_text())
+        runner = Path(scratch) / "runner"  # the package, loaded by its path from wherever it is
+        shutil.copytree(sandbox.RUNNER.parent, runner, ignore=shutil.ignore_patterns("__pycache__"))
         r = subprocess.run(
-            [python, "-I", str(runner)],
+            [python, "-I", str(runner / sandbox.RUNNER.name)],
             input=json.dumps(request) + "\n",
             cwd=scratch,
             env={"PATH": os.defpath},

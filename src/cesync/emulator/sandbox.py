@@ -1,6 +1,6 @@
 """Running a Python tool's code the way CES does, but locally: in a child process.
 
-The child (sandbox_runner.py) isolates itself where the OS allows (Linux namespaces: no
+The child (the sandbox_runner folder) isolates itself where the OS allows (Linux namespaces: no
 other process, no network, a root of its own) and sets CPU, memory, file-size and
 process limits; it gets an empty environment and a wall-clock timeout here. Whatever the
 code does (raise, loop, exit, print, fork, return a set) comes back as a tool response;
@@ -26,7 +26,7 @@ from typing import Any
 
 __all__ = ["PythonRun", "run_python"]
 
-RUNNER = Path(__file__).with_name("sandbox_runner.py")
+RUNNER = Path(__file__).with_name("sandbox_runner") / "__main__.py"  # loads its package by path
 MEMORY_BYTES = 512 * 1024 * 1024  # the budget of one tool call: all its processes together
 BOUND_PROCESSES = 4  # without a cgroup: processes per call, each with MEMORY_BYTES / 4 of address space
 MAX_LINE = 16 * 1024 * 1024
