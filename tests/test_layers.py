@@ -1,6 +1,7 @@
 """The layer rule (docs/architecture.md, "The layers"): a module imports only its own layer
-and those above it; the emulator imports nothing of cesync but the API snapshot and the
-field-behaviour table, and that table imports only the snapshot.
+and those above it; the emulator imports nothing of cesync but the API snapshot, the
+field-behaviour table and the subset matcher; the table imports only the snapshot, the
+matcher nothing of cesync.
 
 Every ``import`` of every module in src/cesync is read with ``ast`` (including those inside
 functions and under ``TYPE_CHECKING``: a type still ties the layers together), so a new
@@ -41,12 +42,14 @@ LAYERS: dict[str, int] = {
     "cesync.emulator": EMULATOR,
 }
 
-# The only cesync modules the emulator may import: its own, the published API, and the
+# The only cesync modules the emulator may import: its own, the published API, the
 # field-behaviour table (cited facts about the API, which the emulator must enforce as CES
-# does; it imports nothing but the snapshot, so no reading of cesync's comes with it).
-EMULATOR_MAY_IMPORT = ("cesync.emulator", "cesync.api.descriptors", "cesync.api.behaviour")
+# does; it imports nothing but the snapshot, so no reading of cesync's comes with it), and
+# the subset matcher (golden tool responses; JSON in, differences out, nothing of cesync).
+EMULATOR_MAY_IMPORT = ("cesync.emulator", "cesync.api.descriptors", "cesync.api.behaviour", "cesync.core.subset")
 BEHAVIOUR_TABLE = "cesync.api.behaviour"
 BEHAVIOUR_TABLE_MAY_IMPORT = ("cesync.api.descriptors",)
+SUBSET_MATCHER = "cesync.core.subset"
 # The layers that may start the emulator (client/connect.py's embedded endpoint, `cesync emulator`).
 EMULATOR_IMPORTED_FROM = IO
 
@@ -123,6 +126,8 @@ def violation(importer: str, imported: str) -> str | None:
     theirs = layer_of(imported)
     if importer == BEHAVIOUR_TABLE and imported not in BEHAVIOUR_TABLE_MAY_IMPORT:
         return "the field-behaviour table holds cited facts only (the emulator reads it): it imports only the snapshot"
+    if importer == SUBSET_MATCHER:
+        return "the subset matcher is shared with the emulator: it imports nothing of cesync"
     if mine == EMULATOR:
         if not any(imported == m or imported.startswith(m + ".") for m in EMULATOR_MAY_IMPORT):
             return (
@@ -171,6 +176,10 @@ def test_every_exception_is_still_needed() -> None:
         ("cesync.emulator.wire", "cesync.api.descriptors", None),
         ("cesync.emulator.wire", "cesync.api.behaviour", None),
         ("cesync.api.behaviour", "cesync.api.descriptors", None),
+        ("cesync.emulator.golden", "cesync.core.subset", None),
+        ("cesync.tooltests.match", "cesync.core.subset", None),
+        ("cesync.core.subset", "cesync.errors", "imports nothing of cesync"),
+        ("cesync.emulator.golden", "cesync.core.diff", "emulator imports only itself"),
         ("cesync.api.behaviour", "cesync.api.kinds", "cited facts only"),
         ("cesync.api.behaviour", "cesync.models", "cited facts only"),
         ("cesync.core.plan", "cesync.client.api", "pure core module imports the I/O layer"),

@@ -15,7 +15,8 @@ Field names are v1beta's ``EvaluationResult`` (google-cloud-ces ``types/evaluati
 ``observedToolCall`` / ``observedToolResponse``, ``outcome`` and
 ``toolInvocationResult``; ``overallToolInvocationResult`` per turn. Sources are silent on
 how CES compares a tool response: here the expected response is a subset of the answer
-(every key it names present and equal, numbers compared by value), which is how a golden
+(every key it names present and equal, numbers compared by value, a boolean never equal to
+a number: core/subset.py, which ``cesync test`` judges with too), which is how a golden
 made from a conversation, holding the whole answer, passes against the same answer.
 """
 
@@ -26,6 +27,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.subset import Difference
+from ..core.subset import subset_differences as differences
 from .errors import RpcError
 
 __all__ = ["Decided", "Replay", "replay_golden", "subset_differences"]
@@ -173,28 +176,15 @@ async def replay_golden(golden: dict[str, Any], run_tool: RunTool, decided: Deci
 
 def subset_differences(expected: Any, observed: Any, path: str = "response") -> list[str]:
     """Where observed differs from expected, taking expected as a subset (keys it names)."""
-    if isinstance(expected, dict):
-        if not isinstance(observed, dict):
-            return [f"{path}: expected an object, got {_short(observed)}"]
-        out: list[str] = []
-        for key, value in expected.items():
-            if key not in observed:
-                out.append(f"{path}.{key}: missing (expected {_short(value)})")
-            else:
-                out += subset_differences(value, observed[key], f"{path}.{key}")
-        return out
-    if isinstance(expected, list):
-        if not isinstance(observed, list) or len(observed) != len(expected):
-            return [f"{path}: expected {_short(expected)}, got {_short(observed)}"]
-        return [
-            d for i, (e, o) in enumerate(zip(expected, observed, strict=True)) for d in subset_differences(e, o, f"{path}[{i}]")
-        ]
-    numbers = (int, float)
-    if isinstance(expected, numbers) and isinstance(observed, numbers) and not isinstance(expected, bool):
-        same = not isinstance(observed, bool) and float(expected) == float(observed)
-    else:
-        same = expected == observed
-    return [] if same else [f"{path}: expected {_short(expected)}, got {_short(observed)}"]
+    return [_say(d) for d in differences(expected, observed, path)]
+
+
+def _say(d: Difference) -> str:
+    if d.kind == "mapping":
+        return f"{d.path}: expected an object, got {_short(d.actual)}"
+    if d.kind == "missing":
+        return f"{d.path}: missing (expected {_short(d.expected)})"
+    return f"{d.path}: expected {_short(d.expected)}, got {_short(d.actual)}"  # a list or a value; no $regex here
 
 
 def _short(value: Any) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 
 from jsonpath_ng.parser import parse as jsonpath  # cxas-scrapi's parser: its paths mean the same here
 
+from ..core.subset import Difference, subset_differences
 from ..errors import ApiError
 from .schema import REGEX, Case, Expectation
 
@@ -45,35 +46,19 @@ def _expects_error(case: Case) -> bool:
 
 
 def _subset(expected: Any, actual: Any, path: str) -> list[str]:
-    if isinstance(expected, dict) and set(expected) == {REGEX}:
-        pattern = str(expected[REGEX])
-        if isinstance(actual, str) and re.fullmatch(pattern, actual, re.DOTALL):
-            return []
-        return [f"{path}: {_show(actual)} does not match /{pattern}/"]
-    if isinstance(expected, dict):
-        if not isinstance(actual, dict):
-            return [f"{path}: expected a mapping, got {_show(actual)}"]
-        out: list[str] = []
-        for key, value in expected.items():
-            if key not in actual:
-                out.append(f"{path}.{key}: missing (got keys {sorted(actual)})")
-            else:
-                out += _subset(value, actual[key], f"{path}.{key}")
-        return out
-    if isinstance(expected, list):
-        if not isinstance(actual, list) or len(actual) != len(expected):
-            return [f"{path}: expected a list of {len(expected)}, got {_show(actual)}"]
-        return [m for i, (e, a) in enumerate(zip(expected, actual, strict=True)) for m in _subset(e, a, f"{path}[{i}]")]
-    if _equal(expected, actual):
-        return []
-    return [f"{path}: expected {_show(expected)}, got {_show(actual)}"]
+    return [_say(d) for d in subset_differences(expected, actual, path, regex_key=REGEX)]
 
 
-def _equal(a: Any, b: Any) -> bool:
-    numbers = (int, float)
-    if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool) and not isinstance(b, bool):
-        return float(a) == float(b)
-    return bool(a == b) and type(a) is type(b)
+def _say(d: Difference) -> str:
+    if d.kind == "regex":
+        return f"{d.path}: {_show(d.actual)} does not match /{d.expected}/"
+    if d.kind == "mapping":
+        return f"{d.path}: expected a mapping, got {_show(d.actual)}"
+    if d.kind == "missing":
+        return f"{d.path}: missing (got keys {sorted(d.actual)})"
+    if d.kind == "list":
+        return f"{d.path}: expected a list of {len(d.expected)}, got {_show(d.actual)}"
+    return f"{d.path}: expected {_show(d.expected)}, got {_show(d.actual)}"
 
 
 def _expect(e: Expectation, data: Any, where: str) -> str | None:
