@@ -88,6 +88,7 @@ def test_eval_passes_then_fails_after_a_tool_change(
     code, out, err = run(root, server, "eval", "--junit", str(junit))
     assert code == 0, out + err
     assert "PASS  greets (Greets Ada)" in out and "1 evaluation: 1 passed, 0 failed" in out
+    assert "warning" not in err  # the app holds the repo's evaluation
     suite = ET.fromstring(junit.read_text()).find("testsuite")
     assert suite is not None and suite.get("tests") == "1" and suite.get("failures") == "0"
 
@@ -121,6 +122,27 @@ def test_eval_passes_then_fails_after_a_tool_change(
     failure = ET.fromstring(junit.read_text()).find("testsuite/testcase/failure")
     assert failure is not None and "toolResponse tools/greet (greets by name)" in (failure.get("message") or "")
     assert "run evaluations" in err  # the operation was polled, with progress lines
+
+
+def test_an_evaluation_the_app_holds_otherwise_is_run_as_the_app_has_it_with_a_warning(
+    tmp_path: Path, server: BackgroundServer
+) -> None:
+    root = make_repo(tmp_path, {"evaluations/greets.yaml": GOLDEN, "evaluations/chat.yaml": CHAT})
+    assert run(root, server, "apply", "--auto-approve")[0] == 0
+    # changed in the repo, not applied: the repo's would fail (Bob is not greeted as Ada), the app's passes
+    (root / "evaluations" / "greets.yaml").write_text(
+        GOLDEN.replace("Greets Ada", "Greets Bob").replace("{name: Ada}", "{name: Bob}")
+    )
+    code, out, err = run(root, server, "eval", "--tag", "tools")
+    assert code == 0 and "PASS  greets (Greets Ada)" in out, out + err
+    assert (
+        "warning: evaluations/greets differs from the app's (displayName, golden.turns): the app's is run; "
+        "'cesync plan' shows the difference, 'cesync apply' (or 'cesync preview') puts the repo's in the app"
+    ) in err
+    assert "evaluations/chat" not in err  # the same in both
+    assert run(root, server, "apply", "--auto-approve")[0] == 0
+    code, out, err = run(root, server, "eval", "--tag", "tools")
+    assert code == 1 and "FAIL  greets (Greets Bob)" in out and "warning" not in err, out + err
 
 
 def test_what_the_emulator_cannot_judge_is_not_a_pass_until_a_test_says(tmp_path: Path, server: BackgroundServer) -> None:

@@ -16,7 +16,7 @@ import click
 
 from ..core.evalreport import Report
 from ..errors import CesyncError
-from . import EXIT_ERROR, cli_vars, dir_option, endpoint_option, env_option, handled, main, out, save, var_options
+from . import EXIT_ERROR, cli_vars, dir_option, endpoint_option, env_option, err, handled, main, out, save, var_options
 
 FORMATS = ("text", "json", "markdown")
 
@@ -72,7 +72,7 @@ def eval_cmd(
 
     async def run() -> Report:
         async with ctx.client() as client:
-            return await evaluate(ctx, client, tags=tags, runs=runs, min_pass_rate=min_pass_rate)
+            return await evaluate(ctx, client, tags=tags, runs=runs, min_pass_rate=min_pass_rate, warn=err)
 
     report = asyncio.run(run())
     out(render_eval(report, fmt), nl=False)

@@ -2,18 +2,22 @@
 
 The evaluations run are the repo's (``evaluations/<id>.yaml``), chosen by ``--tag``; each
 must already be in the app (apply or preview puts it there), since runEvaluation runs what
-the app holds. The thresholds are the repo's ``evaluationMetricsThresholds`` (app.yaml) when
+the app holds. One the app holds otherwise than the repo (not applied since it changed, or
+changed in the app) is still run as the app has it, with a warning naming it and the
+fields that differ, as plan would find them: the run judges the app, which is what CES
+serves. The thresholds are the repo's ``evaluationMetricsThresholds`` (app.yaml) when
 it names them, else the app's, else v1beta's defaults (see core/evalreport.py).
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..api.resource import Resource
 from ..api.words import count
+from ..core.diff import diff_resource
 from ..core.evalreport import Report, build_report
 from ..errors import CesyncError, NotFound
 
@@ -22,7 +26,9 @@ if TYPE_CHECKING:
     from ..client.apps import Polling
     from .context import Context
 
-__all__ = ["choose", "evaluate", "thresholds_of"]
+__all__ = ["choose", "differing", "evaluate", "thresholds_of"]
+
+SHOWN_FIELDS = 3  # fields named in a warning; plan shows them all
 
 
 def choose(desired: Iterable[Resource], tags: Iterable[str]) -> list[Resource]:
@@ -41,6 +47,24 @@ def choose(desired: Iterable[Resource], tags: Iterable[str]) -> list[Resource]:
         tags_said = ", ".join(known) if known else "none"
         raise CesyncError(f"no evaluation has the tag {', '.join(map(repr, unknown))} (tags in the repo: {tags_said}){hint}")
     return [r for r in evaluations if set(wanted) & {str(t) for t in r.body.get("tags") or []}]
+
+
+def differing(chosen: Iterable[Resource], remote: Mapping[str, dict[str, Any]], parent: str) -> list[str]:
+    """One warning per evaluation the app holds otherwise than the repo, compared as plan compares."""
+    warnings = []
+    for r in chosen:
+        theirs = remote.get(r.kind.resource_name(parent, r.id))
+        fields = diff_resource(r.kind, r.id, r.body, theirs).fields if theirs is not None else []
+        if fields:
+            paths = [f.path for f in fields]
+            named = ", ".join(paths[:SHOWN_FIELDS]) + (
+                f" and {len(paths) - SHOWN_FIELDS} more" if len(paths) > SHOWN_FIELDS else ""
+            )
+            warnings.append(
+                f"warning: {r.kind.collection}/{r.id} differs from the app's ({named}): the app's is run; "
+                "'cesync plan' shows the difference, 'cesync apply' (or 'cesync preview') puts the repo's in the app"
+            )
+    return warnings
 
 
 def thresholds_of(desired: Iterable[Resource], app: dict[str, Any] | None) -> tuple[dict[str, Any] | None, str]:
@@ -63,8 +87,10 @@ async def evaluate(
     runs: int = 1,
     min_pass_rate: float = 1.0,
     polling: Polling | None = None,
+    warn: Callable[[str], None] = lambda line: None,
 ) -> Report:
-    """Run the chosen evaluations runs times each in ctx's app; the report of that run."""
+    """Run the chosen evaluations runs times each in ctx's app; the report of that run.
+    warn: told each evaluation the app holds otherwise than the repo, before the run."""
     from ..client.apps import get_app
     from ..client.evaluations import list_evaluations, run_evaluations
 
@@ -84,6 +110,8 @@ async def evaluate(
             f"{count(len(missing), 'evaluation')} of the repo {'is' if len(missing) == 1 else 'are'} not in {parent}: "
             f"{', '.join(missing)}; apply the repo first (cesync apply, or cesync preview)"
         )
+    for line in differing(chosen, remote, parent):
+        warn(line)
     thresholds, source = thresholds_of(ctx.desired, app)
     read = await run_evaluations(
         client, parent, names, run_count=runs, display_name=f"cesync eval ({ctx.env.name})", polling=polling
