@@ -2,10 +2,14 @@
 
 Python runs one thread of Python code at a time, so rendering a repo of a thousand files
 keeps one core busy and leaves the other idle. Here a forked copy of the process maps
-the tail of the list, the process itself maps the head, and the child's results come back
+part of the list, the process itself maps the rest, and the child's results come back
 pickled through a pipe; the results are in the list's order, the same as one process
-would compute. Anything unusual (no fork, other threads running, a failed or killed
-child) maps the whole list in this process, as before.
+would compute. The child's items are spread evenly through the list, not its tail: a
+repo's files come sorted by folder, and one folder can cost far more per file than
+another (at 1,000 tools the OpenAPI toolsets, last, took twice the time of the tools, so
+a tail of 55% left this process waiting 0.6 s of a 1.5 s render). Anything unusual (no
+fork, other threads running, a failed or killed child) maps the whole list in this
+process, as before.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ def fork_map(
     adopt: Callable[[Any], None] | None = None,
     started: Callable[[], None] | None = None,
 ) -> list[R]:
-    """fn(items), the last child_share of the items mapped in a forked child process.
+    """fn(items), child_share of the items (spread evenly) mapped in a forked child process.
 
     fn maps a list to a list of the same length and must depend only on its items and on
     state that exists before the call (the child sees the process as it was at the fork).
@@ -52,12 +56,13 @@ def fork_map(
     what the child learnt that this process would otherwise compute again (parse caches).
     started() is called once the work is under way (after the fork: it may start threads).
     """
-    cut = len(items) - int(len(items) * child_share)
-    if len(items) < (MIN_ITEMS if minimum is None else minimum) or cut >= len(items) or not can_fork():
+    theirs_at = _spread(len(items), child_share)
+    if len(items) < (MIN_ITEMS if minimum is None else minimum) or not any(theirs_at) or not can_fork():
         if started is not None:
             started()
         return fn(items)
-    head, tail = items[:cut], items[cut:]
+    head = [item for item, there in zip(items, theirs_at, strict=True) if not there]
+    tail = [item for item, there in zip(items, theirs_at, strict=True) if there]
     sys.stdout.flush()
     sys.stderr.flush()
     read_end, write_end = os.pipe()
@@ -87,10 +92,21 @@ def fork_map(
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
     if not isinstance(theirs, list) or len(theirs) != len(tail):
-        return mine + fn(tail)  # the child failed: its share here, so any error is raised as before
-    if adopt is not None:
+        theirs = fn(tail)  # the child failed: its share here, so any error is raised as before
+    elif adopt is not None:
         adopt(carried)
-    return mine + theirs
+    return _merge(theirs_at, mine, theirs)
+
+
+def _spread(n: int, share: float) -> list[bool]:
+    """Which of n items the child maps: int(n * share) of them, evenly spaced."""
+    return [int((i + 1) * share) > int(i * share) for i in range(n)]
+
+
+def _merge(theirs_at: list[bool], mine: list[R], theirs: list[R]) -> list[R]:
+    """The two processes' results back in the order of their items."""
+    here, there = iter(mine), iter(theirs)
+    return [next(there) if at else next(here) for at in theirs_at]
 
 
 def _child(
