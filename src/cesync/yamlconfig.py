@@ -9,7 +9,12 @@ setting, not a reading of the API.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ruamel.yaml import YAML
+from ruamel.yaml.constructor import RoundTripConstructor
+from ruamel.yaml.nodes import ScalarNode
+from ruamel.yaml.representer import RoundTripRepresenter
 
 __all__ = ["INDENT", "block_dumper", "editor", "positioned", "safe", "writer"]
 
@@ -55,4 +60,40 @@ def editor(indent: tuple[int, int, int] = INDENT) -> YAML:
     mapping, sequence, offset = indent
     yaml.indent(mapping=mapping, sequence=sequence, offset=offset)
     yaml.brace_single_entry_mapping_in_flow_sequence = True  # [{ref: x}] stays so, not [ref: x]
+    yaml.Constructor = _EditorConstructor
+    yaml.Representer = _EditorRepresenter
     return yaml
+
+
+class _WrittenFloat(float):
+    """A float read by the editor, which it writes back as it was written."""
+
+    __slots__ = ("text",)
+    text: str
+
+
+class _EditorConstructor(RoundTripConstructor):
+    """ruamel's round-trip reader, with floats that remember their text.
+
+    ruamel writes a float back from its value, in its own formatting, which loses the last
+    digit of some (5.799650104237149e+290 comes back ...148e+290): an edit of one key of a
+    file would change a number the edit did not touch."""
+
+    def construct_written_float(self, node: ScalarNode) -> Any:
+        value = self.construct_yaml_float(node)
+        if node.anchor:  # an anchored float keeps ruamel's own type, which carries the anchor
+            return value
+        out = _WrittenFloat(value)
+        out.text = node.value
+        return out
+
+
+class _EditorRepresenter(RoundTripRepresenter):
+    def represent_written_float(self, data: _WrittenFloat) -> Any:
+        return self.represent_scalar("tag:yaml.org,2002:float", data.text)
+
+
+# On subclasses: add_constructor and add_representer change the class they are called on,
+# so every other YAML() keeps ruamel's own behaviour.
+_EditorConstructor.add_constructor("tag:yaml.org,2002:float", _EditorConstructor.construct_written_float)
+_EditorRepresenter.add_representer(_WrittenFloat, _EditorRepresenter.represent_written_float)
