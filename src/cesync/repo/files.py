@@ -17,12 +17,13 @@ __all__ = ["in_git_dir", "write_files", "write_tree"]
 GIT_DIR = ".git"
 
 
-def in_git_dir(path: Path, root: Path) -> bool:
+def in_git_dir(path: Path, root: Path, *, resolved: bool = False) -> bool:
     """path (resolved) lies in a .git folder or is a .git file below root: git's own files, never
     repo content. Its config can hold the checkout's token (actions/checkout's extraheader), and
-    what is written there (core.fsmonitor, hooks) is code git runs."""
+    what is written there (core.fsmonitor, hooks) is code git runs. resolved: both paths are
+    already resolved (resolving walks every component with a system call, per include)."""
     try:
-        parts = path.resolve().relative_to(root.resolve()).parts
+        parts = (path.relative_to(root) if resolved else path.resolve().relative_to(root.resolve())).parts
     except ValueError:
         return False
     return any(part.lower() == GIT_DIR for part in parts)

@@ -144,7 +144,7 @@ def _typed(value: str, spec: FieldSpec, name: str, env_name: str, path: Path_) -
 class Expander:
     """Resolves {file: path} includes, mapping-form schemas and {ref: kind/id} references."""
 
-    root: Path
+    root: Path  # the repo's folder, resolved (includes are checked against it)
     base: Path
     doc: Document
     parent: str
@@ -254,7 +254,7 @@ class Expander:
         if Path(rel).is_absolute() or not target.is_relative_to(self.root):
             self.problems.append(self.doc.problem(at, f"file '{rel}' is outside the repo; includes must stay inside it"))
             return None
-        if in_git_dir(target, self.root):
+        if in_git_dir(target, self.root, resolved=True):
             self.problems.append(
                 self.doc.problem(at, f"file '{rel}' is inside .git: git's own files are not repo content and are never included")
             )
