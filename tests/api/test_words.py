@@ -30,6 +30,16 @@ def test_counts_agree_with_their_number(n: int, noun: str) -> None:
     assert said == f"{n} {noun}" if n == 1 else said == f"{n} {noun}s"
 
 
+def test_every_kind_is_counted_in_words() -> None:
+    for kind in KINDS.values():
+        assert re.fullmatch(r"[a-z]+( [a-z]+)*", kind.singular) and re.fullmatch(r"[a-z]+( [a-z]+)*", kind.plural), kind
+        assert kind.counted(1) == f"1 {kind.singular}" and kind.counted(2) == f"2 {kind.plural}"
+    said = {k.name: (k.singular, k.plural) for k in KINDS.values()}
+    assert said["tool"] == ("tool", "tools") and said["toolset"] == ("toolset", "toolsets")
+    assert said["evaluationExpectation"] == ("evaluation expectation", "evaluation expectations")
+    assert said["scheduledEvaluationRun"] == ("scheduled evaluation run", "scheduled evaluation runs")
+
+
 def test_the_app_is_named_the_app() -> None:
     assert KINDS["app"].label("app") == "the app" and KINDS["tool"].label("greet") == "tool greet"
     assert kind_of_name(P).name == "app"  # its errors say 'update app', not 'update tool'

@@ -75,6 +75,10 @@ def test_export_round_trips_them(tmp_path: Path, emulator: BackgroundServer) -> 
     out = tmp_path / "exported"
     r = cli("export", "--dir", str(root), "--endpoint", emulator.url, "--out", str(out))
     assert r.exit_code == 0, r.output
+    # each kind counted as a sentence says it, not by its registry name ("1 evaluationExpectation")
+    assert ("1 evaluation expectation, 2 evaluations, 1 evaluation dataset and 1 scheduled evaluation run of ") in r.output, (
+        r.output
+    )
     for rel in (
         "evaluations/eur-rate.yaml",
         "evaluations/billing-handoff.yaml",

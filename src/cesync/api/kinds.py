@@ -22,6 +22,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from .resource import ID_RE
+from .words import count
 
 if TYPE_CHECKING:
     from ..models import ProtoModel
@@ -48,6 +49,11 @@ __all__ = [
 ]
 
 Defaults = Callable[[str, dict[str, Any]], None]  # (id, canonical body) -> None, edits in place
+
+
+def _words(camel: str) -> str:
+    """``scheduledEvaluationRuns`` -> ``scheduled evaluation runs``."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", camel).lower()
 
 
 @dataclass(frozen=True, eq=False)  # one object per kind: compared and hashed by identity
@@ -95,9 +101,22 @@ class ResourceKind:
     # (``code/<stem>.py``); other kinds add their name (``code/<stem>.<kind>.py``).
     bare_document_names: bool = False
     run_by_eval: bool = False  # what cesync eval runs (runEvaluation names evaluations)
+    # How a sentence says one and several of them, where counts are printed to people
+    # ("1 evaluation expectation", "2 scheduled evaluation runs"); machine outputs keep name and
+    # collection. Unset: the words of name and of collection, camelCase apart and lowercase.
+    singular: str = ""
+    plural: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "singular", self.singular or _words(self.name))
+        object.__setattr__(self, "plural", self.plural or _words(self.collection))
 
     def __str__(self) -> str:
         return self.name
+
+    def counted(self, n: int) -> str:
+        """``1 evaluation expectation``, ``3 tools``: n of them, as a sentence says it."""
+        return count(n, self.singular, self.plural)
 
     def __repr__(self) -> str:
         return f"<kind {self.name}>"

@@ -217,7 +217,8 @@ def diff_cmd(
 
 
 def _counts(kinds: list[ResourceKind]) -> str:
-    """``3 tools and 1 toolsets``; ``the app's settings, 3 tools, 2 agents and 1 examples``: what there is, in registry order."""
-    parts = [count(kinds.count(k), k.name) for k in KINDS.values() if k in kinds and not k.singleton]
+    """``3 tools and 1 toolset``; ``the app's settings, 3 tools, 2 agents and 1 evaluation expectation``: what there
+    is, in registry order, each kind as a sentence says it (ResourceKind.singular, plural)."""
+    parts = [k.counted(kinds.count(k)) for k in KINDS.values() if k in kinds and not k.singleton]
     app = ["the app's settings"] if any(k.singleton for k in kinds) else []
     return spoken([*app, *parts]) if app or parts else "no resources"
