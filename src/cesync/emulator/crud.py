@@ -8,7 +8,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from . import evaluation_kinds
+from . import evaluation_kinds, list_filters
 from .calls import answer, json_body, page_args, query, wants_enum_int
 from .changelogs import Changelogs
 from .errors import RpcError
@@ -38,9 +38,14 @@ class Resources(References, Changelogs, Versions):
     async def list(self, request: Request, parent: str, collection: str, _: str | None) -> Any:
         q = query(request)
         flt = (q.get("filter") or "").replace(" ", "")
-        allowed = ("", "include_system_tools=true", "include_system_tools=false") if collection == "tools" else ("",)
-        if flt not in allowed:
-            raise RpcError("INVALID_ARGUMENT", f"unsupported filter '{q.get('filter')}'")
+        keep = None
+        if collection in evaluation_kinds.EVALUATION_COLLECTIONS:  # the filters v1beta documents (list_filters.py)
+            keep = list_filters.keep_of(collection, q, self.evaluations.runs.get)
+            flt = "|".join(q.get(f, "") for f in ("filter", "evaluationFilter", "evaluationRunFilter"))  # the page key's
+        else:
+            allowed = ("", "include_system_tools=true", "include_system_tools=false") if collection == "tools" else ("",)
+            if flt not in allowed:
+                raise RpcError("INVALID_ARGUMENT", f"unsupported filter '{q.get('filter')}'")
         order = (q.get("orderBy") or "name").strip()
         field, _, direction = order.partition(" ")
         if field not in ("name", "create_time") or direction not in ("", "asc", "desc"):
@@ -58,6 +63,7 @@ class Resources(References, Changelogs, Versions):
                 desc=direction == "desc",
                 offset=offset,
                 size=size,
+                keep=keep,
             )
         enum_int = wants_enum_int(request)
         field_name = "appVersions" if collection == "versions" else collection

@@ -14,6 +14,7 @@ snapshot: resources.COLLECTIONS); what differs, each with its source (google-clo
   referencing a tool, toolset, or agent that has since been deleted"): the reference stays.
 * A dataset that lists an evaluation holds its delete unless ``force`` (DeleteEvaluationRequest.force),
   which removes the evaluation from the datasets: resources.REFERRERS, as for the other kinds.
+* Their lists take the filters the List*Request messages document (list_filters.py), not v1's.
 """
 
 from __future__ import annotations

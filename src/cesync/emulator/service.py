@@ -10,6 +10,7 @@ from starlette.responses import JSONResponse, Response
 
 from .calls import ID_RE, api_version, query
 from .errors import RpcError
+from .evaluations import EvaluationService
 from .execute import Executor
 from .guards import locked, locked_error
 from .operations import Operations
@@ -31,6 +32,7 @@ class Service:
 
     store: Store
     executor: Executor
+    evaluations: EvaluationService  # runEvaluation's runs and results (the evaluations' run filter reads them)
     operations: Operations
     # Fields a newer CES has and the snapshot lacks, as (message, JSON name), taught by /admin/inject:
     # this server then stores them wherever they sit, returns them, and takes them in requests.

@@ -19,7 +19,7 @@ import sqlite3
 import threading
 import uuid
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
@@ -252,12 +252,20 @@ class Store:
         desc: bool,
         offset: int,
         size: int,
+        keep: Callable[[dict[str, Any]], bool] | None = None,
     ) -> tuple[list[tuple[str, str]], int]:
-        """(names text, ints text) of one page of a collection, and the collection's size."""
+        """(names text, ints text) of one page of a collection, and the collection's size; with keep,
+        of the resources it keeps (a list filter on their fields: every row is read)."""
         where = "app = ? AND collection = ?" + ("" if system else " AND system = 0")
         key = "create_time" if by_time else "name"
         direction = "DESC" if desc else "ASC"
         args = (parent, collection)
+        if keep is not None:
+            rows = db.execute(
+                f"SELECT names, ints FROM resources WHERE {where} ORDER BY {key} {direction}, name {direction}", args
+            ).fetchall()
+            kept = [(r[0], r[1]) for r in rows if keep(json.loads(r[0]))]
+            return kept[offset : offset + size], len(kept)
         (total,) = db.execute(f"SELECT count(*) FROM resources WHERE {where}", args).fetchone()
         rows = db.execute(
             f"SELECT names, ints FROM resources WHERE {where} ORDER BY {key} {direction}, name {direction} LIMIT ? OFFSET ?",
