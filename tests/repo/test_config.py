@@ -168,3 +168,13 @@ def test_bad_resource_ids_are_positioned(tmp_path_factory: pytest.TempPathFactor
     problems = [p for p in [*repo.load_problems, *repo.validate()] if expected[1] in p.message]
     line = 1 if how == "id" else 4  # the id: value, or the {ref:} value
     assert problems and all(p.line == line and p.col > 1 for p in problems), [str(p) for p in problems]
+
+
+def test_a_wrong_version_names_the_one_allowed(tmp_path: Path) -> None:
+    # The allowed value is a number, which pydantic does not quote: the message listed none.
+    repo = make_repo(tmp_path, {})
+    text = (repo / "cesync.yaml").read_text(encoding="utf-8")
+    assert "version: 1" in text
+    (repo / "cesync.yaml").write_text(text.replace("version: 1", "version: 2"), encoding="utf-8")
+    result = cesync("validate", "--dir", str(repo))
+    assert result.returncode == 1 and "version: 2 is not a valid value (one of: 1)" in result.stderr, result.stderr

@@ -199,7 +199,9 @@ def error_owner(err: Any) -> Path_:
 
 def _enum_message(err: Any) -> str:
     """What was given, what is allowed, and the closest allowed value."""
-    allowed = re.findall(r"'([^']*)'", str(err.get("ctx", {}).get("expected", "")))
+    expected = str(err.get("ctx", {}).get("expected", ""))
+    # pydantic quotes string literals ("'A' or 'B'") but not numbers ("1"), as for cesync.yaml's version.
+    allowed = re.findall(r"'([^']*)'", expected) or [s for s in re.split(r",\s*|\s+or\s+", expected) if s]
     given = err.get("input")
     close = difflib.get_close_matches(str(given).upper(), allowed, n=1, cutoff=0.4) if isinstance(given, str) else []
     hint = f"; did you mean '{close[0]}'?" if close else ""
