@@ -170,6 +170,15 @@ def test_bad_resource_ids_are_positioned(tmp_path_factory: pytest.TempPathFactor
     assert problems and all(p.line == line and p.col > 1 for p in problems), [str(p) for p in problems]
 
 
+@pytest.mark.parametrize(("text", "shape"), [("", "not empty"), ("- local\n", "not a list"), ("just text\n", "not a string")])
+def test_cesync_yaml_that_is_not_a_mapping_says_what_it_must_hold(tmp_path: Path, text: str, shape: str) -> None:
+    repo = make_repo(tmp_path, {"cesync.yaml": text})
+    result = cesync("validate", "--dir", str(repo))
+    assert result.returncode == 1, result.stderr
+    assert f"cesync.yaml:1:1: cesync.yaml must be a mapping with 'version: 1' and 'environments:', {shape}" in result.stderr
+    assert "instance of Config" not in result.stderr
+
+
 def test_a_wrong_version_names_the_one_allowed(tmp_path: Path) -> None:
     # The allowed value is a number, which pydantic does not quote: the message listed none.
     repo = make_repo(tmp_path, {})

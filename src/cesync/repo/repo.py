@@ -34,7 +34,17 @@ from ..models.base import build
 from .config import Config
 from .environments import VAR_ENV_PREFIX, EnvTarget, resolve_env
 from .forked import fork_map
-from .loading import CONFIG_FILE, SourceFile, clean_loc, error_owner, load_sources, parse_file, pydantic_problem, validate_model
+from .loading import (
+    CONFIG_FILE,
+    SourceFile,
+    clean_loc,
+    error_owner,
+    load_sources,
+    parse_file,
+    pydantic_problem,
+    type_name,
+    validate_model,
+)
 from .templating import ENV_VAR, INCLUDABLE, VAR_NAME, VAR_RE, VAR_SPAN, Expander, env_var_urls, substitute
 
 # The names below moved to environments, loading, templating and resource; they stay
@@ -242,7 +252,16 @@ def load_repo(root: Path, *, resources: bool = True) -> Repo:
     problems: list[Problem] = []
     cfg_doc = parse_file(cfg_path, root, problems)
     config = None
-    if cfg_doc is not None:
+    if cfg_doc is not None and not isinstance(cfg_doc.data, dict):
+        # pydantic's "valid dictionary or instance of Config" names a class, not the file's shape.
+        problems.append(
+            cfg_doc.problem(
+                (),
+                f"{CONFIG_FILE} must be a mapping with 'version: 1' and 'environments:', not {type_name(cfg_doc.data)} "
+                "(cesync init writes one)",
+            )
+        )
+    elif cfg_doc is not None:
         config, found = validate_model(Config, cfg_doc.data, cfg_doc)
         problems += found
     files = load_sources(root, problems) if resources else []
