@@ -68,6 +68,12 @@ CASES = [
     ),
     ("duration", "tools/x.yaml", "clientFunction: {name: a}\ntimeout: 3 seconds\n", "a Duration is seconds"),
     (
+        "duration-number",  # YAML reads `timeout: 5` as a number; the message says what to write
+        "tools/x.yaml",
+        "clientFunction: {name: a}\ntimeout: 5\n",
+        "tools/x.yaml:2:10: timeout: a Duration is text with an 's' suffix: write '5s' for 5 seconds",
+    ),
+    (
         "connection",
         "toolsets/x.yaml",
         "connectorToolset: {connection: crm, connectorActions: [{connectionActionId: a}]}\n",

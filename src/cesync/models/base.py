@@ -134,6 +134,11 @@ DURATION_RE = re.compile(r"^(-)?(\d+)(?:\.(\d{1,9}))?s\Z")
 
 
 def _duration(value: Any) -> Any:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        # YAML reads `timeout: 5` as a number, which proto JSON refuses for a Duration: say what to write.
+        raise PydanticCustomError(
+            "duration", "a Duration is text with an 's' suffix: write '{value}s' for {value} seconds", {"value": value}
+        )
     if isinstance(value, str) and not DURATION_RE.match(value):
         raise PydanticCustomError(
             "duration",
