@@ -163,7 +163,8 @@ def test_a_week_of_gitops(bot: Path, server: BackgroundServer, google: ces_v1.Ag
     text = run("plan", *common).stdout
     assert "! drift: changed outside cesync since its last apply by alice@acme.example" in text
     assert "(**drift**)" in run("plan", *common, "--format", "markdown").stdout
-    assert cesync("plan", *common, "--detailed-exitcode", "--fail-on-drift").returncode == 2
+    check = cesync("plan", *common, "--detailed-exitcode", "--fail-on-drift")
+    assert check.returncode == 2 and "drift: 1 resource changed outside cesync since its last apply" in check.stderr
     run("apply", *common, "--auto-approve")
     assert "Refund everything." not in google.get_agent(name=billing.name).instruction
     assert cesync("plan", *common, "--detailed-exitcode", "--fail-on-drift").returncode == 0

@@ -118,7 +118,7 @@ def plan(
         sys.exit(EXIT_ERROR)
     if fail_on_drift:
         if result.drifted:
-            err(f"drift: {len(result.drifted)} resource(s) changed outside cesync since its last apply")
+            err(f"drift: {count(len(result.drifted), 'resource')} changed outside cesync since its last apply")
         if detailed_exitcode and (result.drifted or (fail_on_unmanaged and result.unmanaged)):
             sys.exit(EXIT_CHANGES)
         return
