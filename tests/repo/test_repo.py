@@ -236,6 +236,43 @@ def test_variables_escape_and_ces_syntax_untouched(tmp_path: Path) -> None:
     assert body["clientFunction"]["description"] == "cost ${PRICE} for me via $context.variables.x and $env_var"
 
 
+CATALOG = "openApiToolset:\n  openApiSchema:\n    openapi: 3.0.3\n    info: {title: C, version: '1'}\n    servers: [{url: $env_var}]\n    paths: {}\n"
+URLS_CONFIG = (
+    "version: 1\nenvironments:\n  local:\n    endpoint: embedded\n    project: p\n    location: us\n    app: a\n"
+    "    vars: {STUB: 'http://127.0.0.1:8089'}\n    urls: {catalog: '%s'}\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("url", "environ", "expected"),
+    [
+        ("${STUB}/v1", {}, "http://127.0.0.1:8089/v1"),
+        ("${STUB}/v1", {"CESYNC_VAR_STUB": "http://127.0.0.1:40123"}, "http://127.0.0.1:40123/v1"),  # a stub's own port
+        ("http://h/$${STUB}", {}, "http://h/${STUB}"),
+    ],
+)
+def test_an_environment_url_takes_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str, environ: dict[str, str], expected: str
+) -> None:
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    repo = load_repo(make_repo(tmp_path, {"toolsets/catalog.yaml": CATALOG, "cesync.yaml": URLS_CONFIG % url}))
+    env = repo.env("local")
+    assert env.urls == {"catalog": expected}  # what export and pull compare with, too
+    (catalog,) = [d for d in repo.render(env) if d.id == "catalog"]
+    assert catalog.body["openApiToolset"]["url"] == expected
+
+
+def test_an_environment_url_with_an_unset_variable_is_positioned(tmp_path: Path) -> None:
+    repo = load_repo(make_repo(tmp_path, {"toolsets/catalog.yaml": CATALOG, "cesync.yaml": URLS_CONFIG % "${NOPE}"}))
+    with pytest.raises(ConfigError) as raised:
+        repo.env("local")
+    assert [str(p) for p in raised.value.problems] == [
+        "cesync.yaml:9:21: variable 'NOPE' is not set for environment 'local' (set it in environments.local.vars, "
+        "defaults.vars, --var or the process environment as CESYNC_VAR_NOPE; a plain NOPE is never read)"
+    ]
+
+
 def test_unknown_environment_lists_known(tmp_path: Path) -> None:
     repo = load_repo(make_repo(tmp_path, {}))
     with pytest.raises(ConfigError, match=r"unknown environment 'prod'.*known: local"):

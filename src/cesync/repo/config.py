@@ -203,7 +203,8 @@ class Environment(_Strict):
     )
     sensitive: list[VarName] = Field(default_factory=list, description=SENSITIVE_HELP)
     urls: dict[str, str] = Field(
-        default_factory=dict, description="Per tool or toolset id: the server URL that replaces $env_var."
+        default_factory=dict,
+        description="Per tool or toolset id: the server URL that replaces $env_var (${NAME} in it takes a variable).",
     )
     prune: bool | None = Field(None, description="Delete remote resources that the repo does not define.")
     skip: list[str] = Field(
