@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -24,20 +23,20 @@ from tests.helpers import cesync
 
 @pytest.fixture
 def stub_api() -> Iterator[str]:
-    """The example's stub orders/catalog API on a free loopback port."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, str(EXAMPLES / "support-bot" / "stub_api.py"), str(port)], stdout=subprocess.PIPE)
-    assert proc.stdout is not None and b"stub API" in proc.stdout.readline()
-    yield f"http://127.0.0.1:{port}"
+    """The example's stub orders/catalog API on a free loopback port (it picks one, so two runs cannot collide)."""
+    stub = [sys.executable, str(EXAMPLES / "support-bot" / "stub_api.py"), "--port", "0"]
+    proc = subprocess.Popen(stub, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    url = proc.stdout.readline().strip()  # printed once it listens
+    assert url.startswith("http://127.0.0.1:") and not url.endswith(":0"), url
+    yield url
     proc.terminate()
     proc.wait(10)
 
 
 @pytest.fixture
 def bot(tmp_path: Path, stub_api: str) -> Path:
-    """The example, applied to its local (embedded) environment, pointing at the stub API."""
+    """The example, applied to its local (embedded) environment, pointing at the stub API (its catalog url follows ORDERS_URL)."""
     dst = tmp_path / "support-bot"
     shutil.copytree(EXAMPLES / "support-bot", dst, ignore=shutil.ignore_patterns(".cesync"))
     config = dst / "cesync.yaml"
