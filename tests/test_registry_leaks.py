@@ -5,8 +5,9 @@ of the API).
 
 Every module of src/cesync is read with ``ast``, as tests/test_layers.py reads imports, so a
 new ``kind == "tool"``, ``collection in ("agents", ...)``, ``SNAPSHOT_KINDS = {...}`` or
-``KINDS[r.kind]`` fails here with its line, whatever its spelling. The kind words are the
-registry's own names and collections, so a kind added later is covered without an edit here.
+``KINDS[r.kind]`` fails here with its line, whatever its spelling, an f-string's included
+(``name == f"{parent}/tools/{rid}"``). The kind words are the registry's own names and
+collections, so a kind added later is covered without an edit here.
 """
 
 from __future__ import annotations
@@ -27,7 +28,18 @@ TABLE = 3  # a literal naming this many different kinds is a kind table
 
 
 def _word(node: ast.AST) -> bool:
-    return isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in WORDS
+    return bool(_named(node))
+
+
+def _named(node: ast.AST) -> set[str]:
+    """The kind words a string names: all of it, or in an f-string a constant part or one of its
+    ``/`` segments (``f"{parent}/tools/{rid}"`` hard-codes the tools collection as surely as "tools")."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return {node.value} & WORDS
+    if isinstance(node, ast.JoinedStr):
+        parts = [p.value for p in node.values if isinstance(p, ast.Constant) and isinstance(p.value, str)]
+        return {w for part in parts for w in (part, *part.split("/")) if w in WORDS}
+    return set()
 
 
 def _words_in(node: ast.AST) -> set[str]:
@@ -39,7 +51,7 @@ def _words_in(node: ast.AST) -> set[str]:
         return _words_in(node.args[0])
     else:
         return set()
-    return {n.value for n in items if n is not None and _word(n) and isinstance(n, ast.Constant)}
+    return {w for n in items if n is not None for w in _named(n)}
 
 
 def _is_kind_name(node: ast.AST) -> bool:
@@ -113,6 +125,11 @@ def test_no_kind_table_or_kind_test_outside_the_registry(path: Path) -> None:
         ("x = name in KINDS", False),  # a word checked against the registry itself
         ('k = KINDS["tool"]', False),  # naming a kind to act on it
         ("x = d.kind is c.kind", False),
+        ('if name == f"{parent}/tools/{rid}": pass', True),  # inside an f-string
+        ('x = kind in (f"{a}agents", f"{a}tools")', True),
+        ('PATHS = [f"{p}/agents", f"{p}/tools", f"{p}/toolsets"]', True),
+        ('name = f"{parent}/tools/{rid}"', False),  # building a name, not testing one
+        ('x = f"the tool {t}" == text', False),  # prose
     ],
 )
 def test_the_rule(tmp_path: Path, code: str, caught: bool) -> None:
