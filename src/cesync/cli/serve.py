@@ -96,11 +96,16 @@ def emulator(
     for name in apps:
         if not re.fullmatch(r"projects/[^/]+/locations/[^/]+/apps/[a-zA-Z0-9][a-zA-Z0-9_-]{0,127}", name):
             raise CesyncError(f"--app {name}: expected projects/PROJECT/locations/LOCATION/apps/APP")
-    out(
-        f"CES emulator on http://{host}:{port} (export CES_EMULATOR_HOST={host}:{port}, then use --endpoint emulator "
-        "or endpoint: emulator in cesync.yaml)",
-        err=True,
-    )
+
+    def listening(host: str, port: int) -> None:
+        # Said once the socket is bound: a port in use is the error below, never after this line.
+        at = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"  # an IPv6 address needs its brackets in a URL
+        out(
+            f"CES emulator on http://{at} (export CES_EMULATOR_HOST={at}, then use --endpoint emulator "
+            "or endpoint: emulator in cesync.yaml)",
+            err=True,
+        )
+
     try:
         quota = QuotaConfig(quota_writes_per_minute, quota_reads_per_minute, quota_burst)
         serve(
@@ -113,6 +118,9 @@ def emulator(
             operation_delay=operation_delay,
             quota=quota,
             log_requests=not quiet,
+            listening=listening,
         )
     except OSError as exc:
-        raise CesyncError(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None
+        raise CesyncError(
+            f"cannot serve on {host}:{port}: {exc.strerror or exc}; pick another --port (--port 0 takes a free one)"
+        ) from None

@@ -69,7 +69,19 @@ def serve(
     operation_delay: float = DEFAULT_OPERATION_DELAY,
     quota: QuotaConfig | None = None,
     log_requests: bool = True,
+    listening: Callable[[str, int], None] | None = None,
 ) -> None:
+    """Serve until interrupted. The socket is bound first, so a port in use is an OSError here
+    (uvicorn would log its own error and exit) and ``listening`` hears the port actually bound
+    (``--port 0`` picks a free one)."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn's own bind: a restart need not wait
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)  # uvicorn's backlog; listening now, a client that read the banner is queued, not refused
+    except OSError:
+        sock.close()
+        raise
     store = seeded_store(state, apps, auto_create_apps=auto_create_apps)
     app: Any = create_app(store, faults, operation_delay=operation_delay, quota=quota)
     if log_requests:
@@ -80,7 +92,10 @@ def serve(
             logger.addHandler(handler)
         logger.setLevel(logging.INFO)
         app = RequestLog(app, logger)
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    if listening is not None:
+        listening(host, int(sock.getsockname()[1]))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+    server.run(sockets=[sock])
 
 
 def free_port() -> int:

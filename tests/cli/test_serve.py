@@ -1,0 +1,46 @@
+"""`cesync emulator` as a process: the address it prints is one it serves, and a port in use is one error."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+
+import httpx
+
+from tests.helpers import cesync_process
+
+
+def test_a_port_in_use_is_one_error_and_no_address_is_announced() -> None:
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        result = cesync_process("emulator", "--port", str(port), "--quiet")
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"error: cannot serve on 127.0.0.1:{port}: Address already in use; pick another --port (--port 0 takes a free one)"
+    ]
+
+
+def test_port_zero_announces_the_port_it_bound_and_serves_there() -> None:
+    env = {**os.environ, "NO_COLOR": "1"}
+    with subprocess.Popen(
+        [sys.executable, "-m", "cesync.cli", "emulator", "--port", "0", "--quiet", "--app", "projects/p/locations/us/apps/a"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    ) as proc:
+        try:
+            assert proc.stderr is not None
+            line = proc.stderr.readline()  # the banner comes once the socket is bound
+            found = re.match(r"CES emulator on http://127\.0\.0\.1:(\d+) \(export CES_EMULATOR_HOST=127\.0\.0\.1:(\d+),", line)
+            assert found and found[1] == found[2] and found[1] != "0", line
+            reply = httpx.get(f"http://127.0.0.1:{found[1]}/v1/projects/p/locations/us/apps/a", timeout=30)
+            assert reply.status_code == 200 and reply.json()["name"] == "projects/p/locations/us/apps/a", reply.text
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=30)
