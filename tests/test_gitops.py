@@ -369,17 +369,29 @@ def test_shell_steps_pass_shellcheck(where: str, script: str) -> None:
 
 
 def test_pre_commit_hooks_with_try_repo(tmp_path: Path) -> None:
-    """The hooks as a user gets them: pre-commit installs cesync from this repo and runs them."""
+    """The hooks as a user gets them: pre-commit installs cesync from this repo and runs them.
+
+    The config and the commit are the ones ``pre-commit try-repo`` makes (its own _repo_ref: this
+    repo's HEAD, or a commit of its uncommitted changes), run with ``pre-commit run`` over one
+    PRE_COMMIT_HOME: try-repo keeps its store in a temporary directory of its own, so each of the
+    three runs would install cesync into a new hook environment (15 s to 30 s each)."""
+    from pre_commit.commands.try_repo import _repo_ref
+
     repo = tmp_path / "tools-repo"
     shutil.copytree(EXAMPLES / "support-bot", repo, ignore=shutil.ignore_patterns(".cesync"))
     env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"), "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
     git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
     subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
     subprocess.run([*git, "add", "."], cwd=repo, check=True)
+    (tmp_path / "shadow").mkdir()
+    hooks_repo, rev = _repo_ref(str(tmp_path / "shadow"), str(ROOT), None)
+    config = tmp_path / "pre-commit-config.yaml"
+    hooks = [{"id": "cesync-validate"}, {"id": "cesync-schema-check"}]
+    config.write_text(json.dumps({"repos": [{"repo": hooks_repo, "rev": rev, "hooks": hooks}]}))
 
-    def try_repo(hook: str) -> subprocess.CompletedProcess[str]:
+    def run_hook(hook: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [str(BIN / "pre-commit"), "try-repo", str(ROOT), hook, "--all-files"],
+            [str(BIN / "pre-commit"), "run", "--config", str(config), hook, "--all-files"],
             cwd=repo,
             env=env,
             capture_output=True,
@@ -387,18 +399,20 @@ def test_pre_commit_hooks_with_try_repo(tmp_path: Path) -> None:
             timeout=600,
         )
 
-    ok = try_repo("cesync-validate")
+    ok = run_hook("cesync-validate")
     assert ok.returncode == 0 and "Passed" in ok.stdout, ok.stdout + ok.stderr
     (repo / "tools" / "web-search.yaml").write_text("googleSearchTool:\n  nme: web_search\n")
     subprocess.run([*git, "add", "."], cwd=repo, check=True)
-    bad = try_repo("cesync-validate")
+    bad = run_hook("cesync-validate")
     assert bad.returncode == 1 and "tools/web-search.yaml:2:3: unknown field 'nme'" in bad.stdout, bad.stdout
     schemas = repo / "schemas"
     subprocess.run([str(BIN / "cesync"), "schema", "--out", str(schemas)], check=True, capture_output=True)
     (schemas / "tool.schema.json").write_text("{}")
     subprocess.run([*git, "add", "."], cwd=repo, check=True)
-    stale = try_repo("cesync-schema-check")
+    stale = run_hook("cesync-schema-check")
     assert stale.returncode == 1 and "stale JSON Schemas" in stale.stdout, stale.stdout
+    installs = [line for line in (ok.stdout + bad.stdout + stale.stdout).splitlines() if "Installing environment" in line]
+    assert len(installs) == 1, installs  # one hook environment served the three runs
 
 
 def test_comment_command_on_gitlab(tmp_path: Path, forge: Forge) -> None:
