@@ -18,6 +18,12 @@ Answer = Callable[[str, str, dict[str, str]], tuple[int, bytes]]
 APP = "projects/p/locations/us/apps/a"
 
 
+class _Listener(ThreadingHTTPServer):
+    # socketserver listens with a backlog of 5: a plan's reads (one per kind, sent at once) overflow
+    # it, and the kernel drops the extra connections' SYNs, which the client resends a second later
+    request_queue_size = 128
+
+
 class HostileServer:
     def __init__(self, answer: Answer) -> None:
         self.answer = answer
@@ -45,7 +51,7 @@ class HostileServer:
             def log_message(self, format: str, *args: object) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = _Listener(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.server.block_on_close = False  # a handler still writing to a closed client must not hold up the test
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
