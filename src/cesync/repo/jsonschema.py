@@ -7,6 +7,7 @@ repo conveniences ({file: ...}, mapping-form schemas, {ref: ...}) are allowed.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -104,6 +105,13 @@ def _resource_schema(resource: ResourceKind) -> dict[str, Any]:
 
 def render_schemas() -> dict[str, str]:
     """File name -> JSON text, stable byte for byte (the repo commits these)."""
+    return dict(_rendered())
+
+
+@functools.cache
+def _rendered() -> dict[str, str]:
+    # The schemas follow from the models alone and pydantic takes half a second to generate them:
+    # a process that writes them more than once (an export per environment, the tests) pays once.
     config = Config.model_json_schema(mode="validation")
     config["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     config["title"] = "cesync.yaml"
