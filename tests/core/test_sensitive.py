@@ -196,8 +196,11 @@ def _echo_proxy(upstream: str) -> tuple[str, ThreadingHTTPServer, list[str]]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    class Listener(ThreadingHTTPServer):
+        request_queue_size = 128  # not socketserver's 5: a plan's reads come at once, and a dropped SYN is resent a second later
+
+    server = Listener(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()  # shutdown() waits a poll
     return f"127.0.0.1:{server.server_address[1]}", server, writes
 
 
