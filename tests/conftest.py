@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import fcntl
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,3 +27,25 @@ APP = "projects/p/locations/us/apps/a"
 def emulator() -> Iterator[BackgroundServer]:
     with BackgroundServer(auto_create_apps=True) as server:  # these tests are about other things
         yield server
+
+
+@pytest.fixture(scope="session")
+def tour(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> subprocess.CompletedProcess[str]:
+    """examples/support-bot/tour.sh as the README runs it, its output and errors each sent to a file
+    (no terminal, NO_COLOR unset): one run of its 20 s serves every test of what it printed. Under
+    xdist the workers share it through their common temporary folder, the first to ask runs it."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base if worker_id == "master" else base.parent
+    out, err, code = shared / "tour.out", shared / "tour.err", shared / "tour.rc"
+    with (shared / "tour.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes; a second worker waits here for the first's run
+        if not code.exists():
+            env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+            env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+            with out.open("w") as stdout, err.open("w") as stderr:
+                done = subprocess.run(
+                    ["bash", str(EXAMPLES / "support-bot" / "tour.sh")], stdout=stdout, stderr=stderr, env=env, timeout=600
+                )
+            code.write_text(str(done.returncode))
+    args = ["bash", "examples/support-bot/tour.sh"]
+    return subprocess.CompletedProcess(args, int(code.read_text()), out.read_text(), err.read_text())

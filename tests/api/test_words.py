@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -18,7 +16,6 @@ from cesync.api.words import count
 from cesync.core.planbuild import build_plan
 from cesync.models import messages
 from cesync.render import render
-from tests.conftest import EXAMPLES
 from tests.helpers import cesync_in_process
 
 P = "projects/p/locations/us/apps/a"
@@ -70,14 +67,10 @@ def test_emulator_help_says_sqlite() -> None:
     assert "SQLite" in shown and "JSON file" not in shown
 
 
-def test_the_tour_writes_no_escape_codes_into_a_file(tmp_path: Path) -> None:
+def test_the_tour_writes_no_escape_codes_into_a_file(tour: subprocess.CompletedProcess[str]) -> None:
     """The tour, its output sent to a file: no raw ANSI codes, the import's hint matches its plan."""
-    shutil.copytree(EXAMPLES / "support-bot", tmp_path / "bot", ignore=shutil.ignore_patterns(".cesync"))
-    log = tmp_path / "tour.log"
-    with log.open("w") as fh:
-        done = subprocess.run(["bash", str(tmp_path / "bot" / "tour.sh")], stdout=fh, stderr=subprocess.STDOUT, timeout=600)
-    text = log.read_text()
-    assert done.returncode == 0, text[-2000:]
+    text = tour.stdout + tour.stderr
+    assert tour.returncode == 0, text[-2000:]
     assert "\x1b" not in text
     assert "to create)" not in text and re.search(r"the repo defines \d+ resources; plan compares them with the app", text)
     assert "done: create the app" in text and "set once what" in text
