@@ -67,7 +67,7 @@ class References(Service):
         found: list[tuple[str, str, dict[str, Any]]] = []
         app = self.store.get_app(db, parent)
         candidates = [("apps", "", app.data)] if app is not None else []
-        candidates += [c for c in self.store.mentioning(db, parent, target) if c[0] in REFERRERS]
+        candidates += self.store.mentioning(db, parent, target, REFERRERS)
         for collection, rid, data in candidates:
             if data.get("name") == target:
                 continue

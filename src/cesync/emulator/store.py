@@ -287,11 +287,17 @@ class Store:
         ).fetchall()
         return {rid: json.loads(data) for rid, data in rows}
 
-    def mentioning(self, db: sqlite3.Connection, parent: str, text: str) -> list[tuple[str, str, dict[str, Any]]]:
-        """(collection, id, data) of the resources whose JSON holds ``text`` anywhere (a cheap first cut)."""
+    def mentioning(
+        self, db: sqlite3.Connection, parent: str, text: str, collections: tuple[str, ...]
+    ) -> list[tuple[str, str, dict[str, Any]]]:
+        """(collection, id, data) of the resources of ``collections`` whose JSON holds ``text`` anywhere (a
+        cheap first cut). Asked by collection, so the app's changelogs (one per write, each naming what it
+        wrote) are neither scanned nor parsed."""
+        marks = ", ".join("?" * len(collections))
         rows = db.execute(
-            "SELECT collection, id, names FROM resources WHERE app = ? AND instr(names, ?) > 0 ORDER BY collection, id",
-            (parent, json.dumps(text)[:-1]),  # no closing quote: a toolset's tools are named under it
+            f"SELECT collection, id, names FROM resources WHERE app = ? AND collection IN ({marks}) AND instr(names, ?) > 0"
+            " ORDER BY collection, id",
+            (parent, *collections, json.dumps(text)[:-1]),  # no closing quote: a toolset's tools are named under it
         ).fetchall()
         return [(c, rid, json.loads(data)) for c, rid, data in rows]
 
