@@ -136,7 +136,9 @@ def test_no_record_and_a_missing_commit_are_clear_errors(repo: Path, server: Bac
     code, _, err = _cli(repo, server, "promote", "--from", "dev", "--to", "prod")
     assert code == 1 and "'dev' has no app (projects/p/locations/us/apps/a-dev): nothing was applied" in err
     (repo / "tools" / "greet.yaml").write_text(_tool("Dirty"), encoding="utf-8")
-    assert _cli(repo, server, "apply", "--env", "dev", "--auto-approve")[0] == 0  # from a dirty tree: no commit to record
+    code, out, _ = _cli(repo, server, "apply", "--env", "dev", "--auto-approve")  # from a dirty tree: no commit to record
+    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True).stdout
+    assert code == 0 and f"({sha[:7]} + uncommitted changes)." in out, out  # the apply says what promote will say
     code, _, err = _cli(repo, server, "promote", "--from", "dev", "--to", "prod")
     assert code == 1 and "'dev' has no record of an applied commit" in err
     from cesync.errors import CesyncError

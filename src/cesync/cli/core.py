@@ -271,7 +271,9 @@ def apply(
                 made = await record_apply(client, ctx, current, result)
                 result.record = made.version
                 if fmt == "text":
-                    out(f"Applied record: version {made.version.rsplit('/', 1)[-1]} ({made.commit[:7] or 'no commit'}).")
+                    # as the version's own name says it: promote refuses a record of uncommitted changes
+                    what = (made.commit[:7] or "no commit") + (" + uncommitted changes" if made.dirty else "")
+                    out(f"Applied record: version {made.version.rsplit('/', 1)[-1]} ({what}).")
             return result
 
     result = asyncio.run(run())
