@@ -131,7 +131,9 @@ def test_invalid_plan_file(tmp_path: Path, content: str) -> None:
 
 def test_env_required_when_several(repo: Path) -> None:
     result = cesync("plan", "--dir", str(repo))
-    assert result.returncode == 1 and "choose an environment with --env: local, dev, staging, prod" in result.stderr
+    assert (
+        result.returncode == 1 and "choose an environment with --env (or CESYNC_ENV): local, dev, staging, prod" in result.stderr
+    )
     unknown = cesync("plan", "--dir", str(repo), "--env", "prd")
     assert "unknown environment 'prd'; did you mean 'prod'?" in unknown.stderr
 

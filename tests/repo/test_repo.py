@@ -196,6 +196,15 @@ def test_bad_input_is_positioned(tmp_path: Path, file: str, content: str | bytes
     assert all(p.line >= 1 and p.col >= 1 for p in problems)
 
 
+def test_a_misspelt_variable_names_the_one_the_environment_has(tmp_path: Path) -> None:
+    config = "version: 1\nenvironments:\n  local: {endpoint: embedded, project: p, location: us, app: a, vars: {GREETING: hi}}\n"
+    files = {"cesync.yaml": config, "tools/x.yaml": "clientFunction: {name: x, description: '${GRETING}'}\n"}
+    problems = [str(p) for p in load_repo(make_repo(tmp_path, files)).validate()]
+    assert any(
+        "variable 'GRETING' is not set for environment 'local'; did you mean 'GREETING'? (set it in" in p for p in problems
+    ), problems
+
+
 def test_huge_file(tmp_path: Path) -> None:
     repo = load_repo(make_repo(tmp_path, {"tools/x.yaml": "a: " + "x" * (6 * 1024 * 1024)}))
     assert any("the limit is" in str(p) for p in repo.validate())

@@ -65,7 +65,9 @@ def resolve_env(config: Config, config_doc: Document, name: str | None, override
     names = list(config.environments)
     if name is None:
         if len(names) != 1:
-            raise ConfigError([_problem(config_doc, ("environments",), f"choose an environment with --env: {', '.join(names)}")])
+            raise ConfigError(
+                [_problem(config_doc, ("environments",), f"choose an environment with --env (or CESYNC_ENV): {', '.join(names)}")]
+            )
         name = names[0]
     if name not in config.environments:
         hint = suggest(name, names)

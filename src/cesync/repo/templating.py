@@ -77,10 +77,12 @@ def substitute(
             return match.group(0)
         value = env.var(name)
         if value is None:
+            # the names the repo and the command line give, never the process's: a typo is the likely cause
+            hint = suggest(name, sorted({*env.vars, *env.overrides}))
             problems.append(
                 (
                     path,
-                    f"variable '{name}' is not set for environment '{env.name}' (set it in environments.{env.name}.vars, "
+                    f"variable '{name}' is not set for environment '{env.name}'{hint} (set it in environments.{env.name}.vars, "
                     f"defaults.vars, --var or the process environment as {VAR_ENV_PREFIX}{name}; a plain {name} is never read)",
                 )
             )
