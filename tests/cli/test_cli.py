@@ -500,3 +500,13 @@ def test_validation_errors_ces_reports_are_shown_by_plan_and_apply(tmp_path: Pat
     }
     assert "--fail-on-validation-errors" in failing.stderr
     assert applied.returncode == 1 and "1 updated" in applied.stdout and line in applied.stdout
+
+
+@pytest.mark.parametrize(
+    "args", [("plan", "--detailed-exitcode", "--formt", "json"), ("plan", "--endpoint", "10.0.0.1:9"), ("nosuch",)]
+)
+def test_a_usage_error_exits_1_not_2_which_means_changes(repo: Path, args: tuple[str, ...]) -> None:
+    # click's own exit code for a usage error is 2, which --detailed-exitcode gives to "changes present"
+    result = cesync_process(*args, cwd=repo)
+    assert result.returncode == 1, (result.returncode, result.stderr)
+    assert "Error: " in result.stderr and "Traceback" not in result.stderr

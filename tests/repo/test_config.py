@@ -69,7 +69,7 @@ def test_endpoint_option_and_file_share_the_check(tmp_path: Path, value: str, hi
     from_option = cesync(
         "plan", "--dir", str(fixture), "--endpoint", value, env={"GOOGLE_APPLICATION_CREDENTIALS": "/nonexistent"}
     )
-    assert from_option.returncode == 2 and hint in from_option.stderr, from_option.stderr
+    assert from_option.returncode == 1 and hint in from_option.stderr, from_option.stderr
     assert "credentials" not in from_option.stderr and "Traceback" not in from_option.stderr
 
 

@@ -119,11 +119,16 @@ dir_option = click.option(
 
 
 @contextlib.contextmanager
-def _exit_130_on_interrupt() -> Iterator[None]:
+def _our_exit_codes() -> Iterator[None]:
     try:
         yield
     except (KeyboardInterrupt, click.exceptions.Abort):
         _leave_interrupted()
+    except click.UsageError as exc:
+        # click exits 2 for a bad option, which --detailed-exitcode means "changes present":
+        # a misspelt flag in CI must read as an error, never as a plan with changes.
+        exc.exit_code = EXIT_ERROR
+        raise
 
 
 def _leave_interrupted() -> NoReturn:
@@ -220,12 +225,12 @@ class _Main(click.Group):
                 formatter.write_dl([(n, " ".join((c.short_help or c.help or "").split("\n\n")[0].split())) for n, c in commands])
 
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
-        with _exit_130_on_interrupt():
+        with _our_exit_codes():
             return super().make_context(*args, **kwargs)
 
     def invoke(self, ctx: click.Context) -> Any:
         _fewer_collections()
-        with _exit_130_on_interrupt():
+        with _our_exit_codes():
             return super().invoke(ctx)
 
 
