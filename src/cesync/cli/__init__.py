@@ -127,8 +127,8 @@ def _our_exit_codes() -> Iterator[None]:
     except click.UsageError as exc:
         # click exits 2 for a bad option, which --detailed-exitcode means "changes present":
         # a misspelt flag in CI must read as an error, never as a plan with changes.
-        exc.exit_code = EXIT_ERROR
-        raise
+        exc.show()
+        sys.exit(EXIT_ERROR)
 
 
 def _leave_interrupted() -> NoReturn:
