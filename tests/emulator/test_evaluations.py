@@ -66,7 +66,7 @@ def gate() -> Iterator[tuple[Gate, str]]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()  # shutdown() waits a poll
     yield found, f"http://127.0.0.1:{server.server_address[1]}"
     found.open(1000)  # whatever still waits answers, so the server can stop
     server.shutdown()
