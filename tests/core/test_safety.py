@@ -44,7 +44,7 @@ def test_refused_exactly_when_deletes_or_updates_pass_their_share(
     plan = plan_of(managed, creates, updates, deletes)
     counts = plan.counts()
     assert (counts["create"], counts["update"], counts["delete"]) == (creates, updates, deletes)
-    base = max(plan.managed, updates + deletes)
+    base = managed + deletes  # what cesync manages in the app before the apply
     reason = safety_refusal(plan, limits[0], 10, limits[1])
     expected = base >= 10 and (deletes / base > limits[0] or updates / base > limits[1])
     assert bool(reason) == expected, (managed, creates, updates, deletes, reason)
@@ -55,7 +55,14 @@ def test_refused_exactly_when_deletes_or_updates_pass_their_share(
 def test_routine_work_on_a_small_app_is_not_refused() -> None:
     """The week's case: 1 create and 5 updates on a 10-resource app (50% updated) goes through."""
     assert safety_refusal(plan_of(10, 1, 5, 0), 0.3, 10, 0.8) == ""
-    assert "deletes 4 of 10" in safety_refusal(plan_of(10, 0, 0, 4), 0.3, 10, 0.8)
+    assert safety_refusal(plan_of(10, 0, 0, 4), 0.3, 10, 0.8) == ""  # 4 of 14: 29%
+    assert "deletes 5 of 15" in safety_refusal(plan_of(10, 0, 0, 5), 0.3, 10, 0.8)
+
+
+def test_the_share_is_of_what_the_app_had_not_of_what_the_repo_keeps() -> None:
+    # 9 of 13 deleted: the repo keeps 4, fewer than minResources, but the app had 13.
+    assert "deletes 9 of 13 managed resources (69%" in safety_refusal(plan_of(4, 0, 0, 9), 0.3, 10, 0.8)
+    assert "deletes 12 of 13" in safety_refusal(plan_of(1, 0, 0, 12), 0.3, 10, 0.8)
 
 
 def test_init_shows_the_safety_setting(tmp_path: Path) -> None:

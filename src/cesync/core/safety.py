@@ -22,7 +22,10 @@ def safety_refusal(plan: Plan, max_fraction: float, min_resources: int, max_upda
     """
     counts = plan.counts()
     deletes, updates = counts["delete"], counts["update"]
-    base = max(plan.managed, deletes + updates)
+    # The managed resources the app has before the apply: what the repo defines and the app
+    # already holds, plus what the plan deletes. Not the repo's count after the change, which
+    # shrinks with every delete (9 deletes of 13 read as 9 of 9, under minResources: let through).
+    base = plan.managed - counts["create"] + deletes
     if deletes and plan.managed == 0:
         return (
             f"the repo defines no resources but the plan deletes {deletes}; refusing "
