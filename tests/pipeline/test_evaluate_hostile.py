@@ -6,7 +6,7 @@ message and exit 0 or 1, never an internal error. A real HTTP server (tests/host
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -237,13 +237,23 @@ RICH = {  # every part of a result the report reads
 BASES = {"app": {"name": APP, "evaluationMetricsThresholds": THRESHOLDS}, "result": RICH}
 
 
+@pytest.fixture(scope="module")
+def server() -> Iterator[HostileServer]:
+    """One server for every generated case, each setting its answer: a server's stop waits for its
+    next poll, a twentieth of a second a case."""
+    with HostileServer(_answer(_replies())) as s:
+        yield s
+
+
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(data=st.data(), which=st.sampled_from(["app", "evaluations", "operation", "run", "result"]))
-def test_generated_replies_end_in_a_result_or_a_clear_error(repo: Path, data: st.DataObject, which: str) -> None:
+def test_generated_replies_end_in_a_result_or_a_clear_error(
+    repo: Path, server: HostileServer, data: st.DataObject, which: str
+) -> None:
     good = _replies()
     base = BASES.get(which, good[which])
     reply = data.draw(st.one_of(_shaped, _near(base), _near(base)), label=which)
-    with HostileServer(_answer({**good, which: reply})) as server:
-        code, out, err = _eval(repo, server)
+    server.answer = _answer({**good, which: reply})
+    code, out, err = _eval(repo, server)
     assert code in (0, 1), out + err
     assert "internal error" not in err, err
