@@ -211,6 +211,7 @@ def test_snapshot_versions_and_rollback(bot: Path, server: BackgroundServer, goo
     assert any(line.startswith(version + " ") and "cesync apply" in line for line in listed.splitlines()), listed
     preview = cesync("rollback", version, *common)  # no terminal, no --auto-approve: shows, then refuses
     assert preview.returncode == 1 and "~ agent billing" in preview.stdout and "--auto-approve" in preview.stderr
+    assert preview.stdout.splitlines()[0].endswith(f"({PARENT}) at {url}"), preview.stdout[:300]  # as every plan names it
     assert "Explain every charge" in google.get_agent(name=f"{PARENT}/agents/billing").instruction
     restored = run("rollback", version, *common, "--auto-approve")
     assert "Explain charges" in google.get_agent(name=f"{PARENT}/agents/billing").instruction

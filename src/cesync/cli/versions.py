@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -63,6 +64,7 @@ def rollback(
     """Show what restoring VERSION (an id from 'cesync versions') would change, then restore it (RestoreAppVersion)."""
     from ..client import connect
     from ..client.apps import list_versions, restore_version
+    from ..client.connect import endpoint_for
     from ..pipeline.versions import restore_plan
     from ..repo.repo import load_repo
 
@@ -75,7 +77,8 @@ def rollback(
     async def run() -> list[str]:
         async with connect(env, repo.root, override=endpoint) as client:
             name, preview = await restore_plan(client, env, version, repo)
-            print_plan(preview, fmt)
+            # its header names where the app was read, as every plan's does (docs/environments.md)
+            print_plan(dataclasses.replace(preview, endpoint=endpoint_for(env, endpoint)), fmt)
             if not yes:
                 if not sys.stdin.isatty():
                     raise CesyncError("no terminal to confirm on: pass --auto-approve to restore without asking")
