@@ -138,9 +138,10 @@ def test_diff_shows_exactly_the_seeded_difference(bot: Path, emulator: Backgroun
     assert [(c["action"], c["kind"], c["id"], c["update_mask"]) for c in plan["changes"]] == [
         ("update", "tool", "web-search", ["googleSearchTool.description"])
     ]
-    assert plan["app"].endswith("/apps/support-bot")  # the plan is for prod
+    assert plan["app"].endswith("/apps/support-bot") and plan["endpoint"] == emulator.url  # prod's, read there
     text = cesync(*args)
     assert "like the live 'dev'" in text.stdout and "Search the new help centre." in text.stdout
+    assert f"apps/support-bot) at {emulator.url}\n" in text.stdout  # the header names where prod was read, as plan's
     assert "not a promotion: 'cesync promote --from dev --to prod'" in text.stderr
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
 import sys
@@ -202,6 +203,7 @@ def diff_cmd(
 
     exported, remote_b = asyncio.run(run())
     result = plan_files(exported.files, b.name, remote_b, prune=True, variables=repo.overrides, hidden_by=repo)
+    result = dataclasses.replace(result, endpoint=endpoint_for(b, endpoint))  # TO's header names where it was read, as plan's
     not_promotion = (
         f"This compares the live apps; it is not a promotion: 'cesync promote --from {a.name} --to {b.name}' "
         f"plans '{b.name}' from the commit '{a.name}' last applied."
