@@ -103,3 +103,12 @@ def official_evaluation_client(url: str) -> Any:
     return ces_v1beta.EvaluationServiceClient(
         credentials=AnonymousCredentials(), transport="rest", client_options=ClientOptions(api_endpoint=url)
     )
+
+
+def fast_polling() -> Any:
+    """Google's polling of an operation (api_core's DEFAULT_POLLING) from 50 ms, not 1 s, for
+    ``operation.result(polling=...)``: an emulator's operation is done within a fraction of a
+    second, and the default's first wait of a second was most of these tests' time."""
+    from google.api_core.future.polling import DEFAULT_POLLING
+
+    return DEFAULT_POLLING.with_delay(initial=0.05, maximum=0.5)

@@ -22,7 +22,7 @@ from google.protobuf import field_mask_pb2
 from cesync.emulator.server import BackgroundServer
 from tests.conftest import EXAMPLES
 from tests.helpers import cesync_in_process as cesync
-from tests.helpers import make_repo
+from tests.helpers import fast_polling, make_repo
 
 PARENT = "projects/local/locations/us/apps/support-bot"
 
@@ -239,7 +239,7 @@ def test_export_app_archive_round_trips_through_import_archive(
     run("apply", "--dir", str(bot), "--env", "local", "--endpoint", url, "--auto-approve")
     request = ces_v1.ExportAppRequest(name=PARENT, export_format=ces_v1.ExportAppRequest.ExportFormat.JSON)
     archive = tmp_path / "export.zip"
-    archive.write_bytes(google.export_app(request=request).result(timeout=30).app_content)
+    archive.write_bytes(google.export_app(request=request).result(timeout=30, polling=fast_polling()).app_content)
     repo = tmp_path / "imported"
     out = run("import-archive", str(archive), "--out", str(repo), "--env", "local", "--app", PARENT)
     assert "2 agents" in out and "2 guardrails" in out and "1 example " in out  # singular for one
@@ -274,7 +274,7 @@ def test_create_app_operation_error_is_reported(tmp_path: Path) -> None:
         )
         theirs = google.create_app(parent="projects/p/locations/us", app_id="a", app=ces_v1.App(display_name="Theirs"))
         r = cesync("apply", "--dir", str(repo), "--endpoint", server.url, "--auto-approve")
-        theirs.result(timeout=30)
+        theirs.result(timeout=30, polling=fast_polling())
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert "conflict: create the app" in r.stdout and "already exists" in r.stdout, r.stdout
     assert "create app projects/p/locations/us/apps/a: running" in r.stderr  # the operation was polled, with progress

@@ -20,7 +20,7 @@ from google.protobuf import field_mask_pb2
 
 from cesync.emulator.server import BackgroundServer
 from cesync.sync.archive import ARCHIVE_APP, find_app_root, read_archive
-from tests.helpers import official_client, official_evaluation_client
+from tests.helpers import fast_polling, official_client, official_evaluation_client
 
 LOCATION = "projects/p/locations/us"
 APP = f"{LOCATION}/apps/a"
@@ -178,7 +178,7 @@ def test_an_app_archive_holds_them_and_imports_them(
         evaluation_dataset_id="d",
     )
     request = ces_v1.ExportAppRequest(name=APP, export_format=ces_v1.ExportAppRequest.ExportFormat.JSON)
-    content = v1.export_app(request=request).result(timeout=30).app_content
+    content = v1.export_app(request=request).result(timeout=30, polling=fast_polling()).app_content
     with zipfile.ZipFile(io.BytesIO(content)) as zf:
         names = set(zf.namelist())
         evaluation = json.loads(zf.read("a/evaluations/e/e.json"))
@@ -193,7 +193,9 @@ def test_an_app_archive_holds_them_and_imports_them(
     )
     assert by_kind["evaluationDataset"].body["evaluations"] == [f"{ARCHIVE_APP}/evaluations/e"]
 
-    copy = v1.import_app(request=ces_v1.ImportAppRequest(parent=LOCATION, app_content=content, app_id="copy")).result(timeout=30)
+    copy = v1.import_app(request=ces_v1.ImportAppRequest(parent=LOCATION, app_content=content, app_id="copy")).result(
+        timeout=30, polling=fast_polling()
+    )
     assert not copy.warnings
     imported = beta.get_evaluation(name=f"{copy.name}/evaluations/e")
     assert imported.golden.turns[0].steps[1].expectation.tool_call.tool == f"{copy.name}/tools/rate"

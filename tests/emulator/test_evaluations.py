@@ -20,7 +20,7 @@ from google.cloud import ces_v1beta
 
 from cesync.emulator.evaluations import MAX_REPLAYING, MAX_RESULTS, MAX_RUN_COUNT
 from cesync.emulator.server import BackgroundServer
-from tests.helpers import official_evaluation_client
+from tests.helpers import fast_polling, official_evaluation_client
 
 APP = "projects/p/locations/us/apps/a"
 SCHEMA = """
@@ -125,7 +125,7 @@ def test_the_operation_comes_back_at_once_and_is_done_when_the_replay_ends(
     assert not operation.done()
 
     gate[0].open()
-    response = operation.result(timeout=WAIT)  # Google's client waits on the operation
+    response = operation.result(timeout=WAIT, polling=fast_polling())  # Google's client waits on the operation
     assert response.evaluation_run == run
     done = official.get_evaluation_run(name=run)
     assert done.state == ces_v1beta.EvaluationRun.EvaluationRunState.COMPLETED

@@ -14,7 +14,7 @@ from google.api_core import exceptions
 from google.cloud import ces_v1, ces_v1beta
 
 from cesync.emulator.server import BackgroundServer
-from tests.helpers import official_client, official_evaluation_client
+from tests.helpers import fast_polling, official_client, official_evaluation_client
 
 APP = "projects/p/locations/us/apps/a"
 Beta = ces_v1beta.EvaluationServiceClient
@@ -68,7 +68,7 @@ def test_evaluations_are_filtered_by_their_runs(beta: Beta) -> None:
 
     assert listed('create_time > "2000-01-01T00:00:00Z"') == []  # no run yet
     operation = beta.run_evaluation(request=ces_v1beta.RunEvaluationRequest(app=APP, evaluations=[f"{APP}/evaluations/b"]))
-    operation.result(timeout=30)
+    operation.result(timeout=30, polling=fast_polling())
     assert listed('create_time > "2000-01-01T00:00:00Z"') == ["b"]
     assert listed('create_time < "2000-01-01T00:00:00Z"') == []
     assert listed('initiated_by = "emulator@localhost" AND create_time >= "2000-01-01T00:00:00Z"') == ["b"]

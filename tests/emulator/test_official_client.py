@@ -10,6 +10,7 @@ from google.cloud import ces_v1
 from google.protobuf import field_mask_pb2
 
 from cesync.emulator.server import BackgroundServer
+from tests.helpers import fast_polling
 
 APP = "projects/p/locations/us/apps/a"
 
@@ -114,7 +115,7 @@ def test_v1beta_only_app_fields_are_kept(emulator: BackgroundServer) -> None:
         evaluation_settings=ces_v1beta.EvaluationSettings(scenario_execution_mode=mode),
         evaluation_personas=[ces_v1beta.EvaluationPersona(name="p1", display_name="Impatient", personality="Terse.")],
     )
-    created = beta.create_app(parent="projects/p/locations/us", app=app, app_id="beta").result(timeout=30)
+    created = beta.create_app(parent="projects/p/locations/us", app=app, app_id="beta").result(timeout=30, polling=fast_polling())
     assert created.evaluation_settings.scenario_execution_mode == mode
     assert [p.display_name for p in created.evaluation_personas] == ["Impatient"]
 

@@ -23,6 +23,7 @@ from google.protobuf import field_mask_pb2
 from cesync.api import behaviour as fb
 from cesync.emulator.server import BackgroundServer
 from cesync.sync.archive import ARCHIVE_APP, find_app_root, read_archive
+from tests.helpers import fast_polling
 
 LOCATION = "projects/p/locations/us"
 APP = f"{LOCATION}/apps/shop"
@@ -45,7 +46,7 @@ def client(server: BackgroundServer) -> ces_v1.AgentServiceClient:
 def _create_app(client: ces_v1.AgentServiceClient, app_id: str, **fields: object) -> ces_v1.App:
     operation = client.create_app(parent=LOCATION, app=ces_v1.App(display_name=app_id.title(), **fields), app_id=app_id)
     assert not operation.done()  # the operation takes its time: the client polls it
-    return operation.result(timeout=30)
+    return operation.result(timeout=30, polling=fast_polling())
 
 
 def _tool(client: ces_v1.AgentServiceClient, app: str, tid: str) -> ces_v1.Tool:
@@ -92,7 +93,7 @@ def test_apps_exist_once_created(client: ces_v1.AgentServiceClient) -> None:
     )
     assert [v.name for v in client.get_app(name=app.name).variable_declarations] == ["tier"]
 
-    client.delete_app(name=app.name).result(timeout=30)
+    client.delete_app(name=app.name).result(timeout=30, polling=fast_polling())
     with pytest.raises(exceptions.NotFound):
         client.get_app(name=app.name)
 
@@ -195,7 +196,7 @@ def test_versions_deployments_and_restore(client: ces_v1.AgentServiceClient) -> 
     _tool(client, app, "other")
     operation = client.restore_app_version(name=version.name)
     assert not operation.done()
-    operation.result(timeout=30)
+    operation.result(timeout=30, polling=fast_polling())
     assert [t.name for t in client.list_tools(parent=app)] == [tool.name]
     assert [a.name for a in client.list_agents(parent=app)] == [f"{app}/agents/root"]
     # "This will create a new app version from the current draft app" (RestoreAppVersion's docstring)
@@ -221,7 +222,7 @@ def test_export_import_round_trip(client: ces_v1.AgentServiceClient, tmp_path: P
         update_mask=field_mask_pb2.FieldMask(paths=["root_agent", "global_instruction"]),
     )
     request = ces_v1.ExportAppRequest(name=app, export_format=ces_v1.ExportAppRequest.ExportFormat.JSON)
-    content = client.export_app(request=request).result(timeout=30).app_content
+    content = client.export_app(request=request).result(timeout=30, polling=fast_polling()).app_content
     with zipfile.ZipFile(io.BytesIO(content)) as zf:
         names = set(zf.namelist())
         app_json = zf.read("exported/app.json").decode()
@@ -238,7 +239,7 @@ def test_export_import_round_trip(client: ces_v1.AgentServiceClient, tmp_path: P
 
     imported = client.import_app(
         request=ces_v1.ImportAppRequest(parent=LOCATION, app_content=content, app_id="copy", display_name="Copy")
-    ).result(timeout=30)
+    ).result(timeout=30, polling=fast_polling())
     assert imported.name == f"{LOCATION}/apps/copy" and not imported.warnings
     copy = client.get_app(name=imported.name)
     assert copy.display_name == "Copy" and copy.root_agent == f"{imported.name}/agents/root"
@@ -263,7 +264,7 @@ def test_import_reports_rejected_resources_and_bad_archives(client: ces_v1.Agent
         zf.writestr("x/tools/broken/broken.json", '{"pythonFunction": {"pythonCode": 1}, "bogus": true}')
     result = client.import_app(
         request=ces_v1.ImportAppRequest(parent=LOCATION, app_content=buffer.getvalue(), app_id="partial")
-    ).result(timeout=30)
+    ).result(timeout=30, polling=fast_polling())
     assert any(w.startswith("tools/broken:") for w in result.warnings), result.warnings
     assert list(client.get_agent(name=f"{result.name}/agents/root").tools) == []  # the reference to it was dropped
     with pytest.raises(exceptions.BadRequest):
@@ -432,7 +433,7 @@ def test_operations_through_the_client(client: ces_v1.AgentServiceClient) -> Non
     name = operation.operation.name
     assert name.startswith(f"{LOCATION}/operations/")
     client.cancel_operation(request={"name": name})  # a no-op here: it finishes anyway
-    operation.result(timeout=30)
+    operation.result(timeout=30, polling=fast_polling())
     listed = client.list_operations(request=operations_pb2.ListOperationsRequest(name=LOCATION))
     assert name in [o.name for o in listed.operations]
     assert client.get_operation(request={"name": name}).done
@@ -475,7 +476,7 @@ def test_yaml_export_imports_back(client: ces_v1.AgentServiceClient) -> None:
     _tool(client, app, "lookup")
     _agent(client, app, "root", tools=[f"{app}/tools/lookup"])
     request = ces_v1.ExportAppRequest(name=app, export_format=ces_v1.ExportAppRequest.ExportFormat.YAML)
-    content = client.export_app(request=request).result(timeout=30).app_content
+    content = client.export_app(request=request).result(timeout=30, polling=fast_polling()).app_content
     with zipfile.ZipFile(io.BytesIO(content)) as zf:
         assert {"yamly/app.yaml", "yamly/agents/root/root.yaml", "yamly/tools/lookup/lookup.yaml"} <= set(zf.namelist())
     result = client.import_app(request=ces_v1.ImportAppRequest(parent=LOCATION, app_content=content, app_id="yamly-copy")).result(
@@ -495,7 +496,7 @@ def test_import_fills_env_var_from_environment_json(client: ces_v1.AgentServiceC
         zf.writestr("Shop/environment.json", json.dumps(env))
     result = client.import_app(
         request=ces_v1.ImportAppRequest(parent=LOCATION, app_content=buffer.getvalue(), app_id="env")
-    ).result(timeout=30)
+    ).result(timeout=30, polling=fast_polling())
     assert any("agents/ghost" in w for w in result.warnings)
     tool = client.get_toolset(name=f"{result.name}/toolsets/orders").open_api_toolset
     assert tool.url == "https://orders.dev.example" and "https://orders.dev.example" in tool.open_api_schema
