@@ -13,7 +13,7 @@ from cesync.core.yamlfile import load_text
 from cesync.errors import ConfigError, Problem
 from cesync.repo.repo import load_repo
 from tests.conftest import EXAMPLES
-from tests.helpers import make_repo
+from tests.helpers import cesync, make_repo
 
 BOMB = "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
     f"{chr(98 + i)}: &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8)
@@ -203,6 +203,21 @@ def test_a_misspelt_variable_names_the_one_the_environment_has(tmp_path: Path) -
     assert any(
         "variable 'GRETING' is not set for environment 'local'; did you mean 'GREETING'? (set it in" in p for p in problems
     ), problems
+
+
+def test_a_folder_named_like_a_kind_is_a_warning_naming_the_kind(tmp_path: Path) -> None:
+    # tool/x.yaml is read by nothing: without the warning it would simply not be part of the app
+    files = {"tool/x.yaml": "clientFunction: {name: x}\n", "tool/y.yml": "clientFunction: {name: y}\n"}
+    files |= {"docs/notes.yaml": "a: 1\n", "schemas/orders.yaml": "openapi: 3.0.0\n"}  # other folders may hold YAML
+    repo = make_repo(tmp_path, files)
+    lenient = cesync("validate", "--dir", str(repo))
+    warning = (
+        "tool/x.yaml:1:1: cesync reads no folder 'tool/', so its 2 YAML files are not part of the app; did you mean 'tools/'?"
+    )
+    assert lenient.returncode == 0 and warning in lenient.stderr, lenient.stderr
+    assert "docs/" not in lenient.stderr and "schemas/" not in lenient.stderr
+    strict = cesync("validate", "--dir", str(repo), "--strict")
+    assert strict.returncode == 1 and warning in strict.stderr, strict.stderr
 
 
 def test_huge_file(tmp_path: Path) -> None:

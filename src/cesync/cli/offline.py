@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # the commands import what they use: validate and schema star
 @click.option("--env", "envs", multiple=True, help="Validate for these environments only (default: all).")
 @click.option("--recursive", is_flag=True, help="Validate every folder with a cesync.yaml below --dir (one per app).")
 @var_options
-@click.option("--strict", is_flag=True, help="Fail on warnings too (literal credentials in the repo).")
+@click.option("--strict", is_flag=True, help="Fail on warnings too (literal credentials, a folder named like a kind's).")
 @handled
 def validate(
     directory: Path,
@@ -124,8 +124,9 @@ def _validate_one(
         where = f" in {prefix}" if prefix is not None else ""
         out(f"ok: {count} file{'s' if count != 1 else ''}{where} valid for {', '.join(names)}")
     from ..repo.environments import shared_apps
+    from ..repo.loading import misplaced_files
 
-    return problems, lint_credentials(repo) + shared_apps(repo.config, repo.config_doc)
+    return problems, lint_credentials(repo) + shared_apps(repo.config, repo.config_doc) + misplaced_files(repo.root)
 
 
 @main.command()

@@ -23,6 +23,7 @@ __all__ = [
     "display_path",
     "error_owner",
     "load_sources",
+    "misplaced_files",
     "parse_file",
     "pydantic_problem",
     "type_name",
@@ -77,6 +78,34 @@ def load_sources(root: Path, problems: list[Problem]) -> list[SourceFile]:
             seen[(kind.name, rid)] = doc.file
             files.append(SourceFile(kind, rid, path, doc))
     return files
+
+
+def misplaced_files(root: Path) -> list[Problem]:
+    """A folder of YAML files whose name is close to a kind's folder (``tool/``, ``Agents/``):
+    cesync reads only the kinds' own folders, so those files would silently not be part of the
+    app. A warning, not an error: any folder may hold YAML (an OpenAPI document to include)."""
+    folders = [k.folder for k in KINDS.values() if not k.singleton]
+    found: list[Problem] = []
+    for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        if folder.name in folders:
+            continue
+        lower = {f.lower(): f for f in folders}
+        close = lower.get(folder.name.lower()) or next(iter(difflib.get_close_matches(folder.name, folders, 1, 0.8)), None)
+        yamls = sorted(p.name for p in folder.glob("*.y*ml") if p.suffix in (".yaml", ".yml"))
+        if close and (root / close).is_dir() and (root / close).samefile(folder):
+            continue  # a file system that ignores case reads 'Agents/' as 'agents/'
+        if close and yamls:
+            files = "its YAML file is" if len(yamls) == 1 else f"its {len(yamls)} YAML files are"
+            found.append(
+                Problem(
+                    f"{folder.name}/{yamls[0]}",
+                    1,
+                    1,
+                    f"cesync reads no folder '{folder.name}/', so {files} not part of the app; "
+                    f"did you mean '{close}/'? (move them there)",
+                )
+            )
+    return found
 
 
 def kind_files(root: Path, kind: ResourceKind) -> list[Path]:
