@@ -218,6 +218,7 @@ def test_a_folder_named_like_a_kind_is_a_warning_naming_the_kind(tmp_path: Path)
     assert "docs/" not in lenient.stderr and "schemas/" not in lenient.stderr
     strict = cesync("validate", "--dir", str(repo), "--strict")
     assert strict.returncode == 1 and warning in strict.stderr, strict.stderr
+    assert "ok:" in lenient.stdout and "ok:" not in strict.stdout  # a run that fails does not say ok first
 
 
 def test_huge_file(tmp_path: Path) -> None:

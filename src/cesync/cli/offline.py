@@ -55,7 +55,7 @@ def validate(
     for folder in folders:
         prefix = folder.relative_to(directory) if recursive else None
         try:
-            found, warned = _validate_one(folder, envs, prefix, variables)
+            found, warned = _validate_one(folder, envs, prefix, variables, strict)
             problems += _prefixed(found, prefix)
             warnings += _prefixed(warned, prefix)
         except ConfigError as exc:
@@ -106,7 +106,7 @@ def _prefixed(problems: list[Problem], prefix: Path | None) -> list[Problem]:
 
 
 def _validate_one(
-    directory: Path, envs: tuple[str, ...], prefix: Path | None, variables: dict[str, str]
+    directory: Path, envs: tuple[str, ...], prefix: Path | None, variables: dict[str, str], strict: bool
 ) -> tuple[list[Problem], list[Problem]]:
     from ..core.sensitive import remember
     from ..repo.credentials import lint_credentials
@@ -119,14 +119,15 @@ def _validate_one(
         env = repo.env(name)  # unknown names fail here with the list of known ones
         remember(repo.sensitive_values(env).values())  # before rendering: a problem message must not print one
     problems = repo.validate(names) + _test_problems(repo)
-    if not problems:
-        count = len(repo.files)
-        where = f" in {prefix}" if prefix is not None else ""
-        out(f"ok: {count} file{'s' if count != 1 else ''}{where} valid for {', '.join(names)}")
     from ..repo.environments import shared_apps
     from ..repo.loading import misplaced_files
 
-    return problems, lint_credentials(repo) + shared_apps(repo.config, repo.config_doc) + misplaced_files(repo.root)
+    warnings = lint_credentials(repo) + shared_apps(repo.config, repo.config_doc) + misplaced_files(repo.root)
+    if not problems and not (strict and warnings):  # under --strict a warning fails: no "ok" before it
+        count = len(repo.files)
+        where = f" in {prefix}" if prefix is not None else ""
+        out(f"ok: {count} file{'s' if count != 1 else ''}{where} valid for {', '.join(names)}")
+    return problems, warnings
 
 
 @main.command()
