@@ -57,6 +57,15 @@ def test_fmt_check_lists_files_and_writes_nothing(tmp_path: Path) -> None:
     assert tool.read_text() == shuffled
 
 
+def test_a_file_fmt_cannot_parse_is_named_as_validate_names_it(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "pull", root)
+    (root / "tools" / "tab.yaml").write_text("pythonFunction:\n\tname: x\n")
+    r = cli("fmt", "--dir", str(root), "--check")
+    assert r.exit_code == 1, r.output
+    assert "tools/tab.yaml:2:1: invalid YAML: tab character: YAML indents with spaces only; not formatted" in r.output
+
+
 KEYS = {
     "executionType": "executionType: ASYNCHRONOUS\n",
     "timeout": "timeout: 45s  # slow\n",

@@ -25,7 +25,7 @@ from ..api.kinds import KINDS
 from ..core.normalize import DOCUMENT_FIELDS
 from ..core.walk import Path as Path_
 from ..core.walk import SpecWalker, written_order
-from ..core.yamlfile import read_text
+from ..core.yamlfile import load_text, read_text
 from ..errors import Problem
 from ..models import FieldSpec, ProtoModel
 from .config import Config
@@ -55,7 +55,12 @@ def format_repo(root: Path) -> tuple[dict[str, str], list[Problem]]:
             if "\r\n" in text:
                 new = new.replace("\n", "\r\n")
         except YAMLError as exc:
-            problems.append(Problem(rel, 1, 1, f"invalid YAML, not formatted: {' '.join(str(exc).split())}"))
+            # validate's own message and position (a tab says so), not ruamel's text at 1:1
+            found = load_text(text, rel)
+            if isinstance(found, Problem):
+                problems.append(Problem(rel, found.line, found.col, f"{found.message}; not formatted"))
+            else:
+                problems.append(Problem(rel, 1, 1, f"invalid YAML, not formatted: {' '.join(str(exc).split())}"))
             continue
         if new != text:
             changed[rel] = new
