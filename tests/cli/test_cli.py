@@ -129,6 +129,14 @@ def test_invalid_plan_file(tmp_path: Path, content: str) -> None:
     assert result.returncode == 1 and "error:" in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("command", ["show", "apply"])
+def test_a_missing_plan_file_says_how_one_is_made(tmp_path: Path, command: str) -> None:
+    path = tmp_path / "plan.json"
+    result = cesync(command, str(path), *(["--auto-approve"] if command == "apply" else []))
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.strip() == f"error: no plan file {path}: 'cesync plan --out {path}' saves one"
+
+
 def test_env_required_when_several(repo: Path) -> None:
     result = cesync("plan", "--dir", str(repo))
     assert (

@@ -432,8 +432,10 @@ def save(path: Path, text: str) -> None:
 def load_plan(path: Path) -> Plan:
     try:
         text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PlanFileError(f"no plan file {path}: 'cesync plan --out {path}' saves one") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise PlanFileError(f"cannot read plan file {path}: {exc}") from None
+        raise PlanFileError(f"cannot read plan file {path}: {getattr(exc, 'strerror', None) or exc}") from None
     from ..core.plan import Plan
 
     return Plan.from_json(text, str(path))
