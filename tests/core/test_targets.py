@@ -51,6 +51,9 @@ def test_targets_accept_every_spelling(given: list[str], selected: set[tuple[str
     [
         ("gret", "did you mean 'greet'"),
         ("tools/shopp", "did you mean 'tools/shop' or 'toolsets/shop'"),
+        # in the form given, each once, and not every tool for sharing 'tools/'
+        ("tools/gret", "of the repo or the app; did you mean 'tools/greet'?"),
+        ("gret", "of the repo or the app; did you mean 'greet'?"),
         # Every kind of the registry, in its order: the evaluation kinds too.
         ("toolsets/greet", f"names no {_either(list(KINDS))} of the repo"),
         ("widgets/x", f"the kind must be {_either([f'{k}(s)' for k in KINDS])}"),

@@ -32,8 +32,10 @@ def resolve_targets(targets: Iterable[str], known: Iterable[tuple[str, str]]) ->
             continue
         hits = {(k, i) for k, i in known if i == rid and (named is None or named.name == k)}
         if not hits:
-            names = sorted({f"{KINDS[k].collection}/{i}" for k, i in known} | {i for _, i in known})
-            close = difflib.get_close_matches(t, names, n=3, cutoff=0.5)
+            # suggestions in the form given (tools/ID, or a bare ID), each once; at 0.5 a shared
+            # 'tools/' prefix alone made any tool a suggestion
+            names = sorted({f"{KINDS[k].collection}/{i}" for k, i in known} if kind else {i for _, i in known})
+            close = difflib.get_close_matches(t, names, n=3, cutoff=0.7)
             hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
             bad.append(f"{t!r} names no {spoken(KINDS, 'or')} of the repo or the app{hint}")
             continue
