@@ -307,7 +307,7 @@ BAD_FILES = {
     "agent naming an unknown tool": (
         "agents/x.yaml",
         "displayName: X\ntools: [{ref: tools/gret}]\n",
-        "agents/x.yaml:2:15: ref 'tools/gret' names no tool of this repo; did you mean 'greet'?",
+        "agents/x.yaml:2:15: ref 'tools/gret' names no tool of this repo; did you mean 'tools/greet'?",
     ),
     "guardrail without a display name": ("guardrails/g.yaml", "enabled: true\n", "guardrails/g.yaml:1:1: missing required field"),
     "deployment with a bad enum": (

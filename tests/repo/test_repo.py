@@ -175,7 +175,7 @@ CASES = [
         "bad-ref",
         "tools/w.yaml",
         "widgetTool: {name: w, dataMapping: {sourceToolName: {ref: tools/gret}}}\n",
-        "did you mean 'greet'?",
+        "did you mean 'tools/greet'?",
     ),
     ("missing-var", "tools/x.yaml", "clientFunction: {name: '${NOPE}'}\n", "variable 'NOPE' is not set for environment 'local'"),
     (

@@ -201,7 +201,9 @@ class Expander:
         self.ref_paths.add(at[:-1])
         if kind is not None and (kind, parts[1]) not in self.known:
             ids = sorted(i for k, i in self.known if k == kind)
-            self.problems.append(self.doc.problem(at, f"ref {target!r} names no {kind} of this repo{suggest(parts[1], ids)}"))
+            # the suggestion as the ref is written ('tools/greet'), ready to paste
+            hint = suggest(parts[1], ids).replace("'", f"'{parts[0]}/", 1)
+            self.problems.append(self.doc.problem(at, f"ref {target!r} names no {kind} of this repo{hint}"))
             self.failed_refs.add(at[:-1])
             return None
         self.used_parent = True
