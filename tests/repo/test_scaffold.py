@@ -58,3 +58,20 @@ def test_schema_check_says_missing_then_stale(tmp_path: Path) -> None:
     (out / "tool.schema.json").write_text("{}")
     stale = cli("schema", "--check", "--out", str(out))
     assert stale.exit_code == 1 and "stale JSON Schemas" in stale.output and "missing JSON" not in stale.output
+
+
+def test_init_refuses_an_app_id_its_cesync_yaml_would_not_validate_with(tmp_path: Path) -> None:
+    for app in ("bad id!", "projects/p/locations/us/apps/x"):
+        r = cli("init", "--dir", str(tmp_path / "repo"), "--app", app)
+        assert r.exit_code == 1 and f"--app: invalid app id {app!r}" in r.output and "e.g. support-bot" in r.output
+        assert not (tmp_path / "repo").exists()  # nothing written
+    assert cli("init", "--dir", str(tmp_path / "repo"), "--app", "support-bot").exit_code == 0
+    assert cli("validate", "--dir", str(tmp_path / "repo")).exit_code == 0
+
+
+def test_a_bad_id_in_cesync_yaml_carries_no_pydantic_prefix(tmp_path: Path) -> None:
+    assert cli("init", "--dir", str(tmp_path), "--app", "x").exit_code == 0
+    config = tmp_path / "cesync.yaml"
+    config.write_text(config.read_text().replace("    app: x\n", "    app: x y\n", 1))
+    r = cli("validate", "--dir", str(tmp_path))
+    assert r.exit_code == 1 and "environments.local.app: invalid app id 'x y'" in r.output and "Value error" not in r.output

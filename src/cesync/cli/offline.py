@@ -169,8 +169,13 @@ def schema(out: Path, check: bool) -> None:
 @handled
 def init(directory: Path, app: str) -> None:
     """Scaffold a new repo: cesync.yaml, an example tool, the JSON Schemas its editor modelines name, .gitignore."""
+    from ..repo.config import check_segment
     from ..repo.scaffold import write_scaffold
 
+    try:  # before any file: a cesync.yaml that does not validate is no start
+        check_segment(app, "app")
+    except ValueError as exc:
+        raise CesyncError(f"--app: {exc} (the app's id alone, e.g. support-bot)") from None
     for path in write_scaffold(directory, app):
         out(f"created {path}")
     out("next: cesync validate && cesync plan --env local")

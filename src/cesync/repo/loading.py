@@ -206,7 +206,7 @@ def pydantic_problem(err: Any, doc: Document, offset: Path_ = (), model: type[Ba
     if err["type"] == "extra_forbidden":
         hint = suggest(str(loc[-1]), keys_at(model, loc[:-1])) if model is not None else ""
         return doc.problem(path, f"unknown field '{loc[-1]}'{hint}", key=True)
-    msg = err["msg"]
+    msg = err["msg"].removeprefix("Value error, ")  # pydantic's prefix for a validator's ValueError says nothing
     if err["type"] == "required_empty":  # the API reads "", 0 or the enum's 0 of a required field as unset
         return doc.problem(path, f"{dotted or loc[-1]} is required and must not be {err['ctx']['empty']}")
     if err["type"] == "literal_error":
