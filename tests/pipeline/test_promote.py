@@ -159,3 +159,42 @@ def test_links_in_the_commit_are_not_laid_out(repo: Path) -> None:
     with commit_tree(repo, sha) as folder:
         assert (folder / "tools" / "greet.yaml").is_file()
         assert not (folder / "tools" / "leak.yaml").exists() and not (folder / "tools" / "leak.yaml").is_symlink()
+
+
+def _versions(google: ces_v1.AgentServiceClient, app: str) -> list[str]:
+    return [v.name for v in google.list_app_versions(parent=app)]
+
+
+def test_an_apply_that_changes_nothing_records_the_commit_the_app_now_matches(
+    repo: Path, server: BackgroundServer, google: ces_v1.AgentServiceClient
+) -> None:
+    """A console edit pulled and committed: dev already runs it, so apply changes nothing, yet
+    promote must take that commit, not the one before the pull."""
+    dev = "projects/p/locations/us/apps/a-dev"
+    _commit(repo, "Hello")
+    assert _cli(repo, server, "apply", "--env", "dev", "--auto-approve")[0] == 0
+    tool = google.get_tool(name=f"{dev}/tools/greet")
+    tool.python_function.python_code = tool.python_function.python_code.replace("Hello", "Hi")
+    google.update_tool(tool=tool)  # the console edit
+    code, _, err = _cli(repo, server, "pull", "--env", "dev")
+    assert code == 0, err
+    assert "Hi " in (repo / "tools" / "greet.yaml").read_text()
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qam", "pulled")
+    pulled = _git(repo, "rev-parse", "HEAD")
+
+    before = _versions(google, dev)
+    code, out, err = _cli(repo, server, "apply", "--env", "dev", "--auto-approve")
+    assert code == 0, err
+    assert f"({pulled[:7]}: the app already matched it)" in out, out
+    assert len(_versions(google, dev)) == len(before) + 1
+    # again, with nothing moved: no new record (a GitOps loop does not pile up versions)
+    code, out, err = _cli(repo, server, "apply", "--env", "dev", "--auto-approve")
+    assert code == 0 and "Applied record" not in out, out
+    assert len(_versions(google, dev)) == len(before) + 1
+
+    plan_file = repo.parent / "promote.json"
+    code, out, err = _cli(repo, server, "promote", "--from", "dev", "--to", "prod", "--out", str(plan_file))
+    assert code == 0, err
+    assert f"Promotion: the repo as at commit {pulled[:12]}, which 'dev' last applied" in out, out
+    assert _cli(repo, server, "apply", str(plan_file), "--auto-approve")[0] == 0
+    assert _greeting(google) == "Hi"

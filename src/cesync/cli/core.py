@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # the commands import what they use
     from ..api.kinds import ResourceKind
     from ..client.api import CesClient
     from ..core.plan import Plan
+    from ..core.record import AppliedRecord
     from ..pipeline.apply import ApplyResult, Outcome
 
 
@@ -238,18 +239,29 @@ def apply(
             if fmt == "text" and saved is None:
                 print_plan(current, "text")
             from ..pipeline.apply import ApplyResult  # here: the HTTP client it imports loaded during the render
-            from ..pipeline.recording import record_apply
+            from ..pipeline.recording import record_apply, record_if_moved
 
             if not current.has_changes:
                 if snapshot and fmt == "text":
                     out("No changes: no version created (--snapshot marks applies that changed the app).")
-                if not current.record and not current.targets:
-                    # the first apply of a repo that already matches (an export, an import-archive): adopted
-                    made = await record_apply(client, ctx, current, None)
-                    if fmt == "text":
-                        out(f"Applied record: version {made.version.rsplit('/', 1)[-1]} (cesync now owns what the repo defines).")
+                noop = ApplyResult(current.environment, current.app)
+                if not current.targets:  # a partial apply never speaks for the whole commit
+                    # the first apply of a repo that already matches (an export, an import-archive) adopts
+                    # it; a later one records the commit and ownership the app now matches, if they moved
+                    made = await (
+                        record_if_moved(client, ctx, current) if current.record else record_apply(client, ctx, current, None)
+                    )
+                    if made is not None:
+                        noop.record = made.version
+                        if fmt == "text":
+                            what = (
+                                "cesync now owns what the repo defines"
+                                if not current.record
+                                else _recorded(made) + ": the app already matched it"
+                            )
+                            out(f"Applied record: version {made.version.rsplit('/', 1)[-1]} ({what}).")
                 if fmt == "json":
-                    out(json.dumps(ApplyResult(current.environment, current.app).to_dict(), indent=2))
+                    out(json.dumps(noop.to_dict(), indent=2))
                 return None
             check_safety(current, safety.maxChangeFraction, safety.minResources, allow_mass_change, safety.maxUpdateFraction)
             if not auto_approve:
@@ -271,9 +283,7 @@ def apply(
                 made = await record_apply(client, ctx, current, result)
                 result.record = made.version
                 if fmt == "text":
-                    # as the version's own name says it: promote refuses a record of uncommitted changes
-                    what = (made.commit[:7] or "no commit") + (" + uncommitted changes" if made.dirty else "")
-                    out(f"Applied record: version {made.version.rsplit('/', 1)[-1]} ({what}).")
+                    out(f"Applied record: version {made.version.rsplit('/', 1)[-1]} ({_recorded(made)}).")
             return result
 
     result = asyncio.run(run())
@@ -301,6 +311,11 @@ def apply(
         if not result.interrupted and fmt == "text":
             err("some actions did not succeed; run 'cesync plan' to see the remaining work")
         sys.exit(EXIT_INTERRUPTED if result.interrupted else EXIT_ERROR)
+
+
+def _recorded(made: AppliedRecord) -> str:
+    """What a record holds, as the version's own name says it: promote refuses a record of uncommitted changes."""
+    return (made.commit[:7] or "no commit") + (" + uncommitted changes" if made.dirty else "")
 
 
 async def validation_after(client: CesClient, parent: str) -> dict[str, list[str]]:

@@ -7,14 +7,15 @@ from typing import TYPE_CHECKING
 from ..api.kinds import APP, kind_of_name
 from ..core.plan import Plan
 from ..core.record import AppliedRecord
-from ..sync.record import write_record
+from ..sync.record import last_applied, write_record
+from ..sync.snapshot import commit_of
 from .apply import DONE, ApplyResult
 
 if TYPE_CHECKING:
     from ..client.api import CesClient
     from .context import Context
 
-__all__ = ["owned_after", "record_apply"]
+__all__ = ["owned_after", "record_apply", "record_if_moved"]
 
 
 def owned_after(ctx: Context, plan: Plan, result: ApplyResult | None) -> set[str]:
@@ -40,3 +41,19 @@ async def record_apply(client: CesClient, ctx: Context, plan: Plan, result: Appl
         keep=ctx.repo.config.records.keep,
         commit=ctx.promotion[1],  # a promotion applied the commit it names, not a checkout
     )
+
+
+async def record_if_moved(client: CesClient, ctx: Context, plan: Plan) -> AppliedRecord | None:
+    """The record of an apply that changed nothing, when what it would record has moved on.
+
+    A pull committed, a commit that changes only another environment's variables, a resource
+    made by hand and now defined by the repo: the app already matches, but the last record
+    names an older commit (promote would take that one) or owns less (prune would keep what
+    the repo now defines). Then a new record is written; with nothing moved (a GitOps loop
+    re-applying the same commit) none is, so versions do not pile up."""
+    last = await last_applied(client, ctx.env)
+    commit = ctx.promotion[1] or commit_of(ctx.repo.root)[0]
+    # Uncommitted changes alone are no reason: a record of them would only make promote refuse.
+    if last is not None and (last.commit, last.digest, set(last.owned)) == (commit, plan.digest, owned_after(ctx, plan, None)):
+        return None
+    return await record_apply(client, ctx, plan, None)
