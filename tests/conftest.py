@@ -30,12 +30,12 @@ def emulator() -> Iterator[BackgroundServer]:
 
 
 @pytest.fixture(scope="session")
-def tour(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> subprocess.CompletedProcess[str]:
+def tour(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
     """examples/support-bot/tour.sh as the README runs it, its output and errors each sent to a file
     (no terminal, NO_COLOR unset): one run of its 20 s serves every test of what it printed. Under
     xdist the workers share it through their common temporary folder, the first to ask runs it."""
     base = tmp_path_factory.getbasetemp()
-    shared = base if worker_id == "master" else base.parent
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # a worker's basetemp is one of the run's
     out, err, code = shared / "tour.out", shared / "tour.err", shared / "tour.rc"
     with (shared / "tour.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes; a second worker waits here for the first's run
