@@ -91,10 +91,10 @@ step "6. the version apply --snapshot made before the removal, and a rollback to
 cesync versions --env local
 version=$(cesync versions --env local --format json | python3 -c 'import json,sys; print(next(v["name"].rsplit("/", 1)[-1] for v in json.load(sys.stdin) if v.get("description", "").startswith("the app before")))')
 cesync rollback "$version" --env local --auto-approve
-step "the repo no longer has those tools: plan takes the agent's reference out again; the tools are kept, since the last applied record does not name them (--prune-unmanaged deletes them)"
+step "the repo no longer has those tools: plan takes the agent's reference out again, and --prune deletes them again (the rollback's applied record owns what cesync made)"
 set +e; cesync plan --env local --detailed-exitcode --prune >"$work/after-rollback.txt"; code=$?; set -e
 cat "$work/after-rollback.txt"
 [ "$code" = 2 ] || { echo "expected changes after the rollback (exit 2), got $code" >&2; exit 1; }
-grep -q 'cesync did not make them; --prune-unmanaged deletes them' "$work/after-rollback.txt" \
-  || { echo "expected the restored tools listed as kept, for --prune-unmanaged" >&2; exit 1; }
+grep -q 'tool order-status will be deleted' "$work/after-rollback.txt" \
+  || { echo "expected the restored tools deleted again by --prune, as cesync made them" >&2; exit 1; }
 printf '\nThe tour is over: every step did what it said.\n'

@@ -65,7 +65,7 @@ def rollback(
     from ..client import connect
     from ..client.apps import list_versions, restore_version
     from ..client.connect import endpoint_for
-    from ..pipeline.versions import restore_plan
+    from ..pipeline.versions import record_rollback, restore_plan
     from ..repo.repo import load_repo
 
     if deprecated_yes:
@@ -74,7 +74,7 @@ def rollback(
     repo = load_repo(directory)  # its files say which fields hold sensitive values, in the snapshot too
     env = repo.env(env_name)
 
-    async def run() -> list[str]:
+    async def run() -> tuple[list[str], str]:
         async with connect(env, repo.root, override=endpoint) as client:
             name, preview = await restore_plan(client, env, version, repo)
             # its header names where the app was read, as every plan's does (docs/environments.md)
@@ -88,11 +88,15 @@ def rollback(
             await restore_version(client, name)
             # RestoreAppVersion first "will create a new app version from the current draft app"
             # (google-cloud-ces); its answer does not name it, the list does
-            return [
+            backups = [
                 str(v["name"]).rsplit("/", 1)[-1] for v in await list_versions(client, env.parent) if v.get("name") not in before
             ]
+            made = await record_rollback(client, env, repo, name)
+            return backups, made.version.rsplit("/", 1)[-1] if made is not None else ""
 
-    backups = asyncio.run(run())
+    backups, record = asyncio.run(run())
     out(f"Restored {version} to {env.parent}. The repo may say otherwise: 'cesync plan' shows the difference.")
     if backups:
         out(f"The app as it was is kept as version {backups[0]} ('cesync rollback {backups[0]}' goes back to it).")
+    if record:
+        out(f"Applied record: version {record} (what cesync made and the restore brought back is cesync's again).")

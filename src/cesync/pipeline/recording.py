@@ -39,7 +39,7 @@ async def record_apply(client: CesClient, ctx: Context, plan: Plan, result: Appl
         owned=owned,
         present=owned | others,
         keep=ctx.repo.config.records.keep,
-        commit=ctx.promotion[1],  # a promotion applied the commit it names, not a checkout
+        commit=ctx.promotion[1] or None,  # a promotion applied the commit it names, not a checkout
     )
 
 

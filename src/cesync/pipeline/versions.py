@@ -15,6 +15,7 @@ from .masking import hidden_fields
 
 if TYPE_CHECKING:  # the HTTP client loads when a command first uses it (see client/__init__.py)
     from ..client.api import CesClient
+    from ..core.record import AppliedRecord
 
 
 async def restore_plan(client: CesClient, env: EnvTarget, version: str, repo: Repo | None = None) -> tuple[str, Plan]:
@@ -50,3 +51,31 @@ async def restore_plan(client: CesClient, env: EnvTarget, version: str, repo: Re
     remote = [r for r in await read_remote(client, env.parent) if r.kind.in_snapshot]
     hidden = hidden_fields(repo, env, [*wanted, *remote]) if repo is not None else {}
     return name, build_plan(env.name, env.parent, wanted, remote, prune=True, sensitive=hidden)
+
+
+async def record_rollback(client: CesClient, env: EnvTarget, repo: Repo, restored: str) -> AppliedRecord | None:
+    """The applied record after restoring the version named restored (None: cesync never applied here).
+
+    The restore brings back what the last apply deleted, which that apply's record no longer
+    owns: without a new record, plan would call cesync's own tools "kept: cesync did not make
+    them". What any of the env's records owned and the app now holds is cesync's again; what
+    none did (made by hand) stays not owned. The commit is the restored record's, when the
+    version is one (the app is then what that commit made); else none, so promote refuses it."""
+    from ..sync.record import records, write_record
+
+    found = await records(client, env)
+    if not found:
+        return None
+    was = next((r for r in found if r.version == restored), None)
+    present = {f"{r.kind}/{r.id}" for r in await read_remote(client, env.parent) if r.kind is not THE_APP}
+    ever = set[str]().union(*(r.owned for r in found))
+    return await write_record(
+        client,
+        env,
+        repo.root,
+        digest=was.digest if was is not None else "",
+        owned=ever & present,
+        present=present,
+        keep=repo.config.records.keep,
+        commit=was.commit if was is not None and not was.dirty else "",
+    )

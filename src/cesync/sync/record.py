@@ -56,15 +56,15 @@ async def write_record(
     owned: Iterable[str],
     present: Iterable[str],
     keep: int,
-    commit: str = "",
+    commit: str | None = None,
 ) -> AppliedRecord:
     """Create the record of an apply that succeeded, then delete the env's records beyond the newest keep.
 
     commit: what was applied when it is not root's checkout (a promotion renders a commit's tree
-    in a temporary folder). A record a deployment still serves (FAILED_PRECONDITION) is kept:
-    deleting it is not ours to force.
+    in a temporary folder; "" for a rollback to a version no commit made). A record a deployment
+    still serves (FAILED_PRECONDITION) is kept: deleting it is not ours to force.
     """
-    sha, _, dirty = (commit, "", False) if commit else commit_of(root)
+    sha, _, dirty = (commit, "", False) if commit is not None else commit_of(root)
     # The record's short form names what the snapshot holds and cesync does not own; what the
     # snapshot lacks (an evaluation) is then not present to it, so owning one keeps the long form.
     present = [key for key in present if key.split("/", 1)[0] in _in_snapshot()]
