@@ -33,7 +33,9 @@ def _run(root: Path, server: BackgroundServer, *args: str) -> str:
     return r.stdout
 
 
-def test_what_a_rollback_brings_back_is_cesync_s_again_and_a_hand_made_tool_is_not(tmp_path: Path, server: BackgroundServer) -> None:
+def test_what_a_rollback_brings_back_is_cesync_s_again_and_a_hand_made_tool_is_not(
+    tmp_path: Path, server: BackgroundServer
+) -> None:
     root = make_repo(tmp_path, {"tools/keep.yaml": TOOL.format(name="keep"), "tools/gone.yaml": TOOL.format(name="gone")})
     _run(root, server, "apply", "--auto-approve")
     google: ces_v1.AgentServiceClient = official_client(server.url)
