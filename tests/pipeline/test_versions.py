@@ -43,6 +43,11 @@ def test_what_a_rollback_brings_back_is_cesync_s_again_and_a_hand_made_tool_is_n
         parent=APP, tool_id="byhand", tool=ces_v1.Tool(client_function=ces_v1.ClientFunction(name="byhand"))
     )
     (root / "tools" / "gone.yaml").unlink()
+    # without --prune each kept resource is under the flag that would delete it
+    plan = _run(root, server, "plan")
+    ours, others = plan.split("not in the repo (kept; --prune deletes them):")[1].split("not in the repo (kept: cesync did not")
+    assert "tools/gone" in ours and "byhand" not in ours, plan
+    assert "--prune-unmanaged deletes them):" in others and "tools/byhand" in others and "gone" not in others, plan
     applied = _run(root, server, "apply", "--auto-approve", "--prune", "--snapshot")
     assert "tool gone will be deleted" in applied and "byhand" in applied  # listed as kept
     before = next(line.split()[2] for line in applied.splitlines() if line.startswith("Snapshot: version"))

@@ -6,6 +6,7 @@ import difflib
 import json
 from typing import Any
 
+from ..api.kinds import kind_of_name
 from ..core.plan import Plan
 from ..core.yamlout import to_yaml
 
@@ -78,3 +79,20 @@ def _plain(value: Any) -> str:
     """A server's text on one line, no markup: a changelog author or time cannot end a block or fake a line."""
     text = "".join(ch if ch.isprintable() and ch not in "`<>|*_[]" else " " for ch in str(value))
     return text[:200]
+
+
+def unmanaged_groups(plan: Plan) -> list[tuple[str, list[str]]]:
+    """The remote resources the repo does not define, by what would delete them: (why, names).
+
+    Without prune, what cesync made is kept until --prune, and what it did not make until
+    --prune-unmanaged: one hint for both would send the reader to a flag that deletes nothing.
+    With no applied record every resource counts as cesync's (planbuild.build_plan)."""
+    owned = set(plan.owned)
+
+    def made(name: str) -> bool:
+        return not plan.record or f"{kind_of_name(name).name}/{name.rsplit('/', 1)[-1]}" in owned
+
+    ours = [n for n in plan.unmanaged if not plan.prune and made(n)]
+    others = [n for n in plan.unmanaged if n not in ours]
+    groups = [("kept; --prune deletes them", ours), ("kept: cesync did not make them; --prune-unmanaged deletes them", others)]
+    return [(why, names) for why, names in groups if names]

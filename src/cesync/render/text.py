@@ -10,7 +10,19 @@ from typing import Any
 from ..api.words import count
 from ..core.plan import RESENT, Change, Plan
 from ..core.sensitive import CHANGED
-from .common import SYMBOL, VERB, as_text, drift_label, is_multiline, notices, summary, unified, validation_lines, where
+from .common import (
+    SYMBOL,
+    VERB,
+    as_text,
+    drift_label,
+    is_multiline,
+    notices,
+    summary,
+    unified,
+    unmanaged_groups,
+    validation_lines,
+    where,
+)
 
 COLORS = {"create": "\x1b[32m", "update": "\x1b[33m", "delete": "\x1b[31m", "dim": "\x1b[2m", "bold": "\x1b[1m"}
 RESET = "\x1b[0m"
@@ -45,14 +57,9 @@ def render_text(plan: Plan, *, color: bool = False, mapper: Mapper | None = None
     if not plan.changes:
         lines.append("No changes. The app matches the repo.")
         lines.append("")
-    if plan.unmanaged:
-        why = (
-            "kept: cesync did not make them; --prune-unmanaged deletes them"
-            if plan.prune
-            else "kept; --prune deletes those cesync made"
-        )
-        lines.append(paint(f"{count(len(plan.unmanaged), 'remote resource')} not in the repo ({why}):", "dim"))
-        lines += [paint(f"  ? {name}", "dim") for name in plan.unmanaged]
+    for why, names in unmanaged_groups(plan):
+        lines.append(paint(f"{count(len(names), 'remote resource')} not in the repo ({why}):", "dim"))
+        lines += [paint(f"  ? {name}", "dim") for name in names]
         lines.append("")
     if plan.validation:
         lines.append(paint("CES reports problems in the app as it is (validationErrors, invalid):", "bold"))
