@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cesync.errors import ConfigError
+from cesync.errors import CesyncError, ConfigError
 from cesync.repo.config import Config
 from cesync.repo.loading import keys_at
 from cesync.repo.repo import find_root, load_repo
@@ -98,7 +98,7 @@ def test_found_from_any_folder_below_it(tmp_path_factory: pytest.TempPathFactory
         result = cesync_in_process("validate", "--dir", str(deep))
         assert result.returncode == 0 and "1 file valid" in result.stdout, result.stdout + result.stderr
     else:
-        with pytest.raises(ConfigError, match=r"no cesync\.yaml in .* or any folder above it"):
+        with pytest.raises(CesyncError, match=r"no cesync\.yaml in .* or any folder above it"):
             find_root(deep)
 
 
@@ -106,3 +106,6 @@ def test_without_one_the_error_says_where_it_looked(tmp_path: Path) -> None:
     (tmp_path / ".git").mkdir()
     result = cesync_in_process("validate", "--dir", str(tmp_path))
     assert result.returncode == 1 and f"no cesync.yaml in {tmp_path} or any folder above it" in result.stderr
+    assert (
+        "cesync.yaml:1:1" not in result.stderr and "problem found" not in result.stderr
+    )  # no position in a file that is not there

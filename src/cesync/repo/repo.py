@@ -28,7 +28,7 @@ from ..core.fieldpath import data_path, position
 from ..core.references import Ref, cycles, names_in
 from ..core.sensitive import remember
 from ..core.yamlfile import Document, Path_
-from ..errors import ConfigError, Problem
+from ..errors import CesyncError, ConfigError, Problem
 from ..models import TOOL_TYPES
 from ..models.base import build
 from .config import Config
@@ -228,16 +228,10 @@ def find_root(start: Path) -> Path:
             return folder
         if (folder / ".git").exists():
             break
-    raise ConfigError(
-        [
-            Problem(
-                str(start / CONFIG_FILE),
-                1,
-                1,
-                f"no {CONFIG_FILE} in {start} or any folder above it; run 'cesync init' or pass --dir "
-                "(cesync matrix lists the apps below a folder)",
-            )
-        ]
+    # no file to point at (a position in a file that does not exist would send an editor nowhere)
+    raise CesyncError(
+        f"no {CONFIG_FILE} in {start} or any folder above it; run 'cesync init' or pass --dir "
+        "(cesync matrix lists the apps below a folder)"
     )
 
 
