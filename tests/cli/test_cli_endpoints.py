@@ -46,7 +46,7 @@ def test_the_header_names_the_endpoint_in_every_format(repo: Path) -> None:
     assert cesync("plan", "--dir", str(repo), "--env", "local", "--out", str(saved)).returncode == 0
     assert json.loads(saved.read_text())["endpoint"] == "embedded"
     md = cesync("show", str(saved), "--format", "markdown")
-    assert "App `projects/local/locations/us/apps/support-bot` at `the embedded emulator`" in md.stdout
+    assert "App `projects/local/locations/us/apps/support-bot` at the embedded emulator\n" in md.stdout  # words, not code
 
 
 def test_two_environments_on_one_app_are_a_validate_warning(repo: Path) -> None:

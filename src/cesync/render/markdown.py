@@ -22,7 +22,7 @@ def render_markdown(plan: Plan, *, max_chars: int | None = None, full_plan: str 
         MARKER.format(env=plan.environment, app=plan.app),
         f"### cesync plan: `{plan.environment}`",
         "",
-        f"App `{plan.app}`" + (f" at `{where(plan)}`" if where(plan) else ""),
+        f"App `{plan.app}`" + (f" at {_endpoint(plan)}" if where(plan) else ""),
         "",
     ]
     head += [f"> **{line.split(': ', 1)[0]}:** {line.split(': ', 1)[1]}" for line in notices(plan) if line]
@@ -106,3 +106,9 @@ def _fence(body: list[str]) -> str:
     of the plan into Markdown and HTML its author chose)."""
     longest = max((len(run) for line in body for run in re.findall(r"`+", line)), default=0)
     return "`" * max(3, longest + 1)
+
+
+def _endpoint(plan: Plan) -> str:
+    """A URL as code; 'the embedded emulator' is words, not a value to copy."""
+    said = where(plan)
+    return said if plan.endpoint == "embedded" else f"`{said}`"
