@@ -67,7 +67,7 @@ async def record_rollback(client: CesClient, env: EnvTarget, repo: Repo, restore
     if not found:
         return None
     was = next((r for r in found if r.version == restored), None)
-    present = {f"{r.kind}/{r.id}" for r in await read_remote(client, env.parent) if r.kind is not THE_APP}
+    present = {f"{r.kind}/{r.id}" for r in await read_remote(client, env.parent) if not r.kind.singleton}
     ever = set[str]().union(*(r.owned for r in found))
     return await write_record(
         client,

@@ -45,7 +45,7 @@ def left_out_notes(found: list[Resource]) -> list[str]:
 def _reason(r: Resource) -> tuple[str, str]:
     name = str(r.body.get("name", ""))
     if "/toolsets/" in name:
-        return "toolset", name.split("/toolsets/", 1)[1].split("/", 1)[0]
+        return "generated", name.split("/toolsets/", 1)[1].split("/", 1)[0]
     member = next((t for t in r.kind.server_made if t in r.body), None)
     if member == "systemTool":
         return "system", ""
@@ -55,7 +55,7 @@ def _reason(r: Resource) -> tuple[str, str]:
 def _note(reason: str, detail: str, rs: list[Resource]) -> str:
     kind, ids = rs[0].kind, ", ".join(r.id for r in rs)
     one = len(rs) == 1
-    if reason == "toolset":
+    if reason == "generated":
         what = f"{kind} {ids}: generated" if one else f"{kind.counted(len(rs))} generated"
         by = f" by toolset {detail}" + ("" if one else f" ({ids})")
         return f"left out {what}{by}, read-only (toolsets/{detail}.yaml defines {'it' if one else 'them'})"
