@@ -44,3 +44,29 @@ def test_port_zero_announces_the_port_it_bound_and_serves_there() -> None:
         finally:
             proc.send_signal(signal.SIGINT)
             proc.wait(timeout=30)
+
+
+def test_the_emulator_s_connections_do_not_wait_on_nagle() -> None:
+    """Each connection `cesync emulator` accepts has TCP_NODELAY, as asyncio gives a socket it binds
+    itself: without it every answer waited for the client's delayed ACK (a GET took 64 ms, not 23)."""
+    import asyncio
+    import socket
+
+    from cesync.emulator.server import listening_socket
+
+    async def accepted_nodelay() -> int:
+        seen: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            seen.set_result(writer.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            writer.close()
+
+        sock = listening_socket("127.0.0.1", 0)
+        server = await asyncio.start_server(handle, sock=sock)
+        async with server:
+            _, writer = await asyncio.open_connection(*sock.getsockname()[:2])
+            flag = await asyncio.wait_for(seen, 10)
+            writer.close()
+        return flag
+
+    assert asyncio.run(accepted_nodelay()) != 0

@@ -18,7 +18,7 @@ from .operations import DEFAULT_DELAY as DEFAULT_OPERATION_DELAY
 from .quota import QuotaConfig
 from .store import Store
 
-__all__ = ["BackgroundServer", "free_port", "serve"]
+__all__ = ["BackgroundServer", "free_port", "listening_socket", "serve"]
 
 
 def seeded_store(state: Path | None, apps: Iterable[str] = (), *, auto_create_apps: bool = False) -> Store:
@@ -74,14 +74,7 @@ def serve(
     """Serve until interrupted. The socket is bound first, so a port in use is an OSError here
     (uvicorn would log its own error and exit) and ``listening`` hears the port actually bound
     (``--port 0`` picks a free one)."""
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn's own bind: a restart need not wait
-    try:
-        sock.bind((host, port))
-        sock.listen(2048)  # uvicorn's backlog; listening now, a client that read the banner is queued, not refused
-    except OSError:
-        sock.close()
-        raise
+    sock = listening_socket(host, port)
     store = seeded_store(state, apps, auto_create_apps=auto_create_apps)
     app: Any = create_app(store, faults, operation_delay=operation_delay, quota=quota)
     if log_requests:
@@ -96,6 +89,21 @@ def serve(
         listening(host, int(sock.getsockname()[1]))
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
     server.run(sockets=[sock])
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to (host, port) and listening; OSError when the port is taken."""
+    # IPPROTO_TCP named, not 0: asyncio turns Nagle off (TCP_NODELAY) only on sockets whose proto
+    # says TCP, and without it each answer waited on the client's delayed ACK (64 ms a GET, not 23).
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn's own bind: a restart need not wait
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)  # uvicorn's backlog; listening now, a client that read the banner is queued, not refused
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def free_port() -> int:
