@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
 import subprocess
 import sys
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -112,3 +117,29 @@ def fast_polling() -> Any:
     from google.api_core.future.polling import DEFAULT_POLLING
 
     return DEFAULT_POLLING.with_delay(initial=0.05, maximum=0.5)
+
+
+@contextlib.contextmanager
+def json_api(answer: Callable[[str, Mapping[str, str]], tuple[int, Any]]) -> Iterator[str]:
+    """A loopback HTTP server whose GETs answer JSON: answer(path, headers) -> (status, data);
+    yields its URL. It polls for shutdown every 50 ms (the default 0.5 s was a wait per test)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            status, data = answer(self.path, self.headers)
+            body = json.dumps(data).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -7,10 +7,8 @@ test lets it (a gate), so what the run is doing while it replays is seen, not gu
 
 from __future__ import annotations
 
-import json
 import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import httpx
@@ -20,7 +18,7 @@ from google.cloud import ces_v1beta
 
 from cesync.emulator.evaluations import MAX_REPLAYING, MAX_RESULTS, MAX_RUN_COUNT
 from cesync.emulator.server import BackgroundServer
-from tests.helpers import fast_polling, official_evaluation_client
+from tests.helpers import fast_polling, json_api, official_evaluation_client
 
 APP = "projects/p/locations/us/apps/a"
 SCHEMA = """
@@ -52,24 +50,16 @@ class Gate:
 def gate() -> Iterator[tuple[Gate, str]]:
     found = Gate()
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            found.arrived.release()
-            found.passes.acquire(timeout=WAIT)
-            data = json.dumps({"order": self.path.rsplit("/", 1)[-1]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.end_headers()
-            self.wfile.write(data)
+    def answer(path: str, headers: Mapping[str, str]) -> tuple[int, Any]:
+        found.arrived.release()
+        found.passes.acquire(timeout=WAIT)
+        return 200, {"order": path.rsplit("/", 1)[-1]}
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()  # shutdown() waits a poll
-    yield found, f"http://127.0.0.1:{server.server_address[1]}"
-    found.open(1000)  # whatever still waits answers, so the server can stop
-    server.shutdown()
+    with json_api(answer) as url:
+        try:
+            yield found, url
+        finally:
+            found.open(1000)  # whatever still waits answers, so the server can stop
 
 
 @pytest.fixture

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import json
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import httpx
@@ -18,6 +15,7 @@ from google.protobuf import struct_pb2
 
 from cesync.emulator import EmbeddedTransport
 from cesync.emulator.server import BackgroundServer
+from tests.helpers import json_api
 
 APP = "projects/p/locations/us/apps/a"
 
@@ -169,21 +167,11 @@ def test_call_errors_follow_the_api(tools: dict[str, Any], request_: dict[str, A
 
 @pytest.fixture
 def orders_api() -> Iterator[str]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            data = json.dumps({"path": self.path, "key": self.headers.get("X-Key")}).encode()
-            self.send_response(200 if "missing" not in self.path else 404)
-            self.send_header("Content-Type", "application/json")
-            self.end_headers()
-            self.wfile.write(data)
+    def answer(path: str, headers: Mapping[str, str]) -> tuple[int, Any]:
+        return 200 if "missing" not in path else 404, {"path": path, "key": headers.get("X-Key")}
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()  # shutdown() waits a poll
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with json_api(answer) as url:
+        yield url
 
 
 SCHEMA = """
