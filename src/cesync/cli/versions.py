@@ -88,10 +88,9 @@ def rollback(
             await restore_version(client, name)
             # RestoreAppVersion first "will create a new app version from the current draft app"
             # (google-cloud-ces); its answer does not name it, the list does
-            backups = [
-                str(v["name"]).rsplit("/", 1)[-1] for v in await list_versions(client, env.parent) if v.get("name") not in before
-            ]
-            made = await record_rollback(client, env, repo, name)
+            after = await list_versions(client, env.parent)
+            backups = [str(v["name"]).rsplit("/", 1)[-1] for v in after if v.get("name") not in before]
+            made = await record_rollback(client, env, repo, name, after)
             return backups, made.version.rsplit("/", 1)[-1] if made is not None else ""
 
     backups, record = asyncio.run(run())

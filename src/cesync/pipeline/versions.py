@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..api.kinds import APP, THE_APP, by_snapshot_field
 from ..api.resource import Resource
@@ -53,17 +53,20 @@ async def restore_plan(client: CesClient, env: EnvTarget, version: str, repo: Re
     return name, build_plan(env.name, env.parent, wanted, remote, prune=True, sensitive=hidden)
 
 
-async def record_rollback(client: CesClient, env: EnvTarget, repo: Repo, restored: str) -> AppliedRecord | None:
-    """The applied record after restoring the version named restored (None: cesync never applied here).
+async def record_rollback(
+    client: CesClient, env: EnvTarget, repo: Repo, restored: str, versions: list[dict[str, Any]]
+) -> AppliedRecord | None:
+    """The applied record after restoring the version named restored (None: cesync never applied here);
+    versions: the app's versions as listed after the restore.
 
     The restore brings back what the last apply deleted, which that apply's record no longer
     owns: without a new record, plan would call cesync's own tools "kept: cesync did not make
     them". What any of the env's records owned and the app now holds is cesync's again; what
     none did (made by hand) stays not owned. The commit is the restored record's, when the
     version is one (the app is then what that commit made); else none, so promote refuses it."""
-    from ..sync.record import records, write_record
+    from ..sync.record import records_in, write_record
 
-    found = await records(client, env)
+    found = records_in(versions, env)
     if not found:
         return None
     was = next((r for r in found if r.version == restored), None)

@@ -11,6 +11,7 @@ import contextlib
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from .. import __version__
 from ..api import descriptors
@@ -22,7 +23,7 @@ from ..errors import ApiError, NotFound, PermissionDenied
 from ..repo.repo import EnvTarget
 from .snapshot import commit_of
 
-__all__ = ["KIND_OF", "changes_since", "last_applied", "records", "write_record"]
+__all__ = ["KIND_OF", "changes_since", "last_applied", "records", "records_in", "write_record"]
 
 KIND_OF = {k.collection: k.name for k in KINDS.values() if not k.singleton}
 
@@ -37,7 +38,12 @@ def _in_snapshot() -> frozenset[str]:
 
 async def records(client: CesClient, env: EnvTarget) -> list[AppliedRecord]:
     """Every applied record of env's app for env, newest first."""
-    found = (parse_record(v, KIND_OF) for v in await list_versions(client, env.parent))
+    return records_in(await list_versions(client, env.parent), env)
+
+
+def records_in(versions: list[dict[str, Any]], env: EnvTarget) -> list[AppliedRecord]:
+    """The applied records for env among versions as listVersions gives them (newest first)."""
+    found = (parse_record(v, KIND_OF) for v in versions)
     return [r for r in found if r is not None and r.env == env.name]
 
 

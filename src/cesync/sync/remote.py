@@ -12,7 +12,7 @@ from ..errors import CesyncError
 if TYPE_CHECKING:
     from ..client import CesClient
 
-__all__ = ["left_out_note", "left_out_notes", "list_app", "read_existing", "read_remote"]
+__all__ = ["left_out_notes", "list_app", "read_existing", "read_remote"]
 
 
 async def list_app(client: CesClient, parent: str) -> dict[ResourceKind, list[Resource]]:
@@ -27,15 +27,10 @@ async def list_app(client: CesClient, parent: str) -> dict[ResourceKind, list[Re
     return {k: items for k, items in zip(kinds, listed, strict=True) if not isinstance(items, BaseException)}
 
 
-def left_out_note(r: Resource) -> str:
-    """Why a listed resource is not cesync's to write (a tool CES makes: api.behaviour's READ_ONLY)."""
-    return left_out_notes([r])[0]
-
-
 def left_out_notes(found: list[Resource]) -> list[str]:
-    """One note per reason for the listed resources that are not cesync's to write, each naming
-    its resources: every app has the same three system tools, and a line each on every export
-    and pull was noise."""
+    """Why listed resources are not cesync's to write (tools CES makes: api.behaviour's READ_ONLY),
+    one note per reason naming its resources: every app has the same three system tools, and a
+    line each on every export and pull was noise."""
     groups: dict[tuple[str, str], list[Resource]] = {}
     for r in found:
         groups.setdefault(_reason(r), []).append(r)
@@ -75,7 +70,7 @@ def _note(reason: str, detail: str, rs: list[Resource]) -> str:
 async def read_remote(client: CesClient, parent: str, left_out: list[str] | None = None) -> list[Resource]:
     """The resources cesync manages, in registry order; the app first when it exists, nothing when it does not.
 
-    left_out: gets a note (left_out_note) for each listed resource that is not cesync's to write."""
+    left_out: gets the notes (left_out_notes) of the listed resources that are not cesync's to write."""
     from ..client.apps import get_app  # with the client: plan imports it in the thread that reads ahead
 
     app, listed = await asyncio.gather(get_app(client, parent), list_app(client, parent), return_exceptions=True)
