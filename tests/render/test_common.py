@@ -1,0 +1,51 @@
+"""render/common: the parts every renderer shares."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cesync.api.kinds import KINDS
+from cesync.api.resource import Resource
+from cesync.core.plan import Plan
+from cesync.core.planbuild import build_plan
+from cesync.render.common import unmanaged_groups
+
+PARENT = "projects/p/locations/us/apps/a"
+IDS = st.sets(st.sampled_from(["a", "b", "c", "d", "e", "f"]), max_size=6)
+
+
+def _tool(rid: str) -> Resource:
+    return Resource(KINDS["tool"], rid, {"name": f"{PARENT}/tools/{rid}", "clientFunction": {"name": rid}})
+
+
+@given(remote=IDS, desired=IDS, owned=st.none() | IDS)
+def test_each_kept_resource_is_under_the_flag_that_deletes_it(
+    remote: set[str], desired: set[str], owned: set[str] | None
+) -> None:
+    """The hint of a plan without --prune says what --prune would delete: checked against the
+    plan --prune makes from the same app, repo and record."""
+
+    def plan(prune: bool) -> Plan:
+        made = build_plan(
+            "dev",
+            PARENT,
+            [_tool(r) for r in sorted(desired)],
+            [_tool(r) for r in sorted(remote)],
+            prune=prune,
+            owned=None if owned is None else frozenset(f"tool/{r}" for r in owned),
+        )
+        return dataclasses.replace(made, record="" if owned is None else f"{PARENT}/versions/v")
+
+    kept = plan(False)
+    groups = dict(unmanaged_groups(kept))
+    by_prune = {n.rsplit("/", 1)[-1] for n in groups.get("kept; --prune deletes them", [])}
+    by_unmanaged = {
+        n.rsplit("/", 1)[-1] for n in groups.get("kept: cesync did not make them; --prune-unmanaged deletes them", [])
+    }
+    assert not by_prune & by_unmanaged and by_prune | by_unmanaged == remote - desired  # each once
+    pruned = plan(True)
+    assert by_prune == {c.id for c in pruned.changes if c.action == "delete"}
+    assert dict(unmanaged_groups(pruned)).keys() <= {"kept: cesync did not make them; --prune-unmanaged deletes them"}
