@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -127,35 +126,16 @@ def _target(config: Config, config_doc: Document, name: str, env: Environment, o
     return replace(target, urls=_urls(target, config_doc))
 
 
-_URL_VAR = re.compile(r"\$(\$?)\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
 def _urls(target: EnvTarget, config_doc: Document) -> dict[str, str]:
     """``${NAME}`` in a url takes the environment's variable (a local stub's port, say), so that
     export, pull and rendering all see the url the environment means; ``$${`` is a literal ``${``."""
+    from .templating import substitute  # the one ${NAME} substitution; it renders with EnvTarget, so here on use
+
     out: dict[str, str] = {}
     problems: list[Problem] = []
     for rid, url in target.urls.items():
-
-        def value(match: re.Match[str], rid: str = rid) -> str:
-            escaped, var = match.groups()
-            if escaped:
-                return match.group(0)[1:]
-            found = target.var(var)
-            if found is None:
-                problems.append(
-                    _problem_at(
-                        config_doc,
-                        ("environments", target.name, "urls", rid),
-                        f"variable '{var}' is not set for environment '{target.name}' (set it in environments."
-                        f"{target.name}.vars, defaults.vars, --var or the process environment as {VAR_ENV_PREFIX}{var}; "
-                        f"a plain {var} is never read)",
-                    )
-                )
-                return match.group(0)
-            return found
-
-        out[rid] = _URL_VAR.sub(value, url)
+        out[rid], missing = substitute(url, target, ("environments", target.name, "urls", rid))
+        problems += [_problem_at(config_doc, path, message) for path, message in missing]
     if problems:
         raise ConfigError(problems)
     return out
