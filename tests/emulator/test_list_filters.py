@@ -12,7 +12,11 @@ from typing import Any
 import pytest
 from google.api_core import exceptions
 from google.cloud import ces_v1, ces_v1beta
+from hypothesis import given
+from hypothesis import strategies as st
 
+from cesync.emulator.errors import RpcError
+from cesync.emulator.list_filters import keep_of
 from cesync.emulator.server import BackgroundServer
 from tests.helpers import fast_polling, official_client, official_evaluation_client
 
@@ -126,3 +130,50 @@ def test_what_the_protos_do_not_document_is_refused_saying_what_is(beta: Beta, c
     with pytest.raises(exceptions.BadRequest) as caught:
         list(call(beta))
     assert message in str(caught.value)
+
+
+_TERM = st.tuples(
+    st.sampled_from(
+        [
+            "evaluation_datasets",
+            "create_time",
+            "initiated_by",
+            "app_version_display_name",
+            "request.evaluations",
+            "request.evaluation_dataset",
+            "display_name",
+        ]
+    ),
+    st.sampled_from([":", "=", "!=", "<", ">=", "~"]),
+    st.sampled_from(["smoke", '"a b"', "2026-01-01T00:00:00Z", "yesterday", f"{APP}/evaluationDatasets/smoke", '"', ""]),
+).map("".join)
+_FILTER_TEXT = st.one_of(
+    st.text(alphabet='abcdeilnorstuv_.:=!<>" ()AND-0123456789TZ/', max_size=60),
+    st.lists(_TERM, min_size=1, max_size=3).map(" AND ".join),
+)
+_RESOURCE = st.fixed_dictionaries(
+    {},
+    optional={
+        "evaluationDatasets": st.lists(st.sampled_from([f"{APP}/evaluationDatasets/smoke", "x"]), max_size=2),
+        "evaluationRuns": st.lists(st.sampled_from([f"{APP}/evaluationRuns/r1", "gone"]), max_size=2),
+        "request": st.fixed_dictionaries({}, optional={"evaluations": st.lists(st.text(max_size=8), max_size=2)}),
+    },
+)
+_RUNS = {f"{APP}/evaluationRuns/r1": {"createTime": "2026-01-01T00:00:00Z", "initiatedBy": "a@b.c"}}
+
+
+@given(
+    st.sampled_from(["evaluations", "scheduledEvaluationRuns", "evaluationDatasets"]),
+    st.sampled_from(["filter", "evaluationFilter", "evaluationRunFilter"]),
+    _FILTER_TEXT,
+    st.lists(_RESOURCE, max_size=3),
+)
+def test_any_filter_text_is_a_list_or_a_400(collection: str, param: str, text: str, resources: list[dict[str, Any]]) -> None:
+    """Whatever a client sends as a filter, the emulator answers a list or INVALID_ARGUMENT, never a 500."""
+    try:
+        keep = keep_of(collection, {param: text}, _RUNS.get)
+    except RpcError as exc:
+        assert exc.status == "INVALID_ARGUMENT", exc
+        return
+    for resource in resources:
+        assert keep is None or isinstance(keep(resource), bool)
