@@ -176,7 +176,10 @@ def test_a_week_of_gitops(bot: Path, server: BackgroundServer, google: ces_v1.Ag
     plan = json.loads(run("plan", *common, "--prune", "--format", "json").stdout)
     assert [(c["action"], c["id"]) for c in plan["changes"]] == [("delete", "web-search")]
     assert f"{PARENT}/agents/hand" in plan["unmanaged"] and "tool/web-search" in plan["owned"]
-    assert "cesync did not make them; --prune-unmanaged deletes them" in run("plan", *common, "--prune").stdout
+    assert (
+        "(kept: cesync did not make it; --prune-unmanaged deletes it):\n  ? " + f"{PARENT}/agents/hand"
+        in run("plan", *common, "--prune").stdout
+    )
     run("apply", *common, "--auto-approve", "--prune")
     names = {a.name.rsplit("/", 1)[-1] for a in google.list_agents(parent=PARENT)}
     assert "hand" in names and not [t for t in google.list_tools(parent=PARENT) if t.name.endswith("/web-search")]

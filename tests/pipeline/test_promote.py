@@ -198,3 +198,23 @@ def test_an_apply_that_changes_nothing_records_the_commit_the_app_now_matches(
     assert f"Promotion: the repo as at commit {pulled[:12]}, which 'dev' last applied" in out, out
     assert _cli(repo, server, "apply", str(plan_file), "--auto-approve")[0] == 0
     assert _greeting(google) == "Hi"
+
+
+def test_a_clean_apply_replaces_a_record_of_uncommitted_changes(
+    repo: Path, server: BackgroundServer, google: ces_v1.AgentServiceClient
+) -> None:
+    _commit(repo, "Hello")
+    assert _cli(repo, server, "apply", "--env", "dev", "--auto-approve")[0] == 0
+    (repo / "NOTES.md").write_text("a commit that changes no environment\n", encoding="utf-8")
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "notes")
+    head = _git(repo, "rev-parse", "HEAD")
+    stray = repo / "scratch.txt"
+    stray.write_text("uncommitted\n", encoding="utf-8")
+    code, out, err = _cli(repo, server, "apply", "--env", "dev", "--auto-approve")
+    assert code == 0 and f"({head[:7]} + uncommitted changes: the app already matched it)" in out, out + err
+    stray.unlink()
+    code, out, err = _cli(repo, server, "apply", "--env", "dev", "--auto-approve")
+    assert code == 0 and f"({head[:7]}: the app already matched it)" in out, out + err  # clean now: recorded again
+    code, out, err = _cli(repo, server, "promote", "--from", "dev", "--to", "prod")
+    assert code == 0 and f"commit {head[:12]}, which 'dev' last applied" in out, out + err

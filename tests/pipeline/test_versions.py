@@ -45,9 +45,9 @@ def test_what_a_rollback_brings_back_is_cesync_s_again_and_a_hand_made_tool_is_n
     (root / "tools" / "gone.yaml").unlink()
     # without --prune each kept resource is under the flag that would delete it
     plan = _run(root, server, "plan")
-    ours, others = plan.split("not in the repo (kept; --prune deletes them):")[1].split("not in the repo (kept: cesync did not")
+    ours, others = plan.split("not in the repo (kept; --prune deletes it):")[1].split("not in the repo (kept: cesync did not")
     assert "tools/gone" in ours and "byhand" not in ours, plan
-    assert "--prune-unmanaged deletes them):" in others and "tools/byhand" in others and "gone" not in others, plan
+    assert "--prune-unmanaged deletes it):" in others and "tools/byhand" in others and "gone" not in others, plan
     applied = _run(root, server, "apply", "--auto-approve", "--prune", "--snapshot")
     assert "tool gone will be deleted" in applied and "byhand" in applied  # listed as kept
     before = next(line.split()[2] for line in applied.splitlines() if line.startswith("Snapshot: version"))
@@ -59,3 +59,21 @@ def test_what_a_rollback_brings_back_is_cesync_s_again_and_a_hand_made_tool_is_n
     plan = _run(root, server, "plan", "--prune", "--detailed-exitcode")
     assert "tool gone will be deleted" in plan, plan  # cesync made it: --prune takes it out again
     assert "tool byhand will be deleted" not in plan and "byhand" in plan, plan  # still not cesync's
+
+
+def test_a_hand_made_tool_under_an_id_cesync_once_pruned_stays_not_cesync_s_after_a_rollback(
+    tmp_path: Path, server: BackgroundServer
+) -> None:
+    root = make_repo(tmp_path, {"tools/x.yaml": TOOL.format(name="x")})
+    _run(root, server, "apply", "--auto-approve")  # cesync makes x
+    (root / "tools" / "x.yaml").unlink()
+    _run(root, server, "apply", "--auto-approve", "--prune")  # and prunes it
+    google: ces_v1.AgentServiceClient = official_client(server.url)
+    google.create_tool(parent=APP, tool_id="x", tool=ces_v1.Tool(client_function=ces_v1.ClientFunction(name="byhand")))
+    (root / "tools" / "other.yaml").write_text(TOOL.format(name="other"), encoding="utf-8")
+    applied = _run(root, server, "apply", "--auto-approve", "--snapshot")
+    before = next(line.split()[2] for line in applied.splitlines() if line.startswith("Snapshot: version"))
+
+    _run(root, server, "rollback", before, "--auto-approve")  # the snapshot holds the hand-made x
+    plan = _run(root, server, "plan", "--prune")
+    assert "tool x will be deleted" not in plan and "tools/x" in plan, plan  # kept: cesync did not make this x

@@ -41,11 +41,15 @@ def test_each_kept_resource_is_under_the_flag_that_deletes_it(
 
     kept = plan(False)
     groups = dict(unmanaged_groups(kept))
-    by_prune = {n.rsplit("/", 1)[-1] for n in groups.get("kept; --prune deletes them", [])}
+    by_prune = {
+        n.rsplit("/", 1)[-1] for n in groups.get("kept; --prune deletes them", []) + groups.get("kept; --prune deletes it", [])
+    }
     by_unmanaged = {
-        n.rsplit("/", 1)[-1] for n in groups.get("kept: cesync did not make them; --prune-unmanaged deletes them", [])
+        n.rsplit("/", 1)[-1]
+        for n in groups.get("kept: cesync did not make them; --prune-unmanaged deletes them", [])
+        + groups.get("kept: cesync did not make it; --prune-unmanaged deletes it", [])
     }
     assert not by_prune & by_unmanaged and by_prune | by_unmanaged == remote - desired  # each once
     pruned = plan(True)
     assert by_prune == {c.id for c in pruned.changes if c.action == "delete"}
-    assert dict(unmanaged_groups(pruned)).keys() <= {"kept: cesync did not make them; --prune-unmanaged deletes them"}
+    assert all("--prune-unmanaged" in why for why, _ in unmanaged_groups(pruned))

@@ -52,8 +52,10 @@ async def record_if_moved(client: CesClient, ctx: Context, plan: Plan) -> Applie
     the repo now defines). Then a new record is written; with nothing moved (a GitOps loop
     re-applying the same commit) none is, so versions do not pile up."""
     last = await last_applied(client, ctx.env)
-    commit = ctx.promotion[1] or commit_of(ctx.repo.root)[0]
-    # Uncommitted changes alone are no reason: a record of them would only make promote refuse.
-    if last is not None and (last.commit, last.digest, set(last.owned)) == (commit, plan.digest, owned_after(ctx, plan, None)):
+    commit, _, dirty = (ctx.promotion[1], "", False) if ctx.promotion[1] else commit_of(ctx.repo.root)
+    # Uncommitted changes alone are no reason (a record of them would only make promote refuse),
+    # but a clean tree replaces a record of uncommitted changes, else promote refused for ever.
+    same = last is not None and (last.commit, last.digest, set(last.owned)) == (commit, plan.digest, owned_after(ctx, plan, None))
+    if last is not None and same and (dirty or not last.dirty):
         return None
     return await record_apply(client, ctx, plan, None)

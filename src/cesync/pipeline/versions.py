@@ -61,24 +61,41 @@ async def record_rollback(
 
     The restore brings back what the last apply deleted, which that apply's record no longer
     owns: without a new record, plan would call cesync's own tools "kept: cesync did not make
-    them". What any of the env's records owned and the app now holds is cesync's again; what
-    none did (made by hand) stays not owned. The commit is the restored record's, when the
+    them". So the new record owns what the last record owns and what cesync owned when the
+    restored version was made: the version's own record, or else the newest record made before
+    it (a version --snapshot took just before an apply), of what the app now holds. Not what any
+    older record owned: an id cesync once made, pruned, and someone then made again by hand
+    would become cesync's, for --prune to delete. The commit is the restored record's, when the
     version is one (the app is then what that commit made); else none, so promote refuses it."""
     from ..sync.record import records_in, write_record
 
-    found = records_in(versions, env)
+    found = records_in(versions, env)  # newest first
     if not found:
         return None
+    made_at = _nanos(next((v.get("createTime") for v in versions if v.get("name") == restored), None))
     was = next((r for r in found if r.version == restored), None)
+    then = was or next((r for r in found if made_at is not None and (_nanos(r.time) or made_at + 1) <= made_at), None)
     present = {f"{r.kind}/{r.id}" for r in await read_remote(client, env.parent) if not r.kind.singleton}
-    ever = set[str]().union(*(r.owned for r in found))
+    owned = {*found[0].owned, *(then.owned if then is not None else ())}
     return await write_record(
         client,
         env,
         repo.root,
         digest=was.digest if was is not None else "",
-        owned=ever & present,
+        owned=owned & present,
         present=present,
         keep=repo.config.records.keep,
         commit=was.commit if was is not None and not was.dirty else "",
     )
+
+
+def _nanos(stamp: object) -> int | None:
+    """An RFC 3339 createTime as nanoseconds (protobuf's Timestamp reads any precision), None if it is not one."""
+    from google.protobuf.timestamp_pb2 import Timestamp
+
+    parsed = Timestamp()
+    try:
+        parsed.FromJsonString(str(stamp))
+    except ValueError:
+        return None
+    return int(parsed.ToNanoseconds())

@@ -94,5 +94,11 @@ def unmanaged_groups(plan: Plan) -> list[tuple[str, list[str]]]:
 
     ours = [n for n in plan.unmanaged if not plan.prune and made(n)]
     others = [n for n in plan.unmanaged if n not in ours]
-    groups = [("kept; --prune deletes them", ours), ("kept: cesync did not make them; --prune-unmanaged deletes them", others)]
-    return [(why, names) for why, names in groups if names]
+    return [
+        (why.format(them="it" if len(names) == 1 else "them"), names)
+        for why, names in (
+            ("kept; --prune deletes {them}", ours),
+            ("kept: cesync did not make {them}; --prune-unmanaged deletes {them}", others),
+        )
+        if names
+    ]

@@ -4,9 +4,22 @@ from __future__ import annotations
 
 import re
 
+from ..api.words import count
 from ..core.plan import RESENT, Plan
 from ..core.sensitive import CHANGED
-from .common import SYMBOL, VERB, as_text, drift_label, is_multiline, notices, summary, unified, validation_lines, where
+from .common import (
+    SYMBOL,
+    VERB,
+    as_text,
+    drift_label,
+    is_multiline,
+    notices,
+    summary,
+    unified,
+    unmanaged_groups,
+    validation_lines,
+    where,
+)
 
 MARKER = "<!-- cesync-plan:{env}:{app} -->"
 GITHUB_COMMENT_LIMIT = 65_536
@@ -40,9 +53,9 @@ def render_markdown(plan: Plan, *, max_chars: int | None = None, full_plan: str 
         tail += ["**CES reports problems in the app as it is** (validationErrors, invalid):", ""]
         tail += [f"- `{line.split(': ', 1)[0]}`: {line.split(': ', 1)[1]}" for line in validation_lines(plan.validation)]
         tail.append("")
-    if plan.unmanaged:
-        tail += ["<details><summary>Remote resources not in the repo (kept)</summary>", ""]
-        tail += [f"- `{n}`" for n in plan.unmanaged] + ["", "</details>", ""]
+    for why, names in unmanaged_groups(plan):
+        tail += [f"<details><summary>{count(len(names), 'remote resource')} not in the repo ({why})</summary>", ""]
+        tail += [f"- `{n}`" for n in names] + ["", "</details>", ""]
     tail.append(f"**Plan:** {summary(counts)}. Digest `{plan.digest[:19]}`.")
     sections = ["\n".join(_section(c)) + "\n" for c in plan.changes]
     text = _join(head, sections, tail)
