@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import httpx
+import pytest
 
 from tests.helpers import cesync_process
 
@@ -70,3 +71,16 @@ def test_the_emulator_s_connections_do_not_wait_on_nagle() -> None:
         return flag
 
     assert asyncio.run(accepted_nodelay()) != 0
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--port", "99999"], "Invalid value for '--port': 99999 is not in the range 0<=x<=65535"),
+        (["--host", "nosuchhost.invalid", "--port", "0"], "give --host an address of this machine"),
+    ],
+)
+def test_a_bad_port_or_host_is_one_error_naming_the_fix(args: list[str], said: str) -> None:
+    result = cesync_process("emulator", *args, "--quiet")
+    assert result.returncode == 1 and said in result.stderr and "Traceback" not in result.stderr, result.stderr
+    assert "internal error" not in result.stderr and ("--port" in said or "another --port" not in result.stderr)

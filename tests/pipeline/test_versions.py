@@ -77,3 +77,19 @@ def test_a_hand_made_tool_under_an_id_cesync_once_pruned_stays_not_cesync_s_afte
     _run(root, server, "rollback", before, "--auto-approve")  # the snapshot holds the hand-made x
     plan = _run(root, server, "plan", "--prune")
     assert "tool x will be deleted" not in plan and "tools/x" in plan, plan  # kept: cesync did not make this x
+
+
+def test_rollback_in_json_prints_one_json_document(tmp_path: Path, server: BackgroundServer) -> None:
+    import json
+
+    root = make_repo(tmp_path, {"tools/keep.yaml": TOOL.format(name="keep")})
+    _run(root, server, "apply", "--auto-approve")
+    (root / "tools" / "keep.yaml").write_text(TOOL.format(name="keep").replace("Say", "Tell"), encoding="utf-8")
+    applied = _run(root, server, "apply", "--auto-approve", "--snapshot")
+    before = next(line.split()[2] for line in applied.splitlines() if line.startswith("Snapshot: version"))
+    r = cesync(
+        "rollback", before, "--auto-approve", "--format", "json", "--dir", str(root), "--env", "local", "--endpoint", server.url
+    )
+    assert r.returncode == 0, r.stderr
+    json.loads(r.stdout)  # the preview alone
+    assert "Restored" in r.stderr and "Applied record" in r.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 import click
@@ -18,7 +19,9 @@ from . import (
 
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on (keep it on loopback).")
-@click.option("--port", type=int, default=8765, show_default=True, help="The port to listen on.")
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="The port to listen on (0: a free one)."
+)
 @click.option(
     "--state",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -121,6 +124,10 @@ def emulator(
             listening=listening,
         )
     except OSError as exc:
-        raise CesyncError(
-            f"cannot serve on {host}:{port}: {exc.strerror or exc}; pick another --port (--port 0 takes a free one)"
-        ) from None
+        at = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        fix = (
+            "pick another --port (--port 0 takes a free one)"
+            if exc.errno == errno.EADDRINUSE
+            else "give --host an address of this machine (an IPv6 one without brackets: --host ::1)"
+        )
+        raise CesyncError(f"cannot serve on {at}: {exc.strerror or exc}; {fix}") from None

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from ..errors import CesyncError
+from ..errors import ApiError, CesyncError
 from . import dir_option, endpoint_option, env_option, err, format_option, handled, main, out, print_plan
 
 
@@ -90,12 +90,17 @@ def rollback(
             # (google-cloud-ces); its answer does not name it, the list does
             after = await list_versions(client, env.parent)
             backups = [str(v["name"]).rsplit("/", 1)[-1] for v in after if v.get("name") not in before]
-            made = await record_rollback(client, env, repo, name, after)
+            try:
+                made = await record_rollback(client, env, repo, name, after)
+            except ApiError as exc:  # the restore is done: say so, and what is missing
+                err(f"warning: restored, but the applied record could not be written ({exc}); the next apply writes one")
+                made = None
             return backups, made.version.rsplit("/", 1)[-1] if made is not None else ""
 
     backups, record = asyncio.run(run())
-    out(f"Restored {version} to {env.parent}. The repo may say otherwise: 'cesync plan' shows the difference.")
+    said = fmt == "json"  # a JSON preview on stdout stays one JSON document: the rest is said on stderr
+    out(f"Restored {version} to {env.parent}. The repo may say otherwise: 'cesync plan' shows the difference.", err=said)
     if backups:
-        out(f"The app as it was is kept as version {backups[0]} ('cesync rollback {backups[0]}' goes back to it).")
+        out(f"The app as it was is kept as version {backups[0]} ('cesync rollback {backups[0]}' goes back to it).", err=said)
     if record:
-        out(f"Applied record: version {record} (what cesync made and the restore brought back is cesync's again).")
+        out(f"Applied record: version {record} (what cesync made and the restore brought back is cesync's again).", err=said)

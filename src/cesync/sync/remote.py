@@ -31,10 +31,10 @@ def left_out_notes(found: list[Resource]) -> list[str]:
     """Why listed resources are not cesync's to write (tools CES makes: api.behaviour's READ_ONLY),
     one note per reason naming its resources: every app has the same three system tools, and a
     line each on every export and pull was noise."""
-    groups: dict[tuple[str, str], list[Resource]] = {}
-    for r in found:
-        groups.setdefault(_reason(r), []).append(r)
-    return [_note(reason, detail, rs) for (reason, detail), rs in groups.items()]
+    groups: dict[tuple[str, str, str], list[Resource]] = {}
+    for r in found:  # by kind too: a note speaks of one kind's resources
+        groups.setdefault((r.kind.name, *_reason(r)), []).append(r)
+    return [_note(reason, detail, rs) for (_, reason, detail), rs in groups.items()]
 
 
 def _reason(r: Resource) -> tuple[str, str]:
