@@ -283,3 +283,19 @@ def test_renderers_mask_both_sides(before: str, after: str) -> None:
             assert value not in text and json.dumps(value)[1:-1] not in text
     if before != after:
         assert CHANGED in render(plan, "text")
+
+
+@given(before=st.text(".", max_size=200), limit=st.integers(8, 160))
+def test_a_cut_message_keeps_no_part_of_a_sensitive_value(before: str, limit: int) -> None:
+    """Issue #34 finding 8: a message cut to its length ('...') could end with the first characters
+    of a value the final scrub then no longer recognised (messages quote a server's or tool's text)."""
+    from cesync.core.sensitive import clip, remember
+
+    value = "Zq9Wx7Kv3Lp2Mn8Rt4"
+    remember([value])
+    try:
+        shown = clip(repr(before + value + " and more"), limit)
+    finally:
+        forget()
+    assert len(shown) <= limit
+    assert not any(value[:k] in shown for k in range(2, len(value) + 1)), shown

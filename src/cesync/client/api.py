@@ -41,7 +41,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 from ..api.jsonvalue import JsonValueError, loads
 from ..api.kinds import ResourceKind, api_version, by_collection, kind_of_name
 from ..api.resource import Resource
-from ..core.sensitive import scrub
+from ..core.sensitive import clip, scrub
 from ..errors import ApiError, BadReply, CesyncError, RetryableError, TransportError
 from .pacing import Pacer, Quota, is_quota_refusal
 from .replies import quota_limit, quota_line, retry_delay, retry_line, to_error, transient
@@ -489,8 +489,7 @@ def _record(kind: ResourceKind, body: dict[str, Any], parent: str, operation: st
 
 def _short(value: object) -> str:
     """A server's value in a message: quoted, and cut when long."""
-    text = repr(value)
-    return text if len(text) <= 120 else text[:117] + "..."
+    return clip(repr(value), 120)
 
 
 def _kind(name: str) -> str:

@@ -20,6 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .sensitive import clip
+
 __all__ = ["REPORT_FORMAT", "Finding", "Outcome", "Report", "RunOutcome", "build_report", "judge_result"]
 
 REPORT_FORMAT = "cesync-eval-report/1"
@@ -195,8 +197,7 @@ def _projection(expected: Any, observed: Any) -> Any:
 
 
 def _compact(value: Any) -> str:
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False)
-    return text if len(text) <= 160 else text[:157] + "..."
+    return clip(json.dumps(value, sort_keys=True, ensure_ascii=False), 160)
 
 
 def _why(condition: str, outcome: dict[str, Any]) -> str:

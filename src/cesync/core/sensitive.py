@@ -43,6 +43,7 @@ __all__ = [
     "MASK",
     "MIN_SCRUB",
     "binding_key",
+    "clip",
     "field_paths",
     "forms",
     "input_only_fields",
@@ -275,6 +276,13 @@ def scrub(text: str, values: Iterable[str] = ()) -> str:
         if v in text:
             text = text.replace(v, MASK)
     return text
+
+
+def clip(text: str, limit: int) -> str:
+    """text cut to limit characters ("..." at the end), scrubbed before the cut: a sensitive value
+    that the cut would split leaves no prefix of itself for the final scrub to miss."""
+    text = scrub(text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def occurrences(text: str, value: str) -> int:

@@ -201,12 +201,13 @@ RESOURCE_PATTERNS: dict[str, tuple[str, str]] = {
 
 
 def _glimpse(value: str) -> str:
-    """What was written, without repeating it whole: a resource-name field holding something else
-    may hold a credential pasted in the wrong place ('sk-live-...'), and errors reach CI logs.
+    """What was written, saying nothing of it unless it is a name: a resource-name field holding
+    something else may hold a credential pasted in the wrong place, and errors reach CI logs.
+    No part of it is shown, not its first characters nor its length (either narrows a guess).
     A name that is one (projects/...) is shown, it helps and is no secret."""
-    if value.startswith("projects/") or len(value) <= 8:
+    if value.startswith("projects/"):
         return f"'{value[:120]}'"
-    return f"'{value[:6]}...' ({len(value)} characters)"
+    return "something else (not shown: it may be a credential)"
 
 
 def resource(kind: str) -> BeforeValidator:

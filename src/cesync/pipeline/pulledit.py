@@ -35,6 +35,7 @@ from ..core.roundtrip import (
     merge_map,
     merge_seq,
 )
+from ..core.sensitive import clip
 from ..core.walk import specs_along, written_order
 from ..core.yamlfile import Path_
 from ..core.yamlout import _block_safe
@@ -250,8 +251,7 @@ def _is_include(key: str, value: Any) -> bool:
 
 
 def _short(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= 80 else text[:77] + "..."
+    return clip(json.dumps(value, ensure_ascii=False), 80)
 
 
 def _portable(value: Any, parent: str, known: set[str], secrets: Mapping[str, str] | None = None) -> Any:

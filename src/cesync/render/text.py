@@ -9,7 +9,7 @@ from typing import Any
 
 from ..api.words import count
 from ..core.plan import RESENT, Change, Plan
-from ..core.sensitive import CHANGED
+from ..core.sensitive import CHANGED, clip
 from .common import (
     SYMBOL,
     VERB,
@@ -33,8 +33,7 @@ def use_color(stream_is_tty: bool) -> bool:
 
 
 def _short(value: Any) -> str:
-    text = json.dumps(value)
-    return text if len(text) <= 120 else text[:117] + "..."
+    return clip(json.dumps(value), 120)
 
 
 # How the changes' texts are made: mapper(fn, changes) must equal fn(changes). The command

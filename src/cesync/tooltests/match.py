@@ -8,6 +8,7 @@ from typing import Any
 
 from jsonpath_ng.parser import parse as jsonpath  # cxas-scrapi's parser: its paths mean the same here
 
+from ..core.sensitive import clip
 from ..core.subset import Difference, subset_differences
 from ..errors import ApiError
 from .schema import REGEX, Case, Expectation
@@ -94,5 +95,4 @@ def _holds(op: str, actual: Any, expected: Any) -> bool:
 
 
 def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 200 else text[:197] + "..."
+    return clip(repr(value), 200)
