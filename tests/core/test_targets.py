@@ -135,6 +135,25 @@ def test_drift_check_can_fail_on_unmanaged(repo: Path, emulator: BackgroundServe
     assert cli("plan", "--dir", str(repo), "--endpoint", url, "--detailed-exitcode").exit_code == 0  # managed: no changes
     r = cli(*drift)
     assert r.exit_code == 2 and "by-hand" in r.output and "does not define" in r.output
+    # alone, the flag fails on what it names (issue #38 finding 5)
+    assert cli("plan", "--dir", str(repo), "--endpoint", url, "--fail-on-unmanaged").exit_code == 2
+
+
+def test_fail_on_drift_alone_fails_on_drift(repo: Path, emulator: BackgroundServer) -> None:
+    """`plan --fail-on-drift` without --detailed-exitcode exits 2 on drift, 0 on the repo's own changes."""
+    url = emulator.url
+    common = ["--dir", str(repo), "--endpoint", url]
+    assert cli("apply", *common, "--auto-approve").exit_code == 0
+    assert cli("plan", *common, "--fail-on-drift").exit_code == 0
+    greet = f"{url}/v1/projects/p/locations/us/apps/pull-app/tools/greet"
+    edited = httpx.patch(greet, params={"updateMask": "timeout"}, json={"timeout": "9s"})
+    assert edited.status_code == 200, edited.text
+    r = cli("plan", *common, "--fail-on-drift")
+    assert r.exit_code == 2 and "changed outside cesync" in r.output
+    assert cli("apply", *common, "--auto-approve").exit_code == 0
+    (repo / "tools" / "greet.yaml").write_text((repo / "tools" / "greet.yaml").read_text().replace('"1.5s"', '"2s"'))
+    assert cli("plan", *common, "--fail-on-drift").exit_code == 0  # the repo's own change is no drift
+    assert cli("plan", *common, "--detailed-exitcode").exit_code == 2
 
 
 def test_a_target_that_names_something_new_and_untargeted_is_refused_at_plan_time() -> None:

@@ -63,12 +63,14 @@ fail_on_validation_option = click.option(
 @click.option(
     "--fail-on-unmanaged",
     is_flag=True,
-    help="With --detailed-exitcode: also exit 2 when the app has resources the repo does not define (made by hand).",
+    help="Exit 2 when the app has resources the repo does not define (made by hand); "
+    "with --detailed-exitcode, also when anything is to change.",
 )
 @click.option(
     "--fail-on-drift",
     is_flag=True,
-    help="With --detailed-exitcode: exit 2 only when the app differs from what cesync last applied (changed outside cesync).",
+    help="Exit 2 when the app differs from what cesync last applied (changed outside cesync), "
+    "not for the repo's own unapplied changes; alone or with --detailed-exitcode.",
 )
 @target_option
 @click.option("--prune/--no-prune", default=None, help="Delete remote resources the repo does not define (default: cesync.yaml).")
@@ -117,13 +119,16 @@ def plan(
     if fail_on_validation and result.validation:
         err(f"CES reports problems in {count(len(result.validation), 'resource')} of the app (--fail-on-validation-errors)")
         sys.exit(EXIT_ERROR)
+    # A flag named fail-on-X fails on X by itself: a drift check written as 'plan --fail-on-drift'
+    # that exits 0 on drift would pass a job that should have failed.
+    unmanaged = fail_on_unmanaged and bool(result.unmanaged)
     if fail_on_drift:
         if result.drifted:
             err(f"drift: {count(len(result.drifted), 'resource')} changed outside cesync since its last apply")
-        if detailed_exitcode and (result.drifted or (fail_on_unmanaged and result.unmanaged)):
+        if result.drifted or unmanaged:
             sys.exit(EXIT_CHANGES)
         return
-    if detailed_exitcode and (result.has_changes or (fail_on_unmanaged and result.unmanaged)):
+    if unmanaged or (detailed_exitcode and result.has_changes):
         sys.exit(EXIT_CHANGES)
 
 
