@@ -219,3 +219,39 @@ def test_the_generated_cases_mostly_take_the_fast_path() -> None:
     test_fast_load_reads_dumped_documents_like_ruamel()
     print(f"fast path: {sum(FAST_ANSWERS)} of {len(FAST_ANSWERS)}")
     assert sum(FAST_ANSWERS) > len(FAST_ANSWERS) / 2
+
+
+PARSER_WORDS = ("<block", "while parsing", "while scanning", "simple key", "expected <", "block end")
+
+
+@given(
+    st.lists(st.sampled_from(["a", "b", "c", "d"]), min_size=2, max_size=6, unique=True),
+    st.data(),
+)
+def test_an_indentation_mistake_is_said_in_words(keys: list[str], data: st.DataObject) -> None:
+    """A line moved left or right in a nested document: the message says what to fix, never the parser's jargon."""
+    lines = ["top:"] + [f"  {k}: {i}" for i, k in enumerate(keys)] + ["  items:", "    - x", "    - y", "after: 1"]
+    at = data.draw(st.integers(1, len(lines) - 1))
+    shift = data.draw(st.sampled_from([-1, 1, 3]))
+    line = lines[at]
+    lines[at] = line[-shift:] if shift < 0 and line.startswith(" ") else " " * max(shift, 0) + line
+    found = load_text("\n".join(lines) + "\n", "f.yaml")
+    if isinstance(found, Document):
+        return  # some moves stay valid YAML (a deeper list item)
+    assert not any(w in found.message for w in PARSER_WORDS), found.message
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "words"),
+    [
+        ("a: 1\nb\nc: 2\n", "f.yaml:2:1", "missing ':'"),
+        ("a: {b: 1\nc: 2\n", "f.yaml:1:4", "'{' is not closed"),
+        ("a: [1, 2\nc: 2\n", "f.yaml:1:4", "'[' is not closed"),
+        ("a: 'x\nb: 2\n", "f.yaml:1:4", "no closing quote"),
+        ("a:\n  - x\n - y\n", "f.yaml:3:2", "indented differently"),
+    ],
+)
+def test_parser_mistakes_point_where_they_begin(text: str, where: str, words: str) -> None:
+    found = load_text(text, "f.yaml")
+    assert not isinstance(found, Document)
+    assert str(found).startswith(where) and words in found.message, found

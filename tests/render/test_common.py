@@ -11,7 +11,7 @@ from cesync.api.kinds import KINDS
 from cesync.api.resource import Resource
 from cesync.core.plan import Plan
 from cesync.core.planbuild import build_plan
-from cesync.render.common import unmanaged_groups
+from cesync.render.common import unified, unmanaged_groups
 
 PARENT = "projects/p/locations/us/apps/a"
 IDS = st.sets(st.sampled_from(["a", "b", "c", "d", "e", "f"]), max_size=6)
@@ -53,3 +53,16 @@ def test_each_kept_resource_is_under_the_flag_that_deletes_it(
     pruned = plan(True)
     assert by_prune == {c.id for c in pruned.changes if c.action == "delete"}
     assert all("--prune-unmanaged" in why for why, _ in unmanaged_groups(pruned))
+
+
+code_lines = st.lists(st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")), max_size=20), min_size=1, max_size=6)
+
+
+@given(code_lines, st.booleans())
+def test_a_change_no_line_diff_shows_is_said_in_words(lines: list[str], final: bool) -> None:
+    """CRLF against LF, or a final newline, differ with equal lines: the diff says what differs (issue #38, finding 3)."""
+    lf = "\n".join(["def f():", *lines]) + ("\n" if final else "")
+    for remote in (lf.replace("\n", "\r\n"), lf + "\n"):
+        shown = unified(remote, lf, "pythonFunction.pythonCode")[2:]
+        said = "line endings only" in shown[0] or "newline at the end" in shown[0] if shown else False
+        assert said or any(line.startswith(("+", "-")) for line in shown), (remote, lf, shown)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import string
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from cesync.core.yamlfile import load_text
 from cesync.errors import ConfigError, Problem
 from cesync.repo.repo import load_repo
 from tests.conftest import EXAMPLES
-from tests.helpers import cesync, make_repo
+from tests.helpers import FIXTURES, cesync, make_repo
 
 BOMB = "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
     f"{chr(98 + i)}: &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8)
@@ -468,3 +469,70 @@ def test_a_resource_name_field_written_as_text_is_checked_where_it_stands(tmp_pa
 def test_a_full_name_of_the_repos_own_resource_is_accepted(tmp_path: Path) -> None:
     agent = "displayName: A\nllmAgent: {}\ntools: [projects/p/locations/us/apps/a/tools/greet]\n"
     assert not load_repo(make_repo(tmp_path, {"agents/a.yaml": agent})).validate()
+
+
+RESOURCE_FILES = sorted(
+    str(p.relative_to(EXAMPLES / "support-bot"))
+    for p in (EXAMPLES / "support-bot").glob("*/*.yaml")
+    if p.parent.name not in ("schemas", "tests")
+)
+
+
+@pytest.mark.parametrize("file", RESOURCE_FILES)
+def test_one_broken_file_is_one_problem(tmp_path: Path, file: str) -> None:
+    """A file that does not parse is reported alone: references to it are not problems too (issue #38, finding 7)."""
+    root = tmp_path / "bot"
+    shutil.copytree(EXAMPLES / "support-bot", root)
+    broken = root / file
+    broken.write_text(broken.read_text() + "\tdescription: indented with a tab\n")
+    problems = load_repo(root).validate()
+    assert [p.file for p in problems] == [file], problems
+
+
+def test_an_unparsable_file_keeps_its_own_id_known(tmp_path: Path) -> None:
+    """An agent whose file is broken is still named by other files: one problem, in that file."""
+    root = tmp_path / "bot"
+    shutil.copytree(EXAMPLES / "support-bot", root)
+    (root / "agents" / "support.yaml").write_text("displayName: x\n  instruction: y\n")
+    problems = load_repo(root).validate()
+    assert len(problems) == 1 and problems[0].file == "agents/support.yaml", problems
+
+
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.text(string.ascii_letters + string.digits + " =()'\"#", max_size=30), min_size=1, max_size=5))
+def test_a_crlf_checkout_renders_as_an_lf_one(tmp_path_factory: pytest.TempPathFactory, lines: list[str]) -> None:
+    """git's autocrlf turns an included .py file's endings to CRLF: the body sent is the same (issue #38, finding 3)."""
+    bodies = []
+    for ending in ("\n", "\r\n"):
+        root = tmp_path_factory.mktemp("crlf") / "repo"
+        shutil.copytree(FIXTURES / "pull", root)
+        (root / "code" / "greet.py").write_bytes(
+            ending.join(["def greet():", *(f"    # {x}" for x in lines), "    return 1", ""]).encode()
+        )
+        repo = load_repo(root)
+        [tool] = [r for r in repo.render(repo.env("local")) if r.key == ("tool", "greet")]
+        bodies.append(tool.body)
+    assert bodies[0] == bodies[1]
+
+
+@settings(max_examples=20, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    name=st.from_regex(r"[A-Z][A-Z0-9_]{0,12}", fullmatch=True),
+    where=st.sampled_from(["servers", "title", "summary"]),
+)
+def test_a_variable_in_an_included_openapi_file_is_a_problem_where_it_stands(
+    tmp_path_factory: pytest.TempPathFactory, name: str, where: str
+) -> None:
+    """${NAME} in an included OpenAPI document would reach CES literally: validate says so at its line (finding 4)."""
+    root = tmp_path_factory.mktemp("var") / "repo"
+    shutil.copytree(FIXTURES / "pull", root)
+    schema = root / "schemas" / "weather.yaml"
+    old = {"servers": "$env_var", "title": "Weather", "summary": "operationId: now"}[where]
+    text = schema.read_text()
+    new = f"operationId: now\n      summary: at ${{{name}}}" if where == "summary" else f"${{{name}}}"
+    text = text.replace(old, new, 1)
+    schema.write_text(text)
+    line = next(i for i, x in enumerate(text.splitlines(), 1) if "${" in x)
+    problems = load_repo(root).validate()
+    assert [(p.file, p.line) for p in problems] == [("schemas/weather.yaml", line)], problems
+    assert f"'${{{name}}}' would reach CES as written" in problems[0].message

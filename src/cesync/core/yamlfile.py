@@ -176,12 +176,10 @@ def _load_rt(text: str, display: str) -> Document | Problem:
     try:
         node = yaml.load(text)
     except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
+        what, at_context = _in_words(_squash(" ".join(s for s in (exc.context, exc.problem) if s)))
+        mark = (exc.context_mark or exc.problem_mark) if at_context else (exc.problem_mark or exc.context_mark)
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        what = " ".join(s for s in (exc.context, exc.problem) if s) or "invalid YAML"
-        if "found character '\\t'" in what:
-            what = "tab character: YAML indents with spaces only"
-        return Problem(display, line, col, f"invalid YAML: {_squash(what)}")
+        return Problem(display, line, col, f"invalid YAML: {what}")
     except YAMLError as exc:
         return Problem(display, 1, 1, f"invalid YAML: {_squash(str(exc))}")
     except RecursionError:
@@ -197,6 +195,39 @@ def _load_rt(text: str, display: str) -> Document | Problem:
     except RecursionError:
         return Problem(display, 1, 1, "document nested too deeply")
     return Document(display, data, positions)
+
+
+# The parser's own words for the mistakes people make, said as what to fix; (pattern, words,
+# whether the parser's context mark, where the construct began, is the better position).
+_PARSER_WORDS: tuple[tuple[re.Pattern[str], str, bool], ...] = tuple(
+    (re.compile(pattern), words, at_context)
+    for pattern, words, at_context in (
+        (r"found character '\\t'", "tab character: YAML indents with spaces only", False),
+        (
+            r"while parsing a block (mapping|collection) expected <block end>",
+            "this line is indented differently from the lines above it: the keys of one mapping, "
+            "and the items of one list, start in the same column",
+            False,
+        ),
+        (
+            r"mapping values are not allowed here",
+            "a ':' here starts a key where none can be: indent the line under its key, or quote a value that holds ': '",
+            False,
+        ),
+        (r"while scanning a simple key could not find expected ':'", "this line is not 'key: value' (a missing ':'?)", True),
+        (r"while parsing a flow mapping", "this '{' is not closed by a '}' (or a ',' is missing between its entries)", True),
+        (r"while parsing a flow sequence", "this '[' is not closed by a ']' (or a ',' is missing between its items)", True),
+        (r"while scanning a quoted scalar found unexpected end", "this quoted text has no closing quote", True),
+    )
+)
+
+
+def _in_words(what: str) -> tuple[str, bool]:
+    """The parser's message in the words of _PARSER_WORDS (its own when none fits), and where to point."""
+    for pattern, words, at_context in _PARSER_WORDS:
+        if pattern.search(what):
+            return words, at_context
+    return what or "not YAML", False
 
 
 def _squash(text: str) -> str:

@@ -30,7 +30,26 @@ def is_multiline(before: Any, after: Any) -> bool:
 def unified(before: Any, after: Any, path: str) -> list[str]:
     a = as_text(before).splitlines() if before is not None else []
     b = as_text(after).splitlines() if after is not None else []
-    return list(difflib.unified_diff(a, b, f"remote/{path}", f"desired/{path}", lineterm="", n=2))
+    head = [f"--- remote/{path}", f"+++ desired/{path}"]
+    found = list(difflib.unified_diff(a, b, head[0][4:], head[1][4:], lineterm="", n=2))
+    if found or before is None or after is None:
+        return found
+    # Lines alike, text not: what differs is invisible in a line diff; an empty change says nothing.
+    return [*head, f"  ({invisible_difference(as_text(before), as_text(after))})"]
+
+
+def invisible_difference(before: str, after: str) -> str:
+    """What differs between two texts whose lines are the same, in words."""
+
+    def endings(text: str) -> str:
+        crlf = text.count("\r\n")
+        return "CRLF (Windows)" if crlf and crlf == text.count("\n") else "mixed" if crlf else "LF"
+
+    if endings(before) != endings(after):
+        return f"line endings only: the app's text has {endings(before)} line endings, the repo's {endings(after)}"
+    if before.rstrip("\r\n") == after.rstrip("\r\n"):
+        return "only the newline at the end differs"
+    return "only line breaks differ (\\r, or a Unicode line separator)"
 
 
 def where(plan: Plan) -> str:

@@ -46,9 +46,14 @@ class SourceFile:
         return (self.kind.name, self.id)
 
 
-def load_sources(root: Path, problems: list[Problem]) -> list[SourceFile]:
-    """Every resource file of every kind (``<collection>/*.yaml``), parsed; problems appended."""
+def load_sources(root: Path, problems: list[Problem], unreadable: set[tuple[str, str]] | None = None) -> list[SourceFile]:
+    """Every resource file of every kind (``<collection>/*.yaml``), parsed; problems appended.
+
+    unreadable gets (kind, id) of each file that has a problem of its own, by its file name: a
+    reference to it is then not a second problem (one tab in an agent's file said also that
+    every file naming the agent named nothing)."""
     files: list[SourceFile] = []
+    broken = unreadable if unreadable is not None else set()
     seen: dict[tuple[str, str], str] = {}
     folders: dict[Path, Path] = {}
     for kind, paths in ((k, kind_files(root, k)) for k in KINDS.values()):
@@ -56,6 +61,8 @@ def load_sources(root: Path, problems: list[Problem]) -> list[SourceFile]:
             if path.parent not in folders:  # resolved once per folder (one resolve was most of reading a file)
                 folders[path.parent] = path.parent.resolve()
             doc = parse_file(path, root, problems, folder=folders[path.parent])
+            if not kind.singleton:
+                broken.add((kind.name, path.stem))  # taken out again below once the file is read
             if doc is None:
                 continue
             if not isinstance(doc.data, dict):
@@ -76,6 +83,7 @@ def load_sources(root: Path, problems: list[Problem]) -> list[SourceFile]:
                 problems.append(doc.problem(("id",), f"duplicate {kind} id '{rid}' (also defined in {seen[(kind.name, rid)]})"))
                 continue
             seen[(kind.name, rid)] = doc.file
+            broken.discard((kind.name, path.stem))
             files.append(SourceFile(kind, rid, path, doc))
     return files
 

@@ -80,6 +80,7 @@ class Repo:
     config_doc: Document
     files: list[SourceFile] = field(default_factory=list)
     load_problems: list[Problem] = field(default_factory=list)  # files that did not parse
+    unreadable: set[tuple[str, str]] = field(default_factory=set)  # (kind, id) of those files, by file name
     overrides: dict[str, str] = field(default_factory=dict)  # --var NAME=VALUE and --var-file values
 
     @property
@@ -130,7 +131,8 @@ class Repo:
 
     @property
     def _known(self) -> set[tuple[str, str]]:
-        return {f.key for f in self.files}
+        """What a reference may name: the files read, and those whose own problem is reported already."""
+        return {f.key for f in self.files} | self.unreadable
 
     def _render_files(self, envs: list[EnvTarget], started: Callable[[], None] | None = None) -> list[list[_FileRender]]:
         """Each file rendered for each environment (by environment, then in file order).
@@ -258,10 +260,11 @@ def load_repo(root: Path, *, resources: bool = True) -> Repo:
     elif cfg_doc is not None:
         config, found = validate_model(Config, cfg_doc.data, cfg_doc)
         problems += found
-    files = load_sources(root, problems) if resources else []
+    unreadable: set[tuple[str, str]] = set()
+    files = load_sources(root, problems, unreadable) if resources else []
     if config is None or cfg_doc is None:
         raise ConfigError(problems)
-    return Repo(root, config, cfg_doc, files, problems)
+    return Repo(root, config, cfg_doc, files, problems, unreadable=unreadable)
 
 
 # --- rendering one file for one environment ----------------------------------------------

@@ -271,8 +271,36 @@ class Expander:
         if isinstance(text, Problem):
             self.problems.append(text)
             return None
-        self.includes[here] = (display_path(target, self.root), 0)
-        return text
+        shown = display_path(target, self.root)
+        self.includes[here] = (shown, 0)
+        if key == "openApiSchema":
+            self.problems += _variables_in_include(text, shown, here)
+        # Line endings are the checkout's business (git's autocrlf), not the app's: a CRLF checkout
+        # must plan what an LF one does, or every plan there shows a change no line diff can show.
+        return text.replace("\r\n", "\n")
+
+
+def _variables_in_include(text: str, shown: str, here: Path_) -> list[Problem]:
+    """${NAME} in an included OpenAPI document: included files are taken as they are, so it would
+    reach CES as written, most often in the server URL, which each environment gives another way."""
+    found = []
+    for match in VAR_RE.finditer(text):
+        if match.group(1):
+            continue  # $${ is no reference in a templated string either
+        line = text.count("\n", 0, match.start()) + 1
+        col = match.start() - (text.rfind("\n", 0, match.start()) + 1) + 1
+        field_name = here[0] if here else "openApiToolset"
+        found.append(
+            Problem(
+                shown,
+                line,
+                col,
+                f"'{match.group(0)}' would reach CES as written: included files are not templated. For the server "
+                f"URL write $env_var here and give the URL with {field_name}.url: {match.group(0)} (or "
+                "environments.<env>.urls.<id>); other text: write it out, or keep the schema inline in the YAML file",
+            )
+        )
+    return found
 
 
 def is_ref(value: Any) -> bool:
