@@ -30,7 +30,7 @@ import re
 import ssl
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
@@ -374,12 +374,21 @@ class CesClient:
     async def pages(
         self, path: str, key: str, operation: str, resource: str, params: dict[str, Any] | None = None
     ) -> list[dict[str, Any]]:
-        """Every item of a paged list (``key`` of each page), following ``nextPageToken``.
+        """Every item of a paged list (``key`` of each page), following ``nextPageToken``."""
+        items: list[dict[str, Any]] = []
+        async for found in self.each_page(path, key, operation, resource, params):
+            items += found
+        return items
+
+    async def each_page(
+        self, path: str, key: str, operation: str, resource: str, params: dict[str, Any] | None = None
+    ) -> AsyncIterator[list[dict[str, Any]]]:
+        """The items of each page of a paged list in turn (``key`` of each page), following
+        ``nextPageToken``, asking for the next page only when the caller wants more.
 
         A server that answers a token it already gave, or more than MAX_PAGES pages, is
         refused: a list that never ends would keep plan running (and asking) forever.
         """
-        items: list[dict[str, Any]] = []
         seen: set[str] = set()
         token = ""
         for _ in range(MAX_PAGES):
@@ -390,9 +399,9 @@ class CesClient:
                 raise BadReply(f"the reply's {key!r} is not a list of objects", operation=operation, resource=resource)
             if not isinstance(token, str):
                 raise BadReply("the reply's nextPageToken is not a string", operation=operation, resource=resource)
-            items += found
+            yield found
             if not token:
-                return items
+                return
             if token in seen:
                 raise BadReply(
                     f"the server answered page token {_short(token)} a second time (after {len(seen) + 1} pages): "

@@ -24,6 +24,7 @@ __all__ = [
     "create_version",
     "delete_app",
     "get_app",
+    "get_version",
     "list_versions",
     "operation_error",
     "restore_version",
@@ -157,6 +158,14 @@ async def list_versions(client: CesClient, parent: str) -> list[dict[str, Any]]:
     """Every version of the app, newest first."""
     items = await client.pages(f"{parent}/versions", "appVersions", "list app versions", parent)
     return sorted(items, key=lambda v: str(v.get("createTime", "")), reverse=True)
+
+
+async def get_version(client: CesClient, name: str) -> dict[str, Any] | None:
+    """One app version, whole (its snapshot with it), or None when it does not exist."""
+    try:
+        return await client._retrying(lambda: client._call("GET", name, "get app version", name))
+    except NotFound:
+        return None
 
 
 async def create_version(client: CesClient, parent: str, body: dict[str, Any], version_id: str = "") -> dict[str, Any]:

@@ -14,6 +14,7 @@ their payload types in the version they were asked in.
 from __future__ import annotations
 
 import functools
+import json
 import time
 from collections.abc import Awaitable, Callable
 
@@ -34,6 +35,7 @@ from .export_import import ExportImport
 from .faults import FaultConfig, FaultMiddleware
 from .operations import DEFAULT_DELAY as DEFAULT_OPERATION_DELAY
 from .operations import Action, Operations
+from .partial import parse_fields, project
 from .quota import QuotaConfig, QuotaMiddleware, QuotaState
 from .store import Store
 
@@ -89,7 +91,11 @@ def create_app(
         async def api(request: Request) -> Response:
             request.scope["ces_version"] = version
             try:
+                selection = parse_fields(request.query_params["fields"]) if "fields" in request.query_params else None
                 result = await dispatch(emulator, request, request.path_params["path"])
+                if selection is not None and not (isinstance(result, Response) and result.media_type != "application/json"):
+                    data = json.loads(bytes(result.body)) if isinstance(result, Response) else result
+                    return JSONResponse(project(data, selection))
                 return result if isinstance(result, Response) else JSONResponse(result)
             except RpcError as exc:
                 return JSONResponse(exc.body(), status_code=exc.http)

@@ -32,27 +32,27 @@ MAX_ARCHIVE = 200 * 1024 * 1024  # bytes of the commit's folder, as import-archi
 async def applied_commit(client: CesClient, env: EnvTarget) -> str:
     """The commit cesync last applied to env's app, from the app's own record of it (sync.record.last_applied;
     versions apply --snapshot made before records existed are read as before)."""
-    from ..client.apps import list_versions
     from ..core.record import parse_record
-    from ..sync.record import KIND_OF
+    from ..sync.record import KIND_OF, version_heads
 
+    legacy = ""
     try:
-        versions = await list_versions(client, env.parent)
+        async for version in version_heads(client, env.parent):  # newest first, without snapshots
+            record = parse_record(version, KIND_OF)
+            if record is not None and record.env == env.name:
+                if record.dirty or not COMMIT_RE.match(record.commit):
+                    raise CesyncError(
+                        f"'{env.name}' has no record of an applied commit ({env.parent}): its last apply was not of a "
+                        "commit (uncommitted changes, or outside git); apply a commit to it first"
+                    )
+                return record.commit
+            found = _RECORD_RE.search(str(version.get("description", "")))
+            if not legacy and found and found.group(1) == env.name:
+                legacy = found.group(2)
     except NotFound:
         raise CesyncError(f"'{env.name}' has no app ({env.parent}): nothing was applied to it to promote") from None
-    for version in versions:  # newest first
-        record = parse_record(version, KIND_OF)
-        if record is not None and record.env == env.name:
-            if record.dirty or not COMMIT_RE.match(record.commit):
-                raise CesyncError(
-                    f"'{env.name}' has no record of an applied commit ({env.parent}): its last apply was not of a "
-                    "commit (uncommitted changes, or outside git); apply a commit to it first"
-                )
-            return record.commit
-    for version in versions:  # newest first
-        found = _RECORD_RE.search(str(version.get("description", "")))
-        if found and found.group(1) == env.name:
-            return found.group(2)
+    if legacy:
+        return legacy  # any record outranks a version apply --snapshot made before records existed
     raise CesyncError(
         f"'{env.name}' has no record of an applied commit ({env.parent}): apply to it with cesync from a git "
         "checkout first; its record names the commit to promote"

@@ -1,0 +1,51 @@
+"""The `fields` system parameter: a partial response keeps what the selector names, and a selector
+that does not parse is INVALID_ARGUMENT, never an exception the server turns into a 500."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cesync.emulator.errors import RpcError
+from cesync.emulator.partial import parse_fields, project
+
+names = st.from_regex(r"[a-z][A-Za-z0-9_]{0,6}", fullmatch=True)
+leaf = st.none() | st.booleans() | st.integers() | st.text(max_size=5)
+values = st.recursive(leaf, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(names, inner, max_size=4), max_leaves=12)
+objects = st.dictionaries(names, values, max_size=5)
+
+
+@given(objects)
+def test_star_keeps_everything(value: dict[str, Any]) -> None:
+    assert project(value, parse_fields("*")) == value
+
+
+@given(objects, st.data())
+def test_top_level_names_keep_those_fields(value: dict[str, Any], data: st.DataObject) -> None:
+    chosen = data.draw(st.lists(names, min_size=1, max_size=4, unique=True))
+    assert project(value, parse_fields(",".join(chosen))) == {k: v for k, v in value.items() if k in chosen}
+
+
+@given(st.lists(st.dictionaries(names, values, max_size=3), max_size=4), names, names)
+def test_a_sub_selection_applies_to_each_element_of_a_list(items: list[dict[str, Any]], a: str, b: str) -> None:
+    body = {"items": items, "nextPageToken": "t", "other": 1}
+    expected = {"items": [{k: v for k, v in i.items() if k in (a, b)} for i in items], "nextPageToken": "t"}
+    assert project(body, parse_fields(f"items({a},{b}),nextPageToken")) == expected
+    assert project(body, parse_fields(f"items/{a},items/{b},nextPageToken")) == expected
+
+
+@given(st.text(max_size=40))
+def test_any_selector_parses_or_is_invalid_argument(text: str) -> None:
+    try:
+        parse_fields(text)
+    except RpcError as exc:
+        assert exc.status == "INVALID_ARGUMENT"
+
+
+@pytest.mark.parametrize("bad", ["", "a(", "a)", "a,,b", "a/", "(a)", "a b", "a(b))"])
+def test_malformed_selectors_are_refused(bad: str) -> None:
+    with pytest.raises(RpcError, match="Invalid field selection"):
+        parse_fields(bad)

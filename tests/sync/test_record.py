@@ -1,0 +1,95 @@
+"""Finding the applied record: the newest of the env's, from the versions' heads, one snapshot read."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cesync.client import CesClient
+from cesync.client.apps import create_version
+from cesync.emulator.server import BackgroundServer
+from cesync.repo.environments import EnvTarget
+from cesync.sync.record import last_applied, write_record
+
+APPS = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[BackgroundServer]:
+    with BackgroundServer(auto_create_apps=True) as s:
+        yield s
+
+
+def target(name: str, app: str) -> EnvTarget:
+    return EnvTarget(name=name, project="p", location="us", app=app, endpoint=None, vars={}, urls={}, prune=False)
+
+
+# each step: a record of env "a" or "b", or a version someone made by hand
+steps = st.lists(st.sampled_from(["a", "b", "hand"]), min_size=0, max_size=8)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(history=steps)
+def test_the_newest_record_of_the_env_is_found_with_one_snapshot_read(
+    server: BackgroundServer, history: list[str], tmp_path: Path
+) -> None:
+    app = f"app-{next(APPS)}"
+    envs = {name: target(name, app) for name in ("a", "b")}
+
+    async def go() -> None:
+        snapshots: list[str] = []
+
+        async def seen(response: httpx.Response) -> None:
+            await response.aread()
+            snapshots.extend([str(response.request.url)] * response.content.count(b'"snapshot"'))
+
+        async with CesClient(server.url) as client:
+            (await client.create(envs["a"].parent, "tools", "t1", _tool())).unwrap()
+            newest: dict[str, str] = {}
+            for i, step in enumerate(history):
+                if step == "hand":
+                    await create_version(client, envs["a"].parent, {"displayName": f"by hand {i}"})
+                    continue
+                made = await write_record(
+                    client, envs[step], tmp_path, digest=f"d{i}", owned=["tool/t1"], present=["tool/t1"], keep=10, commit=""
+                )
+                newest[step] = made.version
+            client.http.event_hooks["response"].append(seen)
+            for name, env in envs.items():
+                snapshots.clear()
+                found = await last_applied(client, env)
+                assert (found.version if found else None) == newest.get(name)
+                assert len(snapshots) <= 1, snapshots
+                if found is not None:
+                    assert found.owned == frozenset({"tool/t1"}) and found.snapshot.get("tools")
+
+    asyncio.run(go())
+
+
+def test_records_beyond_keep_are_deleted_newest_kept(server: BackgroundServer, tmp_path: Path) -> None:
+    app = f"app-{next(APPS)}"
+    env = target("a", app)
+
+    async def go() -> tuple[list[str], list[str]]:
+        async with CesClient(server.url) as client:
+            made = [
+                (await write_record(client, env, tmp_path, digest="d", owned=[], present=[], keep=3, commit="")).version
+                for _ in range(5)
+            ]
+            listed = await client.pages(f"{env.parent}/versions", "appVersions", "list", env.parent)
+            return made, [str(v["name"]) for v in listed]
+
+    made, listed = asyncio.run(go())
+    assert sorted(listed) == sorted(made[-3:])
+
+
+def _tool() -> dict[str, Any]:
+    return {"displayName": "t1", "pythonFunction": {"name": "f", "pythonCode": "def f():\n    return {}\n"}}
