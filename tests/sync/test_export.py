@@ -292,3 +292,31 @@ def test_write_tree_verify_failure_leaves_nothing(tmp_path: Path) -> None:
     with pytest.raises(CesyncError, match="not valid"):
         write_tree(tmp_path / "new" / "repo", {"tools/a.yaml": "a"}, verify=refuse)
     assert not (tmp_path / "new" / "repo").exists() and list((tmp_path / "new").iterdir()) == []
+
+
+def test_diff_reads_each_environments_own_secret(bot: Path, emulator: BackgroundServer) -> None:
+    """Two apps that both match the repo, each with its own secret, diff as equal in one run (issue #38, finding 6)."""
+    config = bot / "cesync.yaml"
+    config.write_text(config.read_text().replace("defaults:\n", "defaults:\n  sensitive: [ORDERS_TOKEN]\n", 1))
+    orders = bot / "toolsets" / "orders.yaml"
+    version = "projects/${SECRETS_PROJECT}/secrets/orders-api-key/versions/latest"
+    orders.write_text(orders.read_text().replace(version, "${ORDERS_TOKEN}"))
+    dev, prod = "projects/d/secrets/k4f1c9a/versions/3", "projects/p/secrets/k8b2e7d/versions/7"
+    secrets = {"CESYNC_DEV_VAR_ORDERS_TOKEN": dev, "CESYNC_PROD_VAR_ORDERS_TOKEN": prod}
+    for env in ("dev", "prod"):
+        r = cesync("apply", "--dir", str(bot), "--env", env, "--endpoint", emulator.url, "--auto-approve", env=secrets)
+        assert r.returncode == 0, r.stderr
+    token = "projects/acme-support/locations/us/apps/support-bot/toolsets/orders"
+    stored = httpx.get(f"{emulator.url}/v1/{token}").json()["openApiToolset"]["apiAuthentication"]
+    assert stored["apiKeyConfig"]["apiKeySecretVersion"] == prod  # each environment got its own
+    args = ["diff", "--dir", str(bot), "--from", "dev", "--to", "prod", "--endpoint", emulator.url, "--detailed-exitcode"]
+    same = cesync(*args, env=secrets)
+    assert same.returncode == 0 and "No changes" in same.stdout, same.stdout + same.stderr
+    assert not any(v in same.stdout + same.stderr for v in secrets.values())
+    # one value for both (the only way before): the apps differ in the secret, and only that is shown
+    shared = cesync(*args, env={"CESYNC_VAR_ORDERS_TOKEN": dev})
+    assert shared.returncode == 2 and "(sensitive value changed)" in shared.stdout, shared.stdout + shared.stderr
+    missing = cesync("plan", "--dir", str(bot), "--env", "dev", "--endpoint", emulator.url)
+    assert missing.returncode == 1
+    assert "sensitive variable 'ORDERS_TOKEN' is not set for environment 'dev'" in missing.stderr
+    assert "CESYNC_DEV_VAR_ORDERS_TOKEN" in missing.stderr and "environments.dev.vars" not in missing.stderr

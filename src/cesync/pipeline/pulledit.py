@@ -40,7 +40,7 @@ from ..core.walk import specs_along, written_order
 from ..core.yamlfile import Path_
 from ..core.yamlout import _block_safe
 from ..models import FieldSpec, ProtoModel, specs
-from ..repo.environments import VAR_ENV_PREFIX, EnvTarget
+from ..repo.environments import VAR_ENV_PREFIX, EnvTarget, env_var_name
 from ..repo.loading import SourceFile
 from ..repo.templating import ENV_VAR, INCLUDABLE, VAR_RE
 from ..sync.export import LOADER_VAR, _restore_documents, templated
@@ -190,8 +190,9 @@ class Editor:
     def _var_home(self, name: str) -> str:
         if name in self.env.overrides:
             return f"the value given with --var/--var-file for {name}"
-        if VAR_ENV_PREFIX + name in os.environ:
-            return f"the process environment variable {VAR_ENV_PREFIX}{name}"
+        for variable in (env_var_name(self.env.name, name), VAR_ENV_PREFIX + name):
+            if variable in os.environ:
+                return f"the process environment variable {variable}"
         if name in self.own_vars:
             return f"environments.{self.env.name}.vars.{name}"
         return f"defaults.vars.{name}"

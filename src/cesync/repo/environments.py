@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -12,12 +13,19 @@ from ..core.yamlfile import Document, Path_
 from ..errors import CesyncError, ConfigError, Problem
 from .config import EMBEDDED, Config, Environment, QuotaSettings, check_segment
 
-__all__ = ["VAR_ENV_PREFIX", "EnvTarget", "resolve_env", "shared_apps"]
+__all__ = ["VAR_ENV_PREFIX", "EnvTarget", "env_var_name", "resolve_env", "shared_apps"]
 
 # The process environment gives ${NAME} only as CESYNC_VAR_NAME (as Terraform's TF_VAR_):
 # a pull request's author writes every repo file, so reading plain NAME would let one print
 # GITHUB_TOKEN or any other secret of the CI job in a plan.
 VAR_ENV_PREFIX = "CESYNC_VAR_"
+
+
+def env_var_name(env: str, name: str) -> str:
+    """The process variable that gives ${NAME} to one environment only (CESYNC_PROD_VAR_NAME): a run
+    that reads two environments (diff, promote, matrix) needs each one's own secret, and a CI job
+    holds both as two variables. Characters a shell variable cannot hold become '_'."""
+    return f"CESYNC_{re.sub(r'[^A-Za-z0-9]', '_', env).upper()}_VAR_{name}"
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,7 @@ class EnvTarget:
     quota: QuotaSettings | None = None  # None: the endpoint's default (connect)
     overrides: Mapping[str, str] = field(default_factory=dict)  # --var / --var-file: win over everything
     skip: frozenset[tuple[str, str]] = frozenset()  # (kind, id) of the repo's resources this environment leaves out
+    sensitive: frozenset[str] = frozenset()  # the variables cesync.yaml marks sensitive here (defaults' included)
 
     def __post_init__(self) -> None:
         # Every URL is built from these: refuse anything that could change it (--app included).
@@ -51,10 +60,13 @@ class EnvTarget:
         return f"projects/{self.project}/locations/{self.location}/apps/{self.app}"
 
     def var(self, name: str) -> str | None:
-        """${NAME}'s value: --var/--var-file, the process's CESYNC_VAR_NAME, the environment's vars, defaults.vars."""
+        """${NAME}'s value: --var/--var-file, the process's CESYNC_<ENV>_VAR_NAME (this environment's
+        own), then CESYNC_VAR_NAME, the environment's vars, defaults.vars."""
         if name in self.overrides:
             return self.overrides[name]
-        value = os.environ.get(VAR_ENV_PREFIX + name)
+        value = os.environ.get(env_var_name(self.name, name))
+        if value is None:
+            value = os.environ.get(VAR_ENV_PREFIX + name)
         return self.vars.get(name) if value is None else value
 
 
@@ -122,6 +134,7 @@ def _target(config: Config, config_doc: Document, name: str, env: Environment, o
         quota=_quota(env.quota, d.quota),
         overrides=dict(overrides),
         skip=frozenset(skip),
+        sensitive=frozenset({*d.sensitive, *env.sensitive}),
     )
     return replace(target, urls=_urls(target, config_doc))
 

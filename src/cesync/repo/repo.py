@@ -32,7 +32,7 @@ from ..errors import CesyncError, ConfigError, Problem
 from ..models import TOOL_TYPES
 from ..models.base import build
 from .config import Config
-from .environments import VAR_ENV_PREFIX, EnvTarget, resolve_env
+from .environments import VAR_ENV_PREFIX, EnvTarget, env_var_name, resolve_env
 from .forked import fork_map
 from .loading import (
     CONFIG_FILE,
@@ -103,6 +103,8 @@ class Repo:
         names = {*d.sensitive, *(n for e in self.config.environments.values() for n in e.sensitive)}
         found: set[str] = set()
         for name in names:
+            own = [os.environ.get(env_var_name(e, name)) for e in self.config.environments]
+            found |= {v for v in own if v is not None}
             for source in (self.overrides, {name: os.environ.get(VAR_ENV_PREFIX + name)}, d.vars):
                 value = source.get(name)
                 if isinstance(value, str):

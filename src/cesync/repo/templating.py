@@ -22,7 +22,7 @@ from ..core.documents import substitute_url
 from ..core.yamlfile import Document, Path_, read_text
 from ..errors import Problem
 from ..models.base import FieldSpec, Kind, ProtoModel, specs
-from .environments import VAR_ENV_PREFIX, EnvTarget
+from .environments import VAR_ENV_PREFIX, EnvTarget, env_var_name
 from .files import in_git_dir
 from .loading import SourceFile, display_path
 
@@ -79,13 +79,19 @@ def substitute(
         if value is None:
             # the names the repo and the command line give, never the process's: a typo is the likely cause
             hint = suggest(name, sorted({*env.vars, *env.overrides}))
-            problems.append(
-                (
-                    path,
-                    f"variable '{name}' is not set for environment '{env.name}'{hint} (set it in environments.{env.name}.vars, "
-                    f"defaults.vars, --var or the process environment as {VAR_ENV_PREFIX}{name}; a plain {name} is never read)",
+            own, shared = env_var_name(env.name, name), VAR_ENV_PREFIX + name
+            if name in env.sensitive:  # its value never belongs in cesync.yaml (validate warns there)
+                said = (
+                    f"sensitive variable '{name}' is not set for environment '{env.name}'{hint}: give it from outside the "
+                    f"repo, as the process environment variable {own} (this environment's own) or {shared} (every "
+                    "environment's), or with --var / --var-file; a CI secret, never a value in cesync.yaml"
                 )
-            )
+            else:
+                said = (
+                    f"variable '{name}' is not set for environment '{env.name}'{hint} (set it in environments.{env.name}.vars, "
+                    f"defaults.vars, --var or the process environment as {own} or {shared}; a plain {name} is never read)"
+                )
+            problems.append((path, said))
             return match.group(0)
         return value
 
