@@ -295,7 +295,8 @@ def test_an_environment_url_with_an_unset_variable_is_positioned(tmp_path: Path)
         repo.env("local")
     assert [str(p) for p in raised.value.problems] == [
         "cesync.yaml:9:21: variable 'NOPE' is not set for environment 'local' (set it in environments.local.vars, "
-        "defaults.vars, --var or the process environment as CESYNC_VAR_NOPE; a plain NOPE is never read)"
+        "defaults.vars, --var or the process environment as CESYNC_LOCAL_VAR_NOPE or CESYNC_VAR_NOPE; "
+        "a plain NOPE is never read)"
     ]
 
 
@@ -536,3 +537,26 @@ def test_a_variable_in_an_included_openapi_file_is_a_problem_where_it_stands(
     problems = load_repo(root).validate()
     assert [(p.file, p.line) for p in problems] == [("schemas/weather.yaml", line)], problems
     assert f"'${{{name}}}' would reach CES as written" in problems[0].message
+
+
+@pytest.mark.parametrize(
+    ("written", "said"),
+    [
+        (
+            "guardrails: {ref: guardrails/no-card-numbers}",
+            "guardrails: must be a list (got one {ref: guardrails/no-card-numbers}",
+        ),
+        ("childAgents: {a: b}", "childAgents: must be a list (got a mapping)"),
+        ("tools: text", "tools: must be a list (got a string)"),
+    ],
+)
+def test_a_list_field_says_what_the_file_holds(tmp_path: Path, written: str, said: str) -> None:
+    """A {ref:} where a list belongs was 'got a string' (what templating made of it): finding 8."""
+    root = tmp_path / "bot"
+    shutil.copytree(EXAMPLES / "support-bot", root)
+    billing = root / "agents" / "billing.yaml"
+    key = written.split(":")[0]
+    kept = [line for line in billing.read_text().splitlines() if not line.startswith((f"{key}:", "  - "))]
+    billing.write_text("\n".join([*kept, written]) + "\n")
+    problems = [str(p) for p in load_repo(root).validate() if p.file == "agents/billing.yaml"]
+    assert any(said in p for p in problems), problems

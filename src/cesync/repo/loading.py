@@ -220,8 +220,31 @@ def pydantic_problem(err: Any, doc: Document, offset: Path_ = (), model: type[Ba
     if err["type"] == "literal_error":
         return doc.problem(path, f"{dotted}: {_enum_message(err)}" if dotted else _enum_message(err))
     if err["type"] in ("string_type", "int_type", "bool_type", "float_type", "dict_type", "list_type", "model_type"):
-        msg = f"{msg} (got {type_name(err.get('input'))})"
+        # What the file holds there, not what templating made of it: a {ref: ...} mapping is a
+        # string by the time the model reads it, and "got a string" sent people looking for one.
+        written = _written(doc.data, path)
+        given = type_name(written if written is not _ABSENT else err.get("input"))
+        if err["type"] == "list_type":
+            msg = "must be a list"
+            if isinstance(written, dict) and set(written) == {"ref"}:
+                given = f"one {{ref: {written['ref']}}}; write it as a list item, [{{ref: {written['ref']}}}]"
+        msg = f"{msg} (got {given})"
     return doc.problem(path, f"{dotted}: {msg}" if dotted else msg)
+
+
+_ABSENT = object()
+
+
+def _written(data: Any, path: Path_) -> Any:
+    """The value at path of a file's data as written, or _ABSENT."""
+    for step in path:
+        held = (isinstance(data, dict) and step in data) or (
+            isinstance(data, list) and isinstance(step, int) and 0 <= step < len(data)
+        )
+        if not held:
+            return _ABSENT
+        data = data[step]
+    return data
 
 
 def clean_loc(err: Any) -> Path_:
