@@ -153,8 +153,11 @@ def test_a_week_of_gitops(bot: Path, server: BackgroundServer, google: ces_v1.Ag
     billing = alice.get_agent(name=f"{PARENT}/agents/billing")
     billing.instruction = "Refund everything."
     alice.update_agent(agent=billing, update_mask=field_mask_pb2.FieldMask(paths=["instruction"]))
-    [entry, *_] = google.list_changelogs(parent=PARENT)
-    assert (entry.author, entry.resource, entry.action) == ("alice@acme.example", billing.name, "UPDATE")
+    # The emulator lists changelogs oldest first unless asked (CES documents no default order): the
+    # plan below must still find alice's edit, which is the newest.
+    [entry, *_] = google.list_changelogs(request={"parent": PARENT, "order_by": "create_time desc"})
+    assert (entry.author, entry.resource, entry.action) == ("alice@acme.example", billing.name, "Update")
+    assert list(google.list_changelogs(parent=PARENT))[-1] == entry
     plan = json.loads(run("plan", *common, "--format", "json").stdout)
     [change] = plan["changes"]
     assert change["id"] == "billing" and change["drift"]["by"] == "alice@acme.example"

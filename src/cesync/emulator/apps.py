@@ -9,6 +9,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from . import list_filters
 from .beta import beta_fields, beta_mask, beta_update, without_beta
 from .calls import ID_RE, api_version, json_body, page_args, query
 from .changelogs import Changelogs
@@ -24,13 +25,15 @@ class Apps(References, Changelogs):
     """The calls on apps themselves."""
 
     async def list_apps(self, request: Request, location: str) -> Any:
-        offset, size = page_args(request, f"{location}|apps")
+        """ListApps: its filter and orderBy as list_filters says, by name when no order is asked for."""
+        asked = list_filters.listing("apps", query(request))
+        offset, size = page_args(request, f"{location}|{asked.key}")
         with self.store.transaction() as db:
-            apps = self.store.list_apps(db, location)
+            apps = asked.arranged(self.store.list_apps(db, location), lambda a: a.data)
         shown = [bytes(without_beta(request, a).body).decode() for a in apps[offset : offset + size]]
         text = '{"apps":[' + ",".join(shown) + "]"
         if offset + size < len(apps):
-            text += f',"nextPageToken":{json.dumps(page_token(offset + size, f"{location}|apps"))}'
+            text += f',"nextPageToken":{json.dumps(page_token(offset + size, f"{location}|{asked.key}"))}'
         return Response(text + "}", media_type="application/json")
 
     async def create_app(self, request: Request, location: str) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from google.protobuf import json_format
@@ -59,7 +60,11 @@ def request_message(message: str, body: dict[str, Any]) -> dict[str, Any]:
 
 
 def page_args(request: Request, key: str) -> tuple[int, int]:
-    q = query(request)
+    return page_window(query(request), key)
+
+
+def page_window(q: Mapping[str, str], key: str) -> tuple[int, int]:
+    """(offset, size) of the page a list's pageToken and pageSize ask for; key: what the token is bound to."""
     try:
         size = int(q.get("pageSize") or DEFAULT_PAGE)
     except ValueError:

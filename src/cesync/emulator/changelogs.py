@@ -9,7 +9,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from .calls import page_args
+from . import list_filters
+from .calls import page_args, query
 from .errors import RpcError
 from .resources import COLLECTIONS
 from .service import Service
@@ -41,9 +42,10 @@ class Changelogs(Service):
         """A Changelog of one write (google.cloud.ces.v1.Changelog: author, displayName, description,
         resource, resourceType, action, originalResource, newResource, createTime, sequenceNumber).
 
-        The proto documents the fields, not their values: the action words (CREATE, UPDATE,
-        DELETE), the resource type (the resource's message name) and the description's wording
-        ("changed fields") are the emulator's own. The author is the caller's identity: the
+        The proto documents the fields, not their values: the action words are Create, Update and
+        Delete, as the list filter's example ``action="Create"`` writes them; the resource type (the
+        resource's message name) and the description's wording ("changed fields") are the
+        emulator's own. The author is the caller's identity: the
         emulator takes any bearer token, and one that is an e-mail address names a test identity
         (anonymous callers are emulator@cesync.local, as the app versions' creator).
         """
@@ -61,7 +63,9 @@ class Changelogs(Service):
             "description": ", ".join(changed) if action == "UPDATE" else action.lower(),
             "resource": str(resource.get("name", parent)),
             "resourceType": "App" if collection == "apps" else COLLECTIONS[collection].message,
-            "action": action,
+            # ListChangelogs' filter doc (ces.v1.json) gives `action="Create"` as a case-sensitive exact
+            # match: the action words are capitalised so
+            "action": action.capitalize(),
             "createTime": now(),
             "sequenceNumber": str(seq),
         }
@@ -73,17 +77,26 @@ class Changelogs(Service):
         self.store.put(db, parent, "changelogs", cid, Printed(data, text, text))
 
     async def list_changelogs(self, request: Request, parent: str, collection: str, _: str | None) -> Any:
-        """ListChangelogs, newest first (sequence numbers only grow); pageSize and pageToken as every list."""
-        offset, size = page_args(request, f"{parent}|changelogs")
+        """ListChangelogs: its documented filter and orderBy (list_filters.py); by name (oldest first) when
+        no order is asked for, as the emulator's other v1 lists."""
+        asked = list_filters.listing("changelogs", query(request))
+        offset, size = page_args(request, f"{parent}|{asked.key}")
         self.store.app(parent)
         with self.store.transaction() as db:
             self._existing_app(db, parent)
             rows, total = self.store.page(
-                db, parent, "changelogs", system=True, by_time=False, desc=True, offset=offset, size=size
+                db,
+                parent,
+                "changelogs",
+                system=True,
+                offset=offset,
+                size=size,
+                order=asked.plain,
+                arrange=lambda found: asked.arranged(found, lambda r: r[2]),
             )
         text = '{"changelogs":[' + ",".join(r[0] for r in rows) + "]"
         if offset + size < total:
-            text += f',"nextPageToken":{json.dumps(page_token(offset + size, f"{parent}|changelogs"))}'
+            text += f',"nextPageToken":{json.dumps(page_token(offset + size, f"{parent}|{asked.key}"))}'
         return Response(text + "}", media_type="application/json")
 
     async def get_changelog(self, request: Request, parent: str, collection: str, rid: str | None) -> Any:

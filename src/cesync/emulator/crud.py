@@ -8,7 +8,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from . import evaluation_kinds, list_filters
+from . import evaluation_kinds, evaluations, list_filters
 from .calls import answer, json_body, page_args, query, wants_enum_int
 from .changelogs import Changelogs
 from .errors import RpcError
@@ -36,41 +36,39 @@ class Resources(References, Changelogs, Versions):
     """The standard methods of every collection of an app."""
 
     async def list(self, request: Request, parent: str, collection: str, _: str | None) -> Any:
-        q = query(request)
-        flt = (q.get("filter") or "").replace(" ", "")
-        keep = None
-        if collection in evaluation_kinds.EVALUATION_COLLECTIONS:  # the filters v1beta documents (list_filters.py)
-            keep = list_filters.keep_of(collection, q, self.evaluations.runs.get)
-            flt = "|".join(q.get(f, "") for f in ("filter", "evaluationFilter", "evaluationRunFilter"))  # the page key's
-        else:
-            allowed = ("", "include_system_tools=true", "include_system_tools=false") if collection == "tools" else ("",)
-            if flt not in allowed:
-                raise RpcError("INVALID_ARGUMENT", f"unsupported filter '{q.get('filter')}'")
-        order = (q.get("orderBy") or "name").strip()
-        field, _, direction = order.partition(" ")
-        if field not in ("name", "create_time") or direction not in ("", "asc", "desc"):
-            raise RpcError("INVALID_ARGUMENT", f"unsupported orderBy '{order}': use name or create_time")
-        key = f"{parent}|{collection}|{flt}|{order}"
-        offset, size = page_args(request, key)
+        """Every list of an app's collection, with what list_filters says its query may ask for."""
+        asked = list_filters.listing(collection, query(request), self.evaluations.runs.get)
+        offset, size = page_args(request, f"{parent}|{asked.key}")
         self.store.app(parent)
         with self.store.transaction() as db:
             rows, total = self.store.page(
                 db,
                 parent,
                 collection,
-                system=collection != "tools" or flt == "include_system_tools=true",
-                by_time=field == "create_time",
-                desc=direction == "desc",
+                system=collection != "tools" or asked.system_tools,
                 offset=offset,
                 size=size,
-                keep=keep,
+                order=asked.plain,
+                arrange=lambda found: asked.arranged(found, lambda r: r[2]),
             )
         enum_int = wants_enum_int(request)
+        texts = [r[1] if enum_int else r[0] for r in rows]
+        if asked.last_ten_results:
+            texts = [self._with_last_ten_results(text, enum_int) for text in texts]
         field_name = "appVersions" if collection == "versions" else collection
-        text = f'{{"{field_name}":[' + ",".join(r[1] if enum_int else r[0] for r in rows) + "]"
+        text = f'{{"{field_name}":[' + ",".join(texts) + "]"
         if offset + size < total:
-            text += f',"nextPageToken":{json.dumps(page_token(offset + size, key))}'
+            text += f',"nextPageToken":{json.dumps(page_token(offset + size, f"{parent}|{asked.key}"))}'
         return Response(text + "}", media_type="application/json")
+
+    def _with_last_ten_results(self, text: str, enum_int: bool) -> str:
+        """An evaluation as ListEvaluations answers it with lastTenResults=true: Evaluation.last_ten_results,
+        "The last 10 evaluation results for this evaluation" (output only), newest first."""
+        data = json.loads(text)
+        listed = self.evaluations.list_results(str(data.get("name", "")))["evaluationResults"][:10]
+        if listed:
+            data["lastTenResults"] = [evaluations.printed("EvaluationResult", r, enum_int) for r in listed]
+        return json.dumps(data, separators=(",", ":"))
 
     async def create(self, request: Request, parent: str, collection: str, _: str | None) -> Any:
         if collection == "versions":

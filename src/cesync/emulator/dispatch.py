@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.requests import Request
 
 from . import evaluation_kinds, evaluations
-from .calls import api_version, json_body, wants_enum_int
+from .calls import api_version, json_body, query, wants_enum_int
 from .errors import RpcError
 from .resources import COLLECTIONS
 
@@ -81,7 +81,14 @@ async def dispatch(emulator: Emulator, request: Request, path: str) -> Any:
             return emulator.operations.start(api_version(request), location, action, response, metadata)
 
         return await evaluations.route(
-            emulator.evaluations, method, parent, rest, lambda: json_body(request), start, enum_int=wants_enum_int(request)
+            emulator.evaluations,
+            method,
+            parent,
+            rest,
+            lambda: json_body(request),
+            start,
+            enum_int=wants_enum_int(request),
+            query=query(request),
         )
     name = APP_METHODS.get((method, rest))
     if name is not None:

@@ -36,16 +36,18 @@ from __future__ import annotations
 import asyncio
 import re
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from google.protobuf import json_format
 
 from ..api import descriptors as api
+from . import list_filters
+from .calls import page_window
 from .errors import RpcError
 from .golden import Decided, RunTool, replay_golden
-from .store import Store, now
+from .store import Store, now, page_token
 from .wire import printed as printed_resource
 
 __all__ = ["EvaluationService"]
@@ -341,6 +343,19 @@ def handles(rest: str) -> bool:
     return rest == ":runEvaluation" or bool(RUNS_RE.match(rest) or RESULTS_RE.match(rest))
 
 
+def _listed(
+    collection: str, parent: str, items: list[dict[str, Any]], query: Mapping[str, str], service: EvaluationService
+) -> dict[str, Any]:
+    """One page of a list of runs or results, filtered and ordered as its query asks (list_filters.py)."""
+    asked = list_filters.listing(collection, query, service.runs.get)
+    offset, size = page_window(query, f"{parent}|{asked.key}")
+    page, following = list_filters.paged(asked.arranged(items, lambda r: r), offset, size)
+    out: dict[str, Any] = {collection: page}
+    if following is not None:
+        out["nextPageToken"] = page_token(following, f"{parent}|{asked.key}")
+    return out
+
+
 def printed(message: str, data: dict[str, Any], enum_int: bool) -> dict[str, Any]:
     """data as json_format prints the v1beta message (enums as numbers when asked for): what is
     served is checked to be that message, field by field."""
@@ -359,8 +374,10 @@ async def route(
     start: Start,
     *,
     enum_int: bool = False,
+    query: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Answer one of the routes ``handles`` accepts."""
+    """Answer one of the routes ``handles`` accepts (query: the call's query parameters)."""
+    query = query or {}
     if rest == ":runEvaluation" and method == "POST":
         sent = await body()
         app = sent.get("app")
@@ -378,7 +395,8 @@ async def route(
         return operation
     runs, results = RUNS_RE.match(rest), RESULTS_RE.match(rest)
     if runs and runs.group(1) is None and method == "GET":
-        return {"evaluationRuns": [printed("EvaluationRun", r, enum_int) for r in service.list_runs(parent)["evaluationRuns"]]}
+        listed = _listed("evaluationRuns", parent, service.list_runs(parent)["evaluationRuns"], query, service)
+        return {**listed, "evaluationRuns": [printed("EvaluationRun", r, enum_int) for r in listed["evaluationRuns"]]}
     if runs and runs.group(1) is not None and method in ("GET", "DELETE"):
         name = f"{parent}/evaluationRuns/{runs.group(1)}"
         if method == "GET":
@@ -391,8 +409,9 @@ async def route(
         if service.read(parent, "evaluations", results.group(1)) is None:
             raise RpcError("NOT_FOUND", f"{evaluation} not found")
         if results.group(2) is None and method == "GET":
-            listed = service.list_results(evaluation)["evaluationResults"]
-            return {"evaluationResults": [printed("EvaluationResult", r, enum_int) for r in listed]}
+            mine = service.list_results(evaluation)["evaluationResults"]
+            found = _listed("evaluationResults", evaluation, mine, query, service)
+            return {**found, "evaluationResults": [printed("EvaluationResult", r, enum_int) for r in found["evaluationResults"]]}
         if results.group(2) is not None and method in ("GET", "DELETE"):
             name = f"{evaluation}/results/{results.group(2)}"
             if method == "GET":

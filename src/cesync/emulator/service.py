@@ -8,14 +8,15 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from .calls import ID_RE, api_version, query
+from . import list_filters
+from .calls import ID_RE, api_version, page_args, query
 from .errors import RpcError
 from .evaluations import EvaluationService
 from .execute import Executor
 from .guards import locked, locked_error
 from .operations import Operations
 from .quota import QuotaConfig, QuotaState
-from .store import Store
+from .store import Store, page_token
 from .wire import Extra, Parsed, Printed, extras, kind, without
 from .writes import apply_mask, checked_parsed, with_extras
 
@@ -113,4 +114,12 @@ class Service:
         return self.operations.delete(name)
 
     async def list_operations(self, request: Request, location: str) -> Any:
-        return self.operations.list(location)
+        """ListOperations: its filter (list_filters.py), pageSize and pageToken; by name."""
+        asked = list_filters.listing("operations", query(request))
+        offset, size = page_args(request, f"{location}|{asked.key}")
+        listed = asked.arranged(self.operations.list(location)["operations"], lambda o: o)
+        page, following = list_filters.paged(listed, offset, size)
+        out: dict[str, Any] = {"operations": page}
+        if following is not None:
+            out["nextPageToken"] = page_token(following, f"{location}|{asked.key}")
+        return out

@@ -248,24 +248,23 @@ class Store:
         collection: str,
         *,
         system: bool,
-        by_time: bool,
-        desc: bool,
         offset: int,
         size: int,
-        keep: Callable[[dict[str, Any]], bool] | None = None,
+        order: tuple[str, bool] | None = ("name", False),
+        arrange: Callable[[list[tuple[str, str, dict[str, Any]]]], list[tuple[str, str, dict[str, Any]]]] | None = None,
     ) -> tuple[list[tuple[str, str]], int]:
-        """(names text, ints text) of one page of a collection, and the collection's size; with keep,
-        of the resources it keeps (a list filter on their fields: every row is read)."""
+        """(names text, ints text) of one page of a collection, and how many the whole list holds. order:
+        (name or createTime, descending), which the database sorts by; None: arrange filters and sorts
+        every row, as (names text, ints text, data), in Python (a list filter, another order)."""
         where = "app = ? AND collection = ?" + ("" if system else " AND system = 0")
-        key = "create_time" if by_time else "name"
-        direction = "DESC" if desc else "ASC"
         args = (parent, collection)
-        if keep is not None:
-            rows = db.execute(
-                f"SELECT names, ints FROM resources WHERE {where} ORDER BY {key} {direction}, name {direction}", args
-            ).fetchall()
-            kept = [(r[0], r[1]) for r in rows if keep(json.loads(r[0]))]
-            return kept[offset : offset + size], len(kept)
+        if order is None:
+            assert arrange is not None
+            rows = db.execute(f"SELECT names, ints FROM resources WHERE {where}", args).fetchall()
+            kept = arrange([(r[0], r[1], json.loads(r[0])) for r in rows])
+            return [(r[0], r[1]) for r in kept[offset : offset + size]], len(kept)
+        key = "create_time" if order[0] == "createTime" else "name"
+        direction = "DESC" if order[1] else "ASC"
         (total,) = db.execute(f"SELECT count(*) FROM resources WHERE {where}", args).fetchone()
         rows = db.execute(
             f"SELECT names, ints FROM resources WHERE {where} ORDER BY {key} {direction}, name {direction} LIMIT ? OFFSET ?",

@@ -130,17 +130,24 @@ async def write_record(
     return made
 
 
+# a record's createTime, as CES prints a Timestamp: only such a text goes into a filter
+_RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d)")
 MAX_CHANGELOG_PAGES = 20  # newest first: enough to reach back to the last apply without reading a whole history
 
 
 async def changes_since(client: CesClient, parent: str, since: str, names: set[str]) -> dict[str, tuple[str, str]]:
     """Per resource name of names, (author, time) of the newest changelog after since (CES's
-    projects.locations.apps.changelogs, newest first). {} where CES keeps none or we may not read them."""
+    projects.locations.apps.changelogs). {} where CES keeps none or we may not read them.
+
+    ListChangelogs documents no default order, so the newest first is asked for (its orderBy takes
+    "create_time", AIP-132's " desc" reverses it), and only those after since (its filter takes
+    ``create_time > "..."``, ces.v1.json revision 20261016)."""
     found: dict[str, tuple[str, str]] = {}
     token = ""
+    asked = {"orderBy": "create_time desc", **({"filter": f'create_time > "{since}"'} if _RFC3339.fullmatch(since) else {})}
     try:
         for _ in range(MAX_CHANGELOG_PAGES):
-            params = {"pageSize": 1000, **({"pageToken": token} if token else {})}
+            params = {"pageSize": 1000, **asked, **({"pageToken": token} if token else {})}
             page = await client.list_page(f"{parent}/changelogs", "list changelogs", parent, params)
             for entry in page.get("changelogs", []):
                 if not isinstance(entry, dict):
