@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import shutil
 import socket
@@ -493,13 +494,16 @@ def memory_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
     return str(request.param)
 
 
-def test_a_call_s_processes_share_one_memory_budget(mode: str, memory_mode: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_call_s_processes_share_one_memory_budget(
+    mode: str, memory_mode: str, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="cesync.emulator.sandbox")
     result = tool(CHILDREN_TOUCH, {"children": 6, "mb": 300}, timeout="20s")
     held = result["result"]["held"] if "result" in result else 0
     assert held * 300 <= sandbox.MEMORY_BYTES >> 20, result  # before: all 6 held (1.8 GB)
-    note = warning(capsys)
+    note = warning(capsys) + caplog.text  # a budget that holds is a log line, one that does not a note
     if memory_mode == "cgroup":
-        assert "cesync: note: tool memory: each call's processes share one cgroup" in note, note
+        assert "tool memory: each call's processes share one cgroup" in note, note
     else:
         assert "no cgroup (CESYNC_SANDBOX_MEMORY=bound): 128 MB of address space x 4 processes = 512 MB per call" in note or (
             mode == "fallback" and os.geteuid() == 0 and "a call's total is not bounded" in note
@@ -580,4 +584,9 @@ def test_every_command_that_runs_tool_code_says_once_what_holds(tmp_path: Path) 
         assert r.returncode == 0, r.stdout + r.stderr
         assert r.stderr.count("cesync: warning: the emulator runs Python tools without isolation here") == 1, r.stderr
         assert "Held: CPU time and the call's timeout; memory" in r.stderr and "Not held: other processes" in r.stderr
-        assert r.stderr.count("cesync: note: tool memory: no cgroup (CESYNC_SANDBOX_MEMORY=bound)") == 1, r.stderr
+        # a budget that holds is said under --verbose only: every run of test and eval said it (issue #38,
+        # finding 8); one that does not (root's processes are not counted) is said each time
+        assert r.stderr.count("note: tool memory") == (1 if os.geteuid() == 0 else 0), r.stderr
+        assert f"memory, {sandbox.MEMORY_BYTES >> 20} MB a call" in r.stderr
+    r = cesync("-v", "test", "--dir", str(root), "--env", "local", env=env)
+    assert r.stderr.count("tool memory: no cgroup (CESYNC_SANDBOX_MEMORY=bound)") == 1, r.stderr

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import itertools
 import json
+import logging
 import os
 import signal
 import sys
@@ -152,13 +153,26 @@ def _warn_once(sandbox: dict[str, Any]) -> None:
     )
 
 
+log = logging.getLogger(__name__)
+
+
 def _note_memory_once(note: str) -> None:
-    """Say once per process how a tool call's memory is held (a cgroup, or the bound)."""
+    """Say once per process how a tool call's memory is held (a cgroup, or the bound).
+
+    On stderr only when a call's total is not bounded (what the reader must know before
+    running code they do not trust); a budget that holds is a log line (--verbose): said on
+    every run of test and eval, it was noise people learned to skip."""
     global _noted
     if _noted:
         return
     _noted = True
-    sys.stderr.write(f"cesync: note: tool memory: {note}\n")
+    if UNBOUNDED in note:
+        sys.stderr.write(f"cesync: note: tool memory: {note}\n")
+    else:
+        log.info("tool memory: %s", note)
+
+
+UNBOUNDED = "a call's total is not bounded"
 
 
 def memory_note(sandbox: dict[str, Any], group: MemoryGroup) -> str:
@@ -175,7 +189,7 @@ def memory_note(sandbox: dict[str, Any], group: MemoryGroup) -> str:
     if sandbox.get("mode") == "fallback" and sandbox.get("root"):
         return (
             f"no cgroup ({why}): {each} MB of address space per process, and the kernel does not count root's "
-            f"processes, so a call's total is not bounded; at most {parallel_calls()} calls run at once"
+            f"processes, so {UNBOUNDED}; at most {parallel_calls()} calls run at once"
         )
     return (
         f"no cgroup ({why}): {each} MB of address space x {BOUND_PROCESSES} processes = {mb} MB per call; "

@@ -27,7 +27,7 @@ def fallback(reason: str) -> int:
         open_.append("the number of processes (the kernel does not count root's)")
     held = [
         "CPU time and the call's timeout",
-        "memory (see the note on tool memory)",
+        "memory, 512 MB a call (cesync -v says how it is held)",
         f"files written up to {MAX_FILE_BYTES // (1 << 20)} MB each",
         "Python's socket module (refused)" + ("; a network namespace: nothing reachable" if network else ""),
     ]
