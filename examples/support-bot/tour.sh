@@ -32,7 +32,7 @@ import httpx
 from cesync.emulator import EmbeddedTransport
 
 async def main(method: str, path: str, body: str = "") -> None:
-    transport = EmbeddedTransport(state=Path(".cesync/local.json"))
+    transport = EmbeddedTransport(state=Path(".cesync/local.sqlite"))
     async with httpx.AsyncClient(transport=transport, base_url="http://embedded/v1/") as client:
         reply = await client.request(method, path, json=json.loads(body) if body else None)
         reply.raise_for_status()

@@ -17,7 +17,7 @@ import pytest
 from cesync.api.kinds import KINDS
 from cesync.emulator.server import BackgroundServer, free_port
 from tests.conftest import EXAMPLES, ROOT
-from tests.helpers import cesync, cesync_process, emulator_env, make_repo
+from tests.helpers import FIXTURES, cesync, cesync_process, emulator_env, make_repo
 
 
 @pytest.fixture
@@ -329,12 +329,12 @@ def test_the_embedded_state_is_whole_in_its_file_after_the_command(repo: Path, t
     -wal file left behind) and a copy of that one file holds the whole app."""
     applied = cesync_process("apply", "--dir", str(repo), "--env", "local", "--auto-approve")  # the real exit
     assert applied.returncode == 0, applied.stderr
-    state = repo / ".cesync" / "local.json"
-    assert not state.with_name("local.json-wal").exists()
+    state = repo / ".cesync" / "local.sqlite"
+    assert not state.with_name("local.sqlite-wal").exists()
     copy = tmp_path / "copy"
     shutil.copytree(repo, copy, ignore=shutil.ignore_patterns(".cesync"))
     (copy / ".cesync").mkdir()
-    shutil.copyfile(state, copy / ".cesync" / "local.json")
+    shutil.copyfile(state, copy / ".cesync" / "local.sqlite")
     replan = cesync("plan", "--dir", str(copy), "--env", "local", "--detailed-exitcode")
     assert replan.returncode == 0, replan.stdout + replan.stderr
 
@@ -518,3 +518,41 @@ def test_a_usage_error_exits_1_not_2_which_means_changes(repo: Path, args: tuple
     result = cesync_process(*args, cwd=repo)
     assert result.returncode == 1, (result.returncode, result.stderr)
     assert "Error: " in result.stderr and "Traceback" not in result.stderr
+
+
+def test_an_embedded_state_of_an_older_name_is_moved_and_read(tmp_path: Path) -> None:
+    """.cesync/<env>.json held SQLite under a JSON name (issue #38, finding 8): it is now <env>.sqlite,
+    and a state file of the old name, SQLite or JSON, is moved there with its app."""
+    from cesync.client.connect import embedded_state
+
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "minimal", repo)
+    assert cesync("apply", "--dir", str(repo), "--auto-approve").returncode == 0
+    new = repo / ".cesync" / "local.sqlite"
+    assert new.read_bytes().startswith(b"SQLite format 3")
+    new.rename(repo / ".cesync" / "local.json")
+    assert embedded_state(repo, "local") == new and new.exists() and not (repo / ".cesync" / "local.json").exists()
+    assert cesync("plan", "--dir", str(repo), "--detailed-exitcode").returncode == 0  # the same app
+
+
+@pytest.mark.parametrize(
+    ("args", "wrong"),
+    [
+        ((), "agent tools"),  # cesync manages whole apps
+        (("fmt",), "tool and toolset files"),  # fmt formats every kind
+        (("schema",), "tool files, toolset files"),
+        (("diff",), "promote from"),  # diff compares two live apps; it is not a promotion
+        (("emulator",), "older emulators"),
+    ],
+)
+def test_help_says_what_the_command_does(args: tuple[str, ...], wrong: str) -> None:
+    """Wrong words found by a team's second week (issue #38, finding 8)."""
+    said = cesync(*args, "--help")
+    assert said.returncode == 0 and wrong not in " ".join(said.stdout.split()), said.stdout
+
+
+def test_the_action_and_ci_page_say_apps_not_agent_tools() -> None:
+    from tests.conftest import ROOT
+
+    for page in (ROOT / "action.yml", ROOT / "docs" / "ci-cd.md", ROOT / "README.md"):
+        assert "agent tools kept" not in page.read_text() and "CES agent tools" not in page.read_text(), page

@@ -367,10 +367,10 @@ def test_cli_refuses_a_tampered_plan_and_writes_nothing(tmp_path: Path) -> None:
     data = json.loads(planfile.read_text())
     data["changes"][0]["body"]["googleSearchTool"]["description"] = "attacker's text"
     planfile.write_text(json.dumps(data))
-    state = (root / ".cesync" / "local.json").read_bytes()
+    state = (root / ".cesync" / "local.sqlite").read_bytes()
     result = cesync("apply", str(planfile), "--dir", str(root), "--auto-approve")
     assert result.returncode == 1 and "seal does not match" in result.stderr and "Traceback" not in result.stderr
-    assert (root / ".cesync" / "local.json").read_bytes() == state
+    assert (root / ".cesync" / "local.sqlite").read_bytes() == state
 
 
 def test_a_saved_plan_that_creates_the_app_applies(tmp_path: Path) -> None:

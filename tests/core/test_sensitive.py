@@ -140,7 +140,7 @@ def test_secret_never_appears_in_any_channel(old: str, new: str, forge: Any, cap
         run("comment", str(planfile), "--provider", "github", "--pr", "7", env=forge_env)
         run("apply", str(planfile), *d, "--auto-approve", "--format", "json", env=env)
         seen = [*run.seen, *files, planfile.read_text(), caplog.text, *(c["body"] for t in forge.comments.values() for c in t)]
-        store = Store(root / ".cesync" / "local.json")  # the emulator's state is SQLite: read it as JSON
+        store = Store(root / ".cesync" / "local.sqlite")  # the emulator's state is SQLite: read it as JSON
         state = json.dumps(store.snapshot())
         store.close()
     forget()

@@ -56,7 +56,7 @@ def test_strict_fails_before_running_anything(applied: Path) -> None:
 
 
 def test_local_runs_the_repo_code_and_leaves_the_app_alone(applied: Path) -> None:
-    state = applied / ".cesync" / "local.json"
+    state = applied / ".cesync" / "local.sqlite"
     before = state.stat().st_mtime_ns, state.stat().st_size
     r = cesync_in_process("test", "--dir", str(applied), "--env", "local", "--local")
     assert r.returncode == 1  # the repo's code says Goodbye: the test of the change fails, as it should

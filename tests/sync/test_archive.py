@@ -129,7 +129,7 @@ def test_import_archive_gives_a_repo_that_applies(tmp_path: Path, packed: bool) 
     assert cesync("validate", "--dir", str(out)).returncode == 0
     applied = cesync("apply", "--dir", str(out), "--auto-approve")
     assert applied.returncode == 0 and "5 created" in applied.stdout, applied.stdout + applied.stderr
-    state = Store(out / ".cesync" / "local.json").snapshot()
+    state = Store(out / ".cesync" / "local.sqlite").snapshot()
     app_state = next(iter(state["apps"].values()))
     sent = app_state["toolsets"]["lookup_order"]["openApiToolset"]
     assert "https://orders.dev.example" in sent["openApiSchema"] and "$env_var" not in sent["openApiSchema"]

@@ -172,7 +172,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("adopt", "Write the whole app (settings, agents, guardrails, tools and the rest) as a cesync repo (adoption)."),
     "import-archive": ("adopt", "Convert a CES app export (zip or folder) into a cesync repo."),
     "convert-tools": ("sync", "Rewrite OpenAPI, connector and MCP tool files as the toolset files CES makes those tools from."),
-    "fmt": ("sync", "Rewrite cesync.yaml, tool and toolset files in one canonical layout, keeping comments."),
+    "fmt": ("sync", "Rewrite cesync.yaml and every resource file in one canonical layout, keeping comments."),
     "init": (
         "offline",
         "Scaffold a new repo: cesync.yaml, an example tool, the JSON Schemas its editor modelines name, .gitignore.",
@@ -186,7 +186,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "preview": ("preview", "Apply the repo to a throw-away app beside the environment's (APP-NAME), or --delete it."),
     "promote": ("promote", "Plan TO from exactly the commit FROM last applied (its applied record), in that commit's tree."),
     "pull": ("sync", "Write the app's state of managed resources back into the files that define them."),
-    "schema": ("offline", "Write JSON Schemas for tool files, toolset files and cesync.yaml."),
+    "schema": ("offline", "Write JSON Schemas for cesync.yaml and every kind's files."),
     "show": ("core", "Render a saved plan (text, json or markdown)."),
     "test": ("tools", "Run the tool tests in tests/*.yaml against the environment's app (--local: against the repo)."),
     "validate": ("offline", "Check every file offline; report each problem as file:line:col."),
@@ -248,7 +248,7 @@ def _fewer_collections() -> None:
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]}, params=[verbose_option()])
 @click.version_option(__version__, prog_name="cesync")
 def main() -> None:
-    """Manage Google Cloud CES agent tools as code: validate, plan, apply."""
+    """Manage Google Cloud CES apps as code (agents, tools, toolsets, guardrails, ...): validate, plan, apply."""
 
 
 def run() -> None:

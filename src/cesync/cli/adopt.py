@@ -16,7 +16,7 @@ from ..api.kinds import KINDS, ResourceKind, spoken
 from ..api.resource import Resource
 from ..api.words import count
 from ..client import connect
-from ..client.connect import endpoint_for
+from ..client.connect import embedded_state, endpoint_for
 from ..core.plan import Plan
 from ..errors import CesyncError
 from ..pipeline.exporting import config_for, export_app, plan_files, plan_folder, target_for_app
@@ -102,13 +102,13 @@ def export(
     exported, remote = asyncio.run(run())
     if (out / ".gitignore").exists():
         exported.files.pop(".gitignore", None)
-    state = root / ".cesync" / f"{env.name}.json"
+    state = embedded_state(root, env.name)
     if not app_name and endpoint_for(env, endpoint) == EMBEDDED and state.is_file():
         # The embedded emulator's app lives in the repo folder: take it along, so the
         # exported repo plans against the same app.
         from ..emulator.store import Store  # the state is a database; the copy is its JSON form
 
-        exported.files[f".cesync/{env.name}.json"] = json.dumps(Store(state).snapshot())
+        exported.files[f".cesync/{env.name}.json"] = json.dumps(Store(state).snapshot())  # JSON: its first use makes the database
 
     def round_trip(staged: Path) -> None:  # export must round-trip; say so loudly where it does not
         for change in plan_folder(staged, env.name, remote, variables=dict(env.overrides)).changes:
@@ -165,8 +165,8 @@ def import_archive(source: Path, out: Path, env_name: str, app_name: str | None,
 
 @main.command("diff")
 @dir_option
-@click.option("--from", "from_env", required=True, help="The environment to promote from (e.g. dev).")
-@click.option("--to", "to_env", required=True, help="The environment to promote to (e.g. prod).")
+@click.option("--from", "from_env", required=True, help="The environment whose live app is the model (e.g. dev).")
+@click.option("--to", "to_env", required=True, help="The environment whose live app is compared with it (e.g. prod).")
 @endpoint_option
 @format_option
 @click.option("--detailed-exitcode", is_flag=True, help="Exit 0 when equal, 2 when they differ, 1 on error.")

@@ -141,7 +141,7 @@ def _validate_one(
 @click.option("--check", is_flag=True, help="Exit 1 if the files in --out are missing or not current.")
 @handled
 def schema(out: Path, check: bool) -> None:
-    """Write JSON Schemas for tool files, toolset files and cesync.yaml."""
+    """Write JSON Schemas for cesync.yaml and every kind's files."""
     from ..repo.jsonschema import render_schemas
 
     missing: list[str] = []

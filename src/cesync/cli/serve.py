@@ -38,7 +38,7 @@ from . import (
     "--auto-create-apps/--no-auto-create-apps",
     default=False,
     show_default=True,
-    help="Create an app on its first use (older emulators did); off, as in CES, an app exists once created "
+    help="Create an app on its first use (for a client that never calls CreateApp); off, as in CES, an app exists once created "
     "(CreateApp, importApp or --app).",
 )
 @click.option(

@@ -104,7 +104,7 @@ def _files(n: int) -> str:
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 listing the files that are not in the canonical layout.")
 @handled
 def fmt(directory: Path, check: bool) -> None:
-    """Rewrite cesync.yaml, tool and toolset files in one canonical layout, keeping comments.
+    """Rewrite cesync.yaml and every resource file in one canonical layout, keeping comments.
 
     Keys in the order the API declares the fields, 2-space indentation; values, quoting
     and comments stay. For CI and pre-commit: fmt --check.

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from .api import CesClient, RetryPolicy
     from .pacing import Quota
 
-__all__ = ["EMULATOR_HOST_VAR", "connect", "endpoint_for", "quota_for"]
+__all__ = ["EMULATOR_HOST_VAR", "connect", "embedded_state", "endpoint_for", "quota_for"]
 
 GOOGLE = {"us": "https://ces.us.rep.googleapis.com", "eu": "https://ces.eu.rep.googleapis.com"}
 GLOBAL = "https://ces.googleapis.com"
@@ -83,6 +83,22 @@ def quota_for(env: EnvTarget, google: bool) -> Quota:
     )
 
 
+def embedded_state(root: Path, env_name: str) -> Path:
+    """The embedded emulator's state of one environment: an SQLite database, ``.cesync/<env>.sqlite``.
+
+    Earlier versions called it ``<env>.json`` (it held JSON once, then SQLite under the same
+    name); such a file is moved to the new name on first use, its -wal and -shm files along,
+    and the store reads a JSON one as the state it is (``Store``'s legacy load)."""
+    folder = root / ".cesync"
+    state = folder / f"{env_name}.sqlite"
+    old = folder / f"{env_name}.json"
+    if not state.exists() and old.is_file():
+        for suffix in ("", "-wal", "-shm"):
+            if Path(f"{old}{suffix}").exists():
+                os.replace(f"{old}{suffix}", f"{state}{suffix}")
+    return state
+
+
 def connect(
     env: EnvTarget, root: Path, *, override: str | None = None, retry: RetryPolicy | None = None, max_connections: int = 32
 ) -> CesClient:
@@ -95,7 +111,7 @@ def connect(
     if endpoint == EMBEDDED:
         from ..emulator import EmbeddedTransport
 
-        state = root / ".cesync" / f"{env.name}.json"
+        state = embedded_state(root, env.name)
         # as in CES, the app exists once created: apply creates it (CreateApp), nothing invents it
         transport = EmbeddedTransport(state=state, auto_create_apps=False)
         quota = quota_for(env, google=False)

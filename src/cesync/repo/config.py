@@ -192,7 +192,7 @@ class Environment(_Strict):
     app: str = Field(description="The CES app id (the last part of projects/*/locations/*/apps/*).")
     endpoint: str | None = Field(
         None,
-        description="'embedded' (the in-process emulator, state in .cesync/<env>.json), "
+        description="'embedded' (the in-process emulator, state in .cesync/<env>.sqlite), "
         "'emulator' (the one CES_EMULATOR_HOST names), an http(s) URL, or absent for Google's endpoint for the location "
         "(CES_EMULATOR_HOST never redirects that).",
     )

@@ -15,7 +15,7 @@ version: 1
 defaults:
   vars: {{}}
 environments:
-  # The embedded emulator: state in .cesync/local.json, no Google project needed.
+  # The embedded emulator: state in .cesync/local.sqlite, no Google project needed.
   local:
     project: local
     location: us
