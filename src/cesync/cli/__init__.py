@@ -158,7 +158,7 @@ def _leave_output_closed() -> NoReturn:
 
 # Each command's module and the first line of its help, so that `cesync --help` and a
 # command run import only what they use (tests/cli/test_cli_lazy.py keeps this table true).
-MODULES = ("adopt", "ci", "core", "evaluate", "offline", "preview", "promote", "serve", "sync", "tools", "versions")
+MODULES = ("adopt", "ci", "core", "evaluate", "offline", "policy", "preview", "promote", "serve", "sync", "tools", "versions")
 COMMANDS: dict[str, tuple[str, str]] = {
     "apply": ("core", "Make the app match the repo: creates, updates and (with --prune) deletes."),
     "comment": ("ci", "Keep one sticky plan comment per environment and app on the pull/merge request."),
@@ -178,6 +178,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Scaffold a new repo: cesync.yaml, an example tool, the JSON Schemas its editor modelines name, .gitignore.",
     ),
     "matrix": ("ci", "List every (app folder, environment) under ROOT as JSON, for a CI matrix."),
+    "policy": ("policy", "The repo's policy checks (the folder 'policies' in cesync.yaml names)."),
     "plan": ("core", "Show what apply would change in the app, with the etags seen."),
     "rollback": (
         "versions",

@@ -45,6 +45,13 @@ if TYPE_CHECKING:  # the commands import what they use
     from ..pipeline.apply import ApplyResult, Outcome
 
 
+label_option = click.option(
+    "--label",
+    "labels",
+    multiple=True,
+    help="A label reviewers gave the change (e.g. a pull request's): the policies read them (repeatable).",
+)
+
 fail_on_validation_option = click.option(
     "--fail-on-validation-errors",
     "fail_on_validation",
@@ -82,6 +89,7 @@ fail_on_validation_option = click.option(
 )
 @fail_on_validation_option
 @click.option("--prune-unmanaged", is_flag=True, help="With --prune: also delete what cesync does not own (made by hand).")
+@label_option
 @var_options
 @handled
 def plan(
@@ -98,22 +106,35 @@ def plan(
     resend_input_only: bool,
     fail_on_validation: bool,
     prune_unmanaged: bool,
+    labels: tuple[str, ...],
     var_pairs: tuple[str, ...],
     var_files: tuple[Path, ...],
 ) -> None:
-    """Show what apply would change in the app, with the etags seen."""
+    """Show what apply would change in the app, with the etags seen.
+
+    Exits 1 when a policy of the repo denies the plan (after showing and saving it)."""
     from ..pipeline.context import open_context
     from ..pipeline.planning import read_plan
 
     ctx = open_context(directory, env_name, endpoint, cli_vars(var_pairs, var_files), read_ahead=True)
     result = asyncio.run(
-        read_plan(ctx, prune=prune, targets=targets, resend_input_only=resend_input_only, prune_unmanaged=prune_unmanaged)
+        read_plan(
+            ctx,
+            prune=prune,
+            targets=targets,
+            resend_input_only=resend_input_only,
+            prune_unmanaged=prune_unmanaged,
+            labels=labels,
+        )
     )
     if out:
         save(out, result.to_json())
     print_plan(result, fmt)
     if out and fmt == "text":
         err(f"saved plan to {out}")
+    if result.denied:
+        err(f"policy: apply will refuse this plan: denied by {', '.join(sorted({f.rule for f in result.denied}))}")
+        sys.exit(EXIT_ERROR)
     if fail_on_unmanaged and result.unmanaged:
         err(f"drift: {count(len(result.unmanaged), 'resource')} in the app that the repo does not define (made by hand?)")
     if fail_on_validation and result.validation:
@@ -175,6 +196,7 @@ def show(planfile: Path, fmt: str) -> None:
     help="Before the first write, create an app version named after the git commit: 'cesync rollback' to it undoes the apply.",
 )
 @fail_on_validation_option
+@label_option
 @var_options
 @handled
 def apply(
@@ -193,6 +215,7 @@ def apply(
     fmt: str,
     snapshot: bool,
     fail_on_validation: bool,
+    labels: tuple[str, ...],
     var_pairs: tuple[str, ...],
     var_files: tuple[Path, ...],
 ) -> None:
@@ -200,6 +223,7 @@ def apply(
     from ..core.safety import check_safety
     from ..pipeline.context import open_context
     from ..pipeline.planning import make_plan
+    from ..pipeline.policies import refuse_denied
     from ..pipeline.saved import check_saved, narrow_saved
     from ..render.common import summary
 
@@ -224,6 +248,8 @@ def apply(
                 "the plan was made with --prune-unmanaged (it may delete what cesync did not make): "
                 "pass --prune-unmanaged to apply it, or make a new plan without it"
             )
+        if labels:  # the labels a plan was made with are sealed in it: the reviewers' say, not the applier's
+            raise CesyncError("--label: a saved plan carries the labels it was made with; make the plan with --label")
         if resend_input_only and not saved.resend_input_only:
             raise CesyncError("--resend-input-only: the saved plan was made without it; make the plan with it")
     safety = ctx.repo.config.safety
@@ -240,6 +266,7 @@ def apply(
                     targets=targets,
                     resend_input_only=resend_input_only,
                     prune_unmanaged=prune_unmanaged,
+                    labels=labels,
                 )
             if fmt == "text" and saved is None:
                 print_plan(current, "text")
@@ -268,6 +295,7 @@ def apply(
                 if fmt == "json":
                     out(json.dumps(noop.to_dict(), indent=2))
                 return None
+            refuse_denied(current)
             check_safety(current, safety.maxChangeFraction, safety.minResources, allow_mass_change, safety.maxUpdateFraction)
             if not auto_approve:
                 if not sys.stdin.isatty():

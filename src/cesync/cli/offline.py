@@ -123,11 +123,35 @@ def _validate_one(
     from ..repo.loading import misplaced_files
 
     warnings = lint_credentials(repo) + shared_apps(repo.config, repo.config_doc) + misplaced_files(repo.root)
+    if not problems:  # the policies judge what renders: only a repo that renders cleanly
+        denied, warned = _policy_problems(repo, names)
+        problems += denied
+        warnings += warned
     if not problems and not (strict and warnings):  # under --strict a warning fails: no "ok" before it
         count = len(repo.files)
         where = f" in {prefix}" if prefix is not None else ""
         out(f"ok: {count} file{'s' if count != 1 else ''}{where} valid for {', '.join(names)}")
     return problems, warnings
+
+
+def _policy_problems(repo: Repo, names: list[str]) -> tuple[list[Problem], list[Problem]]:
+    """The repo's policies (rules on: resource) on each environment's rendered resources: a deny is a
+    problem, a warn a warning, each at the resource's file."""
+    from ..pipeline.policies import policies_of, resource_findings
+
+    policies = policies_of(repo)
+    if not policies:
+        return [], []
+    denied: list[Problem] = []
+    warned: list[Problem] = []
+    files = {(f.kind.name, f.id): f.doc.file for f in repo.files}
+    for name in names:
+        env = repo.env(name)
+        for f in resource_findings(policies, name, repo.render(env)):
+            kind, _, rid = f.subject.partition("/")
+            problem = Problem(files.get((kind, rid), "cesync.yaml"), 1, 1, f"[{name}] policy {f.verdict} {f.rule}: {f.message}")
+            (denied if f.verdict == "deny" else warned).append(problem)
+    return denied, warned
 
 
 @main.command()

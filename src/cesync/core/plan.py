@@ -17,6 +17,7 @@ from .. import __version__
 from ..api.kinds import KINDS, ResourceKind
 from .diff import FieldChange
 from .planfile import Action, PlanFile, parse_plan_file
+from .policy import Finding
 from .sensitive import mask
 
 __all__ = ["ACTIONS", "FORMAT_VERSION", "RESENT", "Action", "Change", "Plan", "Sealed"]
@@ -94,6 +95,9 @@ class Plan:
     record: str = ""  # the applied record (app version) the plan took as its base ("" without one)
     owned: tuple[str, ...] = ()  # "kind/id" cesync owns, from that record: what --prune may delete
     prune_unmanaged: bool = False  # --prune-unmanaged: also delete what cesync does not own
+    # the repo's policy checks (core.policy) on this plan: a deny stops apply, a warn is shown
+    policy: tuple[Finding, ...] = ()
+    labels: tuple[str, ...] = ()  # plan --label: what reviewers said of the change (policies read them)
     seal: str = ""  # keyed hash of everything else in the saved file (see bind)
     cesync_version: str = __version__
     format_version: int = FORMAT_VERSION
@@ -106,6 +110,10 @@ class Plan:
     def drifted(self) -> tuple[Change, ...]:
         return tuple(c for c in self.changes if c.drift is not None)
 
+    @property
+    def denied(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.policy if f.verdict == "deny")
+
     def counts(self) -> dict[str, int]:
         return {a: sum(1 for c in self.changes if c.action == a) for a in ACTIONS}
 
@@ -114,6 +122,7 @@ class Plan:
         data = {f.name: getattr(self, f.name) for f in dataclass_fields(self)}
         data["changes"] = [c.public() for c in self.changes]
         data["sensitive"] = asdict(self.sensitive)
+        data["policy"] = [f.public() for f in self.policy]
         for change in data["changes"]:
             paths = self.sensitive.fields.get(change["name"])
             if paths and change["body"] is not None:
@@ -152,6 +161,8 @@ def _from_file(f: PlanFile) -> Plan:
             "unmanaged": tuple(data["unmanaged"]),
             "owned": tuple(data["owned"]),
             "targets": tuple(data["targets"]),
+            "labels": tuple(data["labels"]),
+            "policy": tuple(Finding(**f) for f in data["policy"]),
             "sensitive": Sealed(**data["sensitive"]),
         }
     )

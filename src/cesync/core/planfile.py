@@ -67,6 +67,14 @@ class SealedFile(_Strict):
     fields: dict[str, list[list[str | int]]] = Field(default_factory=dict)
 
 
+class FindingFile(_Strict):
+    rule: str
+    verdict: Literal["deny", "warn"]
+    subject: str
+    message: str
+    source: str = ""
+
+
 class PlanFile(_Strict):
     format_version: int
     cesync_version: str
@@ -91,6 +99,8 @@ class PlanFile(_Strict):
     record: str = ""
     owned: list[str] = Field(default_factory=list)
     prune_unmanaged: bool = False
+    policy: list[FindingFile] = Field(default_factory=list)
+    labels: list[str] = Field(default_factory=list)
     seal: str = Field("", pattern=_KEYED_OR_EMPTY)  # "" only in plans never saved (diff, rollback): apply refuses them
 
 

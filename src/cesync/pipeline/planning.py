@@ -18,6 +18,7 @@ from ..core.sensitive import KEY_ENV, new_salt, plan_key, seal
 from ..core.targets import resolve_targets, target_keys
 from ..repo.repo import EnvTarget
 from .context import Context
+from .policies import check_plan
 from .readahead import read_app
 
 if TYPE_CHECKING:  # the HTTP client loads when a command first uses it (see client/__init__.py)
@@ -32,15 +33,28 @@ async def read_plan(
     targets: Iterable[str] | None = None,
     resend_input_only: bool = False,
     prune_unmanaged: bool = False,
+    labels: Iterable[str] = (),
 ) -> Plan:
     """make_plan with the app read ahead (open_context(read_ahead=True)) or, without it, read now."""
     if ctx.read_ahead is not None:
         return await make_plan(
-            ctx, None, prune=prune, targets=targets, resend_input_only=resend_input_only, prune_unmanaged=prune_unmanaged
+            ctx,
+            None,
+            prune=prune,
+            targets=targets,
+            resend_input_only=resend_input_only,
+            prune_unmanaged=prune_unmanaged,
+            labels=labels,
         )
     async with ctx.client() as client:
         return await make_plan(
-            ctx, client, prune=prune, targets=targets, resend_input_only=resend_input_only, prune_unmanaged=prune_unmanaged
+            ctx,
+            client,
+            prune=prune,
+            targets=targets,
+            resend_input_only=resend_input_only,
+            prune_unmanaged=prune_unmanaged,
+            labels=labels,
         )
 
 
@@ -53,15 +67,17 @@ async def make_plan(
     salt: str | None = None,
     resend_input_only: bool = False,
     prune_unmanaged: bool = False,
+    labels: Iterable[str] = (),
 ) -> Plan:
     """targets: --target values (ID, kind/ID, kinds/ID); one that names nothing is an error.
 
     resend_input_only: send the INPUT_ONLY fields the repo sets again (see core.planbuild.build_plan).
-    prune_unmanaged: prune deletes what cesync does not own too (made by hand)."""
+    prune_unmanaged: prune deletes what cesync does not own too (made by hand).
+    labels: what reviewers said of the change (plan --label), for the policies (pipeline.policies)."""
     prune_ = ctx.env.prune if prune is None else prune
     salt = salt or new_salt()
     key = ctx.binding_key(salt)
-    plan, selected, _ = await plan_against_remote(
+    plan, selected, remote = await plan_against_remote(
         ctx, client, prune_, targets, key, narrow=True, resend=resend_input_only, prune_unmanaged=prune_unmanaged
     )
     safety = ctx.repo.config.safety
@@ -70,6 +86,7 @@ async def make_plan(
         targets=tuple(sorted(selected or ())),
         refused=safety_refusal(plan, safety.maxChangeFraction, safety.minResources, safety.maxUpdateFraction),
     )
+    plan = check_plan(ctx, plan, remote, sorted(set(labels)))
     return seal_plan(plan, ctx, salt, key)
 
 

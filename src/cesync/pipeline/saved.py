@@ -14,6 +14,7 @@ from ..core.sensitive import KEY_ENV, plan_key, same, seal
 from ..errors import PlanFileError
 from .context import Context
 from .planning import plan_against_remote, seal_plan
+from .policies import check_plan
 
 if TYPE_CHECKING:  # the HTTP client loads when a command first uses it (see client/__init__.py)
     from ..client.api import CesClient
@@ -45,9 +46,9 @@ async def narrow_saved(
     scope = set(saved.targets) if saved.targets else None  # a --target plan stays that partial
     if selected is not None:
         scope = selected if scope is None else scope & selected
-    if scope is None:
-        return allowed
-    return replace(allowed, changes=tuple(c for c in allowed.changes if c.key in scope), targets=tuple(sorted(scope)))
+    if scope is not None:
+        allowed = replace(allowed, changes=tuple(c for c in allowed.changes if c.key in scope), targets=tuple(sorted(scope)))
+    return check_plan(ctx, allowed, remote, saved.labels)  # the policies as they are now, on what will run
 
 
 def check_saved(ctx: Context, saved: Plan) -> bytes:

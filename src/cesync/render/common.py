@@ -73,7 +73,17 @@ def notices(plan: Plan) -> list[str]:
         out.append(f"Apply will refuse this plan: {plan.refused}")
     if plan.app_lock:
         out.append(f"App lock: {plan.app_lock}")
+    if plan.denied:
+        rules = sorted({f.rule for f in plan.denied})
+        out.append(f"Policy: apply will refuse this plan: denied by {', '.join(rules)}")
     return [*out, ""] if out else []
+
+
+def policy_lines(plan: Plan) -> list[tuple[str, str, str, str]]:
+    """(verdict, rule, subject, message) of each policy finding, denies first; every part is the
+    repo's or a policy author's text, on one line with no markup (see _plain)."""
+    ordered = sorted(plan.policy, key=lambda f: (f.verdict != "deny", f.rule, f.subject))
+    return [(f.verdict, _plain(f.rule), _plain(f.subject), _plain(f.message, 500)) for f in ordered]
 
 
 def validation_lines(found: dict[str, list[str]]) -> list[str]:
@@ -94,10 +104,10 @@ def drift_label(c: Any) -> str:
     return f"drift: changed outside cesync since its last apply{who}{when}" + (f" ({fields})" if fields else "")
 
 
-def _plain(value: Any) -> str:
+def _plain(value: Any, limit: int = 200) -> str:
     """A server's text on one line, no markup: a changelog author or time cannot end a block or fake a line."""
     text = "".join(ch if ch.isprintable() and ch not in "`<>|*_[]" else " " for ch in str(value))
-    return text[:200]
+    return text[:limit]
 
 
 def unmanaged_groups(plan: Plan) -> list[tuple[str, list[str]]]:

@@ -14,6 +14,7 @@ from .common import (
     drift_label,
     is_multiline,
     notices,
+    policy_lines,
     summary,
     unified,
     unmanaged_groups,
@@ -48,6 +49,10 @@ def render_markdown(plan: Plan, *, max_chars: int | None = None, full_plan: str 
     ]
     if not plan.changes:
         head += ["**No changes.** The app matches the repo.", ""]
+    if plan.policy:
+        head += ["**Policy checks:**", ""]
+        head += [f"- **{verdict}** `{rule}` on `{subject}`: {message}" for verdict, rule, subject, message in policy_lines(plan)]
+        head.append("")
     tail: list[str] = []
     if plan.validation:
         tail += ["**CES reports problems in the app as it is** (validationErrors, invalid):", ""]

@@ -17,6 +17,7 @@ from .common import (
     drift_label,
     is_multiline,
     notices,
+    policy_lines,
     summary,
     unified,
     unmanaged_groups,
@@ -59,6 +60,10 @@ def render_text(plan: Plan, *, color: bool = False, mapper: Mapper | None = None
     for why, names in unmanaged_groups(plan):
         lines.append(paint(f"{count(len(names), 'remote resource')} not in the repo ({why}):", "dim"))
         lines += [paint(f"  ? {name}", "dim") for name in names]
+        lines.append("")
+    if plan.policy:
+        lines.append(paint("Policy checks:", "bold"))
+        lines += [f"  {verdict.upper()} {rule}: {subject}: {message}" for verdict, rule, subject, message in policy_lines(plan)]
         lines.append("")
     if plan.validation:
         lines.append(paint("CES reports problems in the app as it is (validationErrors, invalid):", "bold"))

@@ -238,6 +238,18 @@ class Config(_Strict):
     prune: bool = Field(False, description="Delete remote resources that the repo does not define.")
     safety: Safety = Field(default_factory=Safety)
     records: Records = Field(default_factory=Records)
+    policies: str | None = Field(
+        None,
+        description="A folder of the repo holding policy files (CEL rules run by validate and plan; a deny stops apply).",
+    )
+
+    @field_validator("policies")
+    @classmethod
+    def _policies(cls, value: str | None) -> str | None:
+        parts = (value or "").replace("\\", "/").split("/")
+        if value is not None and (not value or value.startswith("/") or ".." in parts or ":" in value):
+            raise ValueError(f"policies: {value!r}: name a folder inside the repo, relative to cesync.yaml (e.g. policies)")
+        return value
 
     @field_validator("environments")
     @classmethod
