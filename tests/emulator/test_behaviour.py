@@ -179,3 +179,26 @@ def test_the_official_client_meets_the_lock_as_failed_precondition(emulator: Bac
         client.create_tool(
             parent=APP, tool=ces_v1.Tool(python_function=ces_v1.PythonFunction(python_code="def f():\n  return 1\n")), tool_id="t"
         )
+
+
+@pytest.mark.parametrize(
+    ("field", "credentials"),
+    [
+        (
+            "whatsappCredentials",
+            {"authCode": "a", "pin": "123456", "phoneNumber": "+1555", "businessAccountId": "b", "wabaId": "w"},
+        ),
+        ("instagramCredentials", {"authCode": "a"}),
+    ],
+)
+def test_a_conversation_profile_id_may_be_left_out(emulator: BackgroundServer, field: str, credentials: dict[str, str]) -> None:
+    """WhatsAppCredentials and InstagramCredentials.conversationProfileId: REQUIRED in the 0.7.2 protos,
+    "Optional." in Google's discovery document ces.v1.json (rev 20261016), which the service serves."""
+    import httpx
+
+    body = {"displayName": field, "channelProfile": {"channelType": "WEB_UI"}, field: credentials}
+    made = httpx.post(f"{emulator.url}/v1/{APP}/deployments", params={"deploymentId": field.lower()}, json=body)
+    assert made.status_code == 200, made.text
+    missing = {k: v for k, v in credentials.items() if k != "authCode"}  # a field both still require
+    refused = httpx.post(f"{emulator.url}/v1/{APP}/deployments", json={**body, "displayName": "x", field: missing})
+    assert refused.status_code == 400 and f"{field}.authCode" in refused.text

@@ -30,6 +30,8 @@ ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     ("DELETE", re.compile(rf"^/{COLLECTION_GROUP}/([^/:]+)\Z"), "delete"),
     ("POST", re.compile(r"^/(toolsets)/([^/:]+):retrieveTools\Z"), "retrieve_tools"),
     ("POST", re.compile(r"^/(versions)/([^/:]+):restore\Z"), "restore"),
+    # UpdateAppVersion: ces.v1.json rev 20261016 (projects.locations.apps.versions.patch)
+    ("PATCH", re.compile(r"^/(versions)/([^/:]+)\Z"), "patch_version"),
     ("GET", re.compile(r"^/(changelogs)\Z"), "list_changelogs"),
     ("GET", re.compile(r"^/(changelogs)/([^/:]+)\Z"), "get_changelog"),
 ]

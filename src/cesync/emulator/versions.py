@@ -7,12 +7,14 @@ from typing import Any
 from starlette.requests import Request
 
 from .archive import ARCHIVED
-from .calls import answer, json_body
+from .calls import answer, json_body, query
 from .errors import RpcError
 from .service import Service
 from .store import new_etag, now
-from .wire import Printed, printed
-from .writes import checked_body, stamp
+from .wire import Printed, mask_paths, printed
+from .writes import apply_mask, checked_body, stamp
+
+_VERSION_WRITABLE = ("displayName", "description")
 
 
 class Versions(Service):
@@ -32,13 +34,39 @@ class Versions(Service):
             rid = self.store.next_id(db, parent, "version")
         if self.store.get(db, parent, "versions", rid) is not None:
             raise RpcError("ALREADY_EXISTS", f"app version {parent}/versions/{rid} already exists")
+        # AppVersion.updateTime, "Output only. Timestamp when the app version was last updated."
+        # (ces.v1.json rev 20261016; the 0.7.2 protos lack it): stamped like every resource's
         data = stamp(data, f"{parent}/versions/{rid}", None)
-        data.pop("updateTime")  # an AppVersion has no update time
         data["creator"] = "emulator@cesync.local"
         data["snapshot"] = self._snapshot(db, parent)
         res = printed("versions", data)
         self.store.put(db, parent, "versions", rid, res)
         return res
+
+    async def patch_version(self, request: Request, parent: str, collection: str, rid: str | None) -> Any:
+        """UpdateAppVersion (ces.v1.json rev 20261016, ``projects.locations.apps.versions.patch``; the 0.7.2
+        protos lack it): "If [updateMask is] empty, fields display_name and description will be updated".
+        Those are the only fields of AppVersion that are not output only or its identifier, so a mask
+        naming another is INVALID_ARGUMENT (the document is silent on what the server does with one)."""
+        assert rid is not None
+        sent = await json_body(request)
+        sent.pop("updateTime", None)  # output only, and unknown to the protos that check the rest
+        body = {k: v for k, v in checked_body("versions", sent).items() if k in _VERSION_WRITABLE}
+        paths = mask_paths(query(request).get("updateMask"), "versions") or list(_VERSION_WRITABLE)
+        refused = [p for p in paths if p not in _VERSION_WRITABLE]
+        if refused:
+            raise RpcError(
+                "INVALID_ARGUMENT",
+                f"invalid update_mask path '{refused[0]}': an app version's writable fields are displayName and description",
+            )
+        self.store.app(parent)
+        with self.store.transaction(write=True) as db:
+            current = self._existing(db, parent, "versions", rid).data
+            data = apply_mask(current, body, paths)
+            data.update({"updateTime": now(), "etag": new_etag()})
+            res = printed("versions", data)
+            self.store.put(db, parent, "versions", rid, res)
+        return answer(request, res)
 
     def _snapshot(self, db: Any, parent: str) -> dict[str, Any]:
         """An AppSnapshot: the app and its archived resources (system tools come with every app)."""
