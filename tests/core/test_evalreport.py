@@ -127,3 +127,33 @@ def test_the_pass_rate_over_runs_decides_and_the_report_round_trips(statuses: li
     if not report.passed:
         assert outcome.status == ("failed" if "FAIL" in statuses else "not evaluated")
     assert Report.from_dict(report.to_dict()) == report
+
+
+answers = st.dictionaries(
+    st.text("abcdefgh", min_size=1, max_size=6),
+    st.one_of(st.booleans(), st.integers(-99, 99), st.text("xyz", max_size=4)),
+    min_size=1,
+    max_size=4,
+)
+
+
+@given(answers, st.booleans())
+def test_a_missed_golden_shows_what_the_tool_really_answered(returned: dict[str, Any], nested: bool) -> None:
+    """A Python tool answers {"result": ...}: a golden written as the bare return value said
+    'the tool answered {}' (issue #38, finding 9). The report shows the answer, and why it missed."""
+    expected = returned if nested else {"result": {**returned, "other": 1}}
+    observed = {"result": returned}
+    outcome = {
+        "expectation": {"toolResponse": {"tool": f"{APP}/tools/rate", "response": expected}},
+        "outcome": "FAIL",
+        "observedToolResponse": {"tool": f"{APP}/tools/rate", "response": observed},
+    }
+    result = {
+        "name": "r",
+        "executionState": "COMPLETED",
+        "goldenResult": {"turnReplayResults": [{"expectationOutcome": [outcome]}]},
+    }
+    [miss] = judge_result(result, EVALUATION, None).misses
+    assert "the tool answered {}" not in miss.message
+    assert '"result"' in miss.message.split("the tool answered", 1)[1], miss.message
+    assert ("nested under 'result'" in miss.message) == nested, miss.message

@@ -98,6 +98,18 @@ def _test_problems(repo: Repo) -> list[Problem]:
     return unknown_tools(cases, names, toolsets)
 
 
+def _answer_warnings(repo: Repo) -> list[Problem]:
+    """Goldens and tool tests of Python tools that expect an answer outside 'result'."""
+    from ..repo.answers import python_answer_warnings
+    from ..tooltests.schema import load_tests
+
+    try:
+        cases = load_tests(repo.root)
+    except ConfigError:
+        cases = []  # their problems are reported by _test_problems
+    return python_answer_warnings(repo.files, cases)
+
+
 def _prefixed(problems: list[Problem], prefix: Path | None) -> list[Problem]:
     """Problems of one app folder, named from the folder validate --recursive started in."""
     if prefix is None or str(prefix) == ".":
@@ -123,6 +135,7 @@ def _validate_one(
     from ..repo.loading import misplaced_files
 
     warnings = lint_credentials(repo) + shared_apps(repo.config, repo.config_doc) + misplaced_files(repo.root)
+    warnings += _answer_warnings(repo)
     if not problems:  # the policies judge what renders: only a repo that renders cleanly
         denied, warned = _policy_problems(repo, names)
         problems += denied

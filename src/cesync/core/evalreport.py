@@ -196,6 +196,23 @@ def _projection(expected: Any, observed: Any) -> Any:
     return observed
 
 
+def _shown(expected: Any, observed: Any) -> Any:
+    """What to show of the answer beside the expectation: cut to the keys the expectation names
+    when the answer has them all; the whole answer otherwise, as a cut to nothing read "the tool
+    answered {}" when it had answered {"result": {...}}."""
+    if isinstance(expected, dict) and isinstance(observed, dict) and expected and set(expected) <= set(observed):
+        return _projection(expected, observed)
+    return observed
+
+
+def _nested_in_result(expected: Any, observed: Any) -> bool:
+    """The expectation is the function's own return value, and the answer holds it under 'result'."""
+    if not (isinstance(expected, dict) and isinstance(observed, dict)) or "result" in expected or not expected:
+        return False
+    inner = observed.get("result")
+    return isinstance(inner, dict) and set(observed) <= {"result", "error"} and bool(set(expected) & set(inner))
+
+
 def _compact(value: Any) -> str:
     return clip(json.dumps(value, sort_keys=True, ensure_ascii=False), 160)
 
@@ -207,7 +224,10 @@ def _why(condition: str, outcome: dict[str, Any]) -> str:
         observed = _dig(outcome, "observedToolResponse", "response")
         if observed is None:
             return f"expected response {_compact(expected)}; no response was observed"
-        return f"expected response {_compact(expected)}, the tool answered {_compact(_projection(expected, observed))}"
+        said = f"expected response {_compact(expected)}, the tool answered {_compact(_shown(expected, observed))}"
+        if _nested_in_result(expected, observed):
+            said += "; a Python tool's answer is nested under 'result': expect {\"result\": ...}"
+        return said
     if condition == "toolCall":
         explanation = _dig(outcome, "toolInvocationResult", "explanation")
         observed = outcome.get("observedToolCall")

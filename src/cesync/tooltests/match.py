@@ -30,6 +30,8 @@ def check(case: Case, answer: dict[str, Any] | None, error: ApiError | None) -> 
     failures: list[str] = []
     if case.response is not None:
         failures += _subset(case.response, response, "response")
+        if failures and _nested_in_result(case.response, response):
+            failures.append("a Python tool's answer is nested under 'result': write response: {result: ...}")
     if case.expect_variables is not None:
         failures += _subset(case.expect_variables, variables, "variables")
     failures += [f for e in case.checks if (f := _expect(e, response, "response"))]
@@ -39,6 +41,14 @@ def check(case: Case, answer: dict[str, Any] | None, error: ApiError | None) -> 
         # The expectations fail because the tool itself failed: say how, not only "missing".
         failures.append(f"the tool reported an error: {_show(tool_error)}")
     return failures
+
+
+def _nested_in_result(expected: Any, answer: Any) -> bool:
+    """The expectation is the function's own return value, which the answer holds under 'result'."""
+    if not (isinstance(expected, dict) and isinstance(answer, dict)) or "result" in expected or not expected:
+        return False
+    inner = answer.get("result")
+    return isinstance(inner, dict) and set(answer) <= {"result", "error"} and bool(set(expected) & set(inner))
 
 
 def _expects_error(case: Case) -> bool:
