@@ -143,3 +143,40 @@ def json_api(answer: Callable[[str, Mapping[str, str]], tuple[int, Any]]) -> Ite
     finally:
         server.shutdown()
         server.server_close()
+
+
+MERMAID_CHECKER = Path(__file__).parent / "render" / "mermaid"
+_mermaid: list[subprocess.Popen[str]] = []
+
+
+def need_tool(found: bool, what: str) -> None:
+    """Skip without a tool a test needs, except in CI (CI=true), where .ci/run installs it."""
+    import pytest
+
+    if not found:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{what} is missing: .ci/run installs it")
+        pytest.skip(f"{what} is not installed")
+
+
+def mermaid_parse(texts: list[str]) -> list[dict[str, Any]]:
+    """Each text as Mermaid's own parser reads it ({ok, type, nodes, edges} or {ok, error}).
+
+    One node process per test process serves every call (tests/render/mermaid/check.mjs): a
+    start costs a second and a half, a diagram a millisecond, so hypothesis can shrink."""
+    need_tool(
+        shutil.which("node") is not None and (MERMAID_CHECKER / "node_modules" / "mermaid").is_dir(),
+        "Mermaid's parser (npm ci --prefix tests/render/mermaid)",
+    )
+    if not _mermaid or _mermaid[0].poll() is not None:
+        _mermaid[:] = [
+            subprocess.Popen(
+                ["node", str(MERMAID_CHECKER / "check.mjs")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+            )
+        ]
+    proc = _mermaid[0]
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(json.dumps(texts) + "\n")
+    proc.stdin.flush()
+    results: list[dict[str, Any]] = json.loads(proc.stdout.readline())
+    return results

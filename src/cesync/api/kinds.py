@@ -101,6 +101,11 @@ class ResourceKind:
     # (``code/<stem>.py``); other kinds add their name (``code/<stem>.<kind>.py``).
     bare_document_names: bool = False
     run_by_eval: bool = False  # what cesync eval runs (runEvaluation names evaluations)
+    # The reference fields by which it serves a version of the app to callers; naming none of
+    # them, or ``versions/-``, serves the app's draft (cesync graph: what a draft change reaches).
+    serves: tuple[str, ...] = ()
+    # How cesync graph draws one: rectangle, stadium, subroutine, hexagon, circle, parallelogram, flag.
+    figure: str = "rectangle"
     # How a sentence says one and several of them, where counts are printed to people
     # ("1 evaluation expectation", "2 scheduled evaluation runs"); machine outputs keep name and
     # collection. Unset: the words of name and of collection, camelCase apart and lowercase.
@@ -309,6 +314,7 @@ _ENTRIES = (
         server_defaults=_toolset_defaults,
         in_snapshot=True,
         holds_tools=True,
+        figure="subroutine",
     ),
     ResourceKind(
         name="guardrail",
@@ -318,6 +324,7 @@ _ENTRIES = (
         references={"action.transferAgent.agent": ("agents",)},
         deferrable=frozenset({"action"}),
         in_snapshot=True,
+        figure="hexagon",
     ),
     ResourceKind(
         name="agent",
@@ -333,6 +340,7 @@ _ENTRIES = (
         },
         deferrable=frozenset({"tools", "toolsets", "childAgents", "guardrails", "transferRules"}),
         in_snapshot=True,
+        figure="stadium",
     ),
     ResourceKind(
         name="app",
@@ -345,6 +353,7 @@ _ENTRIES = (
         deferrable=frozenset({"rootAgent", "guardrails"}),
         singleton=True,
         in_snapshot=True,
+        figure="circle",
     ),
     ResourceKind(
         name="example",
@@ -367,8 +376,15 @@ _ENTRIES = (
         collection="deployments",
         model_name="Deployment",
         rank=6,
-        references={"appVersion": ("versions",)},
+        references={
+            "appVersion": ("versions",),
+            # "Must be between 0 and 100" of each allocation's share (discovery document ces.v1, rev 20261016)
+            "experimentConfig.versionRelease.trafficAllocations.appVersion": ("versions",),
+        },
         written_last=True,
+        # Deployment.appVersion: "Use .../versions/- to use the draft app" (discovery document ces.v1)
+        serves=("appVersion", "experimentConfig.versionRelease.trafficAllocations.appVersion"),
+        figure="parallelogram",
     ),
     ResourceKind(
         name="evaluationExpectation",
@@ -385,6 +401,7 @@ _ENTRIES = (
         references=_EVALUATION_REFS,
         api_version="v1beta",
         run_by_eval=True,
+        figure="flag",
     ),
     ResourceKind(
         name="evaluationDataset",
@@ -393,6 +410,7 @@ _ENTRIES = (
         rank=9,
         references={"evaluations": ("evaluations",)},
         api_version="v1beta",
+        figure="flag",
     ),
     ResourceKind(
         name="scheduledEvaluationRun",
@@ -406,6 +424,7 @@ _ENTRIES = (
         },
         api_version="v1beta",
         app_fields=("request.app",),  # RunEvaluationRequest.app [REQUIRED]: "The app to evaluate."
+        figure="flag",
     ),
 )
 KINDS: dict[str, ResourceKind] = {k.name: k for k in _ENTRIES}  # in the order files and messages list them

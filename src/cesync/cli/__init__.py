@@ -158,7 +158,21 @@ def _leave_output_closed() -> NoReturn:
 
 # Each command's module and the first line of its help, so that `cesync --help` and a
 # command run import only what they use (tests/cli/test_cli_lazy.py keeps this table true).
-MODULES = ("adopt", "ci", "core", "evaluate", "offline", "policy", "preview", "promote", "serve", "sync", "tools", "versions")
+MODULES = (
+    "adopt",
+    "ci",
+    "core",
+    "evaluate",
+    "graph",
+    "offline",
+    "policy",
+    "preview",
+    "promote",
+    "serve",
+    "sync",
+    "tools",
+    "versions",
+)
 COMMANDS: dict[str, tuple[str, str]] = {
     "apply": ("core", "Make the app match the repo: creates, updates and (with --prune) deletes."),
     "comment": ("ci", "Keep one sticky plan comment per environment and app on the pull/merge request."),
@@ -170,6 +184,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "exec": ("tools", "Run one tool (id, TOOLSET/TOOL_ID or display name) and print its canonical output."),
     "export": ("adopt", "Write the whole app (settings, agents, guardrails, tools and the rest) as a cesync repo (adoption)."),
+    "graph": ("graph", "Draw the app's resources and the references between them, in Mermaid, DOT or JSON."),
     "import-archive": ("adopt", "Convert a CES app export (zip or folder) into a cesync repo."),
     "convert-tools": ("sync", "Rewrite OpenAPI, connector and MCP tool files as the toolset files CES makes those tools from."),
     "fmt": ("sync", "Rewrite cesync.yaml and every resource file in one canonical layout, keeping comments."),

@@ -16,8 +16,12 @@ from ..errors import CesyncError
 __all__ = ["resolve_targets", "target_keys"]
 
 
-def resolve_targets(targets: Iterable[str], known: Iterable[tuple[str, str]]) -> set[tuple[str, str]] | None:
-    """(kind, id) of every resource the targets name; None when no target was given."""
+def resolve_targets(
+    targets: Iterable[str], known: Iterable[tuple[str, str]], flag: str = "--target"
+) -> set[tuple[str, str]] | None:
+    """(kind, id) of every resource the targets name; None when no target was given.
+
+    flag: the option the targets came from, as its errors name it (``--focus`` of graph)."""
     given = [t.strip() for t in targets if t.strip()]
     if not given:
         return None
@@ -41,7 +45,7 @@ def resolve_targets(targets: Iterable[str], known: Iterable[tuple[str, str]]) ->
             continue
         out |= hits
     if bad:
-        raise CesyncError("unknown --target " + "; ".join(bad))
+        raise CesyncError(f"unknown {flag} " + "; ".join(bad))
     return out
 
 

@@ -1,0 +1,155 @@
+"""The app as a graph: its resources, and the references between them (pure).
+
+A link ``A -> B`` says that A uses B: an agent names a tool in ``tools``, the app names its
+root agent, a golden calls a tool, a deployment serves the app's draft or a version. The links
+come from the kind registry's declared reference fields (``ResourceKind.references``), the
+same table ``{ref:}`` is checked against, so a kind that gains a reference gains it here too.
+
+What a change touches is what uses it, directly or through others: a changed tool reaches
+the agents that list it, their parent agents, the app whose root they are, the deployments
+that serve the draft, and the evaluations that call the tool.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..api.kinds import APP, KINDS, by_collection
+from ..api.resource import Resource
+
+__all__ = ["VERSION", "Graph", "Key", "Link", "build_graph", "values_at"]
+
+Key = tuple[str, str]  # (kind name, id); versions are ("version", id): not a kind cesync writes
+VERSION = "version"
+DRAFT = "-"  # Deployment.appVersion ".../versions/-" "to use the draft app" (discovery doc, rev 20261016)
+
+
+@dataclass(frozen=True, order=True)
+class Link:
+    source: Key
+    target: Key
+    field: str  # the reference field of the source, dotted (``tools``, ``golden.turns.steps...``)
+
+
+@dataclass(frozen=True)
+class Graph:
+    nodes: tuple[Key, ...]  # registry order, then id; a referenced resource no file defines is a node too
+    links: tuple[Link, ...]
+
+    def uses(self, key: Key) -> list[Key]:
+        return [link.target for link in self.links if link.source == key]
+
+    def used_by(self, key: Key) -> list[Key]:
+        return [link.source for link in self.links if link.target == key]
+
+    def dependents(self, keys: Iterable[Key], depth: int | None = None) -> dict[Key, int]:
+        """Each node that uses one of keys, directly or through others, with its distance (keys: 0)."""
+        return _walk(self, keys, depth, upward=True)
+
+    def dependencies(self, keys: Iterable[Key], depth: int | None = None) -> dict[Key, int]:
+        """Each node one of keys uses, directly or through others, with its distance (keys: 0)."""
+        return _walk(self, keys, depth, upward=False)
+
+    def around(self, keys: Iterable[Key], depth: int | None = None) -> Graph:
+        """The neighbourhood of keys: what uses them and what they use, up to depth links away.
+
+        Each path keeps one direction, so a tool's neighbourhood holds the agents that use it
+        and their parents, not every other tool those agents use."""
+        wanted = list(keys)
+        return self.only({**self.dependencies(wanted, depth), **self.dependents(wanted, depth)})
+
+    def only(self, keep: Iterable[Key]) -> Graph:
+        kept = set(keep)
+        return Graph(
+            tuple(n for n in self.nodes if n in kept),
+            tuple(link for link in self.links if link.source in kept and link.target in kept),
+        )
+
+
+def build_graph(resources: Iterable[Resource], parent: str) -> Graph:
+    """The graph of an app's resources (the repo rendered for one environment, or the app read)."""
+    nodes: set[Key] = set()
+    links: set[Link] = set()
+    for r in resources:
+        nodes.add(r.key)
+        for field, target in _references(r, parent):
+            nodes.add(target)
+            if target != r.key:  # a resource naming itself is no edge of the picture
+                links.add(Link(r.key, target, field))
+    ordered = sorted(links, key=lambda k: (_order(k.source), _order(k.target), k.field))
+    return Graph(tuple(sorted(nodes, key=_order)), tuple(ordered))
+
+
+def _references(r: Resource, parent: str) -> Iterator[tuple[str, Key]]:
+    for dotted, collections in r.kind.references.items():
+        for value in values_at(r.body, dotted.split(".")):
+            key = _key_of(value, parent, collections)
+            if key is not None:
+                yield dotted, key
+    if r.kind.serves and _serves_draft(r):
+        yield r.kind.serves[0], (APP, APP)
+
+
+def _serves_draft(r: Resource) -> bool:
+    """Whether a deployment (a kind that serves) serves the app's draft: it names no version in
+    its serving fields, or names ``versions/-`` in one of them (a traffic split may).
+
+    An unset appVersion is taken as the draft: the discovery document is silent on it, and a
+    deployment that names no version can serve nothing but what the app holds."""
+    named = [v for dotted in r.kind.serves for v in values_at(r.body, dotted.split("."))]
+    return not named or any(v.rsplit("/", 1)[-1] == DRAFT for v in named)
+
+
+def _key_of(value: str, parent: str, collections: tuple[str, ...]) -> Key | None:
+    head = parent + "/"
+    if not value.startswith(head):
+        return None
+    parts = value[len(head) :].split("/")
+    if len(parts) < 2 or parts[0] not in collections:
+        return None
+    if parts[0] == "versions":
+        return None if parts[1] == DRAFT else (VERSION, parts[1])
+    kind = by_collection(parts[0])
+    return (kind.name, parts[1]) if kind is not None else None
+
+
+def values_at(node: Any, path: list[str]) -> Iterator[str]:
+    """The strings at a dotted path of a body, through any lists on the way."""
+    stack: list[tuple[Any, int]] = [(node, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, list):
+            stack.extend((x, depth) for x in reversed(item))
+        elif depth == len(path):
+            if isinstance(item, str):
+                yield item
+        elif isinstance(item, dict) and path[depth] in item:
+            stack.append((item[path[depth]], depth + 1))
+
+
+def _walk(graph: Graph, keys: Iterable[Key], depth: int | None, *, upward: bool) -> dict[Key, int]:
+    nexts: dict[Key, list[Key]] = {}
+    for link in graph.links:
+        a, b = (link.target, link.source) if upward else (link.source, link.target)
+        nexts.setdefault(a, []).append(b)
+    seen = {k: 0 for k in keys}
+    queue = deque(seen)
+    while queue:
+        key = queue.popleft()
+        if depth is not None and seen[key] >= depth:
+            continue
+        for other in nexts.get(key, ()):
+            if other not in seen:
+                seen[other] = seen[key] + 1
+                queue.append(other)
+    return seen
+
+
+_RANK = {name: i for i, name in enumerate(KINDS)}
+
+
+def _order(key: Key) -> tuple[int, str]:
+    return (_RANK.get(key[0], len(_RANK)), key[1])

@@ -1,0 +1,155 @@
+"""cesync.core.graph: links from the registry's reference fields, and what a change reaches."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cesync.api.kinds import APP, KINDS, THE_APP
+from cesync.api.resource import Resource
+from cesync.core.graph import Graph, Key, Link, build_graph, values_at
+
+PARENT = "projects/p/locations/us/apps/a"
+
+# Reference fields an agent, a tool, the app, an evaluation and a guardrail write, and what each names.
+FIELDS: dict[str, list[tuple[str, str]]] = {
+    "agent": [("tools", "tool"), ("childAgents", "agent"), ("guardrails", "guardrail"), ("toolsets.toolset", "toolset")],
+    "tool": [("agentTool.agent", "agent"), ("widgetTool.dataMapping.sourceToolName", "tool")],
+    "app": [("rootAgent", "agent"), ("guardrails", "guardrail")],
+    "guardrail": [("action.transferAgent.agent", "agent")],
+    "evaluation": [("golden.turns.steps.expectation.toolCall.tool", "tool")],
+}
+REPEATED = {"tools", "childAgents", "guardrails", "toolsets.toolset", "golden.turns.steps.expectation.toolCall.tool"}
+
+
+def full(key: Key) -> str:
+    return PARENT if key[0] == APP else f"{PARENT}/{KINDS[key[0]].collection}/{key[1]}"
+
+
+def body_with(refs: list[tuple[str, Key]]) -> dict[str, Any]:
+    """A body holding each (dotted field, target) reference where the API writes it (lists on the way)."""
+    body: dict[str, Any] = {}
+    for dotted, target in refs:
+        if dotted == "toolsets.toolset":
+            body.setdefault("toolsets", []).append({"toolset": full(target), "toolIds": ["x"]})
+        elif dotted.startswith("golden."):
+            steps = body.setdefault("golden", {"turns": [{"steps": []}]})["turns"][0]["steps"]
+            steps.append({"expectation": {"toolCall": {"tool": full(target), "args": {}}}})
+        elif dotted in REPEATED:
+            body.setdefault(dotted, []).append(full(target))
+        else:
+            node = body
+            *heads, last = dotted.split(".")
+            for head in heads:
+                node = node.setdefault(head, {})
+            node[last] = full(target)
+    return body
+
+
+@st.composite
+def apps(draw: st.DrawFn) -> tuple[list[Resource], set[Link]]:
+    """Resources of every kind that references, with random references among them, and the links meant."""
+    ids = st.lists(st.from_regex(r"[a-z][a-z0-9-]{0,6}", fullmatch=True), min_size=1, max_size=4, unique=True)
+    keys: dict[str, list[Key]] = {k: [(k, i) for i in draw(ids)] for k in ("tool", "agent", "guardrail", "toolset", "evaluation")}
+    keys["app"] = [(APP, APP)]
+    resources: list[Resource] = []
+    meant: set[Link] = set()
+    for kind, own in keys.items():
+        for key in own:
+            refs: list[tuple[str, Key]] = []
+            for dotted, target_kind in FIELDS.get(kind, []):
+                for target in draw(st.lists(st.sampled_from(keys[target_kind]), max_size=3, unique=True)):
+                    if dotted not in REPEATED and any(d == dotted for d, _ in refs):
+                        continue  # a singular field names one resource
+                    refs.append((dotted, target))
+                    if target != key:
+                        meant.add(Link(key, target, dotted))
+            resources.append(Resource(KINDS[kind] if kind != APP else THE_APP, key[1], body_with(refs)))
+    return resources, meant
+
+
+@given(apps())
+def test_links_are_exactly_the_references_written(app: tuple[list[Resource], set[Link]]) -> None:
+    resources, meant = app
+    graph = build_graph(resources, PARENT)
+    assert set(graph.links) == meant
+    assert {r.key for r in resources} <= set(graph.nodes)
+    assert all(link.source in graph.nodes and link.target in graph.nodes for link in graph.links)
+
+
+def reach(graph: Graph, start: set[Key], upward: bool) -> set[Key]:
+    """Reachability by fixpoint, the definition dependents/dependencies must agree with."""
+    found = set(start)
+    while True:
+        more = {
+            (link.source if upward else link.target) for link in graph.links if (link.target if upward else link.source) in found
+        }
+        if more <= found:
+            return found
+        found |= more
+
+
+@given(apps(), st.data())
+def test_dependents_and_dependencies_are_reachability(app: tuple[list[Resource], set[Link]], data: st.DataObject) -> None:
+    graph = build_graph(app[0], PARENT)
+    start = set(data.draw(st.lists(st.sampled_from(graph.nodes), min_size=1, max_size=3)))
+    assert set(graph.dependents(start)) == reach(graph, start, upward=True)
+    assert set(graph.dependencies(start)) == reach(graph, start, upward=False)
+    one = graph.dependents(start, depth=1)
+    assert set(one) == start | {link.source for link in graph.links if link.target in start}
+    around = graph.around(start)
+    assert set(around.nodes) == reach(graph, start, True) | reach(graph, start, False)
+
+
+def test_a_tool_change_reaches_agents_their_parents_the_app_draft_deployments_and_evaluations() -> None:
+    tool = Resource(KINDS["tool"], "refund", {"pythonFunction": {"name": "refund"}})
+    child = Resource(KINDS["agent"], "billing", {"tools": [full(("tool", "refund"))]})
+    root = Resource(KINDS["agent"], "support", {"childAgents": [full(("agent", "billing"))]})
+    other = Resource(KINDS["agent"], "other", {})
+    app = Resource(THE_APP, APP, {"rootAgent": full(("agent", "support"))})
+    draft = Resource(KINDS["deployment"], "web", {"appVersion": f"{PARENT}/versions/-"})
+    unset = Resource(KINDS["deployment"], "chat", {})
+    pinned = Resource(KINDS["deployment"], "kiosk", {"appVersion": f"{PARENT}/versions/v3"})
+    canary = Resource(
+        KINDS["deployment"],
+        "canary",
+        {
+            "appVersion": f"{PARENT}/versions/v3",
+            "experimentConfig": {
+                "versionRelease": {"trafficAllocations": [{"appVersion": f"{PARENT}/versions/-", "trafficPercentage": 10}]}
+            },
+        },
+    )
+    golden = Resource(KINDS["evaluation"], "e", body_with([("golden.turns.steps.expectation.toolCall.tool", ("tool", "refund"))]))
+    graph = build_graph([tool, child, root, other, app, draft, unset, pinned, canary, golden], PARENT)
+    reached = graph.dependents([("tool", "refund")])
+    assert reached == {
+        ("tool", "refund"): 0,
+        ("agent", "billing"): 1,
+        ("evaluation", "e"): 1,
+        ("agent", "support"): 2,
+        (APP, APP): 3,
+        ("deployment", "web"): 4,
+        ("deployment", "chat"): 4,
+        ("deployment", "canary"): 4,  # a tenth of its traffic goes to the draft
+    }
+    assert ("version", "v3") in graph.nodes  # the pinned deployment serves a version, not the draft
+    assert graph.uses(("deployment", "kiosk")) == [("version", "v3")]
+
+
+def test_names_of_another_app_and_unknown_collections_are_no_links() -> None:
+    agent = Resource(
+        KINDS["agent"],
+        "a",
+        {"tools": ["projects/p/locations/us/apps/other/tools/t", f"{PARENT}/nothings/t", "t", f"{PARENT}/tools/ok"]},
+    )
+    assert build_graph([agent], PARENT).links == (Link(("agent", "a"), ("tool", "ok"), "tools"),)
+
+
+def test_values_at_goes_through_lists_and_skips_what_is_not_text() -> None:
+    body = {"a": [{"b": "x"}, {"b": ["y", 3]}, {"c": "z"}, "w"], "b": "q"}
+    assert list(values_at(body, ["a", "b"])) == ["x", "y"]
+    assert list(values_at(body, ["b"])) == ["q"]
+    assert list(values_at(body, ["missing"])) == []
