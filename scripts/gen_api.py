@@ -1,16 +1,22 @@
 #!/usr/bin/env python3
-"""Regenerate the CES API snapshot and the pydantic models generated from it.
+"""Regenerate cesync's description of the CES API and everything generated from it.
 
-    python scripts/gen_api.py           # write src/cesync/api/ces_v1*.{binpb,json} and src/cesync/models/*.py
-    python scripts/gen_api.py --check   # exit 1 if any of them differs from what the installed package gives
+    python scripts/gen_api.py           # write src/cesync/api/ces_v1*.{binpb,json}, src/cesync/models/*.py,
+                                        # schemas/*.schema.json and docs/field-behaviour.md's tables
+    python scripts/gen_api.py --check   # exit 1 if any of them differs from what the installed packages give
+    python scripts/gen_api.py --bump    # upgrade both packages, pin them in pyproject.toml, regenerate
 
-Step 1 reads the installed ``google-cloud-ces`` package: the file descriptors of
-``google.cloud.ces.v1`` and their dependencies, and each field's behaviour and
-documentation from the proto-plus docstrings; and the same of the v1beta files that
-hold the kinds only v1beta has (the evaluations: BETA_ROOTS). Step 2 reads only that
-snapshot (plus the hand-written overlay in ``cesync.models.overlay``, and the REQUIRED
-fields the behaviour table says CES accepts unset) and prints modules with a pydantic
-model per message.
+The description comes from Google's two published sources, both read from installed packages
+pinned in one place (pyproject.toml's ``test`` extra: PINS). Step 1 reads ``google-cloud-ces``:
+the file descriptors of ``google.cloud.ces.v1`` and their dependencies, and each field's
+behaviour and documentation from the proto-plus docstrings; and the same of the v1beta files
+that hold the kinds only v1beta has (the evaluations: BETA_ROOTS). Then it merges the discovery
+documents ``google-api-python-client`` ships (``ces.v1.json``, ``ces.v1beta.json``: the newest
+fields, enum values, methods and query parameters, see :mod:`cesync.api.discoverydoc`),
+recording for every field its source and, for the document's, its revision. Step 2 reads only
+that snapshot (plus the hand-written overlay in ``cesync.models.overlay``, and the REQUIRED
+fields the behaviour table says CES accepts unset) and prints modules with a pydantic model per
+message; then the JSON Schemas and the behaviour page are rendered from those models.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from cesync.api import behaviour  # noqa: E402
+from cesync.api import behaviour, discoverydoc  # noqa: E402
 from cesync.models import overlay  # noqa: E402
 
 PACKAGE = "google.cloud.ces.v1"
@@ -46,17 +52,14 @@ BETA_MODELS_FILE = ROOT / "src/cesync/models/evaluations.py"
 FACTS_FILE = ROOT / "src/cesync/api/ces_v1.json"
 MODELS_FILE = ROOT / "src/cesync/models/messages.py"
 OTHER_FILE = ROOT / "src/cesync/models/other.py"
-BEHAVIOR_WORDS = {
-    "Required": "REQUIRED",
-    "Optional": "OPTIONAL",
-    "Output only": "OUTPUT_ONLY",
-    "Identifier": "IDENTIFIER",
-    "Input only": "INPUT_ONLY",
-    "Immutable": "IMMUTABLE",
-}
+BEHAVIOR_WORDS = discoverydoc.BEHAVIOR_WORDS
+# The two packages the description is read from: pinned here in pyproject.toml and nowhere else.
+PROTO_PACKAGE = "google-cloud-ces"
+DISCOVERY_PACKAGE = "google-api-python-client"
+PINS = (PROTO_PACKAGE, DISCOVERY_PACKAGE)
+PYPROJECT = ROOT / "pyproject.toml"
 # REQUIRED fields CES accepts unset (the behaviour table's cited UNSET_ACCEPTED rules): generated as optional.
 UNSET_ACCEPTED = {(r.message, r.field) for r in behaviour.OVERLAY if r.behaviour == behaviour.UNSET_ACCEPTED}
-BEHAVIOR_RE = re.compile(r"^({})\.\s*".format("|".join(BEHAVIOR_WORDS)))
 ONEOF_NOTE = re.compile(r"This field is a member of `oneof`_ ``\w+``\.")
 
 # --- step 1: the snapshot -------------------------------------------------------------------
@@ -159,22 +162,44 @@ def _paragraphs(lines: list[str]) -> str:
     return "\n\n".join(p for p in paras if p)
 
 
-def behaviors_of(text: str) -> list[str]:
-    found: list[str] = []
-    while match := BEHAVIOR_RE.match(text):
-        found.append(BEHAVIOR_WORDS[match.group(1)])
-        text = text[match.end() :]
-    return found
+behaviors_of = discoverydoc.behaviors_of
 
 
-def _facts(package: str, classes: list[Any], messages: dict[str, Any]) -> str:
-    facts = {
+def discovery_document(version: str) -> dict[str, Any]:
+    """Google's discovery document for CES ``version`` as the installed google-api-python-client ships it."""
+    import importlib.resources
+
+    path = importlib.resources.files("googleapiclient") / "discovery_cache" / "documents" / f"ces.{version}.json"
+    document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return document
+
+
+def _facts(package: str, classes: list[Any], messages: dict[str, Any]) -> dict[str, Any]:
+    return {
         "package": package,
-        "source": "google-cloud-ces",
-        "version": importlib.metadata.version("google-cloud-ces"),
+        "source": PROTO_PACKAGE,
+        "version": importlib.metadata.version(PROTO_PACKAGE),
         "messages": dict(sorted(messages.items())),
     }
-    return json.dumps(facts, indent=1, sort_keys=False) + "\n"
+
+
+def _with_discovery(
+    fds: descriptor_pb2.FileDescriptorSet, facts: dict[str, Any], package: str, version: str
+) -> tuple[bytes, str]:
+    """The proto snapshot with what the discovery document adds (cesync.api.discoverydoc)."""
+    doc = discovery_document(version)
+    merged_fds, merged, _ = discoverydoc.merge(fds, facts, doc, package)
+    merged_fds, merged, _ = discoverydoc.merge(merged_fds, merged, overlay.SEED_SCHEMAS, package, source="seeds")
+    merged["discovery"] = {
+        "source": DISCOVERY_PACKAGE,
+        "version": importlib.metadata.version(DISCOVERY_PACKAGE),
+        "document": f"googleapiclient/discovery_cache/documents/ces.{version}.json",
+        "revision": str(doc.get("revision", "")),
+    }
+    merged["messages"] = dict(sorted(merged["messages"].items()))
+    order = ("package", "source", "version", "discovery", "enum_values", "messages", "methods")
+    merged = {k: merged[k] for k in order if k in merged}
+    return merged_fds.SerializeToString(deterministic=True), json.dumps(merged, indent=1) + "\n"
 
 
 def _message_facts(classes: list[Any], wanted: set[str] | None = None) -> dict[str, Any]:
@@ -187,7 +212,7 @@ def _message_facts(classes: list[Any], wanted: set[str] | None = None) -> dict[s
         fields = {}
         for f in desc.fields:
             text = field_docs.get(_wire_name(f.name), "")
-            fields[_wire_name(f.name)] = {"behaviors": behaviors_of(text), "doc": text}
+            fields[_wire_name(f.name)] = {"behaviors": behaviors_of(text), "doc": text, "source": "proto"}
         messages[desc.full_name] = {"doc": doc, "fields": fields}
     return messages
 
@@ -197,7 +222,7 @@ def extract() -> tuple[bytes, str]:
     fds = descriptor_pb2.FileDescriptorSet()
     fds.file.extend(_files())
     classes = _proto_classes()
-    return fds.SerializeToString(deterministic=True), _facts(PACKAGE, classes, _message_facts(classes))
+    return _with_discovery(fds, _facts(PACKAGE, classes, _message_facts(classes)), PACKAGE, "v1")
 
 
 def extract_beta() -> tuple[bytes, str]:
@@ -206,12 +231,11 @@ def extract_beta() -> tuple[bytes, str]:
     v1beta's other messages repeat v1's; the pipeline reads them from v1."""
     classes = _proto_classes(beta=True)  # importing the package registers its files
     fds = descriptor_pb2.FileDescriptorSet(file=_files(list(BETA_ROOTS)))
-    fds_bytes = fds.SerializeToString(deterministic=True)
     walk = Walk(fds, BETA_PACKAGE, BETA_ALSO)
     service = next(f for f in fds.file if f.name == BETA_ROOTS[-1])
     wanted = held_by_resources(walk, overlay.BETA_RESOURCE_MESSAGES)
     wanted |= {f"{BETA_PACKAGE}.{m.name}" for m in service.message_type}
-    return fds_bytes, _facts(BETA_PACKAGE, classes, _message_facts(classes, wanted))
+    return _with_discovery(fds, _facts(BETA_PACKAGE, classes, _message_facts(classes, wanted)), BETA_PACKAGE, "v1beta")
 
 
 # --- step 2: the models -----------------------------------------------------------------------
@@ -396,8 +420,9 @@ def _header(facts: dict[str, Any], summary: str, more: list[str]) -> list[str]:
     return [
         f'"""{summary}',
         "",
-        f"GENERATED by scripts/gen_api.py from the snapshot in cesync/api ({facts['source']} {facts['version']})",
-        "and the overlay in cesync/models/overlay.py. Do not edit: change the overlay and regenerate.",
+        f"GENERATED by scripts/gen_api.py from the snapshot in cesync/api ({facts['source']} {facts['version']},",
+        f"Google's discovery document revision {facts['discovery']['revision']}) and the overlay in",
+        "cesync/models/overlay.py. Do not edit: change the overlay and regenerate.",
         *more,
         '"""',
         "",
@@ -409,7 +434,7 @@ def _header(facts: dict[str, Any], summary: str, more: list[str]) -> list[str]:
 def _class(walk: Walk, full: str, facts: dict[str, Any]) -> list[str]:
     msg = walk.messages[full]
     info = facts["messages"].get(full, {"doc": "", "fields": {}})
-    out = ["", "", f"class {walk.names[full]}(ProtoModel):", _docstring(info["doc"])]
+    out = ["", "", f"class {walk.names[full]}(ProtoModel):", _docstring(info["doc"]), f'    message_name = "{full}"']
     oneofs: dict[str, list[str]] = {}
     for f in msg.field:
         if f.HasField("oneof_index") and not f.proto3_optional:
@@ -572,7 +597,10 @@ def outputs() -> dict[Path, bytes]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="exit 1 if a generated file is not current")
+    parser.add_argument("--bump", action="store_true", help="upgrade the two source packages, pin them, regenerate")
     args = parser.parse_args(argv)
+    if args.bump:
+        return bump()
     stale = []
     for path, data in outputs().items():
         if path.exists() and path.read_bytes() == data:
@@ -583,10 +611,40 @@ def main(argv: list[str] | None = None) -> int:
     verb = "stale" if args.check else "written"
     for path in stale:
         print(f"{verb}: {path}")
+    # What is rendered from the models: in processes of their own, which import the models just written.
+    for command in DERIVED:
+        done = subprocess.run([sys.executable, *command, *(["--check"] if args.check else [])], cwd=ROOT, check=False)
+        if done.returncode != 0:
+            stale.append(Path(command[-1]))
     if args.check and stale:
         print("run: python scripts/gen_api.py", file=sys.stderr)
         return 1
     return 0
+
+
+# The editors' JSON Schemas (schemas/) and the behaviour page's tables (docs/field-behaviour.md).
+DERIVED = (("-m", "cesync.cli", "schema", "--out", "schemas"), ("scripts/gen_behaviour_docs.py",))
+
+
+def bump() -> int:
+    """Upgrade both packages, pin what was installed in pyproject.toml, regenerate (one command)."""
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--upgrade", *PINS]
+    if subprocess.run(pip, check=False).returncode != 0:
+        return 1
+    text = PYPROJECT.read_text(encoding="utf-8")
+    for package in PINS:
+        version = subprocess.run(
+            [sys.executable, "-c", f"import importlib.metadata as m; print(m.version({package!r}))"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        text, count = re.subn(rf'"{re.escape(package)}==[^"]*"', f'"{package}=={version}"', text)
+        if count != 1:
+            raise SystemExit(f"pyproject.toml pins {package} {count} times; it must pin it once")
+        print(f"pinned: {package}=={version}")
+    PYPROJECT.write_text(text, encoding="utf-8")
+    return subprocess.run([sys.executable, __file__], check=False).returncode
 
 
 if __name__ == "__main__":

@@ -42,17 +42,22 @@ def render() -> str:
     count = len(bulk)
     lines += [
         "<details><summary>Every REQUIRED, OUTPUT_ONLY and IDENTIFIER field "
-        f"({count} rules, from the proto annotations)</summary>",
+        f"({count} rules, from the proto annotations and the discovery documents)</summary>",
         "",
         "| Behaviour | Message | Fields | Source |",
         "|---|---|---|---|",
     ]
     for (behaviour, message), group in groupby(bulk, key=lambda r: (r.behaviour, r.message)):
-        names = ", ".join(f"`{r.field}`" for r in group)
-        file = rule_file(message)
-        lines.append(f"| {behaviour} | `{_short(message)}` | {names} | {file} |")
+        # A field newer than the protos, or whose behaviour a newer document changed, cites that document.
+        for source, rows in groupby(list(group), key=lambda r: _bulk_source(r, rule_file(message))):
+            names = ", ".join(f"`{r.field}`" for r in rows)
+            lines.append(f"| {behaviour} | `{_short(message)}` | {names} | {source} |")
     lines += ["", "</details>", "", END]
     return "\n".join(lines)
+
+
+def _bulk_source(rule: fb.Rule, file: str) -> str:
+    return file if rule.source.startswith(file) else rule.source.split(", ", 1)[0]
 
 
 def rule_file(message: str) -> str:

@@ -27,8 +27,14 @@ def test_a_descriptor_rule_is_what_the_snapshot_says(rule: fb.Rule) -> None:
     else:
         proto = _proto_name(rule.message, rule.field)
         assert rule.behaviour in descriptors.behaviors(rule.message, proto)
-        assert rule.source.startswith(descriptors.message(rule.message).file.name)
-        assert f".{proto} [{rule.behaviour}]" in rule.source
+        said = descriptors.facts()["messages"][rule.message]["fields"][proto]
+        newer = said.get("behaviour_source") or (said if said.get("source") != "proto" else None)
+        if newer is None:  # the proto annotation
+            assert rule.source.startswith(descriptors.message(rule.message).file.name)
+            assert f".{proto} [{rule.behaviour}]" in rule.source
+        else:  # the discovery document's (or a seed page's) description, quoted with its revision
+            assert f"{newer['revision']}), " in rule.source or f"seed {newer['revision']}, " in rule.source
+            assert rule.source.endswith(f'.{rule.field}: "{rule.behaviour.capitalize().replace("_", " ")}."')
     assert fb.has(rule.message, rule.field, rule.behaviour)
 
 

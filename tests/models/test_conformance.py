@@ -78,14 +78,14 @@ def test_the_models_cesync_uses_are_made_at_import_and_the_rest_on_first_use() -
 
 
 def _roots() -> list[tuple[type[ProtoModel], Any]]:
-    """Every top-level proto-plus message of the package, paired with our class of the same name."""
-    import proto  # type: ignore[import-untyped]
-
+    """Every top-level message of the description (the package's and the discovery document's,
+    merged: test_snapshot_matches_installed_package keeps it equal to what the packages give),
+    paired with our class of the same name."""
     out = []
-    for name in sorted(dir(ces_v1.types)):
-        value = getattr(ces_v1.types, name)
-        if isinstance(value, type) and issubclass(value, proto.Message) and value.__module__.startswith("google.cloud.ces_v1"):
-            out.append((getattr(generated, name), value.pb().DESCRIPTOR))
+    for full in sorted(api.facts()["messages"]):
+        name = full.removeprefix(api.PACKAGE + ".")
+        if full.startswith(api.PACKAGE + ".") and "." not in name:
+            out.append((getattr(generated, name), api.message(full)))
     return out
 
 
@@ -94,12 +94,10 @@ PAIRS = pairs(_roots())
 
 def _beta_roots() -> list[tuple[type[ProtoModel], Any]]:
     """The v1beta kinds (cesync.models.evaluations), paired with the installed package's messages."""
-    from google.cloud import ces_v1beta
-
     from cesync.models import evaluations
 
     names = [n.rsplit(".", 1)[1] for n in GEN.overlay.BETA_RESOURCE_MESSAGES]
-    return [(getattr(evaluations, n), getattr(ces_v1beta, n).pb().DESCRIPTOR) for n in names]
+    return [(getattr(evaluations, n), api.message(f"{api.BETA_PACKAGE}.{n}")) for n in names]
 
 
 BETA_PAIRS = pairs(_beta_roots())
@@ -137,8 +135,8 @@ def test_every_v1beta_kind_message_has_a_model() -> None:
 
 
 def test_tool_and_toolset_are_published_messages() -> None:
-    assert (Tool, ces_v1.Tool.pb().DESCRIPTOR) in PAIRS
-    assert (Toolset, ces_v1.Toolset.pb().DESCRIPTOR) in PAIRS
+    assert (Tool, api.message(f"{api.PACKAGE}.Tool")) in PAIRS
+    assert (Toolset, api.message(f"{api.PACKAGE}.Toolset")) in PAIRS
 
 
 # --- the check can fail: each mutation of a copy of a model is reported -------------------

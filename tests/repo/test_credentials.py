@@ -202,7 +202,8 @@ def test_the_advice_fits_every_field_the_lint_covers(tmp_path: Path, kind: str) 
     Manager version or a 'sensitive:' variable elsewhere (#28 item 10)."""
     model = KINDS[kind].model
     fields = dict(_text_fields(model))
-    assert any(fields.values()) == (kind in ("tool", "toolset")), "the API's context-variable fields moved"
+    # An agent's remote A2A agent authenticates as a tool does (Agent.remoteA2aAgent.a2aConfig.apiAuthentication, rev 20261016).
+    assert any(fields.values()) == (kind in ("tool", "toolset", "agent")), "the API's context-variable fields moved"
     body: dict[str, Any] = {}
     for path in fields:
         _put(body, path, LITERAL)

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 from . import descriptors
 
@@ -209,7 +210,7 @@ def _json_name(message: str, field: str) -> str:
     f = desc.fields_by_name.get(field)
     if f is not None:
         return str(f.json_name)
-    if field in {x.json_name for x in desc.fields} or field in dict(descriptors.SEED_FIELDS.get(message, ())).values():
+    if field in {x.json_name for x in desc.fields}:
         return field
     raise KeyError(f"{message} has no field {field!r}")
 
@@ -220,13 +221,27 @@ def _descriptor_rules() -> list[Rule]:
         file = descriptors.message(message).file.name
         short, package = descriptors.short_name(message), descriptors.package_of(message)
         for proto_name, facts in entry.get("fields", {}).items():
+            json_name = _json_name(message, proto_name)
             for b in facts.get("behaviors", ()):
                 if b in DESCRIPTOR_BEHAVIOURS:
-                    out.append(Rule(message, _json_name(message, proto_name), b, f"{file}, {short}.{proto_name} [{b}]"))
+                    out.append(Rule(message, json_name, b, _cite(file, package, short, proto_name, json_name, b, facts)))
         if short.startswith("Delete") and short.endswith("Request") and "force" in entry.get("fields", {}):
             target = f"{package}.{short.removeprefix('Delete').removesuffix('Request')}"
             out.append(Rule(target, "", DELETE_FORCE, f"{file}, {short}.force"))
     return out
+
+
+def _cite(file: str, package: str, short: str, proto_name: str, json_name: str, behaviour: str, facts: dict[str, Any]) -> str:
+    """Where a field's behaviour is stated: its proto annotation, or the discovery document's
+    description (a field newer than the protos, or one whose behaviour the newer document changed)."""
+    changed = facts.get("behaviour_source") or (facts if facts.get("source") not in (None, "proto") else None)
+    if not changed:
+        return f"{file}, {short}.{proto_name} [{behaviour}]"
+    version = "v1beta" if package.endswith("v1beta") else "v1"
+    said = behaviour.replace("_", " ").capitalize()  # OUTPUT_ONLY: the description's "Output only."
+    if changed["source"] == "seeds":
+        return f'the reference page of seed {changed["revision"]}, {short}.{json_name}: "{said}."'
+    return f'discovery document ces.{version}.json (revision {changed["revision"]}), {short}.{json_name}: "{said}."'
 
 
 @cache

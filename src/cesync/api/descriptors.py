@@ -38,11 +38,14 @@ __all__ = [
     "beta_only_app_fields",
     "beta_pool",
     "facts",
+    "field_facts",
     "file_set",
     "message",
     "message_class",
     "package_of",
     "pool",
+    "removed",
+    "revision",
     "short_name",
 ]
 
@@ -71,27 +74,16 @@ def beta_file_set() -> descriptor_pb2.FileDescriptorSet:
     return fds
 
 
-# Fields the API reference pages document that the package lacks (the models add them
-# through cesync/models/overlay.py): message -> (proto name, JSON name) of string fields.
-SEED_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {f"{PACKAGE}.AgentTool": (("agent", "agent"),)}
-
-
 @cache
 def pool() -> descriptor_pool.DescriptorPool:
-    """A pool of its own, so the snapshot never meets the package's registrations; seed fields added."""
+    """A pool of its own, so the snapshot never meets the package's registrations."""
     built = descriptor_pool.DescriptorPool()
     added: set[str] = set()
     for file in (*file_set().file, *beta_file_set().file):  # each stored in dependency order
         if file.name in added:  # google/protobuf/*, google/rpc/status.proto: in both
             continue
         added.add(file.name)
-        patched = descriptor_pb2.FileDescriptorProto()
-        patched.CopyFrom(file)
-        for msg in patched.message_type:
-            for name, json_name in SEED_FIELDS.get(f"{patched.package}.{msg.name}", ()):
-                number = max(f.number for f in msg.field) + 1
-                msg.field.add(name=name, json_name=json_name, number=number, type=9, label=1)  # optional string
-        built.AddSerializedFile(patched.SerializeToString())
+        built.AddSerializedFile(file.SerializeToString())
     return built
 
 
@@ -148,3 +140,26 @@ def behaviors(message_name: str, field: str) -> tuple[str, ...]:
     """The behaviours of ``message_name.field`` (proto names) as the docstrings state them."""
     entry = facts()["messages"].get(message_name, {}).get("fields", {}).get(field, {})
     return tuple(entry.get("behaviors", ()))
+
+
+def revision() -> str:
+    """The revision of Google's discovery document the description holds (``20261016``)."""
+    return str(facts().get("discovery", {}).get("revision", ""))
+
+
+def field_facts(message_name: str, json_name: str) -> dict[str, Any]:
+    """What the description says of ``message_name``'s field ``json_name``: behaviours, doc,
+    source and revision, and ``removed`` (the revision whose document dropped it), or {}."""
+    try:
+        desc = message(message_name)
+    except KeyError:
+        return {}
+    proto = next((f.name for f in desc.fields if f.json_name == json_name), None)
+    entry: dict[str, Any] = facts()["messages"].get(message_name, {}).get("fields", {}).get(proto, {})
+    return entry
+
+
+def removed(message_name: str, json_name: str) -> str | None:
+    """The revision of the discovery document that dropped this field, or None while the API has it."""
+    gone = field_facts(message_name, json_name).get("removed")
+    return str(gone) if gone else None

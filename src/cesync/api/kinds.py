@@ -295,7 +295,6 @@ _ENTRIES = (
         rank=1,
         references={
             "agentTool.agent": ("agents",),
-            "agentTool.rootAgent": ("agents",),
             "widgetTool.dataMapping.sourceToolName": ("tools",),
         },
         list_filter="include_system_tools=true",

@@ -18,6 +18,7 @@ from typing import Annotated, Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from ..api import descriptors
 from ..api.kinds import ResourceKind
 from ..models import FieldSpec, Kind, ProtoModel, specs
 from .documents import parse_document, python_functions
@@ -61,16 +62,40 @@ def lint_keys(data: Any, model: type[ProtoModel], path: Path_ = ()) -> tuple[Any
 class _LintKeys(SpecWalker):
     def __init__(self) -> None:
         self.findings: list[Finding] = []
+        self.models: list[type[ProtoModel]] = []  # the message being walked, innermost last
+
+    def walk(self, data: Any, model: type[ProtoModel], path: Path_ = ()) -> Any:
+        self.models.append(model)
+        try:
+            return super().walk(data, model, path)
+        finally:
+            self.models.pop()
 
     def unknown(self, key: str, value: Any, model: type[ProtoModel], path: Path_) -> Any:
-        known = list(specs(model))
+        known = [k for k in specs(model) if not descriptors.removed(model.message_name, k)]
         self.findings.append(Finding(path, f"unknown field '{key}' in {model.__name__}{suggest(key, known)}", key=True))
         return DROP
 
     def skip(self, spec: FieldSpec, value: Any, path: Path_) -> bool:
+        model = self.models[-1]
+        gone = descriptors.removed(model.message_name, spec.name)
+        if gone:
+            self.findings.append(Finding(path, _dropped(model, spec.name, gone), key=True))
+            return True
         if spec.output_only:
             self.findings.append(Finding(path, f"'{path[-1]}' is output only (set by the server); remove it", key=True))
         return spec.output_only
+
+
+def _dropped(model: type[ProtoModel], name: str, revision: str) -> str:
+    """A field CES no longer has: the API would refuse it (or, worse, ignore it)."""
+    instead = [k for k in specs(model) if k != name and not descriptors.removed(model.message_name, k)]
+    hint = suggest(name, instead).removeprefix("; did you mean ").removesuffix("?")
+    said = f"; use {hint} instead" if hint else ""
+    return (
+        f"'{name}' is no longer a field of {model.__name__}: Google's discovery document for CES "
+        f"(revision {revision}) dropped it, so the API refuses it{said}; remove it"
+    )
 
 
 # Why each server-made tool type cannot be a file of the repo (sources: api.kinds.SERVER_MADE_TOOLS).

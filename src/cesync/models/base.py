@@ -272,6 +272,8 @@ class ProtoModel(BaseModel):
 
     # oneof name -> (members, whether exactly one is required)
     oneofs: ClassVar[dict[str, tuple[tuple[str, ...], bool]]] = {}
+    # The message's full name in the API description (cesync.api.descriptors): its facts, its dropped fields.
+    message_name: ClassVar[str] = ""
 
     @field_validator("*", mode="after")
     @classmethod

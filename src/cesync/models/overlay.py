@@ -58,17 +58,27 @@ RANGES: dict[str, tuple[float, float]] = {
 # Oneofs of which exactly one member must be set (the protos cannot say so).
 REQUIRED_ONEOFS: set[str] = {P + "Tool.tool_type", P + "Toolset.toolset_type"}
 
-# Fields the API reference pages (the seeds) document but the package lacks:
-# message -> (json name, proto field name, fields of field_() call as source text).
-EXTRA_FIELDS: dict[str, list[dict[str, Any]]] = {
-    P + "AgentTool": [
-        {
-            "name": "agent",
-            "field": P + "AgentTool.agent",
-            "doc": "Optional. The resource name of the agent to call (replaces root_agent).",
-        }
-    ],
+# Fields the API reference pages (the seeds) document but neither the package nor the discovery
+# document has yet, as a discovery document of those schemas' new properties: the generator merges
+# it after the discovery document (cesync.api.discoverydoc.merge, source "seeds"), into v1 and v1beta.
+_TARGET_APP = {
+    "description": "Output only. The app the executed tool targeted; mirrors ToolCall.target_app.",
+    "readOnly": True,
+    "type": "string",
 }
+SEED_SCHEMAS: dict[str, Any] = {
+    "revision": "000",  # /work/shared/seeds/000: the ToolResponse page (targetApp, "mirrors ToolCall.target_app")
+    "schemas": {
+        "ToolResponse": {"id": "ToolResponse", "properties": {"targetApp": _TARGET_APP}},
+        "ToolCall": {
+            "id": "ToolCall",
+            "properties": {"targetApp": {**_TARGET_APP, "description": "Output only. The app the tool call targets."}},
+        },
+    },
+}
+
+# Fields a model has that its message lacks (the description gives every field now): none.
+EXTRA_FIELDS: dict[str, list[dict[str, Any]]] = {}
 
 # Module-level tuples the rest of cesync imports: name -> oneof full name.
 ONEOF_TUPLES: dict[str, str] = {"TOOL_TYPES": P + "Tool.tool_type", "TOOLSET_TYPES": P + "Toolset.toolset_type"}
