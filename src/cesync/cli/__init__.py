@@ -175,6 +175,10 @@ MODULES = (
 )
 COMMANDS: dict[str, tuple[str, str]] = {
     "apply": ("core", "Make the app match the repo: creates, updates and (with --prune) deletes."),
+    "completion": (
+        "offline",
+        "Print the shell completion script for bash, zsh or fish (source it from your shell's start-up file).",
+    ),
     "comment": ("ci", "Keep one sticky plan comment per environment and app on the pull/merge request."),
     "diff": ("adopt", "Compare two live apps: what making TO like FROM's app as it runs now would change."),
     "emulator": ("serve", "Run the local CES emulator (export CES_EMULATOR_HOST, then --endpoint emulator)."),
@@ -353,7 +357,32 @@ def atomic_write(path: Path, text: str) -> None:
 
 # --- plan, show, apply ------------------------------------------------------------------------
 
-env_option = click.option("--env", "env_name", help="The environment of cesync.yaml (or CESYNC_ENV).")
+
+def complete_env(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[click.shell_completion.CompletionItem]:
+    """Shell completion of an environment's name: those of the cesync.yaml the command would read.
+
+    Runs on every Tab press: reads one file, never raises (a completion that fails says nothing)."""
+    from ..repo.loading import CONFIG_FILE
+    from ..repo.repo import find_root
+
+    try:
+        root = find_root(Path(ctx.params.get("directory") or ".").resolve())
+        config = yaml_safe_load((root / CONFIG_FILE).read_text(encoding="utf-8"))
+        names = [str(n) for n in config.get("environments") or {}]
+    except Exception:
+        return []
+    return [click.shell_completion.CompletionItem(n) for n in names if n.startswith(incomplete)]
+
+
+def yaml_safe_load(text: str) -> Any:
+    from ruamel.yaml import YAML
+
+    return YAML(typ="safe", pure=True).load(text)
+
+
+env_option = click.option(
+    "--env", "env_name", help="The environment of cesync.yaml (or CESYNC_ENV).", shell_complete=complete_env
+)
 
 
 def _endpoint(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

@@ -29,6 +29,7 @@ from ..sync.remote import read_remote
 from . import (
     EXIT_CHANGES,
     cli_vars,
+    complete_env,
     dir_option,
     endpoint_option,
     env_option,
@@ -165,8 +166,20 @@ def import_archive(source: Path, out: Path, env_name: str, app_name: str | None,
 
 @main.command("diff")
 @dir_option
-@click.option("--from", "from_env", required=True, help="The environment whose live app is the model (e.g. dev).")
-@click.option("--to", "to_env", required=True, help="The environment whose live app is compared with it (e.g. prod).")
+@click.option(
+    "--from",
+    "from_env",
+    required=True,
+    help="The environment whose live app is the model (e.g. dev).",
+    shell_complete=complete_env,
+)
+@click.option(
+    "--to",
+    "to_env",
+    required=True,
+    help="The environment whose live app is compared with it (e.g. prod).",
+    shell_complete=complete_env,
+)
 @endpoint_option
 @format_option
 @click.option("--detailed-exitcode", is_flag=True, help="Exit 0 when equal, 2 when they differ, 1 on error.")

@@ -27,6 +27,20 @@ if TYPE_CHECKING:  # the commands import what they use: validate and schema star
 
 
 @main.command()
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+def completion(shell: str) -> None:
+    """Print the shell completion script for bash, zsh or fish (source it from your shell's start-up file).
+
+    Commands, options, choices and the environments of the repo's cesync.yaml complete on Tab.
+    """
+    from click.shell_completion import get_completion_class
+
+    cls = get_completion_class(shell)
+    assert cls is not None  # click has all three
+    out(cls(main, {}, "cesync", "_CESYNC_COMPLETE").source().rstrip("\n"))
+
+
+@main.command()
 @dir_option
 @click.option("--env", "envs", multiple=True, help="Validate for these environments only (default: all).")
 @click.option("--recursive", is_flag=True, help="Validate every folder with a cesync.yaml below --dir (one per app).")

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 from . import (
     EXIT_CHANGES,
     cli_vars,
+    complete_env,
     dir_option,
     endpoint_option,
     err,
@@ -28,8 +29,10 @@ from . import (
 
 
 @main.command()
-@click.option("--from", "source", required=True, help="The environment whose last applied commit is promoted.")
-@click.option("--to", "target", required=True, help="The environment to plan (and then apply).")
+@click.option(
+    "--from", "source", required=True, help="The environment whose last applied commit is promoted.", shell_complete=complete_env
+)
+@click.option("--to", "target", required=True, help="The environment to plan (and then apply).", shell_complete=complete_env)
 @dir_option
 @endpoint_option
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Save the plan for 'cesync apply PLAN'.")
