@@ -255,3 +255,65 @@ def test_parser_mistakes_point_where_they_begin(text: str, where: str, words: st
     found = load_text(text, "f.yaml")
     assert not isinstance(found, Document)
     assert str(found).startswith(where) and words in found.message, found
+
+
+# --- the limits of every document, the app's copies included (issue #34 findings 1 and 2) -------
+
+
+def _alias_bomb(levels: int, width: int, scalar: str) -> str:
+    lines = ["openapi: 3.0.0", "paths: {}", f"x-a0: &a0 [{', '.join([scalar] * width)}]"]
+    lines += [f"x-a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * width)}]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=30, deadline=2000)
+@given(levels=st.integers(6, 12), width=st.integers(10, 16), scalar=st.sampled_from(["lol", "'x'", "{a: b}", "[1]"]))
+def test_an_alias_bomb_is_refused_before_it_expands(levels: int, width: int, scalar: str) -> None:
+    """Finding 1: the app's copy of a schema went to ruamel unbounded, and on to the seal's deep copy."""
+    from cesync.core.yamlfile import MAX_NODES, Unreadable, load_data, over_limits
+
+    text = _alias_bomb(levels, width, scalar)
+    assert over_limits(text) == f"document expands to more than {MAX_NODES} nodes (YAML alias bomb?)"
+    with pytest.raises(Unreadable, match="alias bomb"):
+        load_data(text)
+    with pytest.raises(ValueError, match="alias bomb"):
+        parse_document(text)
+
+
+def _nested(depth: int, form: str) -> str:
+    if form == "json":
+        return '{"openapi": "3.0.0", "x": ' + "[" * depth + "]" * depth + "}"
+    if form == "flow":
+        return "openapi: 3.0.0\nx: " + "{a: " * depth + "b" + "}" * depth + "\n"
+    if form == "block":  # each level one more space, as a person (or a generator) indents
+        return "openapi: 3.0.0\nx:\n" + "".join(f"{' ' * (i + 1)}k{i}:\n" for i in range(depth)) + " " * (depth + 1) + "v\n"
+    # an alias nests what it names again: 20 x 20 levels, from a small and shallow-looking text
+    return "a0: &a0 [x]\n" + "".join(f"a{i}: &a{i} [[[[[[[[[[[[[[[[[[[[*a{i - 1}]]]]]]]]]]]]]]]]]]]]\n" for i in range(1, depth))
+
+
+@settings(max_examples=40, deadline=5000)
+@given(depth=st.integers(201, 30_000), form=st.sampled_from(["json", "flow", "block", "alias"]))
+@example(depth=30_000, form="json").via("finding 2: a 30,000-deep schema")
+@example(depth=30_000, form="flow")
+def test_a_document_nested_too_deep_is_refused_without_recursion_error(depth: int, form: str) -> None:
+    """Finding 2: a schema nested 30,000 deep was 'internal error: RecursionError'."""
+    from cesync.core.yamlfile import MAX_DEPTH, Unreadable, load_data
+
+    if form == "block":
+        depth = min(depth, 2_000)  # the text grows as depth squared
+    if form == "alias":
+        depth = 11 + depth % 20
+    with pytest.raises(Unreadable, match=f"nested deeper than {MAX_DEPTH} levels"):
+        load_data(_nested(depth, form))
+    if form != "json":
+        found = load_text(_nested(depth, form), "f.yaml")
+        assert not isinstance(found, Document) and "deeper" in found.message
+
+
+@settings(max_examples=30, deadline=None)
+@given(depth=st.integers(1, 198), form=st.sampled_from(["json", "flow", "block"]))  # the document itself is a level
+def test_a_document_within_the_limits_is_read(depth: int, form: str) -> None:
+    from cesync.core.yamlfile import load_data
+
+    data = load_data(_nested(depth, form))
+    assert data["openapi"] == "3.0.0"

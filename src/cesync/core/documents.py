@@ -9,21 +9,18 @@ from __future__ import annotations
 import ast
 import contextlib
 import functools
-import json
 import re
 from collections.abc import Iterable
 from typing import Any
 
-from ruamel.yaml.error import YAMLError
+from .yamlfile import load_data
 
-from .. import yamlconfig
-from .yamlfile import SLOW, fast_load
-
-__all__ = ["adopt_parsed", "parse_document", "parsed", "python_functions", "substitute_url"]
+__all__ = ["adopt_parsed", "parse_document", "parsed", "python_functions", "substitute_url", "unreadable"]
 
 
 def parse_document(text: str) -> Any:
-    """Parse OpenAPI text (JSON or YAML) into data; raises ValueError on failure.
+    """Parse OpenAPI text (JSON or YAML) into data under the limits of the repo's files
+    (yamlfile.load_data); raises Unreadable (a ValueError) saying what is wrong.
 
     Cached by content: one plan meets the same schema in the render check and on both
     sides of the diff. The result is shared, so callers must not modify it.
@@ -86,21 +83,23 @@ def _substituted(data: Any, placeholder: str, url: str) -> Any:
 @functools.lru_cache(maxsize=4096)
 def _parse_document(text: str) -> Any:
     """parse_document, uncached by substitution."""
-    stripped = text.lstrip()
-    if stripped.startswith("{"):
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError:
-            pass
-    data = fast_load(text)
-    if data is not SLOW:
-        return data
-    try:
-        return yamlconfig.safe().load(text)
-    except YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ValueError(f"not valid JSON or YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
+    return load_data(text)
+
+
+def unreadable(body: dict[str, Any]) -> list[str]:
+    """'field: why' for each document in a resource body that cannot be read: what a console user
+    wrote into the app is read under the repo's limits, and one resource over them is named, not
+    the end of the run."""
+    found = []
+    for field in _OPENAPI_FIELDS:
+        spec = body.get(field)
+        text = spec.get("openApiSchema") if isinstance(spec, dict) else None
+        if isinstance(text, str):
+            try:
+                parse_document(text)
+            except ValueError as exc:
+                found.append(f"{field}.openApiSchema: {exc}")
+    return found
 
 
 def python_functions(code: str) -> list[str]:

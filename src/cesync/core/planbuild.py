@@ -20,6 +20,7 @@ from ..errors import CesyncError
 from .applock import lock_notice
 from .carry import carry_unknown
 from .diff import FieldChange, diff_resource
+from .documents import unreadable
 from .order import Node, order
 from .plan import RESENT, Change, Plan, Sealed
 from .planseal import desired_digest
@@ -156,6 +157,9 @@ def build_plan(
             if d.unknown:
                 common.update(_carried(kind, rid, r.body, body, d.update_mask))
             resent = input_only_fields(kind.model_name, body) if resend_input_only else []
+            for bad in unreadable(r.body):
+                said = f"the app's {bad}; compared as text, the update replaces it"
+                common["note"] = f"{common['note']}; {said}" if common.get("note") else said
             if resent:
                 said = f"sends {', '.join(resent)} again (input only: --resend-input-only)"
                 common["note"] = f"{common['note']}; {said}" if common.get("note") else said

@@ -1,4 +1,12 @@
-"""Reading YAML safely into plain data, keeping every key's and value's position.
+"""Reading YAML and JSON safely into plain data: the one loader of every document cesync reads.
+
+The repo's files (:func:`load_text`, keeping every key's and value's position) and the
+documents inside resource bodies, the app's own copies included (:func:`load_data`: an
+OpenAPI schema a console user wrote), are read under the same limits: size, nodes (an
+alias counts as the nodes it stands for), and depth. The limits are checked on the parser's
+event stream before any tree is built (:func:`over_limits`, a loop, no recursion), so an
+alias bomb or a document nested 30,000 deep is refused at once, and everything after the
+load can walk the data recursively: nothing deeper than :data:`MAX_DEPTH` gets that far.
 
 The rest of cesync sees plain dicts, lists and scalars; a :class:`Positions` table
 maps a data path (the tuple pydantic uses for ``loc``) to its 1-based line and
@@ -33,15 +41,28 @@ except ImportError:  # PyYAML built without libyaml: every document takes ruamel
     CParser, LIBYAML = object, False  # type: ignore[misc, assignment]
 
 from .. import yamlconfig
+from ..api.jsonvalue import JsonValueError, check_depth
+from ..api.jsonvalue import loads as json_loads
 from ..errors import Problem
+from .limits import BOMB_SAID, DEEP_SAID, MAX_DEPTH, MAX_NODES, TEXT_PER_NODE, Unreadable, check_json_nodes, over_limits
 
-__all__ = ["MAX_FILE_BYTES", "MAX_NODES", "SLOW", "Document", "Path_", "Positions", "fast_load", "load_text", "read_text"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_FILE_BYTES",
+    "MAX_NODES",
+    "SLOW",
+    "Document",
+    "Path_",
+    "Positions",
+    "Unreadable",
+    "fast_load",
+    "load_data",
+    "load_text",
+    "over_limits",
+    "read_text",
+]
 
 MAX_FILE_BYTES = 5 * 1024 * 1024
-MAX_NODES = 200_000  # beyond this a document is an alias bomb or a mistake
-# Text counts too, one node per this many characters: an alias of a long string repeated
-# 10,000 times is a small file but gigabytes of data once expanded (JSON, digests, diffs).
-TEXT_PER_NODE = 256
 
 Path_ = tuple[str | int, ...]
 
@@ -172,6 +193,8 @@ def _positions(text: str, display: str) -> Positions:
 
 
 def _load_rt(text: str, display: str) -> Document | Problem:
+    if (over := over_limits(text)) is not None:
+        return Problem(display, 1, 1, over)
     yaml = yamlconfig.positioned()
     try:
         node = yaml.load(text)
@@ -188,7 +211,7 @@ def _load_rt(text: str, display: str) -> Document | Problem:
     try:
         data = _plain(node, (), positions, [0])
     except _Bomb:
-        return Problem(display, 1, 1, f"document expands to more than {MAX_NODES} nodes (YAML alias bomb?)")
+        return Problem(display, 1, 1, BOMB_SAID)
     except _BadText as exc:
         line, col = positions.at(exc.path)
         return Problem(display, line, col, "text with an unpaired surrogate escape (e.g. \\ud800) is not valid Unicode")
@@ -228,6 +251,44 @@ def _in_words(what: str) -> tuple[str, bool]:
         if pattern.search(what):
             return words, at_context
     return what or "not YAML", False
+
+
+def load_data(text: str) -> Any:
+    """One JSON or YAML document as plain data, under the limits of the repo's files; Unreadable if not.
+
+    For documents inside resource bodies, whoever wrote them (the repo, or a console user
+    writing the app): no position is kept. JSON goes to the JSON parser (its depth and size
+    checked after, without recursion); anything else through :func:`over_limits` first.
+    """
+    if len(text) > MAX_FILE_BYTES:
+        raise Unreadable(f"document is {len(text)} characters; the limit is {MAX_FILE_BYTES}")
+    if text.lstrip().startswith(("{", "[")):
+        try:
+            data = json_loads(text)
+        except JsonValueError as exc:
+            if "nested deeper" in str(exc):
+                raise Unreadable(DEEP_SAID) from None
+        else:
+            check_json_nodes(data)
+            return data
+    if (over := over_limits(text)) is not None:
+        raise Unreadable(over)
+    data = fast_load(text)
+    if data is not SLOW:
+        return data
+    try:
+        data = yamlconfig.safe().load(text)
+    except YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise Unreadable(f"not valid JSON or YAML{where}: {_squash(str(getattr(exc, 'problem', None) or exc))}") from None
+    except RecursionError:  # over_limits passes what its parser cannot read, for ruamel's message
+        raise Unreadable(DEEP_SAID) from None
+    try:
+        check_depth(data)
+    except JsonValueError:
+        raise Unreadable(DEEP_SAID) from None
+    return data
 
 
 def _squash(text: str) -> str:
@@ -373,14 +434,14 @@ def _data(root: Any) -> Any:
         value.encode("utf-8")  # an unpaired surrogate: ruamel reports it
         return value
 
-    def walk(node: Any) -> Any:
+    def walk(node: Any, depth: int = 1) -> Any:
         nonlocal count
         kind = node.__class__
         if kind is ScalarNode:
             return scalar(node)
         count += 1
-        if count > MAX_NODES:
-            raise _Slow
+        if count > MAX_NODES or depth > MAX_DEPTH:
+            raise _Slow  # ruamel's path says which limit (over_limits)
         if kind is MappingNode:
             if node.tag != _MAP:
                 raise _Slow
@@ -395,10 +456,10 @@ def _data(root: Any) -> Any:
                 key.encode("utf-8")
                 # Keys repeat across documents ('type', 'description'): one string each, not
                 # one per occurrence (a third of a 10,000-tool plan's parsed data).
-                out[intern(key)] = scalar(value_node) if value_node.__class__ is ScalarNode else walk(value_node)
+                out[intern(key)] = scalar(value_node) if value_node.__class__ is ScalarNode else walk(value_node, depth + 1)
             return out
         if kind is SequenceNode and node.tag == _SEQ:
-            return [scalar(v) if v.__class__ is ScalarNode else walk(v) for v in node.value]
+            return [scalar(v) if v.__class__ is ScalarNode else walk(v, depth + 1) for v in node.value]
         raise _Slow
 
     return walk(root)

@@ -30,6 +30,7 @@ from typing import Any
 from ..api.kinds import ResourceKind, by_collection
 from ..api.resource import Resource
 from ..core.diff import diff_resource
+from ..core.documents import unreadable
 from ..core.sensitive import occurrences
 from ..errors import Problem
 from ..repo.environments import EnvTarget
@@ -99,6 +100,10 @@ def pull_changes(
         mask = diff_resource(d.kind, d.id, d.body, r.body).update_mask
         if not mask:
             continue
+        if bad := unreadable(r.body):
+            result.notes.append(_unreadable_note(r, bad))
+            result.conflicted.append(f"{d.kind}/{d.id}")
+            continue
         # A conflict leaves this resource's file as it is; every other resource is still pulled.
         before = dict(result.files)
         if editor.resource(src, d, r, mask) and not _kept_secret_out(repo.root, before, result, secrets or {}):
@@ -107,9 +112,18 @@ def pull_changes(
             result.conflicted.append(f"{d.kind}/{d.id}")
     # The app's settings come back only into an app.yaml the repo has (a repo may leave them to the console).
     new = [r for r in remote if r.key not in sources and take(r.kind, r.id) and not r.kind.singleton]
+    for r in [r for r in new if unreadable(r.body)]:
+        result.notes.append(_unreadable_note(r, unreadable(r.body)))
+        new.remove(r)
     if new:
         _new_files(repo, env, new, remote, result, secrets or {})
     return result
+
+
+def _unreadable_note(r: Resource, bad: list[str]) -> str:
+    return (
+        f"left {r.kind} {r.id} out: the app's {'; '.join(bad)}; fix it in the app (or write the resource in the repo and apply)"
+    )
 
 
 def _kept_secret_out(root: Path, before: dict[str, str | None], result: PullResult, secrets: Mapping[str, str]) -> bool:
