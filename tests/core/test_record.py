@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import base64
+import json
 import zlib
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cesync.core.record import MARKER, parse_record, record_body
+from cesync.core.record import MARKER, parse_record, record_body, record_key, untrusted
 
 KIND_OF = {"tools": "tool", "agents": "agent", "toolsets": "toolset"}
 SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -30,13 +32,21 @@ keys = st.sets(
 )
 
 
+AT = "2026-01-02T03:04:00+00:00"
+
+
+def body_of(owned: set[str], key: bytes = b"", **kw: Any) -> dict[str, str]:
+    args: dict[str, Any] = {"written_at": AT, "key": key, **kw}
+    return record_body(APP, "dev", SHA, False, "sha256:" + "0" * 64, "1.2.3", owned, **args)
+
+
 @given(owned=keys, others=keys)
 def test_a_record_reads_back_as_written(owned: set[str], others: set[str]) -> None:
     present = owned | others
     snapshot = {
         c: [{"name": f"{APP}/{c}/{k.split('/')[1]}"} for k in present if k.split("/")[0] == kind] for c, kind in KIND_OF.items()
     }
-    body = record_body("dev", SHA, False, "sha256:" + "0" * 64, "1.2.3", owned, present)
+    body = body_of(owned)
     assert len(body["displayName"]) <= 100 and body["displayName"] == "cesync applied 0123456 to dev"
     record = parse_record(version(body, snapshot), KIND_OF)
     assert record is not None
@@ -44,10 +54,51 @@ def test_a_record_reads_back_as_written(owned: set[str], others: set[str]) -> No
     assert record.owned == frozenset(owned) and record.version == f"{APP}/versions/v1"
 
 
-def test_the_shorter_way_to_name_what_is_owned_is_kept() -> None:
-    owned = {f"tool/t{i}" for i in range(500)}
-    body = record_body("dev", SHA, False, "sha256:" + "0" * 64, "1", owned, owned | {"agent/hand"})
-    assert '"notOwned"' in body["description"] and '"owned"' not in body["description"]
+@given(owned=keys, others=keys)
+def test_what_is_owned_is_named_never_read_off_the_snapshot(owned: set[str], others: set[str]) -> None:
+    """A resource in the version's snapshot that the record does not name (made by hand during the
+    apply, so the snapshot holds it) is never owned."""
+    snapshot = {
+        c: [{"name": f"{APP}/{c}/{k.split('/')[1]}"} for k in owned | others if k.startswith(kind)] for c, kind in KIND_OF.items()
+    }
+    record = parse_record(version(body_of(owned), snapshot), KIND_OF)
+    assert record is not None and record.owned == frozenset(owned)
+
+
+KEY = record_key(b"pipeline secret")
+
+
+def test_a_sealed_record_is_trusted_under_its_key_only() -> None:
+    record = parse_record(version(body_of({"tool/a"}, KEY)), KIND_OF)
+    assert record is not None and untrusted(record, KEY) == ""
+    assert "seal does not match" in untrusted(record, record_key(b"another"))
+    assert untrusted(record, b"") == ""  # no key: nothing can be checked (plan says so: ownership.UNSEALED)
+
+
+@pytest.mark.parametrize("forge", ["unsealed", "owned widened", "commit moved", "another app", "copied later"])
+def test_a_forged_record_is_untrusted(forge: str) -> None:
+    """What a console user can write without the key is never trusted: every field is under the seal,
+    and so is the app; a verbatim copy in a version made later is a copy."""
+    body = body_of({"tool/a"}, b"" if forge == "unsealed" else KEY)
+    line = body["description"].split(MARKER, 1)[1]
+    outer = json.loads(line)
+    data = json.loads(outer["r"])
+    if forge == "owned widened":
+        wider = json.loads(json.loads(body_of({"tool/a", "tool/hand"})["description"].split(MARKER, 1)[1])["r"])
+        assert wider["owned"] != data["owned"]
+        data["owned"] = wider["owned"]
+        outer["r"] = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    elif forge == "commit moved":
+        data["commit"] = "f" * 40
+        outer["r"] = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    forged = {**body, "description": body["description"].split(MARKER, 1)[0] + MARKER + json.dumps(outer)}
+    v = version(forged)
+    if forge == "another app":
+        v["name"] = "projects/p/locations/us/apps/other/versions/v9"
+    if forge == "copied later":
+        v["createTime"] = "2026-01-02T05:00:00Z"
+    record = parse_record(v, KIND_OF)
+    assert record is not None and untrusted(record, KEY) != ""
 
 
 @pytest.mark.parametrize(
@@ -55,7 +106,7 @@ def test_the_shorter_way_to_name_what_is_owned_is_kept() -> None:
     [
         "made by hand",
         MARKER + "not json",
-        MARKER + '{"v": 2, "env": "dev"}',
+        MARKER + '{"v": 3, "env": "dev"}',
         MARKER + '{"v": 1}',
         MARKER + '{"v": 1, "env": "dev", "owned": "!!"}',
         MARKER + '{"v": 1, "env": "dev", "owned": "' + base64.b64encode(zlib.compress(b"\0" * (64 << 20))).decode() + '"}',

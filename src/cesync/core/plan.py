@@ -98,6 +98,8 @@ class Plan:
     # the repo's policy checks (core.policy) on this plan: a deny stops apply, a warn is shown
     policy: tuple[Finding, ...] = ()
     labels: tuple[str, ...] = ()  # plan --label: what reviewers said of the change (policies read them)
+    owners: dict[str, str] = field(default_factory=dict)  # unmanaged resource name -> the other owner whose it is
+    record_notes: tuple[str, ...] = ()  # records ignored (and why), or that records are not sealed
     seal: str = ""  # keyed hash of everything else in the saved file (see bind)
     cesync_version: str = __version__
     format_version: int = FORMAT_VERSION
@@ -160,6 +162,7 @@ def _from_file(f: PlanFile) -> Plan:
             "changes": changes,
             "unmanaged": tuple(data["unmanaged"]),
             "owned": tuple(data["owned"]),
+            "record_notes": tuple(data["record_notes"]),
             "targets": tuple(data["targets"]),
             "labels": tuple(data["labels"]),
             "policy": tuple(Finding(**f) for f in data["policy"]),

@@ -101,6 +101,8 @@ class PlanFile(_Strict):
     prune_unmanaged: bool = False
     policy: list[FindingFile] = Field(default_factory=list)
     labels: list[str] = Field(default_factory=list)
+    owners: dict[str, str] = Field(default_factory=dict)
+    record_notes: list[str] = Field(default_factory=list)
     seal: str = Field("", pattern=_KEYED_OR_EMPTY)  # "" only in plans never saved (diff, rollback): apply refuses them
 
 

@@ -9,26 +9,55 @@ line a person reads. What the app looked like after the apply is the version's `
 the base of a three-way plan. Every run and every machine reads it back from the app; there is
 no local state file to lose.
 
-The record holds which resources cesync owns (created, or adopted by applying a repo that
-defines them): ``--prune`` deletes only those. The list is stored compressed; of the two
-ways to name it (what is owned, or what in the snapshot is not) the shorter is kept.
+The record names what cesync owns, explicitly: what it created, adopted or was told to own,
+carried from record to record (``owned``), never read off the snapshot, which holds whatever
+the app held when the version was made, a resource made by hand during the apply included.
+
+Anyone who may create an app version can write a description, so with a record key (the
+pipeline's secret: CESYNC_RECORD_KEY, else CESYNC_PLAN_KEY) the record is sealed: an
+HMAC-SHA256 over the app, the record's data and when it was written, and ``sums``, a keyed
+hash of each owned resource as the app held it after the apply. ``untrusted`` says why a
+record must be ignored: unsealed or wrongly sealed under a key, or written long before the
+version carrying it was made (a copy). Drift compares the app with ``sums``, never only with
+the snapshot, so a copy of a record over a changed app does not hide the change.
 """
 
 from __future__ import annotations
 
 import base64
+import datetime
+import hashlib
+import hmac
 import json
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["MARKER", "AppliedRecord", "parse_record", "record_body", "snapshot_keys"]
+from ..api.resource import Resource
+from .normalize import canonical
+
+__all__ = [
+    "COPY_WINDOW",
+    "MARKER",
+    "AppliedRecord",
+    "owned_sums",
+    "parse_record",
+    "record_body",
+    "record_key",
+    "resource_sum",
+    "snapshot_keys",
+    "untrusted",
+]
 
 MARKER = "cesync-record: "
-FORMAT = 1
+FORMAT = 2
+LEGACY = 1  # format 1: unsealed, ownership may be "the snapshot minus notOwned"
 MAX_DISPLAY = 100
 MAX_OWNED_BYTES = 16 << 20
+# A sealed record is written just before the version holding it is made; a version made later than
+# this after its record's own time holds a copy of it (the clocks of CI and CES may differ a little).
+COPY_WINDOW = datetime.timedelta(minutes=10)
 
 
 @dataclass(frozen=True)
@@ -44,6 +73,12 @@ class AppliedRecord:
     owned: frozenset[str] = field(default_factory=frozenset)  # "kind/id" of what cesync owns
     dirty: bool = False  # the checkout had uncommitted changes
     snapshot: dict[str, Any] = field(default_factory=dict)  # AppSnapshot: the app after the apply
+    namespace: str = ""  # the owner (cesync.yaml owner:) that wrote it; "" for a repo that names none
+    written_at: str = ""  # when cesync wrote it (its own clock; sealed)
+    sums: Mapping[str, str] = field(default_factory=dict)  # "kind/id" -> resource_sum after the apply
+    seal: str = ""  # HMAC over app, signed and written_at ("" unsealed)
+    signed: str = ""  # the record's JSON the seal covers, as read
+    legacy: bool = False  # format 1 (written before records were sealed)
 
 
 def _pack(keys: Iterable[str]) -> str:
@@ -58,28 +93,77 @@ def _unpack(text: str) -> frozenset[str]:
     return frozenset(k for k in raw.decode().split("\n") if k)
 
 
+def record_key(raw: bytes) -> bytes:
+    """The key records are sealed with, from the pipeline's secret (b"": records are not sealed)."""
+    return hmac.new(raw, b"cesync applied record\0", hashlib.sha256).digest() if raw else b""
+
+
+def resource_sum(key: bytes, canonical_body: Any) -> str:
+    """A keyed hash of one resource in canonical form (core.normalize.canonical), short: 96 bits."""
+    text = json.dumps(canonical_body, sort_keys=True, separators=(",", ":"))
+    return base64.b64encode(hmac.new(key, text.encode(), hashlib.sha256).digest()[:12]).decode()
+
+
+def owned_sums(resources: Iterable[Resource], owned: Iterable[str], key: bytes) -> dict[str, str]:
+    """ "kind/id" -> resource_sum of each owned resource a version's snapshot holds ({} without a key:
+    unkeyed, anyone could make them)."""
+    if not key:
+        return {}
+    wanted = set(owned)
+    return {
+        f"{r.kind.name}/{r.id}": resource_sum(key, canonical(r.kind, r.id, r.body).body)
+        for r in resources
+        if r.kind.in_snapshot and not r.kind.singleton and f"{r.kind.name}/{r.id}" in wanted
+    }
+
+
+def _seal(key: bytes, app: str, signed: str) -> str:
+    return "hmac-sha256:" + hmac.new(key, f"{app}\0{signed}".encode(), hashlib.sha256).hexdigest()
+
+
+def _app_of(version_name: str) -> str:
+    return version_name.split("/versions/", 1)[0]
+
+
 def record_body(
-    env: str, commit: str, dirty: bool, digest: str, cesync_version: str, owned: Iterable[str], present: Iterable[str]
+    app: str,
+    env: str,
+    commit: str,
+    dirty: bool,
+    digest: str,
+    cesync_version: str,
+    owned: Iterable[str],
+    *,
+    written_at: str,
+    namespace: str = "",
+    sums: Mapping[str, str] | None = None,
+    key: bytes = b"",
 ) -> dict[str, Any]:
-    """The AppVersion to create. present: "kind/id" of every resource the app holds after the apply."""
-    owned_set, present_set = set(owned), set(present)
-    data: dict[str, Any] = {"v": FORMAT, "env": env, "commit": commit, "digest": digest, "cesync": cesync_version}
+    """The AppVersion to create, its record sealed under key (record_key) when there is one.
+
+    owned: "kind/id" of everything cesync owns after the apply, named one by one (never read off
+    the snapshot). sums: "kind/id" -> resource_sum of the owned resources after the apply."""
+    data: dict[str, Any] = {
+        "v": FORMAT,
+        "env": env,
+        "commit": commit,
+        "digest": digest,
+        "cesync": cesync_version,
+        "at": written_at,
+        "owned": _pack(owned),
+    }
     if dirty:
         data["dirty"] = True
-    by_owned, by_other = _pack(owned_set), _pack(present_set - owned_set)
-    # "notOwned" reads against the snapshot: what it holds minus these (a resource owned but not in
-    # the app after the apply is not worth naming: prune only ever looks at what exists)
-    if len(by_other) < len(by_owned) and owned_set <= present_set:
-        data["notOwned"] = by_other
-    else:
-        data["owned"] = by_owned
+    if namespace:
+        data["ns"] = namespace
+    if sums:
+        data["sums"] = _pack(f"{k} {v}" for k, v in sums.items())
+    signed = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    line = json.dumps({"r": signed, "seal": _seal(key, app, signed)} if key else {"r": signed}, separators=(",", ":"))
     short = commit[:7] if commit else "no commit"
     display = f"cesync applied {short} to {env}" + (" (+ uncommitted changes)" if dirty else "")
     human = f"What cesync {cesync_version} applied to {env}" + (f" from commit {commit}" if commit else "") + "."
-    return {
-        "displayName": display[:MAX_DISPLAY],
-        "description": f"{human}\n{MARKER}{json.dumps(data, sort_keys=True, separators=(',', ':'))}",
-    }
+    return {"displayName": display[:MAX_DISPLAY], "description": f"{human}\n{MARKER}{line}"}
 
 
 def snapshot_keys(snapshot: dict[str, Any], kind_of: dict[str, str]) -> set[str]:
@@ -93,8 +177,19 @@ def snapshot_keys(snapshot: dict[str, Any], kind_of: dict[str, str]) -> set[str]
     return keys
 
 
+@dataclass(frozen=True)
+class _Common:
+    """What every format reads off the version itself."""
+
+    version: str
+    time: str
+    snapshot: dict[str, Any]
+
+
 def parse_record(version: dict[str, Any], kind_of: dict[str, str]) -> AppliedRecord | None:
-    """The record a version carries, or None (a version made otherwise, or a record cesync cannot read)."""
+    """The record a version carries, or None (a version made otherwise, or a record cesync cannot read).
+
+    Reading is not trusting: see untrusted."""
     description = version.get("description")
     if not isinstance(description, str):
         return None
@@ -102,25 +197,83 @@ def parse_record(version: dict[str, Any], kind_of: dict[str, str]) -> AppliedRec
     if line is None:
         return None
     try:
-        data = json.loads(line[len(MARKER) :])
-        if not isinstance(data, dict) or data.get("v") != FORMAT:
+        outer = json.loads(line[len(MARKER) :])
+        if not isinstance(outer, dict):
             return None
         snapshot = version.get("snapshot") if isinstance(version.get("snapshot"), dict) else {}
         assert isinstance(snapshot, dict)
-        if "notOwned" in data:
-            owned = frozenset(snapshot_keys(snapshot, kind_of) - _unpack(str(data["notOwned"])))
-        else:
-            owned = _unpack(str(data.get("owned", "")))
+        common = _Common(str(version.get("name", "")), str(version.get("createTime", "")), snapshot)
+        if outer.get("v") == LEGACY:
+            return _legacy(outer, snapshot, kind_of, common)
+        signed = outer.get("r")
+        if not isinstance(signed, str):
+            return None
+        data = json.loads(signed)
+        if not isinstance(data, dict) or data.get("v") != FORMAT:
+            return None
+        sums = dict(x.split(" ", 1) for x in _unpack(str(data["sums"]))) if "sums" in data else {}
         return AppliedRecord(
-            version=str(version.get("name", "")),
             env=str(data["env"]),
             commit=str(data.get("commit", "")),
             digest=str(data.get("digest", "")),
             cesync_version=str(data.get("cesync", "")),
-            time=str(version.get("createTime", "")),
-            owned=owned,
+            owned=_unpack(str(data["owned"])),
             dirty=bool(data.get("dirty", False)),
-            snapshot=snapshot,
+            namespace=str(data.get("ns", "")),
+            written_at=str(data.get("at", "")),
+            sums=sums,
+            seal=str(outer.get("seal", "")),
+            signed=signed,
+            version=common.version,
+            time=common.time,
+            snapshot=common.snapshot,
         )
-    except (ValueError, KeyError, TypeError, zlib.error, UnicodeDecodeError):
+    except (ValueError, KeyError, TypeError, AssertionError, zlib.error, UnicodeDecodeError):
         return None  # not ours after all, or damaged: as if there were no record
+
+
+def _legacy(data: dict[str, Any], snapshot: dict[str, Any], kind_of: dict[str, str], common: _Common) -> AppliedRecord:
+    """A format-1 record (unsealed). Its "notOwned" form read ownership off the snapshot, which holds
+    what anyone made during that apply too: read so, the snapshot's extras are owned by no one."""
+    if "notOwned" in data:
+        owned = frozenset(snapshot_keys(snapshot, kind_of) - _unpack(str(data["notOwned"])))
+    else:
+        owned = _unpack(str(data.get("owned", "")))
+    return AppliedRecord(
+        env=str(data["env"]),
+        commit=str(data.get("commit", "")),
+        digest=str(data.get("digest", "")),
+        cesync_version=str(data.get("cesync", "")),
+        owned=owned,
+        dirty=bool(data.get("dirty", False)),
+        legacy=True,
+        version=common.version,
+        time=common.time,
+        snapshot=common.snapshot,
+    )
+
+
+def _when(text: str) -> datetime.datetime | None:
+    try:
+        when = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=datetime.timezone.utc)
+
+
+def untrusted(record: AppliedRecord, key: bytes) -> str:
+    """Why record must be ignored ("" when it may be trusted). key: record_key(...); without one
+    nothing can be checked and every record is taken as written (plan says what that lets a
+    console user steer)."""
+    if not key:
+        return ""
+    if record.legacy or not record.seal:
+        return "it is not sealed (written without the record key, or not by cesync)"
+    if not hmac.compare_digest(record.seal.encode(), _seal(key, _app_of(record.version), record.signed).encode()):
+        return "its seal does not match (written or edited without the record key)"
+    written, made = _when(record.written_at), _when(record.time)
+    if written is None or made is None:
+        return "it says no time it was written"
+    if not (written - COPY_WINDOW <= made <= written + COPY_WINDOW):
+        return f"it was written at {record.written_at} but its version was made at {record.time}: a copy of another record"
+    return ""

@@ -42,6 +42,7 @@ __all__ = [
     "KEY_ENV",
     "MASK",
     "MIN_SCRUB",
+    "RECORD_KEY_ENV",
     "binding_key",
     "clip",
     "field_paths",
@@ -52,6 +53,7 @@ __all__ = [
     "mask",
     "new_salt",
     "occurrences",
+    "record_secret",
     "remember",
     "scrub",
     "seal",
@@ -157,6 +159,18 @@ def new_salt() -> str:
 
 def plan_key() -> bytes:
     return os.environ.get(KEY_ENV, "").encode()
+
+
+RECORD_KEY_ENV = "CESYNC_RECORD_KEY"
+
+
+def record_secret() -> tuple[str, bytes]:
+    """(where from, the secret applied records are sealed with): CESYNC_RECORD_KEY, else CESYNC_PLAN_KEY;
+    ("", b"") without either (see core/record.py)."""
+    for name in (RECORD_KEY_ENV, KEY_ENV):
+        if value := os.environ.get(name, ""):
+            return name, value.encode()
+    return "", b""
 
 
 def seal(values: Mapping[str, str], salt: str, key: bytes) -> dict[str, str]:

@@ -32,7 +32,7 @@ from .errors import RpcError
 from .evaluations import EvaluationService
 from .execute import Executor
 from .export_import import ExportImport
-from .faults import FaultConfig, FaultMiddleware
+from .faults import FaultConfig, FaultMiddleware, WriteHooks
 from .operations import DEFAULT_DELAY as DEFAULT_OPERATION_DELAY
 from .operations import Action, Operations
 from .partial import parse_fields, project
@@ -119,6 +119,7 @@ def create_app(
     config = faults or FaultConfig()
     quota_state = emulator.quota_state  # inside the faults (the last added is outermost): refused after the latency
     app.add_middleware(QuotaMiddleware, config=emulator.quota, state=quota_state, clock=quota_clock)
-    app.add_middleware(FaultMiddleware, config=config, registry=fault_middleware)
+    app.state.hooks = WriteHooks()  # tests' console users acting mid-call (faults.Injected)
+    app.add_middleware(FaultMiddleware, config=config, registry=fault_middleware, hooks=app.state.hooks)
     app.state.faults = config
     return app

@@ -12,14 +12,15 @@ import asyncio
 import json
 import random
 import time
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .errors import RpcError
 
-__all__ = ["ConnectionDropped", "FaultConfig", "FaultMiddleware", "WriteClock"]
+__all__ = ["ConnectionDropped", "FaultConfig", "FaultMiddleware", "Injected", "WriteClock", "WriteHooks"]
 
 WRITE_METHODS = {"POST", "PATCH", "DELETE"}
 
@@ -67,10 +68,34 @@ class WriteClock:
         return {"writes": self.writes, "firstWriteAt": self.first_write_at, "lastWriteDoneAt": self.last_write_done_at}
 
 
+@dataclass(frozen=True)
+class Injected:
+    """A request someone else makes (a console user, another pipeline), answered inside the server
+    just before one of the caller's writes: what a person does in the console at a moment chosen by
+    a test, with no thread or timing to race (the emulator's own; Google's service has no such hook)."""
+
+    method: str
+    path: str  # /v1/... with its query
+    body: dict[str, Any] | None = None
+    author: str = "console@example.com"  # the changelog's author (changelogs.py: a bearer e-mail)
+
+
+@dataclass
+class WriteHooks:
+    """before_write(method, path) -> the requests to answer first, for each write of the API; every
+    injected request's (request, status, answer) is kept in answered, in order."""
+
+    before_write: Callable[[str, str], Iterable[Injected]] | None = None
+    answered: list[tuple[Injected, int, Any]] = field(default_factory=list)
+
+
 class FaultMiddleware:
-    def __init__(self, app: ASGIApp, config: FaultConfig, registry: list[FaultMiddleware]) -> None:
+    def __init__(
+        self, app: ASGIApp, config: FaultConfig, registry: list[FaultMiddleware], hooks: WriteHooks | None = None
+    ) -> None:
         self.app = app
         self.config = config
+        self.hooks = hooks or WriteHooks()
         self.clock = WriteClock()
         self._rng = random.Random(config.seed)
         self._seed = config.seed
@@ -92,6 +117,10 @@ class FaultMiddleware:
             await self.app(scope, receive, send)
             return
         if scope["method"] in WRITE_METHODS:
+            if self.hooks.before_write is not None:
+                path = scope["path"] + (f"?{scope['query_string'].decode()}" if scope.get("query_string") else "")
+                for call in self.hooks.before_write(scope["method"], path):
+                    await self._inject(call)
             self.clock.writes += 1
             self.clock.first_write_at = self.clock.first_write_at or time.time()
             try:
@@ -124,6 +153,50 @@ class FaultMiddleware:
             await self._commit_then_drop(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+    async def _inject(self, call: Injected) -> None:
+        """call through the server's own routes (inside the faults: an injected request is never faulted)."""
+        path, _, query = call.path.partition("?")
+        payload = json.dumps(call.body).encode() if call.body is not None else b""
+        scope: dict[str, Any] = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": call.method,
+            "scheme": "http",
+            "path": path,
+            "raw_path": path.encode(),
+            "query_string": query.encode(),
+            "root_path": "",
+            "headers": [
+                (b"host", b"127.0.0.1"),
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+                (b"authorization", f"Bearer {call.author}".encode()),
+            ],
+            "client": ("127.0.0.1", 0),
+            "server": ("127.0.0.1", 0),
+        }
+        sent = False
+        status, chunks = 0, []
+
+        async def receive() -> Message:
+            nonlocal sent
+            if sent:
+                return {"type": "http.disconnect"}
+            sent = True
+            return {"type": "http.request", "body": payload, "more_body": False}
+
+        async def send(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            elif message["type"] == "http.response.body":
+                chunks.append(bytes(message.get("body", b"")))
+
+        await self.app(scope, receive, send)
+        text = b"".join(chunks)
+        self.hooks.answered.append((call, status, json.loads(text) if text else None))
 
     async def _commit_then_drop(self, scope: Scope, receive: Receive, send: Send) -> None:
         async def swallow(message: Message) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 import uvicorn
 
 from .app import create_app
-from .faults import FaultConfig
+from .faults import FaultConfig, WriteHooks
 from .operations import DEFAULT_DELAY as DEFAULT_OPERATION_DELAY
 from .quota import QuotaConfig
 from .store import Store
@@ -147,6 +147,12 @@ class BackgroundServer:
     @property
     def host(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def hooks(self) -> WriteHooks:
+        """What runs before each write (faults.WriteHooks): a console user acting mid-apply, in tests."""
+        hooks: WriteHooks = self.app.state.hooks
+        return hooks
 
     @property
     def url(self) -> str:

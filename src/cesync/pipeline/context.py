@@ -78,7 +78,9 @@ def open_context(
         env = preview_env(env, preview)
     secrets = repo.sensitive_values(env)
     remember(secrets.values())  # before rendering: a problem message must not print one either
-    ahead = ReadAhead(env, repo.root, endpoint) if read_ahead and _can_read_ahead(env, endpoint) else None
+    ahead = (
+        ReadAhead(env, repo.root, endpoint, repo.config.owner or "") if read_ahead and _can_read_ahead(env, endpoint) else None
+    )
     try:
         desired = repo.render(env, started=ahead.start if ahead else None)
         hidden = sensitive_fields(repo, env, desired, secrets)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..api.kinds import APP, by_snapshot_field
 from ..api.resource import Resource
+from ..core.ownership import drift_by_sums, other_owners, record_trust
 from ..core.plan import Plan
 from ..core.planbuild import build_plan
 from ..core.planseal import bind
@@ -107,10 +108,11 @@ async def plan_against_remote(
     narrowed afterwards, so that it can be compared with what was saved)."""
     ahead, ctx.read_ahead = ctx.read_ahead, None  # read once, as before
     if ahead is not None:
-        remote, record = await ahead.result()
+        remote, view = await ahead.result()
     else:
         assert client is not None, "a client, unless the app was read ahead"
-        remote, record = await read_app(client, ctx.env)
+        remote, view = await read_app(client, ctx.env, ctx.repo.config.owner or "")
+    record = view.record
     known = {d.key for d in ctx.desired} | {r.key for r in remote}
     selected = target_keys(resolve_targets(targets or (), known))
     plan = build_plan(
@@ -128,6 +130,12 @@ async def plan_against_remote(
         base=base_of(record),
         key=key,
     )
+    from ..sync.record import current_key
+
+    # the ownership passes (core/ownership.py): another owner's resources, drift by the sealed sums, trust
+    plan = other_owners(plan, view.others, ctx.repo.config.owner or "")
+    plan = drift_by_sums(plan, remote, record.sums if record is not None else {}, current_key())
+    plan = record_trust(plan, view.ignored, view.key_from)
     if record is not None:
         plan = replace(plan, record=record.version)
         if plan.drifted and client is not None:

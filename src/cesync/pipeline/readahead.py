@@ -16,7 +16,7 @@ from ..sync.remote import read_remote
 
 if TYPE_CHECKING:  # the HTTP client loads when a command first uses it (see client/__init__.py)
     from ..client.api import CesClient
-    from ..core.record import AppliedRecord
+    from ..sync.record import RecordView
 
 
 class ReadAhead:
@@ -27,8 +27,8 @@ class ReadAhead:
     and alone), and a failed render cancels it.
     """
 
-    def __init__(self, env: EnvTarget, root: Path, endpoint: str | None) -> None:
-        self._env, self._root, self._endpoint = env, root, endpoint
+    def __init__(self, env: EnvTarget, root: Path, endpoint: str | None, owner: str = "") -> None:
+        self._env, self._root, self._endpoint, self._owner = env, root, endpoint, owner
         self._notices: list[str] = []
         self._done: concurrent.futures.Future[AppRead] = concurrent.futures.Future()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -60,7 +60,7 @@ class ReadAhead:
         client = connect(self._env, self._root, override=self._endpoint)
         client.notify = self._notices.append
         async with client:
-            return await read_app(client, self._env)
+            return await read_app(client, self._env, self._owner)
 
     async def result(self) -> AppRead:
         """The app as read; awaited, not joined: a Ctrl-C (asyncio.run cancels the awaiting task)
@@ -88,14 +88,15 @@ class ReadAhead:
         self._thread.join(timeout=10)
 
 
-AppRead = tuple[list[Resource], "AppliedRecord | None"]
+AppRead = tuple[list[Resource], "RecordView"]
 
 
-async def read_app(client: CesClient, env: EnvTarget) -> AppRead:
-    """The app's resources and cesync's last applied record of env (None: no app, or no record)."""
-    from ..sync.record import last_applied
+async def read_app(client: CesClient, env: EnvTarget, owner: str = "") -> AppRead:
+    """The app's resources and what its records say (sync.record.read_records; none without an app)."""
+    from ..core.sensitive import record_secret
+    from ..sync.record import RecordView, read_records
 
     remote = await read_remote(client, env.parent)
     if not any(r.kind.singleton for r in remote):
-        return remote, None  # no app: no versions either
-    return remote, await last_applied(client, env)
+        return remote, RecordView(key_from=record_secret()[0])  # no app: no versions either
+    return remote, await read_records(client, env, owner)

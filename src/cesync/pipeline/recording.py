@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..api.kinds import APP, kind_of_name
+from ..api.kinds import APP
 from ..core.plan import Plan
-from ..core.record import AppliedRecord
-from ..sync.record import last_applied, write_record
+from ..core.record import AppliedRecord, owned_sums
+from ..sync.record import current_key, last_applied, write_record
+from ..sync.remote import read_remote
 from ..sync.snapshot import commit_of
 from .apply import DONE, ApplyResult
 
@@ -19,27 +20,34 @@ __all__ = ["owned_after", "record_apply", "record_if_moved"]
 
 
 def owned_after(ctx: Context, plan: Plan, result: ApplyResult | None) -> set[str]:
-    """What cesync owns once the apply is done: what it owned, what the repo defines (created or
-    adopted), less what it deleted; a --target apply adds only what it wrote."""
+    """What cesync owns once the apply is done: what it owned, what it created, what the repo
+    defines that the app already held when planned (adopted), less what it deleted; a --target
+    apply adds only what it wrote. Never what the app holds besides: a resource someone made
+    during the apply, or under an id whose create this apply did not get done, is not cesync's."""
     outcomes = result.outcomes if result is not None else []
     deleted = {f"{o.kind}/{o.id}" for o in outcomes if o.action == "delete" and o.status == DONE}
     written = {f"{o.kind}/{o.id}" for o in outcomes if o.action != "delete" and o.status == DONE}
-    defined = written if plan.targets else {f"{d.kind}/{d.id}" for d in ctx.desired}
+    not_created = {c.key for c in plan.changes if c.action == "create"} - written
+    defined = written if plan.targets else {f"{d.kind}/{d.id}" for d in ctx.desired} - not_created
     return {k for k in (set(plan.owned) | defined) - deleted if not k.startswith(f"{APP}/")}
 
 
 async def record_apply(client: CesClient, ctx: Context, plan: Plan, result: ApplyResult | None) -> AppliedRecord:
     owned = owned_after(ctx, plan, result)
-    others = {f"{kind_of_name(n).name}/{n.rsplit('/', 1)[-1]}" for n in plan.unmanaged}
+    key = current_key()
+    # what the app holds now, hashed under the key: drift is then judged against these, so a copy of
+    # this record over a changed app (a version made later) hides nothing (core/record.py)
+    sums = owned_sums(await read_remote(client, ctx.env.parent), owned, key) if key else {}
     return await write_record(
         client,
         ctx.env,
         ctx.repo.root,
         digest=plan.digest,
         owned=owned,
-        present=owned | others,
         keep=ctx.repo.config.records.keep,
         commit=ctx.promotion[1] or None,  # a promotion applied the commit it names, not a checkout
+        owner=ctx.repo.config.owner or "",
+        sums=sums,
     )
 
 
@@ -51,7 +59,7 @@ async def record_if_moved(client: CesClient, ctx: Context, plan: Plan) -> Applie
     names an older commit (promote would take that one) or owns less (prune would keep what
     the repo now defines). Then a new record is written; with nothing moved (a GitOps loop
     re-applying the same commit) none is, so versions do not pile up."""
-    last = await last_applied(client, ctx.env)
+    last = await last_applied(client, ctx.env, owner=ctx.repo.config.owner or "")
     commit, _, dirty = (ctx.promotion[1], "", False) if ctx.promotion[1] else commit_of(ctx.repo.root)
     # Uncommitted changes alone are no reason (a record of them would only make promote refuse),
     # but a clean tree replaces a record of uncommitted changes, else promote refused for ever.

@@ -67,24 +67,28 @@ async def record_rollback(
     older record owned: an id cesync once made, pruned, and someone then made again by hand
     would become cesync's, for --prune to delete. The commit is the restored record's, when the
     version is one (the app is then what that commit made); else none, so promote refuses it."""
-    from ..sync.record import records_in, write_record
+    from ..core.record import owned_sums
+    from ..sync.record import current_key, records_in, write_record
 
-    found = records_in(versions, env)  # newest first
+    owner = repo.config.owner or ""
+    found = records_in(versions, env, owner=owner)  # newest first
     if not found:
         return None
     made_at = _nanos(next((v.get("createTime") for v in versions if v.get("name") == restored), None))
     was = next((r for r in found if r.version == restored), None)
     then = was or next((r for r in found if made_at is not None and (_nanos(r.time) or made_at + 1) <= made_at), None)
-    present = {f"{r.kind}/{r.id}" for r in await read_remote(client, env.parent) if not r.kind.singleton}
-    owned = {*found[0].owned, *(then.owned if then is not None else ())}
+    now = await read_remote(client, env.parent)
+    present = {f"{r.kind}/{r.id}" for r in now if not r.kind.singleton}
+    owned = {*found[0].owned, *(then.owned if then is not None else ())} & present
     return await write_record(
         client,
         env,
         repo.root,
         digest=was.digest if was is not None else "",
-        owned=owned & present,
-        present=present,
+        owned=owned,
         keep=repo.config.records.keep,
+        owner=owner,
+        sums=owned_sums(now, owned, current_key()),
         commit=was.commit if was is not None and not was.dirty else "",
     )
 

@@ -76,6 +76,7 @@ def notices(plan: Plan) -> list[str]:
     if plan.denied:
         rules = sorted({f.rule for f in plan.denied})
         out.append(f"Policy: apply will refuse this plan: denied by {', '.join(rules)}")
+    out += [f"Records: {note}" for note in plan.record_notes]
     return [*out, ""] if out else []
 
 
@@ -121,13 +122,25 @@ def unmanaged_groups(plan: Plan) -> list[tuple[str, list[str]]]:
     def made(name: str) -> bool:
         return not plan.record or f"{kind_of_name(name).name}/{name.rsplit('/', 1)[-1]}" in owned
 
-    ours = [n for n in plan.unmanaged if not plan.prune and made(n)]
-    others = [n for n in plan.unmanaged if n not in ours]
+    theirs = sorted({ns for n, ns in plan.owners.items() if n in plan.unmanaged})
+    ours = [n for n in plan.unmanaged if not plan.prune and made(n) and n not in plan.owners]
+    others = [n for n in plan.unmanaged if n not in ours and n not in plan.owners]
     return [
         (why.format(them="it" if len(names) == 1 else "them"), names)
         for why, names in (
             ("kept; --prune deletes {them}", ours),
             ("kept: cesync did not make {them}; --prune-unmanaged deletes {them}", others),
+            *(
+                (
+                    f"kept: another repo's ({_owner(ns)}); never pruned or adopted here",
+                    [n for n in plan.unmanaged if plan.owners.get(n) == ns],
+                )
+                for ns in theirs
+            ),
         )
         if names
     ]
+
+
+def _owner(namespace: str) -> str:
+    return f"owner {_plain(namespace)}" if namespace else "no owner named"

@@ -165,6 +165,18 @@ class Records(_Strict):
     )
 
 
+class Promote(_Strict):
+    """What cesync promote may lay out (see docs/ownership.md)."""
+
+    reviewedBranch: str = Field(
+        "main",
+        min_length=1,
+        max_length=200,
+        pattern=r"^[A-Za-z0-9._/-]+$",
+        description="Promote only commits reachable from this branch (the one changes are reviewed into).",
+    )
+
+
 class Defaults(_Strict):
     """Values every environment inherits unless it sets its own."""
 
@@ -238,6 +250,13 @@ class Config(_Strict):
     prune: bool = Field(False, description="Delete remote resources that the repo does not define.")
     safety: Safety = Field(default_factory=Safety)
     records: Records = Field(default_factory=Records)
+    owner: str | None = Field(
+        None,
+        pattern=r"^[a-z][a-z0-9-]{0,39}$",
+        description="This repo's owner namespace, when several repos manage one app: its records carry it, and "
+        "what another owner's records own is never pruned, adopted or created by this repo.",
+    )
+    promote: Promote = Field(default_factory=Promote)
     policies: str | None = Field(
         None,
         description="A folder of the repo holding policy files (CEL rules run by validate and plan; a deny stops apply).",

@@ -8,38 +8,52 @@ The records are found from the versions' heads alone: the list asks for every fi
 snapshot (a snapshot is as large as the app, and ten records kept would be ten apps), newest
 first, a page at a time, and the one record wanted is then read whole. What a snapshot-less
 head says (env, commit) the record module reads from it as from a whole version.
+
+Only trusted records count (core.record.untrusted under the record key): one that fails is
+skipped and named in ``ignored``; a record is one owner's (cesync.yaml ``owner``), and the
+other owners' newest records say what this repo must leave alone (read_records).
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import re
-from collections.abc import AsyncIterator, Iterable
-from functools import cache
+from collections.abc import AsyncIterator, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..api import descriptors
 from ..api.kinds import KINDS
 from ..client import CesClient
 from ..client.apps import create_version, get_version
-from ..core.record import AppliedRecord, parse_record, record_body
+from ..core.record import AppliedRecord, parse_record, record_body, record_key, untrusted
+from ..core.sensitive import record_secret
 from ..errors import ApiError, NotFound, PermissionDenied
 from ..repo.repo import EnvTarget
 from .snapshot import commit_of
 
-__all__ = ["KIND_OF", "changes_since", "last_applied", "record_heads", "records", "records_in", "version_heads", "write_record"]
+__all__ = [
+    "KIND_OF",
+    "RecordView",
+    "changes_since",
+    "current_key",
+    "last_applied",
+    "read_records",
+    "record_heads",
+    "records",
+    "records_in",
+    "version_heads",
+    "write_record",
+]
 
 KIND_OF = {k.collection: k.name for k in KINDS.values() if not k.singleton}
 
 
-@cache
-def _in_snapshot() -> frozenset[str]:
-    """The kinds an app version's snapshot holds (AppSnapshot's fields: app, agents, tools, examples,
-    guardrails, toolsets): the evaluation kinds and deployments are not in it."""
-    fields = {f.json_name for f in descriptors.message(f"{descriptors.PACKAGE}.AppSnapshot").fields}
-    return frozenset(kind for collection, kind in KIND_OF.items() if collection in fields)
+def current_key() -> bytes:
+    """The key records are sealed and checked with (core.record.record_key of the pipeline's secret)."""
+    return record_key(record_secret()[1])
 
 
 _VERSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.~-]*", re.ASCII)  # a name from the server, read before it is asked for
@@ -62,23 +76,105 @@ async def version_heads(client: CesClient, parent: str) -> AsyncIterator[dict[st
             yield {k: v for k, v in version.items() if k != "snapshot"}
 
 
-async def record_heads(client: CesClient, env: EnvTarget) -> AsyncIterator[dict[str, Any]]:
-    """The versions that carry a record of env, newest first, each without its snapshot."""
+def _why_not(record: AppliedRecord, key: bytes, first_of: Mapping[str, str] | None = None) -> str:
+    """Why record is not to be trusted ("" when it is); first_of: seal -> the oldest version holding it."""
+    why = untrusted(record, key)
+    if not why and first_of and record.seal and first_of.get(record.seal, record.version) != record.version:
+        why = f"it is a copy of the record in {first_of[record.seal]}"
+    return why
+
+
+def _ignored(record: AppliedRecord, why: str) -> str:
+    return f"ignored the applied record in {record.version}: {why}"
+
+
+async def record_heads(
+    client: CesClient, env: EnvTarget, *, owner: str = "", key: bytes | None = None, ignored: list[str] | None = None
+) -> AsyncIterator[dict[str, Any]]:
+    """The versions that carry a trusted record of env and owner, newest first, each without its snapshot.
+
+    key: the record key (None: current_key()); an untrusted record is skipped and named in ignored."""
+    key = current_key() if key is None else key
     async for head in version_heads(client, env.parent):
         found = parse_record(head, KIND_OF)
-        if found is not None and found.env == env.name:
+        if found is None or found.env != env.name:
+            continue
+        if why := _why_not(found, key):
+            if ignored is not None:
+                ignored.append(_ignored(found, why))
+        elif found.namespace == owner:
             yield head
 
 
-async def records(client: CesClient, env: EnvTarget) -> list[AppliedRecord]:
-    """Every applied record of env's app for env, newest first, each with its snapshot (one read per record)."""
-    return [r for r in [await _whole(client, env.parent, head) async for head in record_heads(client, env)] if r is not None]
+async def records(client: CesClient, env: EnvTarget, *, owner: str = "") -> list[AppliedRecord]:
+    """Every trusted applied record of env's app for env and owner, newest first, each with its snapshot
+    (one read per record)."""
+    heads = [head async for head in record_heads(client, env, owner=owner)]
+    return [r for r in [await _whole(client, env.parent, head) for head in heads] if r is not None]
 
 
-def records_in(versions: list[dict[str, Any]], env: EnvTarget) -> list[AppliedRecord]:
-    """The applied records for env among versions as listVersions gives them (newest first)."""
-    found = (parse_record(v, KIND_OF) for v in versions)
-    return [r for r in found if r is not None and r.env == env.name]
+def records_in(
+    versions: list[dict[str, Any]],
+    env: EnvTarget,
+    *,
+    owner: str = "",
+    key: bytes | None = None,
+    ignored: list[str] | None = None,
+) -> list[AppliedRecord]:
+    """The trusted applied records for env and owner among versions as listVersions gives them (newest first).
+
+    key: the record key (None: current_key()). A record that fails core.record.untrusted is left out
+    and named in ignored; so is each later version holding a copy of an earlier one's seal."""
+    key = current_key() if key is None else key
+    found = [r for r in (parse_record(v, KIND_OF) for v in versions) if r is not None and r.env == env.name]
+    first_of: dict[str, str] = {}
+    for r in sorted(found, key=lambda r: r.time):
+        if r.seal:
+            first_of.setdefault(r.seal, r.version)
+    trusted = []
+    for r in found:
+        if why := _why_not(r, key, first_of):
+            if ignored is not None:
+                ignored.append(_ignored(r, why))
+        elif r.namespace == owner:
+            trusted.append(r)
+    return trusted
+
+
+@dataclass(frozen=True)
+class RecordView:
+    """What one plan takes from the app's records: this owner's newest trusted record (whole), what
+    the other owners' newest trusted records own, and the records ignored (each with why)."""
+
+    record: AppliedRecord | None = None
+    others: Mapping[str, str] = field(default_factory=dict)  # "kind/id" -> the owner namespace that owns it
+    ignored: tuple[str, ...] = ()
+    key_from: str = ""  # where the record key came from ("" unsealed: see core.sensitive.record_secret)
+
+
+async def read_records(client: CesClient, env: EnvTarget, owner: str = "") -> RecordView:
+    """The records of env's app as plan needs them: every version's head (no snapshot), and one
+    version read whole, this owner's newest trusted record of env.
+
+    Another owner's records are read whatever environment they name (each repo names its
+    environments as it likes): the newest trusted one per owner says what that owner owns."""
+    key_from, secret = record_secret()
+    key = record_key(secret)
+    heads = [head async for head in version_heads(client, env.parent)]
+    ignored: list[str] = []
+    mine = records_in(heads, env, owner=owner, key=key, ignored=ignored)
+    newest: dict[str, AppliedRecord] = {}
+    for r in (parse_record(h, KIND_OF) for h in heads):
+        if r is not None and r.namespace != owner and r.namespace not in newest and not untrusted(r, key):
+            newest[r.namespace] = r
+    others = {k: ns for ns, r in sorted(newest.items(), reverse=True) for k in r.owned}
+    record = None
+    for r in mine:
+        head = next(h for h in heads if h.get("name") == r.version)
+        record = await _whole(client, env.parent, head)
+        if record is not None:
+            break
+    return RecordView(record, others, tuple(ignored), key_from)
 
 
 async def _whole(client: CesClient, parent: str, head: dict[str, Any]) -> AppliedRecord | None:
@@ -89,10 +185,12 @@ async def _whole(client: CesClient, parent: str, head: dict[str, Any]) -> Applie
     return parse_record(version, KIND_OF) if version is not None else None  # None: deleted since it was listed
 
 
-async def last_applied(client: CesClient, env: EnvTarget) -> AppliedRecord | None:
+async def last_applied(
+    client: CesClient, env: EnvTarget, *, owner: str = "", ignored: list[str] | None = None
+) -> AppliedRecord | None:
     """What cesync last applied to env (None: never, or only by a cesync without records): the
-    newest record found in the versions' heads, then that one version read whole."""
-    async for head in record_heads(client, env):
+    newest trusted record found in the versions' heads, then that one version read whole."""
+    async for head in record_heads(client, env, owner=owner, ignored=ignored):
         found = await _whole(client, env.parent, head)
         if found is not None and found.env == env.name:
             return found
@@ -106,9 +204,11 @@ async def write_record(
     *,
     digest: str,
     owned: Iterable[str],
-    present: Iterable[str],
     keep: int,
     commit: str | None = None,
+    owner: str = "",
+    sums: Mapping[str, str] | None = None,
+    now: datetime.datetime | None = None,
 ) -> AppliedRecord:
     """Create the record of an apply that succeeded, then delete the env's records beyond the newest keep.
 
@@ -117,13 +217,23 @@ async def write_record(
     still serves (FAILED_PRECONDITION) is kept: deleting it is not ours to force.
     """
     sha, _, dirty = (commit, "", False) if commit is not None else commit_of(root)
-    # The record's short form names what the snapshot holds and cesync does not own; what the
-    # snapshot lacks (an evaluation) is then not present to it, so owning one keeps the long form.
-    present = [key for key in present if key.split("/", 1)[0] in _in_snapshot()]
-    body = record_body(env.name, sha, dirty, digest, __version__, owned, present)
+    when = now or datetime.datetime.now(datetime.timezone.utc)
+    body = record_body(
+        env.parent,
+        env.name,
+        sha,
+        dirty,
+        digest,
+        __version__,
+        owned,
+        written_at=when.isoformat(timespec="seconds"),
+        namespace=owner,
+        sums=sums,
+        key=current_key(),
+    )
     made = parse_record(await create_version(client, env.parent, body), KIND_OF)
     assert made is not None, "a record cesync just wrote reads back"
-    old = [str(head.get("name", "")) async for head in record_heads(client, env)][keep:]
+    old = [str(head.get("name", "")) async for head in record_heads(client, env, owner=owner)][keep:]
     for name in old:
         with contextlib.suppress(ApiError):
             (await client.delete(name, None)).unwrap()

@@ -1,0 +1,87 @@
+"""Ownership passes of the plan (pure): each a function from plan (and what it needs) to plan.
+
+- ``other_owners``: what another repo's records own (cesync.yaml ``owner``) is never deleted here,
+  whatever the flags, and a repo that defines it is refused: one resource, one owner.
+- ``drift_by_sums``: drift judged against the sealed hashes of the last record (core/record.py),
+  not only against its snapshot, which a copied record would make the app's current state.
+- ``record_trust``: the records ignored, and what a console user can steer when none is sealed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+
+from ..api.kinds import kind_of_name
+from ..api.resource import Resource
+from ..errors import CesyncError
+from .normalize import canonical
+from .plan import Change, Plan
+from .record import resource_sum
+
+__all__ = ["UNSEALED", "drift_by_sums", "other_owners", "record_trust"]
+
+UNSEALED = (
+    "applied records are not sealed (no CESYNC_RECORD_KEY or CESYNC_PLAN_KEY): anyone who can create an app "
+    "version (a console user) can write one, and so choose what --prune deletes, hide drift from this plan, "
+    "and choose the commit cesync promote lays out (within the reviewed branch)"
+)
+DIFFERS = "(differs from what cesync applied)"
+
+
+def other_owners(plan: Plan, others: Mapping[str, str], owner: str) -> Plan:
+    """plan with what other owners own kept out of it. others: "kind/id" -> owner namespace ("" for a
+    repo that names none) of another repo's newest record; owner: this repo's namespace."""
+    if not others:
+        return plan
+    theirs = [c for c in plan.changes if c.action != "delete" and c.key in others]
+    if theirs:
+        named = ", ".join(f"{c.kind} {c.id} ({_who(others[c.key])})" for c in theirs)
+        raise CesyncError(
+            f"the repo defines what another repo owns in {plan.app}: {named}; this repo ({_who(owner)}) may not "
+            "create, change or adopt it: remove its file here, or move it between the repos by removing it from "
+            "the other repo's records first (apply that repo without it)"
+        )
+    kept = [c for c in plan.changes if c.action == "delete" and c.key in others]
+    changes = tuple(c for c in plan.changes if c not in kept)
+    unmanaged = tuple(sorted({*plan.unmanaged, *(c.name for c in kept)}))
+    owners = {n: others[_key(n)] for n in unmanaged if _key(n) in others}
+    return replace(plan, changes=changes, unmanaged=unmanaged, owners=owners)
+
+
+def _who(namespace: str) -> str:
+    return f"owner '{namespace}'" if namespace else "a repo that names no owner"
+
+
+def _key(name: str) -> str:
+    """ "kind/id" of a full resource name."""
+    return f"{kind_of_name(name).name}/{name.rsplit('/', 1)[-1]}"
+
+
+def drift_by_sums(plan: Plan, remote: Iterable[Resource], sums: Mapping[str, str], key: bytes) -> Plan:
+    """Each change of an owned resource labelled drift exactly when the app's copy differs from the
+    sealed hash of what the last apply left (sums: "kind/id" -> core.record.resource_sum under key).
+
+    The snapshot-based label stays where it agrees (it can name the fields); where the snapshot is
+    not what cesync applied (a copied record), the hash decides."""
+    if not key or not sums:
+        return plan
+    now = {f"{r.kind.name}/{r.id}": r for r in remote}
+
+    def judged(c: Change) -> Change:
+        if c.key not in sums or not c.kind.in_snapshot or c.kind.singleton:
+            return c
+        r = now.get(c.key)
+        if r is None:
+            return c if c.drift else replace(c, drift={"fields": ["(deleted outside cesync)"], "by": None, "at": None})
+        if resource_sum(key, canonical(r.kind, r.id, r.body).body) == sums[c.key]:
+            return replace(c, drift=None) if c.drift else c
+        return c if c.drift else replace(c, drift={"fields": [DIFFERS], "by": None, "at": None})
+
+    return replace(plan, changes=tuple(judged(c) for c in plan.changes))
+
+
+def record_trust(plan: Plan, ignored: Iterable[str], key_from: str) -> Plan:
+    """plan with notes on its records: each ignored (why), and, with no key, what that lets anyone steer."""
+    notes = tuple(ignored) + (() if key_from else (UNSEALED,))
+    return replace(plan, record_notes=notes) if notes else plan
