@@ -128,7 +128,7 @@ def last_record(url: str) -> AppliedRecord | None:
 
 
 def test_a_week_of_gitops(bot: Path, server: BackgroundServer, google: ces_v1.AgentServiceClient) -> None:
-    git(bot, "init", "-q")
+    git(bot, "init", "-q", "-b", "main")
     git(bot, "add", "-A")
     git(bot, "commit", "-q", "-m", "Support bot")
     sha = git(bot, "rev-parse", "HEAD")

@@ -61,7 +61,7 @@ def google(server: BackgroundServer) -> ces_v1.AgentServiceClient:
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     root = make_repo(tmp_path, {"cesync.yaml": CONFIG})
-    _git(root, "init", "-q")
+    _git(root, "init", "-q", "-b", "main")
     return root
 
 

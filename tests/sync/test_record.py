@@ -58,9 +58,7 @@ def test_the_newest_record_of_the_env_is_found_with_one_snapshot_read(
                 if step == "hand":
                     await create_version(client, envs["a"].parent, {"displayName": f"by hand {i}"})
                     continue
-                made = await write_record(
-                    client, envs[step], tmp_path, digest=f"d{i}", owned=["tool/t1"], present=["tool/t1"], keep=10, commit=""
-                )
+                made = await write_record(client, envs[step], tmp_path, digest=f"d{i}", owned=["tool/t1"], keep=10, commit="")
                 newest[step] = made.version
             client.http.event_hooks["response"].append(seen)
             for name, env in envs.items():
@@ -81,8 +79,7 @@ def test_records_beyond_keep_are_deleted_newest_kept(server: BackgroundServer, t
     async def go() -> tuple[list[str], list[str]]:
         async with CesClient(server.url) as client:
             made = [
-                (await write_record(client, env, tmp_path, digest="d", owned=[], present=[], keep=3, commit="")).version
-                for _ in range(5)
+                (await write_record(client, env, tmp_path, digest="d", owned=[], keep=3, commit="")).version for _ in range(5)
             ]
             listed = await client.pages(f"{env.parent}/versions", "appVersions", "list", env.parent)
             return made, [str(v["name"]) for v in listed]

@@ -234,8 +234,9 @@ def apply(
         from ..pipeline.promote import commit_tree
         from ..repo.repo import load_repo
 
-        root = load_repo(directory, resources=False).root
-        source = click.get_current_context().with_resource(commit_tree(root, saved.commit))
+        config_repo = load_repo(directory, resources=False)
+        root, branch = config_repo.root, config_repo.config.promote.reviewedBranch
+        source = click.get_current_context().with_resource(commit_tree(root, saved.commit, branch))
     # a saved plan is checked before any connection; without one, the app is read while the repo renders, as plan does
     ctx = open_context(source, env_name or (saved.environment if saved else None), endpoint, variables, read_ahead=saved is None)
     if saved is not None and saved.commit:

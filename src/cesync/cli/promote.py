@@ -65,12 +65,16 @@ def promote(
     src = repo.env(source)
     repo.env(target)  # an unknown --to is an error before any connection
 
+    ignored: list[str] = []
+
     async def commit() -> str:
         async with connect(src, repo.root, override=endpoint) as client:
-            return await applied_commit(client, src)
+            return await applied_commit(client, src, repo.config.owner or "", ignored)
 
     sha = asyncio.run(commit())
-    with commit_tree(repo.root, sha) as folder:
+    for line in ignored:
+        err(f"warning: {line}")
+    with commit_tree(repo.root, sha, repo.config.promote.reviewedBranch) as folder:
         ctx = open_context(folder, target, endpoint, cli_vars(var_pairs, var_files))
         ctx.state_root, ctx.promotion = repo.root, (source, sha)
 

@@ -23,23 +23,28 @@ from ..client.api import CesClient
 from ..errors import CesyncError, NotFound
 from ..repo.environments import EnvTarget
 
-__all__ = ["COMMIT_RE", "applied_commit", "checkout_root", "commit_tree"]
+__all__ = ["COMMIT_RE", "applied_commit", "check_reviewed", "checkout_root", "commit_tree"]
 
 COMMIT_RE = re.compile(r"^[0-9a-f]{40}\Z")  # a full sha-1 commit id; anything else from a server is refused
 MAX_ARCHIVE = 200 * 1024 * 1024  # bytes of the commit's folder, as import-archive's limit
 
 
-async def applied_commit(client: CesClient, env: EnvTarget) -> str:
-    """The commit cesync last applied to env's app, from the app's own record of it (sync.record.last_applied;
-    versions apply --snapshot made before records existed are read as before)."""
+async def applied_commit(client: CesClient, env: EnvTarget, owner: str = "", ignored: list[str] | None = None) -> str:
+    """The commit cesync last applied to env's app, from the app's own trusted record of it
+    (sync.record.record_heads: an untrusted record is named in ignored and passed over); versions
+    apply --snapshot made before records existed are read as before, unless records are sealed."""
     from ..core.record import parse_record
-    from ..sync.record import KIND_OF, version_heads
+    from ..sync.record import KIND_OF, current_key, distrust, version_heads
 
+    key = current_key()
     legacy = ""
     try:
         async for version in version_heads(client, env.parent):  # newest first, without snapshots
             record = parse_record(version, KIND_OF)
-            if record is not None and record.env == env.name:
+            if record is not None and record.env == env.name and (why := distrust(record, key)):
+                if ignored is not None:
+                    ignored.append(f"ignored the applied record in {record.version}: {why}")
+            elif record is not None and record.env == env.name and record.namespace == owner:
                 if record.dirty or not COMMIT_RE.match(record.commit):
                     raise CesyncError(
                         f"'{env.name}' has no record of an applied commit ({env.parent}): its last apply was not of a "
@@ -47,7 +52,7 @@ async def applied_commit(client: CesClient, env: EnvTarget) -> str:
                     )
                 return record.commit
             found = _RECORD_RE.search(str(version.get("description", "")))
-            if not legacy and found and found.group(1) == env.name:
+            if not legacy and not key and found and found.group(1) == env.name:
                 legacy = found.group(2)
     except NotFound:
         raise CesyncError(f"'{env.name}' has no app ({env.parent}): nothing was applied to it to promote") from None
@@ -78,9 +83,28 @@ def checkout_root(directory: Path) -> tuple[Path, Path]:
     return top, directory.resolve().relative_to(top)
 
 
+def check_reviewed(top: Path, commit: str, branch: str) -> None:
+    """Refuse commit unless the reviewed branch (its local or origin's copy) holds it: a record names
+    the commit promote lays out, and a record is only as trustworthy as whoever could write it."""
+    candidates = (f"refs/heads/{branch}", f"refs/remotes/origin/{branch}")
+    refs = [r for r in candidates if _git(top, "rev-parse", "-q", "--verify", r).returncode == 0]
+    if not refs:
+        raise CesyncError(
+            f"the reviewed branch '{branch}' (cesync.yaml promote.reviewedBranch) is not in this checkout: fetch it "
+            "(in CI, check out with the whole history, e.g. actions/checkout with fetch-depth: 0)"
+        )
+    if not any(_git(top, "merge-base", "--is-ancestor", commit, ref).returncode == 0 for ref in refs):
+        raise CesyncError(
+            f"commit {commit[:12]} is not on the reviewed branch '{branch}' ({', '.join(refs)}): only reviewed commits "
+            "are promoted; merge it first (cesync.yaml promote.reviewedBranch names the branch)"
+        )
+
+
 @contextlib.contextmanager
-def commit_tree(directory: Path, commit: str) -> Iterator[Path]:
-    """The repo folder (directory) as it is at commit, in a temporary folder removed afterwards."""
+def commit_tree(directory: Path, commit: str, reviewed_branch: str | None = None) -> Iterator[Path]:
+    """The repo folder (directory) as it is at commit, in a temporary folder removed afterwards.
+
+    reviewed_branch: refuse a commit that branch does not hold (check_reviewed)."""
     if not COMMIT_RE.fullmatch(commit):
         raise CesyncError(f"{commit!r} is not a full commit id (40 hex digits)")
     top, relative = checkout_root(directory)
@@ -89,6 +113,8 @@ def commit_tree(directory: Path, commit: str) -> Iterator[Path]:
             f"commit {commit[:12]} is not in this checkout: fetch it (in CI, check out with the whole history, "
             "e.g. actions/checkout with fetch-depth: 0)"
         )
+    if reviewed_branch is not None:
+        check_reviewed(top, commit, reviewed_branch)
     path = "." if str(relative) == "." else relative.as_posix()
     archive = _git(top, "archive", "--format=tar", commit, "--", path)
     if archive.returncode != 0:

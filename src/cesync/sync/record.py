@@ -39,6 +39,7 @@ __all__ = [
     "RecordView",
     "changes_since",
     "current_key",
+    "distrust",
     "last_applied",
     "read_records",
     "record_heads",
@@ -76,7 +77,7 @@ async def version_heads(client: CesClient, parent: str) -> AsyncIterator[dict[st
             yield {k: v for k, v in version.items() if k != "snapshot"}
 
 
-def _why_not(record: AppliedRecord, key: bytes, first_of: Mapping[str, str] | None = None) -> str:
+def distrust(record: AppliedRecord, key: bytes, first_of: Mapping[str, str] | None = None) -> str:
     """Why record is not to be trusted ("" when it is); first_of: seal -> the oldest version holding it."""
     why = untrusted(record, key)
     if not why and first_of and record.seal and first_of.get(record.seal, record.version) != record.version:
@@ -99,7 +100,7 @@ async def record_heads(
         found = parse_record(head, KIND_OF)
         if found is None or found.env != env.name:
             continue
-        if why := _why_not(found, key):
+        if why := distrust(found, key):
             if ignored is not None:
                 ignored.append(_ignored(found, why))
         elif found.namespace == owner:
@@ -133,7 +134,7 @@ def records_in(
             first_of.setdefault(r.seal, r.version)
     trusted = []
     for r in found:
-        if why := _why_not(r, key, first_of):
+        if why := distrust(r, key, first_of):
             if ignored is not None:
                 ignored.append(_ignored(r, why))
         elif r.namespace == owner:
