@@ -114,7 +114,7 @@ def test_command_examples_run(page: Path, tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     shutil.copytree(EXAMPLES / "support-bot", repo, ignore=shutil.ignore_patterns(".cesync"))
     (repo / ".gitignore").write_text(".cesync/\n")
-    for git in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "the example"]):
+    for git in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "the example"]):
         subprocess.run(["git", *git], cwd=repo, env=_env(tmp_path), check=True)
     groups: list[int] = []
     try:
