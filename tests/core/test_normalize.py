@@ -42,3 +42,21 @@ def test_substituted_data_is_what_parsing_the_substituted_text_gives(template: s
     checks._SUBSTITUTED.clear()
     checks._parse_document.cache_clear()
     assert derived == _parsed(text)
+
+
+def test_who_made_a_tool_call_is_output_only_and_never_compared() -> None:
+    """agentName, parentToolCallId (rev 20261016) and targetApp (the seeds) on an example's tool
+    calls and responses: the server's to set, so a remote that has them plans nothing."""
+    from cesync.api.kinds import KINDS
+    from cesync.core.normalize import canonical
+
+    said = {"agentName": "Contract Architect", "parentToolCallId": "c0", "targetApp": "projects/p/locations/us/apps/a"}
+    call = {"tool": "projects/p/locations/us/apps/a/tools/t", "args": {"x": 1}}
+    answer = {"tool": "projects/p/locations/us/apps/a/tools/t", "response": {"ok": True}}
+    chunks = [{"toolCall": call}, {"toolResponse": answer}]
+    remote_chunks = [{"toolCall": {**call, **said}}, {"toolResponse": {**answer, **said}}]
+    desired = {"displayName": "e", "messages": [{"role": "agent", "chunks": chunks}]}
+    remote = {"displayName": "e", "messages": [{"role": "agent", "chunks": remote_chunks}]}
+    kind = KINDS["example"]
+    assert canonical(kind, "e", remote).body == canonical(kind, "e", desired).body
+    assert canonical(kind, "e", remote).unknown == []

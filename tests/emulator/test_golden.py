@@ -58,6 +58,16 @@ def test_a_tool_call_runs_the_real_tool_and_its_response_is_checked() -> None:
     assert "user: can I get a refund?" in turn["conversation"]
 
 
+def test_observed_calls_and_responses_name_the_app_they_targeted() -> None:
+    """ToolCall/ToolResponse.targetApp (output only, the seeds' page); agentName and parentToolCallId
+    are empty for the root agent's top-level calls, so they are left out as proto3 JSON does."""
+    _, result = replay(call("refund", order_total=80, days_since_delivery=3), answer("refund", {"result": {"refund": 80}}))
+    first, second = result["turnReplayResults"][0]["expectationOutcome"]
+    for observed in (first["observedToolCall"], second["observedToolResponse"]):
+        assert observed["targetApp"] == APP
+        assert "agentName" not in observed and "parentToolCallId" not in observed
+
+
 def test_a_response_the_tool_no_longer_gives_fails_with_the_difference() -> None:
     status, result = replay(call("refund", order_total=20, days_since_delivery=3), answer("refund", {"result": {"refund": 20}}))
     assert status == "FAIL" and outcomes(result) == ["PASS", "FAIL"]

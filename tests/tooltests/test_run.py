@@ -130,6 +130,7 @@ def test_exec_prints_the_canonical_output(bot: Path, tmp_path: Path) -> None:
     out = json.loads(ok.stdout)
     assert out["structuredContent"] == {"result": {"eligible": True, "refund": 15.01}}
     assert json.loads(out["content"][0]["text"]) == out["structuredContent"] and out["isError"] is False
+    assert out["metadata"]["ces.targetApp"].startswith("projects/") and "agentName" not in json.dumps(out)
     args_file = tmp_path / "args.yaml"
     args_file.write_text("order_id: Z1\n")
     mock_file = tmp_path / "mock.yaml"
@@ -191,8 +192,29 @@ def test_a_slow_tool_times_out_and_the_emulator_stays_up(bot: Path) -> None:
             {"response": {}, "variables": {"v": 1}, "citations": {"c": [1]}},
             {"structuredContent": {}, "metadata": {"ces.variables": {"v": 1}, "ces.citations": {"c": [1]}}},
         ),
+        (
+            {"response": {}, "tool": "projects/p/locations/us/apps/a/tools/t"},
+            {"metadata": {"ces.variables": {}, "ces.targetApp": "projects/p/locations/us/apps/a"}},
+        ),
+        (
+            {
+                "response": {},
+                "toolsetTool": {"toolset": "projects/p/locations/us/apps/a/toolsets/s", "toolId": "op"},
+                "agentName": "Contract Architect",
+                "parentToolCallId": "call-1",
+                "targetApp": "projects/p/locations/us/apps/other",
+            },
+            {
+                "metadata": {
+                    "ces.variables": {},
+                    "ces.agentName": "Contract Architect",
+                    "ces.parentToolCallId": "call-1",
+                    "ces.targetApp": "projects/p/locations/us/apps/other",
+                }
+            },
+        ),
     ],
-    ids=["output", "text-output", "error", "whole-response", "metadata"],
+    ids=["output", "text-output", "error", "whole-response", "metadata", "target-app-from-tool", "call-context"],
 )
 def test_canonical_output(answer: dict[str, Any], expected: dict[str, Any]) -> None:
     out = canonical_output(answer)

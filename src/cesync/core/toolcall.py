@@ -4,7 +4,9 @@
   ``TOOLSET/TOOL_ID``, or by a full resource name of any app (the last part counts,
   so a call captured in one environment runs in another);
 - the answer becomes the canonical tool output (``content``, ``structuredContent``,
-  ``metadata``, ``isError``, ``modelVisible``: docs/commands/tools.md, ``cesync exec``).
+  ``metadata``, ``isError``, ``modelVisible``: docs/commands/tools.md, ``cesync exec``), its
+  metadata naming who made the call and for which app (``ces.agentName``,
+  ``ces.parentToolCallId``, ``ces.targetApp``) where the answer says.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 from ..errors import CesyncError
 from .checks import suggest
 
-__all__ = ["canonical_output", "mock_config", "request_for", "target", "unknown_tool"]
+__all__ = ["CALL_CONTEXT", "canonical_output", "mock_config", "request_for", "target", "target_app", "unknown_tool"]
 
 _APP = r"^projects/[^/]+/locations/[^/]+/apps/[^/]+/"
 FULL_TOOL = re.compile(_APP + r"tools/([^/]+)\Z")
@@ -106,6 +108,23 @@ def _alias(ref: str, names: dict[str, str]) -> str:
     return f"{names.get(head, head)}/{tail}" if sep and not FULL.match(ref) else ref
 
 
+# Output only on ToolCall and ToolResponse (discovery rev 20261016: agentName, parentToolCallId;
+# the seeds' ToolResponse page: targetApp): who issued the call and for which app. Empty (so absent
+# in proto3 JSON) for a call the root agent made at the top level, as executeTool's always is.
+CALL_CONTEXT = ("agentName", "parentToolCallId", "targetApp")
+
+
+def target_app(call: dict[str, Any]) -> str | None:
+    """The app a tool call or answer targeted: its ``targetApp``, else the app its tool (or
+    toolset tool) is named in, as ToolResponse.targetApp "mirrors ToolCall.target_app"."""
+    if isinstance(call.get("targetApp"), str) and call["targetApp"]:
+        return str(call["targetApp"])
+    toolset_tool = call.get("toolsetTool")
+    name = call.get("tool") or (toolset_tool.get("toolset") if isinstance(toolset_tool, dict) else None)
+    match = re.match(r"^(projects/[^/]+/locations/[^/]+/apps/[^/]+)/", name) if isinstance(name, str) else None
+    return match.group(1) if match else None
+
+
 def canonical_output(answer: dict[str, Any]) -> dict[str, Any]:
     """executeTool's response -> content, structuredContent, metadata, isError, modelVisible."""
     response = answer.get("response")
@@ -122,9 +141,12 @@ def canonical_output(answer: dict[str, Any]) -> dict[str, Any]:
     if not is_error:
         out["structuredContent"] = value
     metadata: dict[str, Any] = {"ces.variables": answer.get("variables") or {}}
-    for key in ("citations", "googleSearchSuggestions"):
+    for key in ("citations", "googleSearchSuggestions", *CALL_CONTEXT):
         if answer.get(key):
             metadata[f"ces.{key}"] = answer[key]
+    app = target_app(answer)
+    if app and "ces.targetApp" not in metadata:
+        metadata["ces.targetApp"] = app
     out["metadata"] = metadata
     out["isError"] = is_error
     out["modelVisible"] = True

@@ -13,7 +13,10 @@ through the admin hook (``decided``). A result with any such expectation is not 
 Field names are v1beta's ``EvaluationResult`` (google-cloud-ces ``types/evaluation.py``):
 ``goldenResult.turnReplayResults[].expectationOutcome[]`` with ``expectation``,
 ``observedToolCall`` / ``observedToolResponse``, ``outcome`` and
-``toolInvocationResult``; ``overallToolInvocationResult`` per turn. Sources are silent on
+``toolInvocationResult``; ``overallToolInvocationResult`` per turn. An observed call and
+response carry ``targetApp`` (the app its tool is in: the seeds' ToolResponse page, "mirrors
+ToolCall.target_app"); ``agentName`` and ``parentToolCallId`` are empty for a call the root
+agent makes at the top level, which is every call a replay makes, so proto3 JSON leaves them out. Sources are silent on
 how CES compares a tool response: here the expected response is a subset of the answer
 (every key it names present and equal, numbers compared by value, a boolean never equal to
 a number: core/subset.py, which ``cesync test`` judges with too), which is how a golden
@@ -23,6 +26,7 @@ made from a conversation, holding the whole answer, passes against the same answ
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,6 +69,12 @@ def _tool_key(call: dict[str, Any]) -> str:
     return f"{ref.get('toolset', '')}/tools/{ref.get('toolId', '')}"
 
 
+def _target_app(key: str) -> str | None:
+    """The app a call's tool is named in (``projects/P/locations/L/apps/A/...``)."""
+    match = re.match(r"^(projects/[^/]+/locations/[^/]+/apps/[^/]+)/", key)
+    return match.group(1) if match else None
+
+
 def _condition(expectation: dict[str, Any]) -> str:
     known = ("toolCall", "toolResponse", *NO_MODEL)
     return next((k for k in known if k in expectation), "")
@@ -89,6 +99,9 @@ async def _tool_call(replay: Replay, call: dict[str, Any], lines: list[str]) -> 
     if isinstance(answer.get("variables"), dict):
         replay.variables = dict(answer["variables"])
     observed = {k: v for k, v in call.items() if k in ("id", "tool", "toolsetTool", "args")}
+    app = _target_app(key)
+    if app:  # the replay's calls are the root agent's, top level: agentName and parentToolCallId are empty
+        observed["targetApp"] = app
     replay.by_tool[key] = {**observed, "response": response}
     if call.get("id"):
         replay.by_id[str(call["id"])] = replay.by_tool[key]
@@ -108,7 +121,7 @@ def _tool_response(replay: Replay, expected: dict[str, Any], lines: list[str]) -
     if seen is None:
         why = f"not evaluated by the emulator: no toolCall of {key} ran before it, and only a model would make one"
         return _outcome("SKIPPED", why, lines)
-    observed = {k: v for k, v in seen.items() if k in ("id", "tool", "toolsetTool", "response")}
+    observed = {k: v for k, v in seen.items() if k in ("id", "tool", "toolsetTool", "response", "targetApp")}
     differences = subset_differences(expected.get("response") or {}, seen["response"])
     if differences:
         lines.append(f"toolResponse of {key} differs: " + "; ".join(differences))
