@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -59,3 +60,140 @@ def test_a_tool_made_by_hand_during_an_apply_is_never_owned(tmp_path: Path, serv
     assert deletes == ["two"], plan.stdout
     assert cesync("apply", "--auto-approve", "--prune", cwd=root, env=env).returncode == 0
     assert tools_of(server) == {"greet", "one", "handt13"}
+
+
+# --- records a console user writes: promote steering, drift laundering, prune widening ---------
+
+KEY = {"CESYNC_PLAN_KEY": "pipeline-only secret"}
+
+
+def api(server: BackgroundServer, method: str, path: str, body: dict[str, Any] | None = None, **params: str) -> Any:
+    """A console user's call (changelog author alice@example.com)."""
+    import httpx
+
+    headers = {"Authorization": "Bearer alice@example.com"}
+    answer = httpx.request(method, f"{server.url}/v1/{path}", json=body, params=params, headers=headers)
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def newest_record(server: BackgroundServer) -> dict[str, Any]:
+    versions = api(server, "GET", f"{APP}/versions", pageSize="100")["appVersions"]
+    found = sorted((v for v in versions if "cesync-record: " in v.get("description", "")), key=lambda v: v["createTime"])
+    return dict(found[-1])
+
+
+def copy_record(server: BackgroundServer, version: dict[str, Any], description: str | None = None) -> str:
+    made = api(
+        server,
+        "POST",
+        f"{APP}/versions",
+        {"displayName": version["displayName"], "description": description or version["description"]},
+    )
+    return str(made["name"])
+
+
+@pytest.mark.parametrize("original", ["kept", "deleted"])
+def test_a_copied_record_does_not_launder_drift(tmp_path: Path, server: BackgroundServer, original: str) -> None:
+    """After a console edit, a new version holding a verbatim copy of the last record (its snapshot
+    now holds the edit) must not turn the drift check green; nor when the original is deleted, so
+    that the copy is the only record (the sealed hashes judge the app then)."""
+    root = make_repo(tmp_path, {"tools/one.yaml": tool("one")})
+    env = {**emulator_env(server.host), **KEY}
+    assert cesync("apply", "--auto-approve", cwd=root, env=env).returncode == 0
+    api(server, "PATCH", f"{APP}/tools/one", {"timeout": "9s"}, updateMask="timeout")
+    drift = cesync("plan", "--detailed-exitcode", "--fail-on-drift", cwd=root, env=env)
+    assert drift.returncode == 2, drift.stdout + drift.stderr
+    last = newest_record(server)
+    copy_record(server, last)
+    if original == "deleted":
+        api(server, "DELETE", last["name"])
+    again = cesync("plan", "--detailed-exitcode", "--fail-on-drift", cwd=root, env=env)
+    assert again.returncode == 2, again.stdout + again.stderr
+    assert "drift: changed outside cesync" in again.stdout
+
+
+def test_a_forged_record_cannot_widen_prune(tmp_path: Path, server: BackgroundServer) -> None:
+    """A record naming a hand-made tool as cesync's, written without the key, is ignored and named."""
+    root = make_repo(tmp_path, {"tools/one.yaml": tool("one")})
+    env = {**emulator_env(server.host), **KEY}
+    assert cesync("apply", "--auto-approve", cwd=root, env=env).returncode == 0
+    api(server, "POST", f"{APP}/tools", hand_made("hand").body, toolId="hand")
+    last = newest_record(server)
+    line = last["description"].split("cesync-record: ", 1)[1]
+    outer = json.loads(line)
+    inner = json.loads(outer["r"])
+    # the console user's record: owned as an unsealed record of cesync's own writing would say it
+    from cesync.core.record import record_body
+
+    wide = record_body(
+        APP,
+        "local",
+        inner["commit"],
+        False,
+        inner["digest"],
+        "x",
+        ["tool/one", "tool/greet", "tool/hand"],
+        written_at=inner["at"],
+    )
+    forged = copy_record(server, last, wide["description"])
+    plan = cesync("plan", "--prune", "--format", "json", cwd=root, env=env)
+    data = json.loads(plan.stdout)
+    assert not [c for c in data["changes"] if c["action"] == "delete"], plan.stdout
+    assert any(forged in note and "not sealed" in note for note in data["record_notes"]), data["record_notes"]
+    text = cesync("plan", "--prune", cwd=root, env=env)
+    assert f"Records: ignored the applied record in {forged}: it is not sealed" in text.stdout
+
+
+def test_without_a_key_the_plan_says_what_a_console_user_can_steer(tmp_path: Path, server: BackgroundServer) -> None:
+    root = make_repo(tmp_path, {})
+    plan = cesync("plan", cwd=root, env=emulator_env(server.host))
+    assert "Records: applied records are not sealed (no CESYNC_RECORD_KEY or CESYNC_PLAN_KEY)" in plan.stdout
+    assert "Records:" not in cesync("plan", cwd=root, env={**emulator_env(server.host), **KEY}).stdout
+
+
+def _git(root: Path, *args: str) -> str:
+    import subprocess
+
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+@pytest.mark.parametrize("key", [False, True], ids=["no key", "key"])
+def test_a_record_cannot_steer_promote_to_an_unreviewed_commit(tmp_path: Path, server: BackgroundServer, key: bool) -> None:
+    """dev's newest record names a side-branch commit never merged: with the key the forged record is
+    ignored (prod is planned from what dev really runs); without it the commit is refused as unreviewed."""
+    config = "version: 1\ndefaults: {project: p, location: us}\nenvironments:\n  dev: {app: a}\n  prod: {app: b}\n"
+    root = make_repo(tmp_path, {"cesync.yaml": config})
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "reviewed")
+    reviewed = _git(root, "rev-parse", "HEAD")
+    env = {**emulator_env(server.host), **(KEY if key else {})}
+    assert cesync("apply", "--env", "dev", "--auto-approve", cwd=root, env=env).returncode == 0
+    _git(root, "checkout", "-qb", "side")
+    (root / "tools" / "evil.yaml").write_text(tool("evil"), encoding="utf-8")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "unreviewed")
+    side = _git(root, "rev-parse", "HEAD")
+    _git(root, "checkout", "-q", "main")
+    last = newest_record(server)
+    outer = json.loads(last["description"].split("cesync-record: ", 1)[1])
+    data = json.loads(outer["r"])
+    data["commit"] = side
+    outer["r"] = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    copy_record(server, last, last["description"].split("cesync-record: ", 1)[0] + "cesync-record: " + json.dumps(outer))
+    promoted = cesync("promote", "--from", "dev", "--to", "prod", "--format", "json", cwd=root, env=env)
+    if key:
+        assert promoted.returncode == 0, promoted.stderr
+        assert json.loads(promoted.stdout)["commit"] == reviewed
+        assert "ignored the applied record" in promoted.stderr and "seal does not match" in promoted.stderr
+        assert "evil" not in promoted.stdout
+    else:
+        assert promoted.returncode == 1 and f"commit {side[:12]} is not on the reviewed branch 'main'" in promoted.stderr
