@@ -136,7 +136,7 @@ def emulator(latency_ms: float, quota: int = 0) -> Iterator[Emulator]:
     port = free_port()
     quotas = ["--quota-writes-per-minute", str(quota), "--quota-reads-per-minute", str(quota)] if quota else []
     proc = subprocess.Popen(
-        [*CESYNC, "emulator", "--port", str(port), "--latency-ms", str(latency_ms), "--auto-create-apps", *quotas],
+        [*CESYNC, "emulator", "--port", str(port), "--latency-ms", str(latency_ms), "--auto-create-apps", "--admin", *quotas],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -69,6 +69,12 @@ from . import (
     help="Requests a quota lets through at once after a pause; 0 (the default): one second's worth.",
 )
 @click.option("--quiet", is_flag=True, help="Do not log one line per request to standard error.")
+@click.option(
+    "--admin",
+    is_flag=True,
+    help="Serve /admin (state, faults, injected fields: the hooks tests and benchmarks set up through). "
+    "Off by default: any program of this machine could read the state or change it there.",
+)
 @handled
 def emulator(
     host: str,
@@ -87,6 +93,7 @@ def emulator(
     quota_reads_per_minute: int,
     quota_burst: int,
     quiet: bool,
+    admin: bool,
 ) -> None:
     """Run the local CES emulator (export CES_EMULATOR_HOST, then --endpoint emulator)."""
     import re
@@ -122,6 +129,7 @@ def emulator(
             quota=quota,
             log_requests=not quiet,
             listening=listening,
+            admin=admin,
         )
     except OSError as exc:
         at = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+import json
 import logging
 import socket
 import threading
@@ -18,7 +20,7 @@ from .operations import DEFAULT_DELAY as DEFAULT_OPERATION_DELAY
 from .quota import QuotaConfig
 from .store import Store
 
-__all__ = ["BackgroundServer", "free_port", "listening_socket", "serve"]
+__all__ = ["BackgroundServer", "LocalOnly", "free_port", "listening_socket", "serve"]
 
 
 def seeded_store(state: Path | None, apps: Iterable[str] = (), *, auto_create_apps: bool = False) -> Store:
@@ -58,6 +60,89 @@ class RequestLog:
             )
 
 
+# What a web page can make a browser send without asking the server first (a CORS "simple"
+# request: no preflight): these bodies are refused, whatever the Origin header says.
+# https://fetch.spec.whatwg.org/#cors-safelisted-request-header
+_SIMPLE_BODIES = ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data")
+_WILDCARD = ("0.0.0.0", "::", "")
+
+
+class LocalOnly:
+    """ASGI middleware: the emulator serves the clients of its own machine, not a web page.
+
+    Google's sources are silent here (CES's front end checks credentials, which the emulator
+    does not): these are the emulator's own rules, for what it trusts, which is any program
+    of its machine that reaches its port, and nothing a browser sends for a page:
+
+    - ``Host`` must name the address it was bound to (``localhost`` and the loopback addresses
+      for a loopback bind, any address literal for a wildcard one) with its port: a page whose
+      DNS name is rebound to 127.0.0.1 sends its own name and is refused;
+    - an ``Origin`` other than the emulator's own, or ``Sec-Fetch-Site`` other than same-origin
+      or none, is refused (a browser sends them with every cross-site request);
+    - a body typed text/plain, form or multipart is refused: the API reads JSON, and those are
+      the types a page may POST without a preflight;
+    - ``/admin`` (state, faults, injected fields) answers only when started with ``admin``.
+    """
+
+    def __init__(self, app: Any, host: str, port: int, *, admin: bool) -> None:
+        self.app, self.port, self.admin = app, port, admin
+        self.host = host.strip("[]").lower()
+
+    def _our_host(self, value: str) -> bool:
+        host, _, port = value.rpartition(":") if not value.endswith("]") else (value, "", "")
+        if not host:
+            host, port = value, ""
+        if (port or "80") != str(self.port):
+            return False
+        host = host.strip("[]").lower()
+        if host == self.host or host == "localhost":
+            return True
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            return False  # a DNS name other than the bound one: a rebinding page
+        return self.host in _WILDCARD or (address.is_loopback and _is_loopback(self.host))
+
+    def refusal(self, scope: Any) -> tuple[int, str, str] | None:
+        """(HTTP status, RPC status, message) when the request is not served; None when it is."""
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        host = headers.get("host")
+        if host is not None and not self._our_host(host):
+            return 403, "PERMISSION_DENIED", f"Host {host!r} is not this emulator's address (it serves its own machine only)"
+        origin = headers.get("origin")
+        if origin is not None and not (origin.startswith(("http://", "https://")) and self._our_host(origin.split("://", 1)[1])):
+            return 403, "PERMISSION_DENIED", f"a request from the web page at {origin!r} (the emulator serves no web page)"
+        site = headers.get("sec-fetch-site")
+        if site is not None and site not in ("same-origin", "none"):
+            return 403, "PERMISSION_DENIED", f"a {site} request from a web page (the emulator serves no web page)"
+        media = headers.get("content-type", "").split(";")[0].strip().lower()
+        if media in _SIMPLE_BODIES:
+            return 415, "INVALID_ARGUMENT", f"a {media} body: the API reads JSON (Content-Type: application/json)"
+        path = scope.get("path", "")
+        if not self.admin and (path == "/admin" or path.startswith("/admin/")):
+            return 404, "NOT_FOUND", "the /admin hooks are off: start the emulator with --admin to set up tests through them"
+        return None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http" or (refused := self.refusal(scope)) is None:
+            await self.app(scope, receive, send)
+            return
+        http, status, message = refused
+        body = json.dumps({"error": {"code": http, "message": message, "status": status}}).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": http, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def serve(
     host: str,
     port: int,
@@ -70,13 +155,15 @@ def serve(
     quota: QuotaConfig | None = None,
     log_requests: bool = True,
     listening: Callable[[str, int], None] | None = None,
+    admin: bool = False,
 ) -> None:
     """Serve until interrupted. The socket is bound first, so a port in use is an OSError here
     (uvicorn would log its own error and exit) and ``listening`` hears the port actually bound
-    (``--port 0`` picks a free one)."""
+    (``--port 0`` picks a free one). admin: serve /admin (see LocalOnly)."""
     sock = listening_socket(host, port)
     store = seeded_store(state, apps, auto_create_apps=auto_create_apps)
-    app: Any = create_app(store, faults, operation_delay=operation_delay, quota=quota)
+    bound = int(sock.getsockname()[1])
+    app: Any = LocalOnly(create_app(store, faults, operation_delay=operation_delay, quota=quota), host, bound, admin=admin)
     if log_requests:
         logger = logging.getLogger("cesync.emulator")
         if not logger.handlers:
@@ -86,7 +173,7 @@ def serve(
         logger.setLevel(logging.INFO)
         app = RequestLog(app, logger)
     if listening is not None:
-        listening(host, int(sock.getsockname()[1]))
+        listening(host, bound)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
     server.run(sockets=[sock])
 
@@ -113,7 +200,11 @@ def free_port() -> int:
 
 
 class BackgroundServer:
-    """The emulator on 127.0.0.1 in a daemon thread, for tests and benchmarks."""
+    """The emulator on 127.0.0.1 in a daemon thread, for tests and benchmarks.
+
+    admin: serve /admin, on unless a test says otherwise (the tests set up apps, faults and
+    injected fields through it); ``cesync emulator`` serves it only with --admin.
+    """
 
     def __init__(
         self,
@@ -126,6 +217,7 @@ class BackgroundServer:
         tls: tuple[Path, Path] | None = None,
         quota: QuotaConfig | None = None,
         operation_clock: Callable[[], float] = time.time,
+        admin: bool = True,
     ) -> None:
         """operation_clock: when long-running operations are due (tests pass a clock they advance)."""
         self.port = free_port()
@@ -133,7 +225,7 @@ class BackgroundServer:
         store = seeded_store(state, apps, auto_create_apps=auto_create_apps)
         self.app = create_app(store, faults, operation_delay=operation_delay, quota=quota, operation_clock=operation_clock)
         config = uvicorn.Config(
-            self.app,
+            LocalOnly(self.app, "127.0.0.1", self.port, admin=admin),
             host="127.0.0.1",
             port=self.port,
             log_level="critical",

@@ -1,0 +1,107 @@
+"""The emulator serves its own machine's clients, never a web page (issue #34 finding 6).
+
+A page open in a developer's browser could POST to the emulator without a preflight
+(text/plain), create a toolset pointing at a loopback service and have ``:executeTool``
+call it; and, its DNS name rebound to 127.0.0.1, read ``/admin/state``. Each request here is
+what a browser sends for such a page, over a real socket.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cesync.emulator.server import BackgroundServer, LocalOnly
+
+APP = "projects/p/locations/us/apps/a"
+TOOLSET = {
+    "openApiToolset": {
+        "openApiSchema": "openapi: 3.0.0\ninfo: {title: t, version: '1'}\npaths: {}\n",
+        "url": "http://127.0.0.1:2375",
+    }
+}
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[BackgroundServer]:
+    with BackgroundServer(apps=[APP]) as s:
+        yield s
+
+
+def _create(server: BackgroundServer, rid: str, **headers: str) -> httpx.Response:
+    return httpx.post(f"{server.url}/v1/{APP}/toolsets", params={"toolsetId": rid}, content=json.dumps(TOOLSET), headers=headers)
+
+
+def test_a_cross_site_text_plain_post_is_refused_and_writes_nothing(server: BackgroundServer) -> None:
+    """The no-preflight POST of finding 6: a page's fetch(url, {method: 'POST', body: text})."""
+    page = {"content-type": "text/plain;charset=UTF-8", "origin": "http://attacker.example", "sec-fetch-site": "cross-site"}
+    refused = _create(server, "planted", **page)
+    assert refused.status_code == 403 and refused.json()["error"]["status"] == "PERMISSION_DENIED", refused.text
+    # Without Origin (a page cannot leave it out, but the body type alone is refused too)
+    assert _create(server, "planted", **{"content-type": "text/plain"}).status_code == 415
+    for form in ("application/x-www-form-urlencoded", "multipart/form-data; boundary=x"):
+        assert _create(server, "planted", **{"content-type": form}).status_code == 415
+    assert httpx.get(f"{server.url}/v1/{APP}/toolsets/planted").status_code == 404
+    assert _create(server, "mine", **{"content-type": "application/json"}).status_code == 200  # its own clients
+
+
+def test_a_rebound_dns_name_reads_nothing(server: BackgroundServer) -> None:
+    for path in ("/admin/state", f"/v1/{APP}"):
+        reply = httpx.get(f"{server.url}{path}", headers={"host": f"attacker.example:{server.port}"})
+        assert reply.status_code == 403 and "attacker.example" in reply.json()["error"]["message"], reply.text
+        assert httpx.get(f"{server.url}{path}", headers={"host": f"localhost:{server.port}"}).status_code == 200
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    name=st.from_regex(r"[a-z][a-z0-9-]{0,20}(\.[a-z][a-z0-9-]{0,10}){0,3}", fullmatch=True).filter(lambda n: n != "localhost"),
+    origin=st.sampled_from(["http://{h}", "https://{h}", "http://{h}:{p}", "null"]),
+)
+def test_no_other_name_and_no_other_origin_is_served(name: str, origin: str) -> None:
+    """Decided on the request's headers alone: checked on the guard without a socket, every case."""
+    guard = LocalOnly(None, "127.0.0.1", 8765, admin=True)
+
+    def said(headers: dict[str, str], path: str = "/v1/x") -> tuple[int, str, str] | None:
+        return guard.refusal({"type": "http", "path": path, "headers": [(k.encode(), v.encode()) for k, v in headers.items()]})
+
+    assert said({"host": f"{name}:8765"}) is not None
+    assert said({"host": "127.0.0.1:8765", "origin": origin.format(h=name, p=8765)}) is not None
+    assert said({"host": "127.0.0.1:8764"}) is not None  # another port: another server's page
+    for host in ("127.0.0.1:8765", "localhost:8765", "[::1]:8765"):
+        assert said({"host": host}) is None
+        assert said({"host": host, "origin": f"http://{host}", "content-type": "application/json"}) is None
+    assert said({"host": "127.0.0.1:8765", "sec-fetch-site": "same-site"}) is not None
+
+
+def test_admin_is_off_unless_asked(server: BackgroundServer) -> None:
+    assert httpx.get(f"{server.url}/admin/state").status_code == 200  # the tests' server asks for it
+    with BackgroundServer(apps=[APP], admin=False) as closed:
+        for method, path in (("GET", "/admin/state"), ("POST", "/admin/faults"), ("GET", "/admin")):
+            reply = httpx.request(method, f"{closed.url}{path}", json={})
+            assert reply.status_code == 404 and "--admin" in reply.json()["error"]["message"], reply.text
+        assert httpx.get(f"{closed.url}/v1/{APP}").status_code == 200
+
+
+@pytest.mark.parametrize("admin", [False, True])
+def test_cesync_emulator_serves_admin_only_with_the_flag(admin: bool) -> None:
+    args = [sys.executable, "-m", "cesync.cli", "emulator", "--port", "0", "--quiet", *(["--admin"] if admin else [])]
+    with subprocess.Popen(args, stderr=subprocess.PIPE, text=True, env={**os.environ, "NO_COLOR": "1"}) as proc:
+        try:
+            assert proc.stderr is not None
+            found = re.search(r"http://127\.0\.0\.1:(\d+)", proc.stderr.readline())
+            assert found
+            reply = httpx.get(f"http://127.0.0.1:{found[1]}/admin/state", timeout=30)
+            assert reply.status_code == (200 if admin else 404), reply.text
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=30)
