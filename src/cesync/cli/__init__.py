@@ -180,6 +180,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Print the shell completion script for bash, zsh or fish (source it from your shell's start-up file).",
     ),
     "comment": ("ci", "Keep one sticky plan comment per environment and app on the pull/merge request."),
+    "destroy": ("core", "Delete every resource cesync owns in the environment's app (a retired environment): apply --destroy."),
     "diff": ("adopt", "Compare two live apps: what making TO like FROM's app as it runs now would change."),
     "emulator": ("serve", "Run the local CES emulator (export CES_EMULATOR_HOST, then --endpoint emulator)."),
     "eval": (

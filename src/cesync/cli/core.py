@@ -52,6 +52,26 @@ label_option = click.option(
     help="A label reviewers gave the change (e.g. a pull request's): the policies read them (repeatable).",
 )
 
+destroy_option = click.option(
+    "--destroy",
+    is_flag=True,
+    help="Tear down: plan against nothing desired, deleting every resource cesync owns in the app "
+    "(with --prune-unmanaged, what it does not own too); the app itself stays.",
+)
+
+
+def _tear_down(ctx: Any, destroy: bool, prune: bool | None) -> bool | None:
+    """--destroy makes the context a tear-down (pipeline.context.destroying); its deletes are prune's."""
+    if not destroy:
+        return prune
+    if prune is False:
+        raise CesyncError("--destroy deletes what prune deletes: it cannot go with --no-prune")
+    from ..pipeline.context import destroying
+
+    destroying(ctx)
+    return True
+
+
 fail_on_validation_option = click.option(
     "--fail-on-validation-errors",
     "fail_on_validation",
@@ -89,6 +109,7 @@ fail_on_validation_option = click.option(
 )
 @fail_on_validation_option
 @click.option("--prune-unmanaged", is_flag=True, help="With --prune: also delete what cesync does not own (made by hand).")
+@destroy_option
 @label_option
 @var_options
 @handled
@@ -106,6 +127,7 @@ def plan(
     resend_input_only: bool,
     fail_on_validation: bool,
     prune_unmanaged: bool,
+    destroy: bool,
     labels: tuple[str, ...],
     var_pairs: tuple[str, ...],
     var_files: tuple[Path, ...],
@@ -117,6 +139,7 @@ def plan(
     from ..pipeline.planning import read_plan
 
     ctx = open_context(directory, env_name, endpoint, cli_vars(var_pairs, var_files), read_ahead=True)
+    prune = _tear_down(ctx, destroy, prune)
     result = asyncio.run(
         read_plan(
             ctx,
@@ -196,6 +219,7 @@ def show(planfile: Path, fmt: str) -> None:
     help="Before the first write, create an app version named after the git commit: 'cesync rollback' to it undoes the apply.",
 )
 @fail_on_validation_option
+@destroy_option
 @label_option
 @var_options
 @handled
@@ -215,6 +239,7 @@ def apply(
     fmt: str,
     snapshot: bool,
     fail_on_validation: bool,
+    destroy: bool,
     labels: tuple[str, ...],
     var_pairs: tuple[str, ...],
     var_files: tuple[Path, ...],
@@ -241,6 +266,12 @@ def apply(
     ctx = open_context(source, env_name or (saved.environment if saved else None), endpoint, variables, read_ahead=saved is None)
     if saved is not None and saved.commit:
         ctx.state_root, ctx.promotion = root, (saved.promoted_from, saved.commit)
+    if destroy and saved is not None and not saved.destroy:
+        raise CesyncError("--destroy: the saved plan is not a tear-down; make one with 'cesync plan --destroy --out FILE'")
+    prune = _tear_down(ctx, destroy or (saved is not None and saved.destroy), prune)
+    # A tear-down leaves only the app, whose own fields (rootAgent, guardrails, ...) still name what
+    # goes: CES refuses those deletes without force, which removes the references with them.
+    force_delete = force_delete or ctx.destroy
     if saved is not None:
         check_saved(ctx, saved)  # before any connection
         if saved.prune_unmanaged and not prune_unmanaged and any(c.action == "delete" for c in saved.changes):
@@ -345,6 +376,65 @@ def apply(
         if not result.interrupted and fmt == "text":
             err("some actions did not succeed; run 'cesync plan' to see the remaining work")
         sys.exit(EXIT_INTERRUPTED if result.interrupted else EXIT_ERROR)
+
+
+@main.command()
+@dir_option
+@env_option
+@endpoint_option
+@click.option("--auto-approve", is_flag=True, help="Do not ask for confirmation (required without a terminal).")
+@click.option("--prune-unmanaged", is_flag=True, help="Also delete what cesync does not own (made by hand in the console).")
+@click.option("--allow-mass-change", is_flag=True, help="Delete even if that is more than the safety threshold (it usually is).")
+@click.option(
+    "--snapshot",
+    is_flag=True,
+    help="Before the first delete, create an app version: 'cesync rollback' to it brings everything back.",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True, help="How to report the result."
+)
+@var_options
+@handled
+def destroy(
+    directory: Path,
+    env_name: str | None,
+    endpoint: str | None,
+    auto_approve: bool,
+    prune_unmanaged: bool,
+    allow_mass_change: bool,
+    snapshot: bool,
+    fmt: str,
+    var_pairs: tuple[str, ...],
+    var_files: tuple[Path, ...],
+) -> None:
+    """Delete every resource cesync owns in the environment's app (a retired environment): apply --destroy.
+
+    The same plan, confirmation, mass-change guard, policies and record as apply; 'cesync plan
+    --destroy --out FILE' then 'cesync apply FILE' for a reviewed tear-down. The app itself stays;
+    references to what goes (the app's root agent, its guardrails) go with it (CES's force).
+    """
+    click.get_current_context().invoke(
+        apply,
+        planfile=None,
+        directory=directory,
+        env_name=env_name,
+        endpoint=endpoint,
+        auto_approve=auto_approve,
+        parallelism=8,
+        prune=None,
+        resend_input_only=False,
+        prune_unmanaged=prune_unmanaged,
+        force_delete=True,
+        allow_mass_change=allow_mass_change,
+        targets=(),
+        fmt=fmt,
+        snapshot=snapshot,
+        fail_on_validation=False,
+        destroy=True,
+        labels=(),
+        var_pairs=var_pairs,
+        var_files=var_files,
+    )
 
 
 def _recorded(made: AppliedRecord) -> str:

@@ -95,6 +95,7 @@ class Plan:
     record: str = ""  # the applied record (app version) the plan took as its base ("" without one)
     owned: tuple[str, ...] = ()  # "kind/id" cesync owns, from that record: what --prune may delete
     prune_unmanaged: bool = False  # --prune-unmanaged: also delete what cesync does not own
+    destroy: bool = False  # --destroy: planned against nothing desired (every resource cesync owns deleted)
     # the repo's policy checks (core.policy) on this plan: a deny stops apply, a warn is shown
     policy: tuple[Finding, ...] = ()
     labels: tuple[str, ...] = ()  # plan --label: what reviewers said of the change (policies read them)

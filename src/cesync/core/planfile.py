@@ -99,6 +99,7 @@ class PlanFile(_Strict):
     record: str = ""
     owned: list[str] = Field(default_factory=list)
     prune_unmanaged: bool = False
+    destroy: bool = False
     policy: list[FindingFile] = Field(default_factory=list)
     labels: list[str] = Field(default_factory=list)
     owners: dict[str, str] = Field(default_factory=dict)

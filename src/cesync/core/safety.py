@@ -26,6 +26,8 @@ def safety_refusal(plan: Plan, max_fraction: float, min_resources: int, max_upda
     # already holds, plus what the plan deletes. Not the repo's count after the change, which
     # shrinks with every delete (9 deletes of 13 read as 9 of 9, under minResources: let through).
     base = plan.managed - counts["create"] + deletes
+    if deletes and plan.destroy:  # a tear-down deletes everything by design: said so, guarded all the same
+        return f"a tear-down deletes {deletes} resources; refusing (pass --allow-mass-change if that is really meant)"
     if deletes and plan.managed == 0:
         return (
             f"the repo defines no resources but the plan deletes {deletes}; refusing "

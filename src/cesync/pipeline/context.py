@@ -35,6 +35,7 @@ class Context:
     # repo was rendered from a commit's tree in a temporary folder (promotion)
     state_root: Path | None = None
     promotion: tuple[str, str] = ("", "")  # (environment, commit): the repo was rendered from that commit's tree
+    destroy: bool = False  # a tear-down: nothing is desired, so every resource cesync owns is deleted (destroying)
 
     def digest(self, key: bytes) -> str:
         return desired_digest(self.env.name, self.env.parent, self.desired, key)
@@ -52,6 +53,14 @@ class Context:
 
         root = self.state_root or self.repo.root
         return connect(self.env, root, override=self.endpoint, retry=retry, max_connections=max_connections)
+
+
+def destroying(ctx: Context) -> Context:
+    """The context of a tear-down (plan --destroy, apply --destroy, cesync destroy): the repo still
+    renders (the environment must exist and its files be valid), but nothing of it is desired,
+    so the plan deletes what prune deletes and writes nothing; the app itself is never deleted."""
+    ctx.desired, ctx.hidden, ctx.destroy = [], {}, True
+    return ctx
 
 
 def open_context(

@@ -123,7 +123,7 @@ async def plan_against_remote(
         prune=prune,
         targets=selected if narrow else None,
         sensitive=ctx.hidden,
-        app_body=app_to_create(ctx.env, remote),
+        app_body=None if ctx.destroy else app_to_create(ctx.env, remote),  # a tear-down never creates the app
         resend_input_only=resend,
         owned=record.owned if record is not None else frozenset(),
         prune_unmanaged=prune_unmanaged,
@@ -136,6 +136,8 @@ async def plan_against_remote(
     plan = other_owners(plan, view.others, ctx.repo.config.owner or "")
     plan = drift_by_sums(plan, remote, record.sums if record is not None else {}, current_key())
     plan = record_trust(plan, view.ignored, view.key_from)
+    if ctx.destroy:
+        plan = replace(plan, destroy=True)
     if record is not None:
         plan = replace(plan, record=record.version)
         if plan.drifted and client is not None:

@@ -41,7 +41,11 @@ def check_plan(ctx: Context, plan: Plan, remote: Sequence[Resource], labels: Seq
     if not policies:
         return replace(plan, labels=tuple(labels))
     found = resource_findings(policies, ctx.env.name, ctx.desired, ctx.hidden)
-    served = served_agents([(r.kind.name, r.id, r.body) for r in remote], ctx.env.parent)
+    # what the app's deployments reach once the plan is applied: a deployment the plan deletes serves
+    # nothing (a tear-down deletes the deployment with the agents it served)
+    going = {c.name for c in plan.changes if c.action == "delete" and c.kind.name == "deployment"}
+    staying = [r for r in remote if not (r.kind.name == "deployment" and r.kind.resource_name(ctx.env.parent, r.id) in going)]
+    served = served_agents([(r.kind.name, r.id, r.body) for r in staying], ctx.env.parent)
     found += evaluate_changes(policies.rules, plan.public(), labels, served)
     return replace(plan, policy=tuple(found), labels=tuple(labels))
 

@@ -62,6 +62,9 @@ def where(plan: Plan) -> str:
 def notices(plan: Plan) -> list[str]:
     """What a reader must not miss before the changes: a partial plan, a plan apply will refuse."""
     out = []
+    if plan.destroy:
+        whose = "every resource it can delete" if plan.prune_unmanaged else "every resource cesync owns"
+        out.append(f"Tear-down (--destroy): {whose} in the app is deleted; the app itself stays")
     if plan.commit:
         out.append(
             f"Promotion: the repo as at commit {plan.commit[:12]}, which '{plan.promoted_from}' last applied "
