@@ -13,6 +13,7 @@ from . import evaluation_kinds, evaluations
 from .calls import api_version, json_body, query, wants_enum_int
 from .errors import RpcError
 from .resources import COLLECTIONS
+from .unserved import refuse_unserved
 
 if TYPE_CHECKING:
     from .app import Emulator
@@ -52,6 +53,7 @@ OPERATION_RE = re.compile(r"^/([^/:]+)(:cancel)?\Z")
 
 
 async def dispatch(emulator: Emulator, request: Request, path: str) -> Any:
+    refuse_unserved(api_version(request), request.method, path)
     match = LOCATION_RE.match(path)
     if not match:
         raise RpcError("NOT_FOUND", f"unknown resource '{path}'")
