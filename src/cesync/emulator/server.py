@@ -20,7 +20,14 @@ from .operations import DEFAULT_DELAY as DEFAULT_OPERATION_DELAY
 from .quota import QuotaConfig
 from .store import Store
 
-__all__ = ["BackgroundServer", "LocalOnly", "free_port", "listening_socket", "serve"]
+__all__ = ["KEEP_ALIVE_SECONDS", "BackgroundServer", "LocalOnly", "free_port", "listening_socket", "serve"]
+
+# How long an idle connection stays open. Google's front ends keep a client's idle HTTP connection
+# 610 s (the "HTTP keepalive timeout" of Google Cloud's global external Application Load Balancer,
+# the GFE: https://cloud.google.com/load-balancing/docs/https#http-keepalive-timeout), and clients
+# pool connections on that: googleapiclient (httplib2) reuses one after any idle and its POST fails
+# with a broken pipe when the server closed it meanwhile, as uvicorn's default of 5 s did.
+KEEP_ALIVE_SECONDS = 610
 
 
 def seeded_store(state: Path | None, apps: Iterable[str] = (), *, auto_create_apps: bool = False) -> Store:
@@ -174,7 +181,8 @@ def serve(
         app = RequestLog(app, logger)
     if listening is not None:
         listening(host, bound)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_keep_alive=KEEP_ALIVE_SECONDS)
+    server = uvicorn.Server(config)
     server.run(sockets=[sock])
 
 
@@ -218,8 +226,10 @@ class BackgroundServer:
         quota: QuotaConfig | None = None,
         operation_clock: Callable[[], float] = time.time,
         admin: bool = True,
+        keep_alive: int = KEEP_ALIVE_SECONDS,
     ) -> None:
-        """operation_clock: when long-running operations are due (tests pass a clock they advance)."""
+        """operation_clock: when long-running operations are due (tests pass a clock they advance);
+        keep_alive: seconds an idle connection stays open (tests of idle connections shorten it)."""
         self.port = free_port()
         self.tls = tls  # (certificate, key): serve https, as clients that insist on it need
         store = seeded_store(state, apps, auto_create_apps=auto_create_apps)
@@ -232,6 +242,7 @@ class BackgroundServer:
             access_log=False,
             ssl_certfile=str(tls[0]) if tls else None,
             ssl_keyfile=str(tls[1]) if tls else None,
+            timeout_keep_alive=keep_alive,
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
