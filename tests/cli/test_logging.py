@@ -28,7 +28,7 @@ def test_verbose_shows_each_call_and_decision(tmp_path: Path, where: str) -> Non
     assert r.returncode == 0, r.stderr
     calls = [line for line in r.stderr.splitlines() if CALL.search(line)]
     assert len(calls) >= 7  # the app and each collection
-    assert "cesync.core.planbuild: plan: tool greet: create (not in the app)" in r.stderr
+    assert "cesync.core.passes.compare: plan: tool greet: create (not in the app)" in r.stderr
     assert "Plan for environment" in r.stdout and "DEBUG" not in r.stdout  # logs never mix into the output
 
 

@@ -1,7 +1,7 @@
 """The plan: plain, immutable, ordered data with a versioned JSON form (pure).
 
-    planbuild.build_plan(env, desired, remote) -> Plan  ->  render (text, markdown, json)
-                                                        ->  apply (executes plan.changes in order)
+    planbuild.run_passes(PlanInput) -> Plan  ->  render (text, markdown, json)
+                                             ->  apply (executes plan.changes in order)
 
 Beside it: planseal.py (the digest, body hashes and seal that bind a saved plan), narrow.py (a
 saved plan may only narrow), safety.py (the mass-change guard), applock.py (the app's lock)."""
@@ -27,6 +27,8 @@ FORMAT_VERSION = 3
 
 RESENT = "(sensitive, input only: sent again)"
 
+IN_MEMORY = frozenset({"read"})  # Change fields a saved plan never holds
+
 
 ACTIONS: tuple[Action, ...] = get_args(Action)
 
@@ -51,6 +53,9 @@ class Change:
     # the remote differs from what cesync last applied (the applied record): {"fields": [...], "by": ..., "at": ...}
     drift: dict[str, Any] | None = None
     body_hash: str = ""  # keyed hash of the unmasked body (see bind): a saved plan's masked fields are bound too
+    # the app's side of an update as the plan read it, unmasked: in memory only (never saved, rendered
+    # or hashed), for apply to compare the app with just before it writes
+    read: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @property
     def key(self) -> str:
@@ -58,7 +63,7 @@ class Change:
 
     def public(self) -> dict[str, Any]:
         """The change as plain data (its kind as its name), as a saved plan holds it."""
-        data = {f.name: getattr(self, f.name) for f in dataclass_fields(self)}
+        data = {f.name: getattr(self, f.name) for f in dataclass_fields(self) if f.name not in IN_MEMORY}
         return {**data, "kind": self.kind.name, "fields": [asdict(f) for f in self.fields]}
 
 

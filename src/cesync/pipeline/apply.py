@@ -40,7 +40,6 @@ from ..client.apps import Polling, create_app
 from ..core.applock import LOCK_FIELDS, is_locked, lock_change
 from ..core.diff import diff_resource, same
 from ..core.plan import Action, Change, Plan
-from ..core.sensitive import cut, mask
 from ..errors import Aborted, AlreadyExists, ApiError, CesyncError, FailedPrecondition, NotFound
 
 __all__ = ["ApplyResult", "Outcome", "apply_plan"]
@@ -241,14 +240,10 @@ class _Run:
         self.stop.set()
         return True
 
-    def _as_planned(self, c: Change, current: dict[str, Any]) -> dict[str, Any] | None:
-        """The resource as the plan records its remote side: canonical, sensitive paths masked."""
-        before = diff_resource(c.kind, c.id, c.body, current).before
-        paths = self.plan.sensitive.fields.get(c.name)
-        return mask(before, [cut(tuple(p)) for p in paths]) if paths and before is not None else before
-
     def _same_as_planned(self, c: Change, current: dict[str, Any]) -> bool:
-        now, then = self._as_planned(c, current), c.before
+        """Whether the app is as the plan read it (both sides canonical and unmasked: Change.read)."""
+        now = diff_resource(c.kind, c.id, c.body, current).before
+        then = c.read if c.read is not None else c.before
         if self.unlocked and c.kind.singleton and now is not None and then is not None:
             now, then = _without(now, LOCK_FIELDS), _without(then, LOCK_FIELDS)  # our own unlock, made first
         return same(now, then)

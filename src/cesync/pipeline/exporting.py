@@ -21,7 +21,7 @@ from ..repo.repo import EnvTarget, Repo, load_repo
 from ..sync.export import ExportedRepo, export_repo, modeline
 from ..sync.remote import read_existing
 from .masking import hidden_fields, sensitive_fields
-from .planning import app_to_create
+from .planning import app_to_create, plan_time
 
 if TYPE_CHECKING:  # the HTTP client loads when a command first uses it (see client/__init__.py)
     from ..client.api import CesClient
@@ -109,4 +109,13 @@ def plan_folder(
     if hidden_by is not None:
         for key, paths in hidden_fields(hidden_by, hidden_by.env(env_name), [*desired, *remote]).items():
             hidden[key] = sorted({*map(tuple, hidden.get(key, [])), *paths}, key=lambda p: [str(x) for x in p])
-    return build_plan(env.name, env.parent, desired, remote, prune=prune, sensitive=hidden, app_body=app_to_create(env, remote))
+    return build_plan(
+        env.name,
+        env.parent,
+        desired,
+        remote,
+        prune=prune,
+        sensitive=hidden,
+        app_body=app_to_create(env, remote),
+        created_at=plan_time(),
+    )

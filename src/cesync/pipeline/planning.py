@@ -1,30 +1,32 @@
-"""Planning one environment against its app: read, resolve --target, diff (three-way from the last
-applied record), label drift, apply the safety guard, seal and bind the plan."""
+"""Planning one environment against its app: read everything the plan passes need (the app, the
+applied record, the changelogs of what drifted, the clock, the keys), then run the passes
+(cesync.core.planbuild) once."""
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterable
-from dataclasses import replace
+import datetime
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..api.kinds import APP, by_snapshot_field
 from ..api.resource import Resource
-from ..core.ownership import drift_by_sums, other_owners, record_trust
+from ..core.passes import PlanInput, RecordsInput, SafetyLimits, SealInput
+from ..core.passes.compare import writes_of
+from ..core.passes.drift import maybe_drifted
 from ..core.plan import Plan
-from ..core.planbuild import build_plan
-from ..core.planseal import bind
-from ..core.safety import safety_refusal
+from ..core.planbuild import run_passes
 from ..core.sensitive import KEY_ENV, new_salt, plan_key, seal
 from ..core.targets import resolve_targets, target_keys
 from ..repo.repo import EnvTarget
 from .context import Context
-from .policies import check_plan
+from .policies import policies_of
 from .readahead import read_app
 
 if TYPE_CHECKING:  # the HTTP client loads when a command first uses it (see client/__init__.py)
     from ..client.api import CesClient
     from ..core.record import AppliedRecord
+    from ..sync.record import RecordView
 
 
 async def read_plan(
@@ -37,26 +39,17 @@ async def read_plan(
     labels: Iterable[str] = (),
 ) -> Plan:
     """make_plan with the app read ahead (open_context(read_ahead=True)) or, without it, read now."""
+    options: dict[str, Any] = {
+        "prune": prune,
+        "targets": targets,
+        "resend_input_only": resend_input_only,
+        "prune_unmanaged": prune_unmanaged,
+        "labels": labels,
+    }
     if ctx.read_ahead is not None:
-        return await make_plan(
-            ctx,
-            None,
-            prune=prune,
-            targets=targets,
-            resend_input_only=resend_input_only,
-            prune_unmanaged=prune_unmanaged,
-            labels=labels,
-        )
+        return await make_plan(ctx, None, **options)
     async with ctx.client() as client:
-        return await make_plan(
-            ctx,
-            client,
-            prune=prune,
-            targets=targets,
-            resend_input_only=resend_input_only,
-            prune_unmanaged=prune_unmanaged,
-            labels=labels,
-        )
+        return await make_plan(ctx, client, **options)
 
 
 async def make_plan(
@@ -72,80 +65,127 @@ async def make_plan(
 ) -> Plan:
     """targets: --target values (ID, kind/ID, kinds/ID); one that names nothing is an error.
 
-    resend_input_only: send the INPUT_ONLY fields the repo sets again (see core.planbuild.build_plan).
+    resend_input_only: send the INPUT_ONLY fields the repo sets again (see core.passes.compare).
     prune_unmanaged: prune deletes what cesync does not own too (made by hand).
-    labels: what reviewers said of the change (plan --label), for the policies (pipeline.policies)."""
-    prune_ = ctx.env.prune if prune is None else prune
+    labels: what reviewers said of the change (plan --label), for the policies (core.passes.policy)."""
     salt = salt or new_salt()
     key = ctx.binding_key(salt)
-    plan, selected, remote = await plan_against_remote(
-        ctx, client, prune_, targets, key, narrow=True, resend=resend_input_only, prune_unmanaged=prune_unmanaged
-    )
+    read = await read_for_plan(ctx, client)
     safety = ctx.repo.config.safety
-    plan = replace(
-        plan,
-        targets=tuple(sorted(selected or ())),
-        refused=safety_refusal(plan, safety.maxChangeFraction, safety.minResources, safety.maxUpdateFraction),
+    given = plan_input(
+        ctx,
+        read,
+        key,
+        prune=ctx.env.prune if prune is None else prune,
+        targets=read.selected(targets),
+        resend_input_only=resend_input_only,
+        prune_unmanaged=prune_unmanaged,
+        safety=SafetyLimits(safety.maxChangeFraction, safety.minResources, safety.maxUpdateFraction),
+        seal=seal_input(ctx, salt),
+        labels=sorted(set(labels)),
     )
-    plan = check_plan(ctx, plan, remote, sorted(set(labels)))
-    return seal_plan(plan, ctx, salt, key)
+    return run_passes(given)
 
 
-async def plan_against_remote(
-    ctx: Context,
-    client: CesClient | None,
-    prune: bool,
-    targets: Iterable[str] | None,
-    key: bytes,
-    *,
-    narrow: bool,
-    resend: bool = False,
-    prune_unmanaged: bool = False,
-) -> tuple[Plan, set[str] | None, list[Resource]]:
-    """Read the app, resolve --target against what exists on either side, and diff.
+@dataclass(frozen=True)
+class Read:
+    """What the plan passes need from the app: its resources, cesync's last applied record, and
+    who changed what since that record (CES's changelogs, read only when something drifted)."""
 
-    narrow: the plan itself keeps only the targets (a saved plan is recomputed whole and
-    narrowed afterwards, so that it can be compared with what was saved)."""
-    ahead, ctx.read_ahead = ctx.read_ahead, None  # read once, as before
+    remote: list[Resource]
+    view: RecordView  # what the records say: this owner's newest trusted one, other owners', those ignored
+    authors: Mapping[str, tuple[str, str]]
+    known: frozenset[tuple[str, str]]  # (kind, id) of every resource of the repo or the app
+    sum_key: bytes = b""  # the key records are sealed with (sync.record.current_key)
+
+    @property
+    def record(self) -> AppliedRecord | None:
+        return self.view.record
+
+    def selected(self, targets: Iterable[str] | None) -> set[str] | None:
+        """--target values resolved against what exists on either side ("kind/id"); None: no --target."""
+        return target_keys(resolve_targets(targets or (), self.known))
+
+
+async def read_for_plan(ctx: Context, client: CesClient | None) -> Read:
+    """The app and its record (read ahead, or read now with client), then the changelogs of what drifted."""
+    ahead, ctx.read_ahead = ctx.read_ahead, None  # the read ahead is used once
     if ahead is not None:
         remote, view = await ahead.result()
     else:
         assert client is not None, "a client, unless the app was read ahead"
         remote, view = await read_app(client, ctx.env, ctx.repo.config.owner or "")
     record = view.record
-    known = {d.key for d in ctx.desired} | {r.key for r in remote}
-    selected = target_keys(resolve_targets(targets or (), known))
-    plan = build_plan(
+    authors: dict[str, tuple[str, str]] = {}
+    base = base_of(record)
+    if record is not None and base is not None:
+        app_body = None if ctx.destroy else app_to_create(ctx.env, remote)
+        writes = writes_of(PlanInput(ctx.env.name, ctx.env.parent, ctx.desired, remote, app_body=app_body))
+        if names := maybe_drifted(ctx.env.parent, writes, remote, base):
+            authors = await _authors(ctx, client, ctx.env.parent, record.time, names)
+    known = frozenset({d.key for d in ctx.desired} | {r.key for r in remote})
+    from ..sync.record import current_key
+
+    return Read(remote, view, authors, known, current_key())
+
+
+async def _authors(
+    ctx: Context, client: CesClient | None, parent: str, since: str, names: set[str]
+) -> dict[str, tuple[str, str]]:
+    from ..sync.record import changes_since
+
+    if client is not None:
+        return await changes_since(client, parent, since, names)
+    async with ctx.client() as own:  # read ahead, without a client of its own
+        return await changes_since(own, parent, since, names)
+
+
+def plan_input(
+    ctx: Context,
+    read: Read,
+    key: bytes,
+    *,
+    prune: bool,
+    targets: set[str] | None,
+    resend_input_only: bool = False,
+    prune_unmanaged: bool = False,
+    safety: SafetyLimits | None = None,
+    seal: SealInput | None = None,
+    labels: Sequence[str] = (),
+) -> PlanInput:
+    """The one value the plan passes take: the repo rendered, what was read, the options, the clock."""
+    record = read.record
+    return PlanInput(
         ctx.env.name,
         ctx.env.parent,
         ctx.desired,
-        remote,
+        read.remote,
         prune=prune,
-        targets=selected if narrow else None,
-        sensitive=ctx.hidden,
-        app_body=None if ctx.destroy else app_to_create(ctx.env, remote),  # a tear-down never creates the app
-        resend_input_only=resend,
-        owned=record.owned if record is not None else frozenset(),
         prune_unmanaged=prune_unmanaged,
+        targets=targets,
+        sensitive=ctx.hidden,
+        app_body=None if ctx.destroy else app_to_create(ctx.env, read.remote),  # a tear-down never creates the app
+        destroy=ctx.destroy,
+        resend_input_only=resend_input_only,
+        owned=record.owned if record is not None else frozenset(),
         base=base_of(record),
+        record=record.version if record is not None else "",
+        authors=read.authors,
+        records=RecordsInput(
+            owner=ctx.repo.config.owner or "",
+            others=read.view.others,
+            sums=record.sums if record is not None else {},
+            sum_key=read.sum_key,
+            ignored=read.view.ignored,
+            key_from=read.view.key_from,
+        ),
         key=key,
+        created_at=plan_time(),
+        safety=safety,
+        seal=seal,
+        policy_rules=policies_of(ctx.repo).rules,
+        labels=labels,
     )
-    from ..sync.record import current_key
-
-    # the ownership passes (core/ownership.py): another owner's resources, drift by the sealed sums, trust
-    plan = other_owners(plan, view.others, ctx.repo.config.owner or "")
-    plan = drift_by_sums(plan, remote, record.sums if record is not None else {}, current_key())
-    plan = record_trust(plan, view.ignored, view.key_from)
-    if ctx.destroy:
-        plan = replace(plan, destroy=True)
-    if record is not None:
-        plan = replace(plan, record=record.version)
-        if plan.drifted and client is not None:
-            plan = await label_drift(client, plan, record.time)
-        elif plan.drifted:  # read ahead, without a client of its own
-            async with ctx.client() as own:
-                plan = await label_drift(own, plan, record.time)
-    return plan, selected, remote
 
 
 def app_to_create(env: EnvTarget, remote: list[Resource]) -> dict[str, Any] | None:
@@ -153,33 +193,22 @@ def app_to_create(env: EnvTarget, remote: list[Resource]) -> dict[str, Any] | No
     return None if any(r.kind.singleton for r in remote) else {"displayName": env.app}
 
 
-def seal_plan(plan: Plan, ctx: Context, salt: str, key: bytes) -> Plan:
-    """The plan with where it was made, the keyed hashes of the sensitive values, and bound (plan.bind)."""
-    sealed = replace(
-        plan.sensitive,
-        salt=salt,
-        key=KEY_ENV if plan_key() else "none",
-        values=seal(ctx.secrets, salt, plan_key()) if ctx.secrets else {},
-    )
+def plan_time() -> str:
+    """When a plan is made, as it records it (the clock is read here, never in the passes)."""
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def seal_input(ctx: Context, salt: str) -> SealInput:
+    """What the seal pass writes: where the plan was made, and the keyed hashes of the sensitive values."""
     promoted_from, commit = ctx.promotion
-    where = replace(plan, endpoint=ctx.endpoint_url, sensitive=sealed, promoted_from=promoted_from, commit=commit)
-    return bind(where, key)
-
-
-async def label_drift(client: CesClient, plan: Plan, since: str) -> Plan:
-    """Each drifted change with its author and time, from CES's changelogs after the record (since)."""
-    from ..sync.record import changes_since
-
-    if not plan.drifted:
-        return plan
-    found = await changes_since(client, plan.app, since, {c.name for c in plan.drifted})
-    changes = tuple(
-        dataclasses.replace(c, drift={**c.drift, "by": found[c.name][0] or None, "at": found[c.name][1] or None})
-        if c.drift is not None and c.name in found
-        else c
-        for c in plan.changes
+    return SealInput(
+        salt=salt,
+        key_source=KEY_ENV if plan_key() else "none",
+        values=seal(ctx.secrets, salt, plan_key()) if ctx.secrets else {},
+        endpoint=ctx.endpoint_url,
+        promoted_from=promoted_from,
+        commit=commit,
     )
-    return replace(plan, changes=changes)
 
 
 def base_of(record: AppliedRecord | None) -> dict[tuple[str, str], dict[str, Any]] | None:

@@ -4,12 +4,13 @@ plan of it (plan, apply): what each rule sees is masked as the plan's JSON is.""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 
 from ..api.resource import Resource
+from ..core.passes import PlanInput
+from ..core.passes.masking import masked
+from ..core.passes.policy import policy
 from ..core.plan import Plan
-from ..core.planbuild import masked
-from ..core.policy import Finding, evaluate_changes, evaluate_resources, served_agents
+from ..core.policy import Finding, evaluate_resources
 from ..core.yamlfile import Path_
 from ..errors import CesyncError
 from ..repo.policies import Policies, load_policies
@@ -36,18 +37,11 @@ def resource_findings(
 
 
 def check_plan(ctx: Context, plan: Plan, remote: Sequence[Resource], labels: Sequence[str] = ()) -> Plan:
-    """The plan with what the policies find in the desired state and in its changes."""
-    policies = policies_of(ctx.repo)
-    if not policies:
-        return replace(plan, labels=tuple(labels))
-    found = resource_findings(policies, ctx.env.name, ctx.desired, ctx.hidden)
-    # what the app's deployments reach once the plan is applied: a deployment the plan deletes serves
-    # nothing (a tear-down deletes the deployment with the agents it served)
-    going = {c.name for c in plan.changes if c.action == "delete" and c.kind.name == "deployment"}
-    staying = [r for r in remote if not (r.kind.name == "deployment" and r.kind.resource_name(ctx.env.parent, r.id) in going)]
-    served = served_agents([(r.kind.name, r.id, r.body) for r in staying], ctx.env.parent)
-    found += evaluate_changes(policies.rules, plan.public(), labels, served)
-    return replace(plan, policy=tuple(found), labels=tuple(labels))
+    """The plan with what the policies find in the desired state and in its changes (the policy
+    pass, run again on a saved plan narrowed to what will run)."""
+    rules = policies_of(ctx.repo).rules
+    given = PlanInput(ctx.env.name, ctx.env.parent, ctx.desired, remote, sensitive=ctx.hidden, policy_rules=rules, labels=labels)
+    return policy(plan, given)
 
 
 def refuse_denied(plan: Plan) -> None:

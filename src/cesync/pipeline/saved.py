@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING
 
 from ..core.narrow import narrow
 from ..core.plan import Plan
+from ..core.planbuild import run_passes
 from ..core.planseal import seal_matches
 from ..core.sensitive import KEY_ENV, plan_key, same, seal
 from ..errors import PlanFileError
 from .context import Context
-from .planning import plan_against_remote, seal_plan
+from .planning import plan_input, read_for_plan, seal_input
 from .policies import check_plan
 
 if TYPE_CHECKING:  # the HTTP client loads when a command first uses it (see client/__init__.py)
@@ -29,18 +30,21 @@ async def narrow_saved(
     They never widen it: a target the plan has no change for adds nothing.
     """
     key = check_saved(ctx, saved)
-    fresh, selected, remote = await plan_against_remote(
+    read = await read_for_plan(ctx, client)
+    selected = read.selected(targets)
+    # recomputed whole (no targets) and narrowed afterwards, to be compared with what was saved
+    given = plan_input(
         ctx,
-        client,
-        saved.prune,
-        targets,
+        read,
         key,
-        narrow=False,
-        resend=saved.resend_input_only,
+        prune=saved.prune,
+        targets=None,
+        resend_input_only=saved.resend_input_only,
         prune_unmanaged=saved.prune_unmanaged,
+        seal=seal_input(ctx, saved.sensitive.salt),
     )
-    fresh = seal_plan(fresh, ctx, saved.sensitive.salt, key)
-    present = {f"{r.kind}/{r.id}" for r in remote} | {f"{d.kind}/{d.id}" for d in ctx.desired}
+    fresh = run_passes(given)
+    present = {f"{r.kind}/{r.id}" for r in read.remote} | {f"{d.kind}/{d.id}" for d in ctx.desired}
     gone = frozenset(c.key for c in saved.changes if c.action == "delete" and c.key not in present)
     allowed = narrow(saved, fresh, prune=prune, gone=gone)
     scope = set(saved.targets) if saved.targets else None  # a --target plan stays that partial
@@ -48,7 +52,7 @@ async def narrow_saved(
         scope = selected if scope is None else scope & selected
     if scope is not None:
         allowed = replace(allowed, changes=tuple(c for c in allowed.changes if c.key in scope), targets=tuple(sorted(scope)))
-    return check_plan(ctx, allowed, remote, saved.labels)  # the policies as they are now, on what will run
+    return check_plan(ctx, allowed, read.remote, saved.labels)  # the policies as they are now, on what will run
 
 
 def check_saved(ctx: Context, saved: Plan) -> bytes:

@@ -12,6 +12,7 @@ from ..errors import CesyncError, NotFound
 from ..repo.repo import ID_RE, EnvTarget, Repo
 from ..sync.remote import read_remote
 from .masking import hidden_fields
+from .planning import plan_time
 
 if TYPE_CHECKING:  # the HTTP client loads when a command first uses it (see client/__init__.py)
     from ..client.api import CesClient
@@ -50,7 +51,7 @@ async def restore_plan(client: CesClient, env: EnvTarget, version: str, repo: Re
                 wanted.append(Resource(kind, rid, b))
     remote = [r for r in await read_remote(client, env.parent) if r.kind.in_snapshot]
     hidden = hidden_fields(repo, env, [*wanted, *remote]) if repo is not None else {}
-    return name, build_plan(env.name, env.parent, wanted, remote, prune=True, sensitive=hidden)
+    return name, build_plan(env.name, env.parent, wanted, remote, prune=True, sensitive=hidden, created_at=plan_time())
 
 
 async def record_rollback(

@@ -1,0 +1,135 @@
+"""The diff pass: the repo against the app, resource by resource (pure).
+
+Every resource of the repo (and the app, when it must be created and the repo has no
+app.yaml) becomes a create or an update when it differs from the app, placed after what it
+references (``cesync.core.order``); every deletable resource of the app that the repo lacks
+becomes a delete, with the resources that reference it. Which of those stay is for the
+passes after this one (targets, ownership). References are found in the bodies as full
+resource names of the same app (``{app}/tools/x``, ``{app}/toolsets/y``)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import Any
+
+from ...api import behaviour as fb
+from ...api.kinds import APP, THE_APP, names_pattern
+from ...api.resource import Resource
+from ..diff import FieldChange, diff_resource
+from ..documents import unreadable
+from ..order import Node, order
+from ..plan import RESENT, Change, Plan
+from ..sensitive import input_only_fields
+from . import PlanInput
+
+__all__ = ["compare", "references", "writes_of", "written_references"]
+
+log = logging.getLogger(__name__)
+
+
+def compare(plan: Plan, given: PlanInput) -> Plan:
+    parent = given.parent
+    writes = writes_of(given)
+    remote_by = {r.key: r for r in given.remote}
+    name_of = {d.key: d.kind.resource_name(parent, d.id) for d in writes}
+    creating_app = any(d.kind.singleton and d.key not in remote_by for d in writes)
+    placed = order(
+        [Node(name_of[d.key], d.key not in remote_by, _field_refs(d.body, parent), d.kind.deferrable) for d in writes],
+        parent if creating_app else "",
+    )
+    changes: list[Change] = []
+    unknown: dict[str, list[str]] = {}
+    for res in writes:
+        kind, rid, body = res.kind, res.id, res.body
+        r = remote_by.get(res.key)
+        d = diff_resource(kind, rid, body, r.body if r else None)
+        name = name_of[res.key]
+        if d.unknown:
+            unknown[name] = d.unknown
+        where = placed[name]
+        common: dict[str, Any] = {
+            "kind": kind,
+            "id": rid,
+            "name": name,
+            "after": d.after,
+            "body": body,
+            "depends_on": where.depends_on,
+            "level": where.level,
+        }
+        log.debug(
+            "plan: %s %s: %s",
+            kind,
+            rid,
+            "create (not in the app)" if r is None else f"update {', '.join(d.update_mask)}" if d.update_mask else "unchanged",
+        )
+        if r is None:
+            note = "the app does not exist yet: created first" if kind.singleton else ""
+            if sent := input_only_fields(kind.model_name, body):
+                said = f"sends {', '.join(sent)} (input only: sent on create, never read back, so never compared)"
+                note = f"{note}; {said}" if note else said
+            changes.append(Change(action="create", note=note, deferred=where.deferred, patch_after=where.patch_after, **common))
+            continue
+        resent = input_only_fields(kind.model_name, body) if given.resend_input_only else []
+        if not d.update_mask and not resent:
+            continue
+        notes = [f"the app's {bad}; compared as text, the update replaces it" for bad in unreadable(r.body)]
+        notes += [f"sends {', '.join(resent)} again (input only: --resend-input-only)"] if resent else []
+        common["note"] = "; ".join(notes)
+        changes.append(
+            Change(
+                action="update",
+                etag=r.etag,
+                before=d.before,
+                read=d.before,
+                fields=tuple(d.fields) + tuple(FieldChange(f, None, RESENT) for f in resent),
+                update_mask=tuple(sorted({*d.update_mask, *resent})),
+                **common,
+            )
+        )
+    deletes = [_delete(r, given) for r in given.remote if r.key not in name_of and r.kind.deletable]
+    return replace(plan, changes=(*changes, *deletes), unknown_fields=unknown)
+
+
+def writes_of(given: PlanInput) -> list[Resource]:
+    """The repo's resources, after the app when it must be created and the repo has no app.yaml."""
+    if given.app_body is None or any(d.kind.singleton for d in given.desired):
+        return list(given.desired)
+    return [Resource(THE_APP, APP, given.app_body), *given.desired]
+
+
+def _delete(r: Resource, given: PlanInput) -> Change:
+    """A delete of r (what waits for what among deletes is the order pass's)."""
+    name = r.kind.resource_name(given.parent, r.id)
+    return Change(
+        kind=r.kind, id=r.id, action="delete", name=name, etag=r.etag, before=diff_resource(r.kind, r.id, None, r.body).before
+    )
+
+
+def references(body: Any, parent: str) -> set[str]:
+    """Full names of this app's tools and toolsets that appear anywhere in a body."""
+    found: set[str] = set()
+    pattern = names_pattern(parent)
+    stack = [body]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str) and parent in item:
+            found.update(m.group(0) for m in pattern.finditer(item))
+    return found
+
+
+def written_references(resource: Resource, parent: str) -> set[str]:
+    """The names a remote resource holds in the fields a request writes: an output-only field the
+    server keeps (an evaluation's evaluationDatasets, the datasets that list it) is no reference of
+    its own, and read as one it makes a cycle between two deletes that would wait on each other."""
+    output_only = fb.fields(resource.kind.model_name, fb.OUTPUT_ONLY)
+    return references({k: v for k, v in resource.body.items() if k not in output_only}, parent)
+
+
+def _field_refs(body: dict[str, Any], parent: str) -> dict[str, frozenset[str]]:
+    """Per top-level field, the full names of this app's resources it holds."""
+    return {k: frozenset(found) for k, v in body.items() if (found := references(v, parent))}

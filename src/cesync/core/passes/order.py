@@ -1,0 +1,52 @@
+"""The order pass: the order apply runs the plan in (pure).
+
+Creates and updates by dependency level (a resource after everything it references, placed by
+the compare pass with ``cesync.core.order``), then by kind rank at the same level
+(``cesync.api.kinds``: toolsets before tools); deletes last, each after every resource of the
+app that names it in a field a request writes (``depends_on``)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+
+from ..plan import Change, Plan
+from . import PlanInput
+from .compare import written_references
+
+__all__ = ["order"]
+
+log = logging.getLogger(__name__)
+
+
+def order(plan: Plan, given: PlanInput) -> Plan:
+    writes = sorted(
+        (c for c in plan.changes if c.action != "delete"), key=lambda c: (c.kind.written_last, c.level, c.kind.rank, c.id)
+    )
+    deletes = [c for c in plan.changes if c.action == "delete"]
+    if deletes:
+        named_by: dict[str, set[str]] = {}
+        for x in given.remote:
+            name = x.kind.resource_name(given.parent, x.id)
+            for ref in written_references(x, given.parent):
+                named_by.setdefault(ref, set()).add(name)
+        deletes = [replace(c, depends_on=tuple(sorted(named_by.get(c.name, set()) - {c.name}))) for c in deletes]
+        deletes.sort(key=lambda c: (-len(c.depends_on), -c.kind.rank, c.id))
+        deletes = _delete_order(deletes)
+        log.debug("plan: deletes in this order: %s", ", ".join(c.key for c in deletes))
+    return replace(plan, changes=(*writes, *deletes))
+
+
+def _delete_order(deletes: list[Change]) -> list[Change]:
+    """Reverse dependency order: a resource is deleted after everything that references it."""
+    names = {c.name for c in deletes}
+    done: set[str] = set()
+    ordered: list[Change] = []
+    pending = list(deletes)
+    while pending:
+        ready = [c for c in pending if all(d in done or d not in names for d in c.depends_on)] or pending[:1]
+        for c in ready:
+            ordered.append(c)
+            done.add(c.name)
+            pending.remove(c)
+    return ordered
