@@ -19,7 +19,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cesync.emulator.errors import RpcError
-from cesync.emulator.list_filters import listing
+from cesync.emulator.list_filters import LISTS, SPECS, handled, listing
+from cesync.emulator.methods import query_parameters
 from cesync.emulator.server import BackgroundServer
 from tests.helpers import fast_polling, official_client, official_evaluation_client
 
@@ -457,3 +458,36 @@ def test_last_ten_results_are_given_when_asked(emulator: BackgroundServer, beta:
         assert len(runs) == 2 and runs[0]["createTime"] >= runs[1]["createTime"]
         assert client.get(f"{APP}/evaluationRuns", params={"orderBy": "name desc"}).status_code == 400
         assert client.get(f"{APP}/evaluationRuns", params={"filter": "state = RUNNING"}).status_code == 400
+
+
+_BETA_ONLY = (
+    "evaluations",
+    "evaluationDatasets",
+    "evaluationExpectations",
+    "scheduledEvaluationRuns",
+    "evaluationRuns",
+    "evaluationResults",
+)
+
+
+@pytest.mark.parametrize(
+    ("collection", "version"),
+    [(c, v) for c in LISTS for v in ("v1", "v1beta") if v == "v1beta" or c not in _BETA_ONLY],
+)
+def test_every_documented_parameter_of_a_list_is_honoured(collection: str, version: str) -> None:
+    """The query parameters the API description (the discovery documents' methods) gives each list the
+    emulator serves are exactly those its table handles: none ignored, none the method lacks."""
+    documented = query_parameters(version, SPECS[collection].method_id)
+    assert documented, SPECS[collection].method_id
+    assert documented == handled(collection)
+
+
+def test_a_documented_parameter_the_table_lacks_is_refused_not_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When a newer description gives a list a parameter the emulator's table does not take yet, a call
+    with it is INVALID_ARGUMENT saying so."""
+    from cesync.emulator import list_filters
+
+    monkeypatch.setattr(list_filters, "query_parameters", lambda version, method: frozenset({"pageSize", "newThing"}))
+    with pytest.raises(RpcError) as refused:
+        listing("changelogs", {"newThing": "1"})
+    assert refused.value.status == "INVALID_ARGUMENT" and "the emulator does not honour it" in refused.value.message

@@ -26,7 +26,7 @@ class Apps(References, Changelogs):
 
     async def list_apps(self, request: Request, location: str) -> Any:
         """ListApps: its filter and orderBy as list_filters says, by name when no order is asked for."""
-        asked = list_filters.listing("apps", query(request))
+        asked = list_filters.listing("apps", query(request), version=api_version(request))
         offset, size = page_args(request, f"{location}|{asked.key}")
         with self.store.transaction() as db:
             apps = asked.arranged(self.store.list_apps(db, location), lambda a: a.data)

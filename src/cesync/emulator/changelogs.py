@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from . import list_filters
-from .calls import page_args, query
+from .calls import api_version, page_args, query
 from .errors import RpcError
 from .resources import COLLECTIONS
 from .service import Service
@@ -79,7 +79,7 @@ class Changelogs(Service):
     async def list_changelogs(self, request: Request, parent: str, collection: str, _: str | None) -> Any:
         """ListChangelogs: its documented filter and orderBy (list_filters.py); by name (oldest first) when
         no order is asked for, as the emulator's other v1 lists."""
-        asked = list_filters.listing("changelogs", query(request))
+        asked = list_filters.listing("changelogs", query(request), version=api_version(request))
         offset, size = page_args(request, f"{parent}|{asked.key}")
         self.store.app(parent)
         with self.store.transaction() as db:

@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from . import evaluation_kinds, evaluations, list_filters
-from .calls import answer, json_body, page_args, query, wants_enum_int
+from .calls import answer, api_version, json_body, page_args, query, wants_enum_int
 from .changelogs import Changelogs
 from .errors import RpcError
 from .guards import force_allowed, unbound_force
@@ -37,7 +37,7 @@ class Resources(References, Changelogs, Versions):
 
     async def list(self, request: Request, parent: str, collection: str, _: str | None) -> Any:
         """Every list of an app's collection, with what list_filters says its query may ask for."""
-        asked = list_filters.listing(collection, query(request), self.evaluations.runs.get)
+        asked = list_filters.listing(collection, query(request), self.evaluations.runs.get, api_version(request))
         offset, size = page_args(request, f"{parent}|{asked.key}")
         self.store.app(parent)
         with self.store.transaction() as db:

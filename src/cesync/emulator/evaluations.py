@@ -347,7 +347,7 @@ def _listed(
     collection: str, parent: str, items: list[dict[str, Any]], query: Mapping[str, str], service: EvaluationService
 ) -> dict[str, Any]:
     """One page of a list of runs or results, filtered and ordered as its query asks (list_filters.py)."""
-    asked = list_filters.listing(collection, query, service.runs.get)
+    asked = list_filters.listing(collection, query, service.runs.get, "v1beta")
     offset, size = page_window(query, f"{parent}|{asked.key}")
     page, following = list_filters.paged(asked.arranged(items, lambda r: r), offset, size)
     out: dict[str, Any] = {collection: page}

@@ -54,8 +54,9 @@ from datetime import datetime
 from typing import Any
 
 from .errors import RpcError
+from .methods import query_parameters
 
-__all__ = ["Keep", "Listing", "listing", "paged"]
+__all__ = ["LISTS", "SPECS", "Keep", "ListSpec", "Listing", "handled", "listing", "paged"]
 
 Keep = Callable[[Mapping[str, Any]], bool]  # a resource as stored -> whether the list holds it
 Runs = Callable[[str], Mapping[str, Any] | None]  # an evaluation run's name -> the run, if the emulator has it
@@ -289,7 +290,8 @@ def _arranged(
 
 @dataclass(frozen=True)
 class ListSpec:
-    method: str
+    method: str  # as messages name it (ListChangelogs)
+    method_id: str  # the discovery id, which the API description keys its parameters by (methods.py)
     filters: Mapping[str, Mapping[str, Field]]  # query parameter -> the fields it may name
     orders: Mapping[str, Order] | None  # None: the method has no orderBy
     default: str  # the order when none is asked for
@@ -297,14 +299,23 @@ class ListSpec:
     system_switch: bool = False  # ListTools: include_system_tools=true|false in its filter
 
 
+_ID = "ces.projects.locations."
 _V1_LISTS = ("agents", "deployments", "examples", "guardrails", "tools", "toolsets", "versions")
-_SPECS: dict[str, ListSpec] = {
-    "apps": ListSpec("ListApps", {"filter": _RESOURCE_FIELDS}, _V1_ORDERS, "name"),
-    "changelogs": ListSpec("ListChangelogs", {"filter": _CHANGELOG_FIELDS}, _V1_ORDERS, "name"),
-    "operations": ListSpec("ListOperations", {"filter": _OPERATION_FIELDS}, None, "name", frozenset({"returnPartialSuccess"})),
+SPECS: dict[str, ListSpec] = {
+    "apps": ListSpec("ListApps", f"{_ID}apps.list", {"filter": _RESOURCE_FIELDS}, _V1_ORDERS, "name"),
+    "changelogs": ListSpec("ListChangelogs", f"{_ID}apps.changelogs.list", {"filter": _CHANGELOG_FIELDS}, _V1_ORDERS, "name"),
+    "operations": ListSpec(
+        "ListOperations",
+        f"{_ID}operations.list",
+        {"filter": _OPERATION_FIELDS},
+        None,
+        "name",
+        frozenset({"returnPartialSuccess"}),
+    ),
     **{
         c: ListSpec(
             f"List{c[0].upper()}{c[1:]}" if c != "versions" else "ListAppVersions",
+            f"{_ID}apps.{c}.list",
             # ListDeployments has no filter (ces.v1.json: orderBy, pageSize, pageToken only)
             {} if c == "deployments" else {"filter": _RESOURCE_FIELDS},
             _V1_ORDERS,
@@ -315,20 +326,41 @@ _SPECS: dict[str, ListSpec] = {
     },
     "evaluations": ListSpec(
         "ListEvaluations",
+        f"{_ID}apps.evaluations.list",
         {"evaluationFilter": _EVALUATION_FIELDS, "evaluationRunFilter": _RUN_FIELDS, "filter": {}},
         _BETA_ORDERS,
         "update_time",
         frozenset({"lastTenResults"}),
     ),
-    "evaluationDatasets": ListSpec("ListEvaluationDatasets", {"filter": _RESOURCE_FIELDS}, _BETA_ORDERS, "update_time"),
-    "evaluationExpectations": ListSpec("ListEvaluationExpectations", {"filter": _RESOURCE_FIELDS}, _BETA_ORDERS, "update_time"),
-    "scheduledEvaluationRuns": ListSpec(
-        "ListScheduledEvaluationRuns", {"filter": _SCHEDULED_FIELDS}, _SCHEDULED_ORDERS, "update_time"
+    "evaluationDatasets": ListSpec(
+        "ListEvaluationDatasets", f"{_ID}apps.evaluationDatasets.list", {"filter": _RESOURCE_FIELDS}, _BETA_ORDERS, "update_time"
     ),
-    "evaluationRuns": ListSpec("ListEvaluationRuns", {"filter": _RESOURCE_FIELDS}, _NO_UPDATE_ORDERS, "update_time"),
-    "evaluationResults": ListSpec("ListEvaluationResults", {"filter": _RESOURCE_FIELDS}, _NO_UPDATE_ORDERS, "update_time"),
+    "evaluationExpectations": ListSpec(
+        "ListEvaluationExpectations",
+        f"{_ID}apps.evaluationExpectations.list",
+        {"filter": _RESOURCE_FIELDS},
+        _BETA_ORDERS,
+        "update_time",
+    ),
+    "scheduledEvaluationRuns": ListSpec(
+        "ListScheduledEvaluationRuns",
+        f"{_ID}apps.scheduledEvaluationRuns.list",
+        {"filter": _SCHEDULED_FIELDS},
+        _SCHEDULED_ORDERS,
+        "update_time",
+    ),
+    "evaluationRuns": ListSpec(
+        "ListEvaluationRuns", f"{_ID}apps.evaluationRuns.list", {"filter": _RESOURCE_FIELDS}, _NO_UPDATE_ORDERS, "update_time"
+    ),
+    "evaluationResults": ListSpec(
+        "ListEvaluationResults",
+        f"{_ID}apps.evaluations.results.list",
+        {"filter": _RESOURCE_FIELDS},
+        _NO_UPDATE_ORDERS,
+        "update_time",
+    ),
 }
-LISTS = tuple(_SPECS)
+LISTS = tuple(SPECS)
 
 
 @dataclass(frozen=True)
@@ -362,13 +394,24 @@ def _flag(query: Mapping[str, str], name: str) -> bool:
     return raw in ("true", "1")
 
 
-def listing(collection: str, query: Mapping[str, str], runs: Runs = lambda _: None) -> Listing:
+def handled(collection: str) -> frozenset[str]:
+    """The query parameters a list honours (beside the system ones)."""
+    spec = SPECS[collection]
+    orders = ("orderBy",) if spec.orders is not None else ()
+    return frozenset({"pageSize", "pageToken", *spec.filters, *spec.params, *orders})
+
+
+def listing(collection: str, query: Mapping[str, str], runs: Runs = lambda _: None, version: str = "v1") -> Listing:
     """What a list of collection (or "apps", "operations", "evaluationRuns", "evaluationResults")
     was asked for; INVALID_ARGUMENT for a parameter it cannot honour."""
-    spec = _SPECS[collection]
-    known = {"pageSize", "pageToken", *spec.filters, *spec.params, *(("orderBy",) if spec.orders is not None else ())}
+    spec = SPECS[collection]
+    known = handled(collection)
+    documented = query_parameters(version, spec.method_id) or known
     for name in query:
-        if name not in known and name not in _SYSTEM_PARAMS:
+        if name in documented and name not in known:
+            # a parameter a newer API description gives the method and this table does not take yet
+            raise RpcError("INVALID_ARGUMENT", f"{name} is documented for {spec.method} but the emulator does not honour it")
+        if name not in documented and name not in _SYSTEM_PARAMS:
             # Google's front ends refuse a query parameter the request message lacks in these words
             raise RpcError(
                 "INVALID_ARGUMENT",

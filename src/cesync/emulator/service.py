@@ -115,7 +115,7 @@ class Service:
 
     async def list_operations(self, request: Request, location: str) -> Any:
         """ListOperations: its filter (list_filters.py), pageSize and pageToken; by name."""
-        asked = list_filters.listing("operations", query(request))
+        asked = list_filters.listing("operations", query(request), version=api_version(request))
         offset, size = page_args(request, f"{location}|{asked.key}")
         listed = asked.arranged(self.operations.list(location)["operations"], lambda o: o)
         page, following = list_filters.paged(listed, offset, size)

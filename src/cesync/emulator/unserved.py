@@ -2,10 +2,11 @@
 UNIMPLEMENTED (HTTP 501, google.rpc.Code 12, in Google's error shape) rather than NOT_FOUND, so a
 client can tell "the emulator lacks this method" from "this resource does not exist".
 
-The table is the discovery documents' own (ces.v1.json and ces.v1beta.json, revision 20261016, in
-google-api-python-client 2.202.0): every method there, less those the emulator serves.
-tests/emulator/test_unserved.py walks both documents and fails when a method is neither served nor
-here. What they have in common: they run conversations (sessions, A2A messages, the assistant),
+The list is every method of Google's discovery documents (ces.v1.json and ces.v1beta.json,
+revision 20261016, in google-api-python-client 2.202.0) less those the emulator serves; where each
+lives comes from cesync's API description, which holds those documents' methods (methods.py).
+tests/emulator/test_unserved.py calls every method of both documents and fails when one is neither
+served nor here. What they have in common: they run conversations (sessions, A2A messages, the assistant),
 generate content with a model, read the location or its security settings, or export to Cloud
 Storage, none of which an emulator of an app's configuration can do faithfully.
 """
@@ -16,68 +17,71 @@ import re
 from functools import cache
 
 from .errors import RpcError
+from .methods import methods
 
-__all__ = ["UNSERVED", "refuse_unserved"]
+__all__ = ["PREFIX", "UNSERVED", "refuse_unserved"]
 
-_BOTH, _BETA = ("v1", "v1beta"), ("v1beta",)
-# (method id without "ces.projects.locations.", HTTP method, flatPath after the version: {location}
-# is projects/{projectsId}/locations/{locationsId}, {app} is {location}/apps/{appsId}, versions served)
-UNSERVED: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
-    ("get", "GET", "{location}", _BOTH),
-    ("list", "GET", "projects/{projectsId}/locations", _BOTH),
-    ("apps.generateOnboardingSuggestions", "POST", "{app}:generateOnboardingSuggestions", _BOTH),
-    ("apps.getExtendedAgentCard", "GET", "{app}/extendedAgentCard", _BOTH),
-    ("apps.assistantSessions.cancelAssistantTurn", "POST", "{app}/assistantSessions/{id}:cancelAssistantTurn", _BOTH),
-    ("apps.assistantSessions.streamChatAiAssistant", "POST", "{app}/assistantSessions/{id}:streamChatAiAssistant", _BOTH),
-    ("apps.conversations.batchDelete", "POST", "{app}/conversations:batchDelete", _BOTH),
-    ("apps.conversations.delete", "DELETE", "{app}/conversations/{id}", _BOTH),
-    ("apps.conversations.get", "GET", "{app}/conversations/{id}", _BOTH),
-    ("apps.conversations.list", "GET", "{app}/conversations", _BOTH),
-    ("apps.deployments.getExtendedAgentCard", "GET", "{app}/deployments/{id}/extendedAgentCard", _BOTH),
-    ("apps.deployments.message.send", "POST", "{app}/deployments/{id}/message:send", _BOTH),
-    ("apps.deployments.message.stream", "POST", "{app}/deployments/{id}/message:stream", _BOTH),
-    ("apps.message.send", "POST", "{app}/message:send", _BOTH),
-    ("apps.message.stream", "POST", "{app}/message:stream", _BOTH),
-    ("apps.sessions.generateChatToken", "POST", "{app}/sessions/{id}:generateChatToken", _BOTH),
-    ("apps.sessions.runSession", "POST", "{app}/sessions/{id}:runSession", _BOTH),
-    ("apps.sessions.streamRunSession", "POST", "{app}/sessions/{id}:streamRunSession", _BOTH),
-    ("apps.versions.getExtendedAgentCard", "GET", "{app}/versions/{id}/extendedAgentCard", _BOTH),
-    ("apps.versions.message.send", "POST", "{app}/versions/{id}/message:send", _BOTH),
-    ("apps.versions.message.stream", "POST", "{app}/versions/{id}/message:stream", _BOTH),
-    ("getSecuritySettings", "GET", "{location}/securitySettings", _BETA),
-    ("updateSecuritySettings", "PATCH", "{location}/securitySettings", _BETA),
-    ("apps.chatAiAssistant", "POST", "{app}:chatAiAssistant", _BETA),
-    ("apps.generateAppResource", "POST", "{app}:generateAppResource", _BETA),
-    ("apps.importEvaluations", "POST", "{app}:importEvaluations", _BETA),
-    ("apps.runAssistant", "POST", "{app}:runAssistant", _BETA),
-    ("apps.testPersonaVoice", "POST", "{app}:testPersonaVoice", _BETA),
-    ("apps.assistantSessions.create", "POST", "{app}/assistantSessions", _BETA),
-    ("apps.assistantSessions.delete", "DELETE", "{app}/assistantSessions/{id}", _BETA),
-    ("apps.assistantSessions.get", "GET", "{app}/assistantSessions/{id}", _BETA),
-    ("apps.assistantSessions.list", "GET", "{app}/assistantSessions", _BETA),
-    ("apps.conversations.generateEvaluation", "POST", "{app}/conversations/{id}:generateEvaluation", _BETA),
-    ("apps.evaluationRuns.export", "POST", "{app}/evaluationRuns:export", _BETA),
-    ("apps.evaluations.export", "POST", "{app}/evaluations:export", _BETA),
-    ("apps.evaluations.uploadEvaluationAudio", "POST", "{app}/evaluations/{id}:uploadEvaluationAudio", _BETA),
-    ("apps.evaluations.results.export", "POST", "{app}/evaluations/{id}/results:export", _BETA),
-    (
-        "apps.evaluations.results.runEvaluationResultMetrics",
-        "POST",
-        "{app}/evaluations/{id}/results/{id}:runEvaluationResultMetrics",
-        _BETA,
-    ),
+# Discovery method ids without their common "ces.projects.locations." prefix. Where each lives (verb,
+# path) and on which versions is the API description's (methods.py).
+UNSERVED: tuple[str, ...] = (
+    # the location itself and its security settings
+    "get",
+    "list",
+    "getSecuritySettings",
+    "updateSecuritySettings",
+    # conversations: sessions, A2A messages, the A2A agent cards, recorded conversations
+    "apps.sessions.generateChatToken",
+    "apps.sessions.runSession",
+    "apps.sessions.streamRunSession",
+    "apps.message.send",
+    "apps.message.stream",
+    "apps.deployments.message.send",
+    "apps.deployments.message.stream",
+    "apps.versions.message.send",
+    "apps.versions.message.stream",
+    "apps.getExtendedAgentCard",
+    "apps.deployments.getExtendedAgentCard",
+    "apps.versions.getExtendedAgentCard",
+    "apps.conversations.batchDelete",
+    "apps.conversations.delete",
+    "apps.conversations.get",
+    "apps.conversations.list",
+    "apps.conversations.generateEvaluation",
+    # the assistant and what a model generates
+    "apps.assistantSessions.cancelAssistantTurn",
+    "apps.assistantSessions.streamChatAiAssistant",
+    "apps.assistantSessions.create",
+    "apps.assistantSessions.delete",
+    "apps.assistantSessions.get",
+    "apps.assistantSessions.list",
+    "apps.chatAiAssistant",
+    "apps.runAssistant",
+    "apps.generateAppResource",
+    "apps.generateOnboardingSuggestions",
+    "apps.testPersonaVoice",
+    "apps.evaluations.results.runEvaluationResultMetrics",
+    # evaluations moved in and out through Cloud Storage
+    "apps.importEvaluations",
+    "apps.evaluations.uploadEvaluationAudio",
+    "apps.evaluations.export",
+    "apps.evaluationRuns.export",
+    "apps.evaluations.results.export",
 )
+PREFIX = "ces.projects.locations."
 
 
 @cache
 def _patterns(version: str) -> tuple[tuple[str, str, re.Pattern[str]], ...]:
+    """(method id, verb, path pattern below /VERSION/) of the unserved methods the version has."""
     out = []
-    for method_id, http, path, versions in UNSERVED:
-        if version not in versions:
-            continue
-        text = path.replace("{app}", "{location}/apps/{id}").replace("{location}", "projects/{id}/locations/{id}")
-        pattern = "^" + re.escape(text).replace(re.escape("{id}"), "[^/:]+").replace(re.escape("{projectsId}"), "[^/:]+")
-        out.append((f"ces.projects.locations.{method_id}", http, re.compile(pattern + r"\Z")))
+    described = methods(version)
+    for short in UNSERVED:
+        method = described.get(PREFIX + short)
+        if method is None:
+            continue  # a method of the other version only
+        path = str(method["path"]).split("/", 1)[1]  # without its "v1/"
+        pattern = re.sub(r"\\\{\w+\\\}", "[^/:]+", re.escape(path))
+        out.append((PREFIX + short, str(method["httpMethod"]), re.compile(f"^{pattern}\\Z")))
     return tuple(out)
 
 

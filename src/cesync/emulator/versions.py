@@ -35,7 +35,7 @@ class Versions(Service):
         if self.store.get(db, parent, "versions", rid) is not None:
             raise RpcError("ALREADY_EXISTS", f"app version {parent}/versions/{rid} already exists")
         # AppVersion.updateTime, "Output only. Timestamp when the app version was last updated."
-        # (ces.v1.json rev 20261016; the 0.7.2 protos lack it): stamped like every resource's
+        # (ces.v1.json rev 20261016, in the API description; the 0.7.2 protos lack it)
         data = stamp(data, f"{parent}/versions/{rid}", None)
         data["creator"] = "emulator@cesync.local"
         data["snapshot"] = self._snapshot(db, parent)
@@ -49,9 +49,7 @@ class Versions(Service):
         Those are the only fields of AppVersion that are not output only or its identifier, so a mask
         naming another is INVALID_ARGUMENT (the document is silent on what the server does with one)."""
         assert rid is not None
-        sent = await json_body(request)
-        sent.pop("updateTime", None)  # output only, and unknown to the protos that check the rest
-        body = {k: v for k, v in checked_body("versions", sent).items() if k in _VERSION_WRITABLE}
+        body = {k: v for k, v in checked_body("versions", await json_body(request)).items() if k in _VERSION_WRITABLE}
         paths = mask_paths(query(request).get("updateMask"), "versions") or list(_VERSION_WRITABLE)
         refused = [p for p in paths if p not in _VERSION_WRITABLE]
         if refused:

@@ -148,14 +148,6 @@ def _without_output_only(desc: Descriptor, value: Any) -> Any:
     return out
 
 
-# Fields the google-cloud-ces 0.7.2 protos mark REQUIRED that Google's discovery document ces.v1.json
-# (rev 20261016, google-api-python-client 2.202.0) calls "Optional. The Conversation Profile ID to use
-# for the deployment.": the service's newer word wins, so a request may leave them out.
-OPTIONAL_SINCE_PROTOS = frozenset(
-    (f"{api.PACKAGE}.{message}", "conversation_profile_id") for message in ("WhatsAppCredentials", "InstagramCredentials")
-)
-
-
 @cache
 def _checked_fields(desc: Descriptor) -> tuple[tuple[FieldDescriptor, bool, re.Pattern[str] | None], ...]:
     """(field, required, name pattern) of the fields _missing looks at: required outside a oneof, a
@@ -163,7 +155,6 @@ def _checked_fields(desc: Descriptor) -> tuple[tuple[FieldDescriptor, bool, re.P
     out = []
     for f in desc.fields:
         required = fb.required(desc.full_name, f.name) and f.containing_oneof is None
-        required = required and (desc.full_name, f.name) not in OPTIONAL_SINCE_PROTOS
         pattern = RESOURCE_NAMES.get(f"{desc.full_name}.{f.name}")
         nested = f.message_type is not None and f.message_type.full_name not in OPAQUE
         if required or pattern is not None or nested:
