@@ -93,3 +93,29 @@ def test_live_draws_the_app_as_it_runs(tmp_path: Path) -> None:
     assert ("agent/front", "tool/greet", "tools") in live  # the app still holds the reference
     assert ("agent/front", "tool/greet", "tools") not in offline  # the repo no longer does
     assert ("app/app", "agent/front", "rootAgent") in live & offline
+
+
+def test_a_plan_of_a_changed_tool_shows_the_agents_deployments_and_evaluations_it_touches(example: Path) -> None:
+    from tests.render.test_graph import fences
+
+    assert cesync("apply", "--env", "local", "--auto-approve", cwd=example).returncode == 0
+    code = example / "code" / "refund_policy.py"
+    code.write_text(code.read_text() + "\n# a change\n")
+    done = cesync("plan", "--env", "local", "--format", "markdown", cwd=example)
+    assert done.returncode == 0, done.stderr
+    [picture] = fences(done.stdout)
+    [parsed] = mermaid_parse([picture])
+    classes = {n["text"]: n["classes"] for n in parsed["nodes"]}
+    assert classes["tool refund-policy"] == ["update"]
+    for reached in (
+        "agent billing",
+        "agent support",
+        "app",
+        "deployment web",
+        "evaluation refund-full",
+        "example refund-question",
+    ):
+        assert classes[reached] == ["affected"], reached
+    assert "tool order-status" not in classes  # the root agent's other tools are not touched
+    text = cesync("plan", "--env", "local", cwd=example).stdout
+    assert "Touches, through references: 1 tool, 1 guardrail, 2 agents, 1 app, 1 example, 1 deployment, 3 evaluations" in text

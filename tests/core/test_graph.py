@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from cesync.api.kinds import APP, KINDS, THE_APP
 from cesync.api.resource import Resource
-from cesync.core.graph import Graph, Key, Link, build_graph, values_at
+from cesync.core.graph import Graph, Key, Link, build_graph, graph_of, impact, values_at
 
 PARENT = "projects/p/locations/us/apps/a"
 
@@ -153,3 +153,28 @@ def test_values_at_goes_through_lists_and_skips_what_is_not_text() -> None:
     assert list(values_at(body, ["a", "b"])) == ["x", "y"]
     assert list(values_at(body, ["b"])) == ["q"]
     assert list(values_at(body, ["missing"])) == []
+
+
+def test_impact_marks_changes_and_what_uses_them_with_the_app_s_links_for_what_goes() -> None:
+    tool = Resource(KINDS["tool"], "old", {})
+    kept = Resource(KINDS["tool"], "kept", {})
+    agent_before = Resource(KINDS["agent"], "a", {"tools": [full(("tool", "old")), full(("tool", "kept"))]})
+    agent_after = Resource(KINDS["agent"], "a", {"tools": [full(("tool", "kept"))]})
+    app = Resource(THE_APP, APP, {"rootAgent": full(("agent", "a"))})
+    unrelated = Resource(KINDS["agent"], "z", {})
+    data = impact(
+        {("tool", "old"): "delete", ("agent", "a"): "update"},
+        desired=[kept, agent_after, app, unrelated],
+        remote=[tool, kept, agent_before, app, unrelated],
+        parent=PARENT,
+    )
+    marks = {(n["kind"], n["id"]): n["mark"] for n in data["nodes"]}
+    assert marks == {("tool", "old"): "delete", ("agent", "a"): "update", (APP, APP): "affected"}
+    # the repo's agent no longer names the deleted tool: no arrow says it still does
+    assert data["links"] == [{"source": "app/app", "target": "agent/a", "field": "rootAgent"}]
+    graph, back = graph_of(data)
+    assert back == marks and set(graph.nodes) == set(marks)
+
+
+def test_no_change_touches_nothing() -> None:
+    assert impact({}, [Resource(KINDS["tool"], "t", {})], [], PARENT) == {"nodes": [], "links": []}

@@ -17,7 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cesync.core.graph import Graph, Key, Link
+from cesync.core.plan import Plan
 from cesync.render.graph import MARKS, cut, label, to_dot, to_json, to_mermaid
+from cesync.render.markdown import render_markdown
 from tests.helpers import mermaid_parse, need_tool
 
 # Text that closes a Mermaid label, link text, fence or diagram, opens HTML, or moves a terminal.
@@ -122,3 +124,44 @@ def test_json_is_the_whole_graph() -> None:
         "nodes": [{"kind": "tool", "id": "a", "mark": "update"}, {"kind": "agent", "id": "b"}],
         "links": [{"source": "agent/b", "target": "tool/a", "field": "tools"}],
     }
+
+
+def plan_with(graph: Graph, marks: dict[Key, str], changes: int = 1) -> Plan:
+    from cesync.api.kinds import KINDS
+    from cesync.core.plan import Change
+
+    impact = {
+        "nodes": [{"kind": k, "id": i, "mark": marks.get((k, i), "affected")} for k, i in graph.nodes],
+        "links": [{"source": "/".join(x.source), "target": "/".join(x.target), "field": x.field} for x in graph.links],
+    }
+    change = Change(KINDS["tool"], "t", "update", "projects/p/locations/us/apps/a/tools/t")
+    return Plan("dev", "projects/p/locations/us/apps/a", "0" * 64, changes=(change,) * changes, impact=impact)
+
+
+def fences(markdown: str) -> list[str]:
+    from markdown_it import MarkdownIt
+
+    return [t.content for t in MarkdownIt("commonmark").parse(markdown) if t.type == "fence" and t.info == "mermaid"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(graphs())
+def test_the_plan_comment_s_picture_is_one_fence_that_parses_to_what_was_meant(case: tuple[Graph, dict[Key, str]]) -> None:
+    graph, marks = case
+    text = render_markdown(plan_with(graph, {k: m for k, m in marks.items() if m != "focus"}))
+    [picture] = fences(text)
+    [parsed] = mermaid_parse([picture])
+    assert parsed["ok"], parsed
+    assert sorted(n["text"] for n in parsed["nodes"]) == sorted(label(k) for k in graph.nodes)
+    assert "<img" not in text.lower() and "::add-mask::" not in text.split("```mermaid")[0]
+
+
+def test_a_large_picture_is_folded_and_cut() -> None:
+    nodes = tuple(("tool", f"t{i:02}") for i in range(50))
+    small = render_markdown(plan_with(Graph(nodes[:12], ()), {nodes[0]: "update"}))
+    large = render_markdown(plan_with(Graph(nodes, ()), {nodes[0]: "update"}))
+    assert "<details open><summary>What this plan touches" in small
+    assert "<details><summary>What this plan touches" in large
+    [picture] = fences(large)
+    assert 'more["and 10 more resources"]' in picture
+    assert not fences(render_markdown(plan_with(Graph((), ()), {}, changes=0)))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -36,7 +36,6 @@ __all__ = [
     "THE_APP",
     "TOOL_HOLDER",
     "ResourceKind",
-    "api_version",
     "by_collection",
     "by_snapshot_field",
     "by_word",
@@ -45,7 +44,6 @@ __all__ = [
     "names_pattern",
     "ref_collections",
     "ref_fields",
-    "spoken",
 ]
 
 Defaults = Callable[[str, dict[str, Any]], None]  # (id, canonical body) -> None, edits in place
@@ -101,11 +99,8 @@ class ResourceKind:
     # (``code/<stem>.py``); other kinds add their name (``code/<stem>.<kind>.py``).
     bare_document_names: bool = False
     run_by_eval: bool = False  # what cesync eval runs (runEvaluation names evaluations)
-    # The reference fields by which it serves a version of the app to callers; naming none of
-    # them, or ``versions/-``, serves the app's draft (cesync graph: what a draft change reaches).
-    serves: tuple[str, ...] = ()
-    # How cesync graph draws one: rectangle, stadium, subroutine, hexagon, circle, parallelogram, flag.
-    figure: str = "rectangle"
+    serves: tuple[str, ...] = ()  # fields naming the versions it serves; none, or versions/-: the draft
+    figure: str = "rectangle"  # cesync graph's shape: stadium, subroutine, hexagon, circle, parallelogram, flag
     # How a sentence says one and several of them, where counts are printed to people
     # ("1 evaluation expectation", "2 scheduled evaluation runs"); machine outputs keep name and
     # collection. Unset: the words of name and of collection, camelCase apart and lowercase.
@@ -269,6 +264,7 @@ def _message_refs(prefix: str) -> dict[str, tuple[str, ...]]:
     }
 
 
+_TRAFFIC = "experimentConfig.versionRelease.trafficAllocations.appVersion"  # a traffic split (discovery doc, ces.v1)
 _STEP = "golden.turns.steps"
 _EXPECT = f"{_STEP}.expectation"
 _SCENARIO = "scenario.scenarioExpectations"
@@ -375,14 +371,9 @@ _ENTRIES = (
         collection="deployments",
         model_name="Deployment",
         rank=6,
-        references={
-            "appVersion": ("versions",),
-            # "Must be between 0 and 100" of each allocation's share (discovery document ces.v1, rev 20261016)
-            "experimentConfig.versionRelease.trafficAllocations.appVersion": ("versions",),
-        },
+        references={"appVersion": ("versions",), _TRAFFIC: ("versions",)},
         written_last=True,
-        # Deployment.appVersion: "Use .../versions/- to use the draft app" (discovery document ces.v1)
-        serves=("appVersion", "experimentConfig.versionRelease.trafficAllocations.appVersion"),
+        serves=("appVersion", _TRAFFIC),  # DRAFT_VERSION below is "the draft app" in either
         figure="parallelogram",
     ),
     ResourceKind(
@@ -444,27 +435,6 @@ REF_ONLY = ("versions",)
 DRAFT_VERSION = "versions/-"
 
 
-def api_version(path: str) -> str:
-    """The REST version a request path is served on: v1beta for the kinds only v1beta has
-    (``{app}/evaluations``, ``{app}/evaluations/e``), runEvaluation and its runs, v1 for everything else."""
-    parts = path.split("/")
-    if len(parts) == 6 and parts[0] == "projects" and parts[4] == "apps" and parts[5].endswith(BETA_APP_METHODS):
-        return "v1beta"
-    if len(parts) >= 7 and parts[0] == "projects" and parts[4] == "apps":
-        if parts[6] in BETA_COLLECTIONS:
-            return "v1beta"
-        found = by_collection(parts[6].split(":")[0])
-        if found is not None:
-            return found.api_version
-    return "v1"
-
-
-# What else only v1beta serves (EvaluationService, google-cloud-ces ces_v1beta): running the
-# evaluations (apps:runEvaluation) and the runs it makes; their results are under evaluations/.
-BETA_APP_METHODS = (":runEvaluation",)
-BETA_COLLECTIONS = ("evaluationRuns",)
-
-
 def collections() -> list[str]:
     """The collections of the kinds that live under the app (not the app itself)."""
     return [k.collection for k in KINDS.values() if not k.singleton]
@@ -506,9 +476,3 @@ def kind_of_name(name: str, default: str = "tool") -> ResourceKind:
 def names_pattern(parent: str) -> re.Pattern[str]:
     """Full names of this app's managed resources: groups (collection, id)."""
     return re.compile(re.escape(parent) + "/(" + "|".join(map(re.escape, collections())) + ")/([A-Za-z0-9_-]+)")
-
-
-def spoken(words: Iterable[str], conjunction: str = "and") -> str:
-    """``tools and toolsets``; ``a, b or c``."""
-    items = list(words)
-    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} {conjunction} {items[-1]}"

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import click
 
-from ..api.kinds import KINDS, ResourceKind, spoken
+from ..api.kinds import KINDS, ResourceKind
 from ..api.resource import Resource
-from ..api.words import count
+from ..api.words import count, spoken
 from ..client import connect
 from ..client.connect import embedded_state, endpoint_for
 from ..core.plan import Plan

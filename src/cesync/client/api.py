@@ -39,7 +39,8 @@ import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from ..api.jsonvalue import JsonValueError, loads
-from ..api.kinds import ResourceKind, api_version, by_collection, kind_of_name
+from ..api.kinds import ResourceKind, by_collection, kind_of_name
+from ..api.paths import api_version
 from ..api.resource import Resource
 from ..core.sensitive import clip, scrub
 from ..errors import ApiError, BadReply, CesyncError, RetryableError, TransportError

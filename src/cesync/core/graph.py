@@ -13,18 +13,18 @@ that serve the draft, and the evaluations that call the tool.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..api.kinds import APP, KINDS, by_collection
+from ..api.kinds import APP, DRAFT_VERSION, KINDS, by_collection
 from ..api.resource import Resource
 
-__all__ = ["VERSION", "Graph", "Key", "Link", "build_graph", "values_at"]
+__all__ = ["VERSION", "Graph", "Key", "Link", "build_graph", "graph_of", "impact", "values_at"]
 
 Key = tuple[str, str]  # (kind name, id); versions are ("version", id): not a kind cesync writes
 VERSION = "version"
-DRAFT = "-"  # Deployment.appVersion ".../versions/-" "to use the draft app" (discovery doc, rev 20261016)
+DRAFT = DRAFT_VERSION.rsplit("/", 1)[-1]  # the draft app as a version id: "-"
 
 
 @dataclass(frozen=True, order=True)
@@ -153,3 +153,34 @@ _RANK = {name: i for i, name in enumerate(KINDS)}
 
 def _order(key: Key) -> tuple[int, str]:
     return (_RANK.get(key[0], len(_RANK)), key[1])
+
+
+def impact(marks: Mapping[Key, str], desired: Iterable[Resource], remote: Iterable[Resource], parent: str) -> dict[str, Any]:
+    """What a plan touches, as plain data: each changed resource (marks: key -> create, update or
+    delete) and every resource that uses one of them, directly or through others ("affected").
+
+    Links are read from the repo's bodies where it defines a resource and from the app's where
+    only the app has it (a resource the plan deletes), so each arrow is one the app holds once
+    the plan is applied, or held before it for what goes."""
+    present = {r.key: r for r in remote}
+    present.update((d.key, d) for d in desired)
+    graph = build_graph(present.values(), parent)
+    reached = graph.dependents(marks)
+    shown = graph.only(reached)
+    return {
+        "nodes": [{"kind": k, "id": i, "mark": marks.get((k, i), "affected")} for k, i in shown.nodes],
+        "links": [{"source": "/".join(x.source), "target": "/".join(x.target), "field": x.field} for x in shown.links],
+    }
+
+
+def graph_of(data: dict[str, Any]) -> tuple[Graph, dict[Key, str]]:
+    """The graph and marks of impact()'s data (a plan's, or a saved plan's)."""
+    nodes = tuple((n["kind"], n["id"]) for n in data.get("nodes", ()))
+    marks = {(n["kind"], n["id"]): n["mark"] for n in data.get("nodes", ()) if n.get("mark")}
+    links = tuple(Link(_split(x["source"]), _split(x["target"]), x["field"]) for x in data.get("links", ()))
+    return Graph(nodes, links), marks
+
+
+def _split(text: str) -> Key:
+    kind, _, rid = text.partition("/")
+    return (kind, rid)

@@ -106,6 +106,8 @@ class Plan:
     labels: tuple[str, ...] = ()  # plan --label: what reviewers said of the change (policies read them)
     owners: dict[str, str] = field(default_factory=dict)  # unmanaged resource name -> the other owner whose it is
     record_notes: tuple[str, ...] = ()  # records ignored (and why), or that records are not sealed
+    # what the plan touches: changed resources and what uses them (core.graph.impact: nodes, links)
+    impact: dict[str, Any] = field(default_factory=lambda: {"nodes": [], "links": []})
     seal: str = ""  # keyed hash of everything else in the saved file (see bind)
     cesync_version: str = __version__
     format_version: int = FORMAT_VERSION

@@ -4,7 +4,7 @@
 ``PASSES`` takes the plan and that input and returns the next plan::
 
     start -> compare -> targets -> carry -> ownership -> other_owners -> lock -> masking
-          -> renames -> order -> drift -> sealed_drift -> record_notes -> safety -> policy -> seal
+          -> renames -> order -> drift -> sealed_drift -> record_notes -> safety -> impact -> policy -> seal
 
 The pipeline reads everything first (the app, the applied record, the changelogs, the clock,
 the keys); nothing here reads or writes anything. A new rule of what a plan may hold is a new
@@ -21,6 +21,7 @@ from .passes import Pass, PlanInput
 from .passes.carry import carry
 from .passes.compare import compare
 from .passes.drift import drift
+from .passes.impact import impact
 from .passes.lock import lock
 from .passes.masking import masking
 from .passes.order import order
@@ -53,6 +54,7 @@ PASSES: tuple[Pass, ...] = (
     sealed_drift,
     record_notes,
     safety,
+    impact,
     policy,
     seal,
 )

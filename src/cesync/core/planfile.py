@@ -75,6 +75,23 @@ class FindingFile(_Strict):
     source: str = ""
 
 
+class ImpactNodeFile(_Strict):
+    kind: str
+    id: str
+    mark: Literal["create", "update", "delete", "affected"]
+
+
+class ImpactLinkFile(_Strict):
+    source: str
+    target: str
+    field: str
+
+
+class ImpactFile(_Strict):
+    nodes: list[ImpactNodeFile] = Field(default_factory=list)
+    links: list[ImpactLinkFile] = Field(default_factory=list)
+
+
 class PlanFile(_Strict):
     format_version: int
     cesync_version: str
@@ -104,6 +121,7 @@ class PlanFile(_Strict):
     labels: list[str] = Field(default_factory=list)
     owners: dict[str, str] = Field(default_factory=dict)
     record_notes: list[str] = Field(default_factory=list)
+    impact: ImpactFile = Field(default_factory=ImpactFile)
     seal: str = Field("", pattern=_KEYED_OR_EMPTY)  # "" only in plans never saved (diff, rollback): apply refuses them
 
 

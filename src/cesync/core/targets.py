@@ -10,7 +10,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-from ..api.kinds import KINDS, by_word, spoken
+from ..api.kinds import KINDS, by_word
+from ..api.words import spoken
 from ..errors import CesyncError
 
 __all__ = ["resolve_targets", "target_keys"]

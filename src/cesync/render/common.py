@@ -6,7 +6,8 @@ import difflib
 import json
 from typing import Any
 
-from ..api.kinds import kind_of_name
+from ..api.kinds import KINDS, kind_of_name
+from ..api.words import count
 from ..core.plan import Plan
 from ..core.yamlout import to_yaml
 
@@ -147,3 +148,15 @@ def unmanaged_groups(plan: Plan) -> list[tuple[str, list[str]]]:
 
 def _owner(namespace: str) -> str:
     return f"owner {_plain(namespace)}" if namespace else "no owner named"
+
+
+def touched(plan: Plan) -> str:
+    """What uses the changed resources (plan.impact), by kind: ``1 app, 2 agents, 3 evaluations``;
+    "" when nothing else is reached."""
+    affected: dict[str, int] = {}
+    for node in plan.impact.get("nodes", ()):
+        if node.get("mark") == "affected":
+            affected[node["kind"]] = affected.get(node["kind"], 0) + 1
+    order = {name: i for i, name in enumerate(KINDS)}
+    ordered = sorted(affected.items(), key=lambda item: order.get(item[0], len(order)))
+    return ", ".join(KINDS[k].counted(n) if k in KINDS else count(n, k) for k, n in ordered)

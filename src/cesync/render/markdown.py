@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from ..api.words import count
+from ..core.graph import graph_of
 from ..core.plan import RESENT, Plan
 from ..core.sensitive import CHANGED
 from .common import (
@@ -16,11 +17,13 @@ from .common import (
     notices,
     policy_lines,
     summary,
+    touched,
     unified,
     unmanaged_groups,
     validation_lines,
     where,
 )
+from .graph import to_mermaid
 
 MARKER = "<!-- cesync-plan:{env}:{app} -->"
 GITHUB_COMMENT_LIMIT = 65_536
@@ -49,6 +52,7 @@ def render_markdown(plan: Plan, *, max_chars: int | None = None, full_plan: str 
     ]
     if not plan.changes:
         head += ["**No changes.** The app matches the repo.", ""]
+    head += _impact(plan)
     if plan.policy:
         head += ["**Policy checks:**", ""]
         head += [f"- **{verdict}** `{rule}` on `{subject}`: {message}" for verdict, rule, subject, message in policy_lines(plan)]
@@ -74,6 +78,33 @@ def render_markdown(plan: Plan, *, max_chars: int | None = None, full_plan: str 
         shown.append(section)
     cut = _join(head, shown, [_cut_note(len(sections) - len(shown), len(sections), full_plan), *tail])
     return cut if len(cut) <= max_chars else cut[: max_chars - 1] + "\n"  # only if the header alone is too long
+
+
+IMPACT_OPEN = 12  # a picture of more resources than this is folded
+IMPACT_LIMIT = 40  # ... and one of more is cut, with "and N more"
+
+
+def _impact(plan: Plan) -> list[str]:
+    """What the plan touches, as a Mermaid picture (GitHub and GitLab draw it): changes coloured
+    by action, what uses them dashed. Labels are escaped by render.graph: no text of the app can
+    close the fence."""
+    graph, marks = graph_of(plan.impact)
+    if not graph.nodes:
+        return []
+    reached = touched(plan)
+    said = f"{count(len(plan.changes), 'change')}" + (f"; through references they touch {reached}" if reached else "")
+    opened = " open" if len(graph.nodes) <= IMPACT_OPEN else ""
+    picture = to_mermaid(graph, marks=marks, limit=IMPACT_LIMIT).rstrip("\n").split("\n")
+    return [
+        f"<details{opened}><summary>What this plan touches: {said}</summary>",
+        "",
+        "```mermaid",
+        *picture,
+        "```",
+        "",
+        "</details>",
+        "",
+    ]
 
 
 def _join(head: list[str], sections: list[str], tail: list[str]) -> str:

@@ -19,6 +19,7 @@ from .common import (
     notices,
     policy_lines,
     summary,
+    touched,
     unified,
     unmanaged_groups,
     validation_lines,
@@ -72,6 +73,10 @@ def render_text(plan: Plan, *, color: bool = False, mapper: Mapper | None = None
     if plan.unknown_fields:
         lines.append(paint("Remote fields cesync does not model (never compared, kept on update):", "dim"))
         lines += [paint(f"  {name}: {', '.join(fields)}", "dim") for name, fields in sorted(plan.unknown_fields.items())]
+        lines.append("")
+    reached = touched(plan)
+    if reached:
+        lines.append(paint(f"Touches, through references: {reached} (cesync graph draws them).", "dim"))
         lines.append("")
     lines.append(paint(f"Plan: {summary(plan.counts())}.", "bold"))
     return "\n".join(lines) + "\n"

@@ -15,8 +15,9 @@ from typing import Any
 
 from .. import yamlconfig
 from ..api import behaviour as fb
-from ..api.kinds import DRAFT_VERSION, by_collection, ref_collections, spoken
+from ..api.kinds import DRAFT_VERSION, by_collection, ref_collections
 from ..api.resource import ID_RE
+from ..api.words import spoken
 from ..core.checks import suggest
 from ..core.documents import substitute_url
 from ..core.yamlfile import Document, Path_, read_text

@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..api.kinds import KINDS, ResourceKind, by_collection, collections, spoken
+from ..api.kinds import KINDS, ResourceKind, by_collection, collections
 from ..api.resource import ID_RE, Resource
+from ..api.words import spoken
 from ..core.toolset_form import as_toolsets
 from ..core.walk import SpecWalker
 from ..core.yamlfile import load_text, read_text
