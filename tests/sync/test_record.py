@@ -17,7 +17,7 @@ from cesync.client import CesClient
 from cesync.client.apps import create_version
 from cesync.emulator.server import BackgroundServer
 from cesync.repo.environments import EnvTarget
-from cesync.sync.record import last_applied, write_record
+from cesync.sync.record import changes_since, last_applied, write_record
 
 APPS = itertools.count()
 
@@ -90,3 +90,31 @@ def test_records_beyond_keep_are_deleted_newest_kept(server: BackgroundServer, t
 
 def _tool() -> dict[str, Any]:
     return {"displayName": "t1", "pythonFunction": {"name": "f", "pythonCode": "def f():\n    return {}\n"}}
+
+
+def test_drift_is_told_by_the_newest_change_though_the_server_lists_oldest_first(server: BackgroundServer) -> None:
+    """ListChangelogs documents no default order and the emulator lists oldest first unless asked:
+    changes_since asks for the newest first after the record's time (orderBy, filter), so it names
+    the last person who changed the resource, not the first or nobody."""
+    parent = f"projects/p/locations/us/apps/app-{next(APPS)}"
+    tool = f"{parent}/tools/t1"
+    with httpx.Client(base_url=f"{server.url}/v1/") as http:
+
+        def write(who: str, method: str, path: str, **kw: Any) -> dict[str, Any]:
+            answer = http.request(method, path, headers={"authorization": f"Bearer {who}"}, **kw)
+            assert answer.status_code == 200, answer.text
+            return dict(answer.json())
+
+        write("bob@acme.example", "POST", f"{parent}/tools", params={"toolId": "t1"}, json=_tool())
+        since = write("bob@acme.example", "GET", tool)["updateTime"]
+        for who, seconds in (("alice@acme.example", "2s"), ("carol@acme.example", "3s")):
+            write(who, "PATCH", tool, params={"updateMask": "timeout"}, json={"timeout": seconds})
+        oldest_first = [c["author"] for c in write("x@acme.example", "GET", f"{parent}/changelogs")["changelogs"]]
+        assert oldest_first == ["bob@acme.example", "alice@acme.example", "carol@acme.example"]
+
+    async def go() -> dict[str, tuple[str, str]]:
+        async with CesClient(server.url) as client:
+            return await changes_since(client, parent, since, {tool})
+
+    found = asyncio.run(go())
+    assert found[tool][0] == "carol@acme.example" and found[tool][1] > since
