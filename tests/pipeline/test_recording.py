@@ -197,3 +197,37 @@ def test_a_record_cannot_steer_promote_to_an_unreviewed_commit(tmp_path: Path, s
         assert "evil" not in promoted.stdout
     else:
         assert promoted.returncode == 1 and f"commit {side[:12]} is not on the reviewed branch 'main'" in promoted.stderr
+
+
+# --- a write the server cannot guard, checked afterwards (pipeline/apply.py, sync/changelog.py) ----
+
+
+@pytest.mark.parametrize("when", ["between read and write", "none"])
+def test_a_console_edit_of_the_app_overwritten_mid_apply_is_a_conflict(
+    tmp_path: Path, server: BackgroundServer, when: str
+) -> None:
+    """The App's etag is output only: a console PATCH landing between apply's read and its write is
+    overwritten without the server saying a word. The changelogs say it; apply reports who, when
+    and which fields, and exits non-zero."""
+    root = make_repo(tmp_path, {"app.yaml": "displayName: A\nglobalInstruction: Be brief.\n"})
+    env = emulator_env(server.host)
+    assert cesync("apply", "--auto-approve", cwd=root, env=env).returncode == 0
+    (root / "app.yaml").write_text("displayName: A\nglobalInstruction: Be kind.\n", encoding="utf-8")
+
+    def console(method: str, path: str) -> Iterable[Injected]:
+        if when != "none" and method == "PATCH" and path.startswith(f"/v1/{APP}?"):
+            return [
+                Injected("PATCH", f"/v1/{APP}?updateMask=globalInstruction", {"globalInstruction": "Mine!"}, "alice@example.com")
+            ]
+        return []
+
+    server.hooks.before_write = console
+    done = cesync("apply", "--auto-approve", cwd=root, env=env)
+    server.hooks.before_write = None
+    if when == "none":
+        assert done.returncode == 0, done.stdout + done.stderr
+        return
+    assert server.hooks.answered and server.hooks.answered[0][1] == 200
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "conflict" in done.stdout and "alice@example.com at " in done.stdout and "(globalInstruction)" in done.stdout
+    assert "overwritten" in done.stdout

@@ -16,7 +16,11 @@ already gone is done too.
 
 An App or a Deployment has an OUTPUT_ONLY etag, which a server ignores in a request, so
 its update is guarded by reading it just before the write and comparing it with what the
-plan saw (cesync.api.behaviour.etag_guards); a difference is a conflict.
+plan saw (cesync.api.behaviour.etag_guards); a difference is a conflict. What lands between
+that read and the write cannot be refused, so it is looked for afterwards: CES's changelogs
+of the resource from the read's updateTime to the write's (sync/changelog.py); another
+author's write in that window was overwritten, and is reported as a conflict naming who,
+when and which fields.
 
 Two applies of the same change at once meet the same way without any lost reply:
 the second one's update is answered ABORTED (the first changed the etag) and its
@@ -129,6 +133,7 @@ class _Run:
         self.ready_ok: dict[str, bool] = {}
         self.outcomes = {c.name: Outcome(c.kind, c.id, c.action) for c in plan.changes}
         self.unlocked = False  # this apply unlocked the app before its first write
+        self.read_at: dict[str, tuple[str, str]] = {}  # an unguarded resource's (updateTime, etag), read before its write
 
     async def run_phase(self, changes: list[Change]) -> None:
         await asyncio.gather(*(self._one(c) for c in changes))
@@ -200,6 +205,9 @@ class _Run:
             written, lost_reply, met = Written(error=exc), False, False
         if written.error is None:
             outcome.status, outcome.etag = DONE, written.etag
+            if c.name in self.read_at and (overwritten := await self._overwritten(c, written)):
+                outcome.status, outcome.message = CONFLICT, overwritten
+                return
             if lost_reply:
                 outcome.message = "the reply was lost; read back: " + ("gone" if c.action == "delete" else "as sent")
             elif met and c.action != "delete":
@@ -225,6 +233,7 @@ class _Run:
             outcome.status, outcome.message = FAILED, f"reading it before the write failed: {exc}"
             return True
         if current is not None and self._same_as_planned(c, current):
+            self.read_at[c.name] = (str(current.get("updateTime", "")), str(current.get("etag", "")))
             return False
         if current is not None and _as_sent(c, current):
             outcome.status, outcome.message = DONE, "already applied: it was already as this apply wanted"
@@ -239,6 +248,26 @@ class _Run:
         )
         self.stop.set()
         return True
+
+    async def _overwritten(self, c: Change, written: Written) -> str:
+        """What another author wrote to c between the read before the write and the write itself
+        (the changelogs: the server could not refuse the write), worded as a conflict; "" if nothing."""
+        from ..sync.changelog import overwritten, writes_since
+
+        read_time, read_etag = self.read_at[c.name]
+        try:
+            entries = await writes_since(self.client, self.plan.app, c.name, read_time)
+        except ApiError:
+            entries = None
+        others = overwritten(entries or [], read_etag, written.etag or str(written.body.get("etag", "")))
+        if not others:
+            return ""
+        said = "; ".join(f"{e.author} at {e.at} ({e.fields or e.action})" for e in others)
+        return (
+            f"written, over a change made between cesync's read and its write: {said}. A {c.kind}'s etag is output "
+            "only, so the server could not refuse the write: that change is overwritten; put it in the repo (cesync "
+            "pull) or make it again"
+        )
 
     def _same_as_planned(self, c: Change, current: dict[str, Any]) -> bool:
         """Whether the app is as the plan read it (both sides canonical and unmasked: Change.read)."""
