@@ -231,3 +231,52 @@ def test_a_console_edit_of_the_app_overwritten_mid_apply_is_a_conflict(
     assert done.returncode == 1, done.stdout + done.stderr
     assert "conflict" in done.stdout and "alice@example.com at " in done.stdout and "(globalInstruction)" in done.stdout
     assert "overwritten" in done.stdout
+
+
+# --- renames of kinds whose names are unique in the app (core/passes/renames.py, pipeline/apply.py) ---
+
+GUARDRAIL = "displayName: G\ncontentFilter:\n  bannedContents: [x]\n  matchType: REGEXP_MATCH\nenabled: true\n"
+
+
+@pytest.mark.parametrize("named", [False, True], ids=["alone", "named by an agent"])
+def test_renaming_a_guardrail_file_keeping_its_name_applies(tmp_path: Path, server: BackgroundServer, named: bool) -> None:
+    """A guardrail's displayName is unique in the app: the rename deletes the old one first (forced
+    when only the repo's own agent names it, which the same apply rewrites), then creates the new."""
+    agent = "displayName: Front\nllmAgent: {}\ninstruction: Hi.\nguardrails:\n  - {ref: guardrails/%s}\n"
+    files = {"guardrails/old.yaml": GUARDRAIL, **({"agents/front.yaml": agent % "old"} if named else {})}
+    root = make_repo(tmp_path, files)
+    env = emulator_env(server.host)
+    assert cesync("apply", "--auto-approve", cwd=root, env=env).returncode == 0
+    (root / "guardrails" / "old.yaml").rename(root / "guardrails" / "new.yaml")
+    if named:
+        (root / "agents" / "front.yaml").write_text(agent % "new", encoding="utf-8")
+    plan = cesync("plan", "--prune", cwd=root, env=env)
+    assert "deleted before new is created" in plan.stdout and "display name is unique in the app" in plan.stdout
+    done = cesync("apply", "--auto-approve", "--prune", cwd=root, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    names = {g["name"].rsplit("/", 1)[-1] for g in api(server, "GET", f"{APP}/guardrails").get("guardrails", [])}
+    assert names == {"new"}
+    if named:
+        front = api(server, "GET", f"{APP}/agents/front")
+        assert front["guardrails"] == [f"{APP}/guardrails/new"]
+    assert "No changes" in cesync("plan", "--prune", cwd=root, env=env).stdout
+
+
+def test_a_rename_refused_names_the_real_cause(tmp_path: Path, server: BackgroundServer) -> None:
+    """The old guardrail is named by an agent made by hand: its delete is refused, and the create
+    of the new one says that, not that someone else made one since the plan."""
+    root = make_repo(tmp_path, {"guardrails/old.yaml": GUARDRAIL})
+    env = emulator_env(server.host)
+    assert cesync("apply", "--auto-approve", cwd=root, env=env).returncode == 0
+    api(
+        server,
+        "POST",
+        f"{APP}/agents",
+        {"displayName": "Hand", "llmAgent": {}, "guardrails": [f"{APP}/guardrails/old"]},
+        agentId="hand",
+    )
+    (root / "guardrails" / "old.yaml").rename(root / "guardrails" / "new.yaml")
+    done = cesync("apply", "--auto-approve", "--prune", "--prune-unmanaged", cwd=root, env=env)
+    assert done.returncode == 1
+    assert "created by someone else since the plan" not in done.stdout + done.stderr
+    assert "guardrail old was not deleted, and a guardrail's display name is unique in the app" in done.stdout

@@ -94,6 +94,12 @@ class ResourceKind:
     # Its type (a oneof member) carries a ``name`` the app's tool calls know it by, unique in
     # the app: a tool's clientFunction.name, pythonFunction.name, ...
     named_by_type: bool = False
+    # Its displayName is unique in the app: "Must be unique within the same app" (Toolset), "Unique
+    # within an App" (Evaluation, EvaluationDataset), "Must be unique within the app"
+    # (EvaluationExpectation), in google-cloud-ces's docstrings; Agent, Guardrail and Example say
+    # nothing, and the emulator refuses a second one as a console does (sources silent). A rename that
+    # keeps the name must delete the old one before it creates the new (core.passes.renames).
+    unique_name: bool = False
     holds_tools: bool = False  # its tools are named TOOLSET/TOOL_ID: what a server-made tool is written as
     # Export names its externalized documents (code/, schemas/) after the file alone
     # (``code/<stem>.py``); other kinds add their name (``code/<stem>.<kind>.py``).
@@ -303,6 +309,7 @@ _ENTRIES = (
     ),
     ResourceKind(
         name="toolset",
+        unique_name=True,
         collection="toolsets",
         model_name="Toolset",
         rank=0,
@@ -313,6 +320,7 @@ _ENTRIES = (
     ),
     ResourceKind(
         name="guardrail",
+        unique_name=True,
         collection="guardrails",
         model_name="Guardrail",
         rank=2,
@@ -323,6 +331,7 @@ _ENTRIES = (
     ),
     ResourceKind(
         name="agent",
+        unique_name=True,
         collection="agents",
         model_name="Agent",
         rank=3,
@@ -352,6 +361,7 @@ _ENTRIES = (
     ),
     ResourceKind(
         name="example",
+        unique_name=True,
         collection="examples",
         model_name="Example",
         rank=5,
@@ -378,6 +388,7 @@ _ENTRIES = (
     ),
     ResourceKind(
         name="evaluationExpectation",
+        unique_name=True,
         collection="evaluationExpectations",
         model_name="EvaluationExpectation",
         rank=7,
@@ -385,6 +396,7 @@ _ENTRIES = (
     ),
     ResourceKind(
         name="evaluation",
+        unique_name=True,
         collection="evaluations",
         model_name="Evaluation",
         rank=8,
@@ -395,6 +407,7 @@ _ENTRIES = (
     ),
     ResourceKind(
         name="evaluationDataset",
+        unique_name=True,
         collection="evaluationDatasets",
         model_name="EvaluationDataset",
         rank=9,

@@ -53,6 +53,10 @@ class Change:
     # the remote differs from what cesync last applied (the applied record): {"fields": [...], "by": ..., "at": ...}
     drift: dict[str, Any] | None = None
     body_hash: str = ""  # keyed hash of the unmasked body (see bind): a saved plan's masked fields are bound too
+    # a rename's delete of a kind whose names are unique in the app: run before every create and update
+    # (the new one's create waits for it), with force when every resource naming it is rewritten by the plan
+    first: bool = False
+    force: bool = False
     # the app's side of an update as the plan read it, unmasked: in memory only (never saved, rendered
     # or hashed), for apply to compare the app with just before it writes
     read: dict[str, Any] | None = field(default=None, compare=False, repr=False)

@@ -51,6 +51,8 @@ class ChangeFile(_Strict):
     patch_after: list[str] = Field(default_factory=list)
     drift: dict[str, Any] | None = None
     body_hash: str = Field("", pattern=_KEYED_OR_EMPTY)
+    first: bool = False
+    force: bool = False
 
     @field_validator("kind")
     @classmethod

@@ -31,6 +31,7 @@ is what this apply wanted is done ("already applied"), not a conflict.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from dataclasses import fields as dataclass_fields
@@ -133,6 +134,7 @@ class _Run:
         self.ready_ok: dict[str, bool] = {}
         self.outcomes = {c.name: Outcome(c.kind, c.id, c.action) for c in plan.changes}
         self.unlocked = False  # this apply unlocked the app before its first write
+        self.fresh_etag: dict[str, str] = {}  # an update's etag after a forced rename delete dropped a reference
         self.read_at: dict[str, tuple[str, str]] = {}  # an unguarded resource's (updateTime, etag), read before its write
 
     async def run_phase(self, changes: list[Change]) -> None:
@@ -167,9 +169,23 @@ class _Run:
             if dep in self.ready:
                 await self.ready[dep].wait()
                 if not self.ready_ok[dep]:
-                    other = self.outcomes[dep]
-                    return f"{other.kind} {other.id} was not {other.action}d"
+                    return self._not_ready(dep)
         return ""
+
+    def _not_ready(self, dep: str) -> str:
+        """Why what waits for dep cannot start: dep's change did not succeed."""
+        other = self.outcomes[dep]
+        if other.action == "delete" and other.kind.unique_name:
+            return (
+                f"{other.kind} {other.id} was not deleted, and a {other.kind.singular}'s display name is unique in "
+                f"the app, so it must go first: {other.message or other.status}"
+            )
+        return f"{other.kind} {other.id} was not {other.action}d"
+
+    def blocked(self, c: Change) -> str:
+        """Why c, skipped with its phase, could not have run anyway: a change it waits for that failed."""
+        failed = [d for d in c.depends_on if d in self.outcomes and self.ready[d].is_set() and not self.ready_ok.get(d, True)]
+        return self._not_ready(failed[0]) if failed else ""
 
     async def _patch_deferred(self, c: Change, outcome: Outcome) -> None:
         """Create-then-patch: the fields left out of the create (a reference cycle) once what they name exists."""
@@ -208,6 +224,8 @@ class _Run:
             if c.name in self.read_at and (overwritten := await self._overwritten(c, written)):
                 outcome.status, outcome.message = CONFLICT, overwritten
                 return
+            if c.first and c.force:
+                await self._after_forced(c)
             if lost_reply:
                 outcome.message = "the reply was lost; read back: " + ("gone" if c.action == "delete" else "as sent")
             elif met and c.action != "delete":
@@ -249,6 +267,22 @@ class _Run:
         self.stop.set()
         return True
 
+    async def _after_forced(self, gone: Change) -> None:
+        """A forced delete removed the references to gone from the resources naming it, which changes
+        their etags: each update of one of them that is otherwise as the plan read it takes the new
+        etag (anything else changed there is still a conflict)."""
+        for c in self.plan.changes:
+            read = c.read if c.read is not None else c.before
+            if c.action != "update" or read is None or gone.name not in json.dumps(read):
+                continue
+            try:
+                current = (await self.client.read(c.name)).body
+            except ApiError:
+                continue
+            now = diff_resource(c.kind, c.id, c.body, current).before
+            if now is not None and same(_unnamed(now, gone.name), _unnamed(read, gone.name)):
+                self.fresh_etag[c.name] = str(current.get("etag", ""))
+
     async def _overwritten(self, c: Change, written: Written) -> str:
         """What another author wrote to c between the read before the write and the write itself
         (the changelogs: the server could not refuse the write), worded as a conflict; "" if nothing."""
@@ -286,10 +320,11 @@ class _Run:
         if c.action == "update":
             # an INPUT_ONLY field (a one-time credential) travels only when the update sends it
             unsent = tuple(f for f in fb.fields(c.kind.model_name, fb.INPUT_ONLY) if f not in c.update_mask)
-            return await self.client.patch(c.name, {**_without(c.body or {}, unsent), "etag": c.etag}, list(c.update_mask))
+            etag = self.fresh_etag.get(c.name, c.etag)
+            return await self.client.patch(c.name, {**_without(c.body or {}, unsent), "etag": etag}, list(c.update_mask))
         # force only where the kind's Delete request has the field (the behaviour table): a Delete
         # request without it has nothing to bind force=true to
-        return await self.client.delete(c.name, c.etag or None, force=self.force_delete and _forceable(c.kind))
+        return await self.client.delete(c.name, c.etag or None, force=(self.force_delete or c.force) and _forceable(c.kind))
 
     async def _settle(self, c: Change, written: Written) -> Written:
         """After a write met a conflict: is the resource what we sent (our lost write, or another
@@ -340,6 +375,17 @@ def _failure(c: Change, exc: ApiError, lost_reply: bool) -> tuple[Status, str]:
             return FAILED, f"{exc.message} (a {c.kind}'s delete has no force: change what uses it first)"
         return FAILED, f"{exc.message} (pass --force-delete to delete it anyway and remove those references)"
     return FAILED, str(exc)
+
+
+def _unnamed(data: Any, name: str) -> Any:
+    """data without the list items that are, or hold, name (what a forced delete of name removes), and
+    without a list left empty by that (canonical form has no empty lists)."""
+    if isinstance(data, dict):
+        out = {k: _unnamed(v, name) for k, v in data.items()}
+        return {k: v for k, v in out.items() if v != [] or data[k] == []}
+    if isinstance(data, list):
+        return [_unnamed(x, name) for x in data if x != name and not (isinstance(x, dict) and name in json.dumps(x))]
+    return data
 
 
 def _forceable(kind: ResourceKind) -> bool:
@@ -407,14 +453,19 @@ async def apply_plan(
         run.outcomes[locker.name] = Outcome(locker.kind, locker.id, locker.action)
     if interrupt is not None:
         run.interrupt = interrupt
-    # Examples and deployments (kinds written last) see the whole app; deletes run after every write.
+    # A rename's delete goes first where names are unique (core.passes.renames); examples and
+    # deployments (kinds written last) see the whole app; other deletes run after every write.
     phases = [
+        ([c for c in plan.changes if c.first], ""),
         ([c for c in plan.changes if c.action != "delete" and not c.kind.written_last], ""),
         (
             [c for c in plan.changes if c.action != "delete" and c.kind.written_last],
             "examples and deployments are written only after every other create and update succeeded",
         ),
-        ([c for c in plan.changes if c.action == "delete"], "deletes run only after every create and update succeeded"),
+        (
+            [c for c in plan.changes if c.action == "delete" and not c.first],
+            "deletes run only after every create and update succeeded",
+        ),
     ]
     done: list[Change] = []
     for changes, why in phases:
@@ -422,7 +473,7 @@ async def apply_plan(
             await run.run_phase(changes)
         else:
             for c in changes:
-                run.outcomes[c.name].status, run.outcomes[c.name].message = SKIPPED, why
+                run.outcomes[c.name].status, run.outcomes[c.name].message = SKIPPED, run.blocked(c) or why
         done += changes
     if locker is not None:
         await _lock_at_the_end(run, locker)

@@ -3,7 +3,8 @@
 Creates and updates by dependency level (a resource after everything it references, placed by
 the compare pass with ``cesync.core.order``), then by kind rank at the same level
 (``cesync.api.kinds``: toolsets before tools); deletes last, each after every resource of the
-app that names it in a field a request writes (``depends_on``)."""
+app that names it in a field a request writes (``depends_on``); a rename's delete that goes
+first (the renames pass) waits for nothing."""
 
 from __future__ import annotations
 
@@ -30,7 +31,9 @@ def order(plan: Plan, given: PlanInput) -> Plan:
             name = x.kind.resource_name(given.parent, x.id)
             for ref in written_references(x, given.parent):
                 named_by.setdefault(ref, set()).add(name)
-        deletes = [replace(c, depends_on=tuple(sorted(named_by.get(c.name, set()) - {c.name}))) for c in deletes]
+        deletes = [
+            replace(c, depends_on=() if c.first else tuple(sorted(named_by.get(c.name, set()) - {c.name}))) for c in deletes
+        ]
         deletes.sort(key=lambda c: (-len(c.depends_on), -c.kind.rank, c.id))
         deletes = _delete_order(deletes)
         log.debug("plan: deletes in this order: %s", ", ".join(c.key for c in deletes))

@@ -1,12 +1,21 @@
 """The renames pass: a create with the same content as a delete of the same kind is a rename,
-noted on both (shown as create + delete: the new one is created before the old one goes) (pure)."""
+noted on both (pure).
+
+Where the kind's names are unique in the app (``ResourceKind.unique_name``: a toolset's, agent's,
+guardrail's displayName), the new one cannot exist beside the old one, and ids are immutable, so
+there is no update in place: the old one is deleted first (``Change.first``) and the new one's
+create waits for that delete. Resources of the app that name the old one would make the delete
+fail; when every one of them is in the repo (so this apply rewrites it to the new id) the delete
+is forced, which drops those references until the rewrite. Otherwise the new one is created
+after the old one goes, as any create after a delete."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from ..plan import Plan
+from ..plan import Change, Plan
 from . import PlanInput
+from .compare import written_references
 
 __all__ = ["renames"]
 
@@ -20,7 +29,30 @@ def renames(plan: Plan, given: PlanInput) -> Plan:
         for j in deletes:
             d = changes[j]
             if d.kind == c.kind and d.before == c.after and not d.note:
-                changes[i] = replace(c, note=f"rename of {d.id} (created before the old one is deleted)")
-                changes[j] = replace(d, note=f"renamed to {c.id}")
+                changes[i], changes[j] = _renamed(c, d, given) if c.kind.unique_name else _noted(c, d)
                 break
     return replace(plan, changes=tuple(changes))
+
+
+def _noted(c: Change, d: Change) -> tuple[Change, Change]:
+    return replace(c, note=f"rename of {d.id} (created before the old one is deleted)"), replace(d, note=f"renamed to {c.id}")
+
+
+def _renamed(c: Change, d: Change, given: PlanInput) -> tuple[Change, Change]:
+    """The old one deleted first: the kind's names are unique in the app."""
+    defined = {x.key for x in given.desired}
+    referrers = [r for r in given.remote if r.key != (d.kind.name, d.id) and d.name in written_references(r, given.parent)]
+    naming = sorted(r.kind.resource_name(given.parent, r.id) for r in referrers)
+    outside = sorted(r.kind.resource_name(given.parent, r.id) for r in referrers if r.key not in defined)
+    why = f"a {c.kind.singular}'s display name is unique in the app, so the old one goes first"
+    note = f"renamed to {c.id}; deleted before {c.id} is created ({why}"
+    if outside:
+        note += f"; {', '.join(outside)}, not in the repo, still names it, so the delete may be refused)"
+    else:
+        note += ", forced: " + (f"{', '.join(naming)} is rewritten by this apply)" if naming else "nothing names it)")
+    created = replace(
+        c,
+        note=f"rename of {d.id} ({why}: created once {d.id} is deleted)",
+        depends_on=tuple(sorted({*c.depends_on, d.name})),
+    )
+    return created, replace(d, note=note, first=True, force=not outside, depends_on=())
