@@ -17,8 +17,10 @@ import httplib2
 import pytest
 from googleapiclient.discovery import build_from_document
 from googleapiclient.errors import HttpError
+from googleapiclient.http import HttpRequest
 
 from cesync.emulator.server import KEEP_ALIVE_SECONDS, BackgroundServer
+from cesync.emulator.unserved import PREFIX, UNSERVED
 
 DOCUMENTS = Path(googleapiclient.__file__).parent / "discovery_cache" / "documents"
 LOCATION = "projects/p/locations/us"
@@ -26,10 +28,22 @@ APP = f"{LOCATION}/apps/a"
 CODE = 'def rate(currency: str) -> dict:\n    """The rate."""\n    return {"rate": 1.1}\n'
 
 
+class Recorded(HttpRequest):
+    """The client's own request, noting the id of each method it executes (what the tests cover)."""
+
+    called: set[str] = set()
+
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
+        Recorded.called.add(self.methodId)
+        return super().execute(*args, **kwargs)
+
+
 def build(url: str, version: str = "v1") -> Any:
     """The discovery-based client of one API version, pointed at the emulator (no credentials: it takes any)."""
     document = json.loads((DOCUMENTS / f"ces.{version}.json").read_text())
-    return build_from_document(document, http=httplib2.Http(timeout=30), client_options={"api_endpoint": url})
+    return build_from_document(
+        document, http=httplib2.Http(timeout=30), client_options={"api_endpoint": url}, requestBuilder=Recorded
+    )
 
 
 class Clock:
@@ -106,10 +120,13 @@ def test_apps_are_made_and_deleted_through_operations(ces: Any, clock: Clock) ->
     assert len(every(ops, "operations", name=LOCATION)) == 2
 
 
-# (collection, id parameter, a body to create, an update mask and the body it takes, whether its etag guards)
+GOLDEN = {"turns": [{"steps": [{"expectation": {"toolCall": {"tool": f"{APP}/tools/rate", "args": {"currency": "EUR"}}}}]}]}
+SCHEDULE = {"frequency": "DAILY", "startTime": "2027-01-01T02:00:00Z"}
+# (API version, collection, id parameter, a body to create, an update mask and the body it takes, whether its etag guards)
 KINDS = [
-    ("tools", "toolId", {"pythonFunction": {"pythonCode": CODE}}, "timeout", {"timeout": "7s"}, True),
+    ("v1", "tools", "toolId", {"pythonFunction": {"pythonCode": CODE}}, "timeout", {"timeout": "7s"}, True),
     (
+        "v1",
         "toolsets",
         "toolsetId",
         {"mcpToolset": {"serverAddress": "https://mcp.example/x"}},
@@ -117,8 +134,9 @@ KINDS = [
         {"description": "d"},
         True,
     ),
-    ("agents", "agentId", {"displayName": "Front", "llmAgent": {}}, "instruction", {"instruction": "Help."}, True),
+    ("v1", "agents", "agentId", {"displayName": "Front", "llmAgent": {}}, "instruction", {"instruction": "Help."}, True),
     (
+        "v1",
         "guardrails",
         "guardrailId",
         {"displayName": "G", "contentFilter": {"bannedContents": ["x"], "matchType": "REGEXP_MATCH"}},
@@ -126,9 +144,10 @@ KINDS = [
         {"description": "d"},
         True,
     ),
-    ("examples", "exampleId", {"displayName": "E"}, "description", {"description": "d"}, True),
-    # Deployment.etag is output only (deployment.proto): an update ignores a stale one
+    ("v1", "examples", "exampleId", {"displayName": "E"}, "description", {"description": "d"}, True),
+    # Deployment.etag is output only (deployment.proto): an update ignores a stale one; so are the evaluation kinds'
     (
+        "v1",
         "deployments",
         "deploymentId",
         {"displayName": "D", "channelProfile": {"channelType": "WEB_UI"}},
@@ -136,20 +155,58 @@ KINDS = [
         {"displayName": "D2"},
         False,
     ),
+    ("v1beta", "evaluations", "evaluationId", {"displayName": "E", "golden": GOLDEN}, "description", {"description": "d"}, False),
+    ("v1beta", "evaluationDatasets", "evaluationDatasetId", {"displayName": "S"}, "displayName", {"displayName": "S2"}, False),
+    (
+        "v1beta",
+        "evaluationExpectations",
+        "evaluationExpectationId",
+        {"displayName": "X", "llmCriteria": {"prompt": "Polite."}},
+        "llmCriteria.prompt",
+        {"llmCriteria": {"prompt": "Kind."}},
+        False,
+    ),
+    (
+        "v1beta",
+        "scheduledEvaluationRuns",
+        "scheduledEvaluationRunId",
+        {
+            "displayName": "N",
+            "request": {"app": APP, "evaluationDataset": f"{APP}/evaluationDatasets/smoke"},
+            "schedulingConfig": SCHEDULE,
+        },
+        "description",
+        {"description": "d"},
+        False,
+    ),
 ]
 
 
-@pytest.mark.parametrize(("collection", "id_param", "body", "mask", "change", "guarded"), KINDS, ids=[k[0] for k in KINDS])
+@pytest.mark.parametrize(
+    ("version", "collection", "id_param", "body", "mask", "change", "guarded"), KINDS, ids=[k[1] for k in KINDS]
+)
 def test_every_collection_of_an_app_round_trips(
-    ces: Any, collection: str, id_param: str, body: dict[str, Any], mask: str, change: dict[str, Any], guarded: bool
+    server: BackgroundServer,
+    version: str,
+    collection: str,
+    id_param: str,
+    body: dict[str, Any],
+    mask: str,
+    change: dict[str, Any],
+    guarded: bool,
 ) -> None:
-    resource = getattr(ces.apps(), collection)()
+    apps = build(server.url, version).projects().locations().apps()
+    if collection != "tools":  # what the evaluation kinds name
+        apps.tools().create(parent=APP, toolId="rate", body={"pythonFunction": {"pythonCode": CODE}}).execute()
+    if collection == "scheduledEvaluationRuns":
+        apps.evaluationDatasets().create(parent=APP, evaluationDatasetId="smoke", body={"displayName": "smoke"}).execute()
+    resource = getattr(apps, collection)()
     made = [
         resource.create(parent=APP, body=body if i == 0 else _renamed(body, i), **{id_param: f"r{i}"}).execute() for i in range(3)
     ]
     assert made[0]["name"] == f"{APP}/{collection}/r0" and made[0]["etag"]
     assert resource.get(name=made[0]["name"]).execute() == made[0]
-    listed = every(resource, collection, parent=APP, pageSize=2)
+    listed = every(resource, collection, parent=APP, pageSize=2, orderBy="name")
     assert [r["name"] for r in listed if "systemTool" not in r] == [m["name"] for m in made]
     assert status(lambda: resource.create(parent=APP, body=body, **{id_param: "r0"}).execute()) == (409, "ALREADY_EXISTS")
 
@@ -196,6 +253,7 @@ def test_versions_are_made_updated_restored_and_deleted(ces: Any, clock: Clock) 
     assert version["updateTime"] and [t["name"] for t in version["snapshot"]["tools"]] == [f"{APP}/tools/rate"]
     renamed = versions.patch(name=version["name"], updateMask="displayName", body={"displayName": "first"}).execute()
     assert renamed["displayName"] == "first" and renamed["updateTime"] >= version["updateTime"]
+    assert versions.get(name=version["name"]).execute() == renamed
     apps.tools().delete(name=f"{APP}/tools/rate").execute()
     restored = finished(ces, clock, versions.restore(name=version["name"], body={}).execute())
     assert restored["response"]["@type"] == "type.googleapis.com/google.cloud.ces.v1.RestoreAppVersionResponse"
@@ -294,6 +352,11 @@ def test_the_evaluation_kinds_and_runs_on_v1beta(server: BackgroundServer, clock
     assert apps.evaluations().results().get(name=result["name"]).execute() == result
     with_results = apps.evaluations().list(parent=APP, lastTenResults=True).execute()["evaluations"]
     assert [r["name"] for r in with_results[0]["lastTenResults"]] == [result["name"]]
+    assert apps.evaluations().results().delete(name=result["name"]).execute() == {}
+    assert every(apps.evaluations().results(), "evaluationResults", parent=evaluation["name"]) == []
+    # DeleteEvaluationRun is a long-running operation in v1beta (DeleteEvaluationRunOperationMetadata)
+    finished(beta, clock, apps.evaluationRuns().delete(name=listed_run["name"]).execute())
+    assert status(lambda: apps.evaluationRuns().get(name=listed_run["name"]).execute()) == (404, "NOT_FOUND")
     assert apps.evaluations().delete(name=evaluation["name"], force=True).execute() == {}
 
 
@@ -326,3 +389,33 @@ def test_a_post_after_an_idle_connection(keep_alive: int, survives: bool) -> Non
         else:
             with pytest.raises(ConnectionError):  # a broken pipe, or a reset, as the kernel has it
                 second.execute()
+
+
+def _method_ids(version: str) -> set[str]:
+    def walk(resources: dict[str, Any]) -> Iterator[str]:
+        for resource in resources.values():
+            yield from (str(m["id"]) for m in resource.get("methods", {}).values())
+            yield from walk(resource.get("resources", {}))
+
+    return set(walk(json.loads((DOCUMENTS / f"ces.{version}.json").read_text())["resources"]))
+
+
+def test_these_tests_drive_every_method_the_emulator_serves() -> None:
+    """Every method of the two discovery documents that the emulator serves (all but unserved.py's) is
+    executed by the scenarios above through the discovery client, on one version or the other."""
+    Recorded.called = set()
+    scenarios: list[Callable[[Any, Clock, BackgroundServer], None]] = [
+        lambda ces, clock, _: test_apps_are_made_and_deleted_through_operations(ces, clock),
+        *(lambda _, __, server, kind=kind: test_every_collection_of_an_app_round_trips(server, *kind) for kind in KINDS),
+        lambda ces, _, __: test_force_deletes_what_is_still_named(ces),
+        lambda ces, clock, _: test_versions_are_made_updated_restored_and_deleted(ces, clock),
+        lambda ces, _, __: test_changelogs_are_filtered_and_read(ces),
+        lambda ces, clock, _: test_an_app_is_exported_imported_and_its_tools_run(ces, clock),
+        lambda _, clock, server: test_the_evaluation_kinds_and_runs_on_v1beta(server, clock),
+    ]
+    for scenario in scenarios:
+        clock = Clock()
+        with BackgroundServer(apps=[APP], operation_clock=clock) as server:
+            scenario(build(server.url).projects().locations(), clock, server)
+    served = (_method_ids("v1") | _method_ids("v1beta")) - {PREFIX + m for m in UNSERVED}
+    assert sorted(served - Recorded.called) == []
