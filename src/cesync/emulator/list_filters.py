@@ -56,7 +56,7 @@ from typing import Any
 from .errors import RpcError
 from .methods import query_parameters
 
-__all__ = ["LISTS", "SPECS", "Keep", "ListSpec", "Listing", "handled", "listing", "paged"]
+__all__ = ["LISTS", "SPECS", "Keep", "ListSpec", "Listing", "handled", "listing", "paged", "spec_of"]
 
 Keep = Callable[[Mapping[str, Any]], bool]  # a resource as stored -> whether the list holds it
 Runs = Callable[[str], Mapping[str, Any] | None]  # an evaluation run's name -> the run, if the emulator has it
@@ -394,9 +394,19 @@ def _flag(query: Mapping[str, str], name: str) -> bool:
     return raw in ("true", "1")
 
 
+def spec_of(collection: str) -> ListSpec:
+    """The list's entry; a collection the table does not name (a kind added to resources.COLLECTIONS
+    since) lists as the v1 collections whose documents name no filter fields do."""
+    found = SPECS.get(collection)
+    if found is not None:
+        return found
+    method = f"List{collection[0].upper()}{collection[1:]}"
+    return ListSpec(method, f"{_ID}apps.{collection}.list", {"filter": _RESOURCE_FIELDS}, _V1_ORDERS, "name")
+
+
 def handled(collection: str) -> frozenset[str]:
     """The query parameters a list honours (beside the system ones)."""
-    spec = SPECS[collection]
+    spec = spec_of(collection)
     orders = ("orderBy",) if spec.orders is not None else ()
     return frozenset({"pageSize", "pageToken", *spec.filters, *spec.params, *orders})
 
@@ -404,7 +414,7 @@ def handled(collection: str) -> frozenset[str]:
 def listing(collection: str, query: Mapping[str, str], runs: Runs = lambda _: None, version: str = "v1") -> Listing:
     """What a list of collection (or "apps", "operations", "evaluationRuns", "evaluationResults")
     was asked for; INVALID_ARGUMENT for a parameter it cannot honour."""
-    spec = SPECS[collection]
+    spec = spec_of(collection)
     known = handled(collection)
     documented = query_parameters(version, spec.method_id) or known
     for name in query:
