@@ -44,6 +44,7 @@ def pull(
     is left as it is and reported, the others are pulled, and the exit is 1. Exit 1, writing
     nothing, when the result would not plan empty.
     """
+    from ..core.ignore import leave_to_console
     from ..core.targets import resolve_targets, target_keys
     from ..pipeline.context import open_context
     from ..pipeline.pull import pull_changes, unified_diffs, verify
@@ -62,9 +63,9 @@ def pull(
     for note in left_out:  # the tools CES makes: never files of the repo
         err(f"note: {note}")
     selected = resolve_targets(targets, {d.key for d in ctx.desired} | {r.key for r in remote})
-    result = pull_changes(
-        ctx.repo, ctx.env, ctx.desired, remote, wanted=selected, prune=prune, inline=inline, secrets=ctx.secrets
-    )
+    # fields left to the console (ignoreChanges) take the app's value first: pull never writes them back
+    desired, _ = leave_to_console(ctx.desired, remote, ctx.ignore, ctx.env.parent)
+    result = pull_changes(ctx.repo, ctx.env, desired, remote, wanted=selected, prune=prune, inline=inline, secrets=ctx.secrets)
     # A resource with a conflict stays as it is (and is not expected to plan empty); the rest is pulled.
     wanted = target_keys(selected)
     if result.conflicted:

@@ -105,6 +105,7 @@ class Plan:
     owned: tuple[str, ...] = ()  # "kind/id" cesync owns, from that record: what --prune may delete
     prune_unmanaged: bool = False  # --prune-unmanaged: also delete what cesync does not own
     destroy: bool = False  # --destroy: planned against nothing desired (every resource cesync owns deleted)
+    ignored: dict[str, list[str]] = field(default_factory=dict)  # resource -> ignoreChanges paths that differ, left as they are
     # the repo's policy checks (core.policy) on this plan: a deny stops apply, a warn is shown
     policy: tuple[Finding, ...] = ()
     labels: tuple[str, ...] = ()  # plan --label: what reviewers said of the change (policies read them)

@@ -3,7 +3,7 @@
 ``start`` makes an empty plan of what the pipeline read (``PlanInput``); each pass of
 ``PASSES`` takes the plan and that input and returns the next plan::
 
-    start -> compare -> targets -> carry -> ownership -> other_owners -> lock -> masking
+    start -> compare -> ignore -> targets -> carry -> ownership -> other_owners -> lock -> masking
           -> renames -> order -> drift -> sealed_drift -> record_notes -> safety -> impact -> policy -> seal
 
 The pipeline reads everything first (the app, the applied record, the changelogs, the clock,
@@ -21,6 +21,7 @@ from .passes import Pass, PlanInput
 from .passes.carry import carry
 from .passes.compare import compare
 from .passes.drift import drift
+from .passes.ignore import ignore
 from .passes.impact import impact
 from .passes.lock import lock
 from .passes.masking import masking
@@ -42,6 +43,7 @@ log = logging.getLogger(__name__)
 
 PASSES: tuple[Pass, ...] = (
     compare,
+    ignore,
     targets,
     carry,
     ownership,

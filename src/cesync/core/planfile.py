@@ -119,6 +119,7 @@ class PlanFile(_Strict):
     owned: list[str] = Field(default_factory=list)
     prune_unmanaged: bool = False
     destroy: bool = False
+    ignored: dict[str, list[str]] = Field(default_factory=dict)
     policy: list[FindingFile] = Field(default_factory=list)
     labels: list[str] = Field(default_factory=list)
     owners: dict[str, str] = Field(default_factory=dict)

@@ -36,6 +36,7 @@ class Context:
     state_root: Path | None = None
     promotion: tuple[str, str] = ("", "")  # (environment, commit): the repo was rendered from that commit's tree
     destroy: bool = False  # a tear-down: nothing is desired, so every resource cesync owns is deleted (destroying)
+    ignore: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)  # ignoreChanges (core.ignore)
 
     def digest(self, key: bytes) -> str:
         return desired_digest(self.env.name, self.env.parent, self.desired, key)
@@ -97,7 +98,7 @@ def open_context(
         if ahead is not None:
             ahead.cancel()
         raise
-    return Context(repo, env, desired, endpoint, secrets, hidden, ahead)
+    return Context(repo, env, desired, endpoint, secrets, hidden, ahead, ignore=repo.ignore_rules(env))
 
 
 def _can_read_ahead(env: EnvTarget, endpoint: str | None) -> bool:

@@ -118,4 +118,5 @@ def plan_folder(
         sensitive=hidden,
         app_body=app_to_create(env, remote),
         created_at=plan_time(),
+        ignore=repo.ignore_rules(env),
     )

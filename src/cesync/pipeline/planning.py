@@ -166,6 +166,7 @@ def plan_input(
         sensitive=ctx.hidden,
         app_body=None if ctx.destroy else app_to_create(ctx.env, read.remote),  # a tear-down never creates the app
         destroy=ctx.destroy,
+        ignore=ctx.ignore,
         resend_input_only=resend_input_only,
         owned=record.owned if record is not None else frozenset(),
         base=base_of(record),

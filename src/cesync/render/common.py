@@ -160,3 +160,11 @@ def touched(plan: Plan) -> str:
     order = {name: i for i, name in enumerate(KINDS)}
     ordered = sorted(affected.items(), key=lambda item: order.get(item[0], len(order)))
     return ", ".join(KINDS[k].counted(n) if k in KINDS else count(n, k) for k, n in ordered)
+
+
+IGNORED_HEAD = "Left to the console (ignoreChanges): the app's values stay, the repo's differ"
+
+
+def ignored_lines(plan: Plan) -> list[tuple[str, list[str]]]:
+    """(kind and id, the ignored paths where repo and app differ) per resource, in name order."""
+    return [(kind_of_name(name).label(name.rsplit("/", 1)[-1]), paths) for name, paths in sorted(plan.ignored.items())]

@@ -9,10 +9,12 @@ from ..core.graph import graph_of
 from ..core.plan import RESENT, Plan
 from ..core.sensitive import CHANGED
 from .common import (
+    IGNORED_HEAD,
     SYMBOL,
     VERB,
     as_text,
     drift_label,
+    ignored_lines,
     is_multiline,
     notices,
     policy_lines,
@@ -61,6 +63,10 @@ def render_markdown(plan: Plan, *, max_chars: int | None = None, full_plan: str 
     if plan.validation:
         tail += ["**CES reports problems in the app as it is** (validationErrors, invalid):", ""]
         tail += [f"- `{line.split(': ', 1)[0]}`: {line.split(': ', 1)[1]}" for line in validation_lines(plan.validation)]
+        tail.append("")
+    if plan.ignored:
+        tail += [f"**{IGNORED_HEAD}:**", ""]
+        tail += [f"- `{label}`: {', '.join(f'`{p}`' for p in paths)}" for label, paths in ignored_lines(plan)]
         tail.append("")
     for why, names in unmanaged_groups(plan):
         tail += [f"<details><summary>{count(len(names), 'remote resource')} not in the repo ({why})</summary>", ""]

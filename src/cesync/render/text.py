@@ -11,10 +11,12 @@ from ..api.words import count
 from ..core.plan import RESENT, Change, Plan
 from ..core.sensitive import CHANGED, clip
 from .common import (
+    IGNORED_HEAD,
     SYMBOL,
     VERB,
     as_text,
     drift_label,
+    ignored_lines,
     is_multiline,
     notices,
     policy_lines,
@@ -61,6 +63,10 @@ def render_text(plan: Plan, *, color: bool = False, mapper: Mapper | None = None
     for why, names in unmanaged_groups(plan):
         lines.append(paint(f"{count(len(names), 'remote resource')} not in the repo ({why}):", "dim"))
         lines += [paint(f"  ? {name}", "dim") for name in names]
+        lines.append("")
+    if plan.ignored:
+        lines.append(paint(f"{IGNORED_HEAD}:", "dim"))
+        lines += [paint(f"  = {label}: {', '.join(paths)}", "dim") for label, paths in ignored_lines(plan)]
         lines.append("")
     if plan.policy:
         lines.append(paint("Policy checks:", "bold"))

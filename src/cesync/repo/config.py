@@ -177,6 +177,12 @@ class Promote(_Strict):
     )
 
 
+IGNORE_HELP = (
+    "Fields left to the console, per kind (tool, agent, ...): dotted field paths (instruction, "
+    "modelSettings.temperature) that plan never changes and pull never writes back. Added to the defaults' lists."
+)
+
+
 class Defaults(_Strict):
     """Values every environment inherits unless it sets its own."""
 
@@ -186,6 +192,7 @@ class Defaults(_Strict):
     vars: Annotated[dict[str, str], BeforeValidator(_var_text)] = Field(default_factory=dict)
     sensitive: list[VarName] = Field(default_factory=list, description=SENSITIVE_HELP)
     quota: QuotaSettings | None = None
+    ignoreChanges: dict[str, list[str]] = Field(default_factory=dict, description=IGNORE_HELP)
 
     @field_validator("endpoint")
     @classmethod
@@ -214,6 +221,7 @@ class Environment(_Strict):
         "whole value takes its field's type).",
     )
     sensitive: list[VarName] = Field(default_factory=list, description=SENSITIVE_HELP)
+    ignoreChanges: dict[str, list[str]] = Field(default_factory=dict, description=IGNORE_HELP)
     urls: dict[str, str] = Field(
         default_factory=dict,
         description="Per tool or toolset id: the server URL that replaces $env_var (${NAME} in it takes a variable).",

@@ -98,6 +98,11 @@ def _resource_schema(resource: ResourceKind) -> dict[str, Any]:
         schema["properties"].pop(key, None)
     if not resource.singleton:  # the app's id is each environment's app: in cesync.yaml
         schema["properties"]["id"] = {"type": "string", "description": f"The {kind} id; defaults to the file name without .yaml"}
+    schema["properties"]["ignoreChanges"] = {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "This file's fields left to the console: dotted paths plan never changes and pull never writes back.",
+    }
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = f"cesync {kind} file"
     return schema

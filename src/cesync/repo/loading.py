@@ -33,12 +33,16 @@ __all__ = [
 CONFIG_FILE = "cesync.yaml"
 
 
+IGNORE_KEY = "ignoreChanges"  # a resource file's own fields left to the console (core.ignore); not the API's
+
+
 @dataclass
 class SourceFile:
     kind: ResourceKind
     id: str
     path: Path
     doc: Document
+    ignore: tuple[str, ...] = ()  # the file's ignoreChanges
 
     @property
     def key(self) -> tuple[str, str]:
@@ -73,6 +77,10 @@ def load_sources(root: Path, problems: list[Problem], unreadable: set[tuple[str,
                 message = f"the {kind}'s id is each environment's '{kind}:' in cesync.yaml, not part of {path.name}"
                 problems.append(doc.problem(("id",), message, key=True))
                 continue
+            ignore = doc.data.pop(IGNORE_KEY, [])
+            if not isinstance(ignore, list) or not all(isinstance(x, str) and x for x in ignore):
+                problems.append(doc.problem((IGNORE_KEY,), f"{IGNORE_KEY} must be a list of field paths (e.g. [description])"))
+                ignore = []
             rid = kind.name if kind.singleton else doc.data.pop("id", path.stem)
             if not isinstance(rid, str) or not ID_RE.match(rid):
                 problems.append(
@@ -84,7 +92,7 @@ def load_sources(root: Path, problems: list[Problem], unreadable: set[tuple[str,
                 continue
             seen[(kind.name, rid)] = doc.file
             broken.discard((kind.name, path.stem))
-            files.append(SourceFile(kind, rid, path, doc))
+            files.append(SourceFile(kind, rid, path, doc, tuple(ignore)))
     return files
 
 

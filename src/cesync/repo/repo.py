@@ -122,6 +122,39 @@ class Repo:
             return self._collect(env, self._render_files([env], started)[0])
         return self._collect(env, [_render_file(self.root, src, env, self._known, memo) for src in self.files])
 
+    def ignore_rules(self, env: EnvTarget) -> dict[tuple[str, str], tuple[str, ...]]:
+        """Per resource, the field paths left to the console (core.ignore): its kind's in defaults and
+        the environment's ignoreChanges, and its file's own."""
+        d = self.config.defaults.ignoreChanges
+        e = self.config.environments[env.name].ignoreChanges if env.name in self.config.environments else {}
+        rules: dict[tuple[str, str], tuple[str, ...]] = {}
+        for f in self.files:
+            paths = tuple(dict.fromkeys([*d.get(f.kind.name, []), *e.get(f.kind.name, []), *f.ignore]))
+            if paths:
+                rules[f.key] = paths
+        return rules
+
+    def ignore_problems(self) -> list[Problem]:
+        """ignoreChanges that names a kind cesync does not manage or a field its kind does not have."""
+        from .ignoring import field_problem
+
+        found: list[Problem] = []
+        doc = self.config_doc
+        places = [(("defaults", "ignoreChanges"), self.config.defaults.ignoreChanges)] + [
+            (("environments", n, "ignoreChanges"), e.ignoreChanges) for n, e in self.config.environments.items()
+        ]
+        for at, table in places:
+            for kind_name, paths in table.items():
+                kind = KINDS.get(kind_name)
+                if kind is None:
+                    hint = suggest(kind_name, sorted(KINDS))
+                    found.append(doc.problem((*at, kind_name), f"ignoreChanges: {kind_name!r} is no kind{hint}", key=True))
+                    continue
+                found += [doc.problem((*at, kind_name, i), m) for i, p in enumerate(paths) if (m := field_problem(kind, p))]
+        for f in self.files:
+            found += [f.doc.problem(("ignoreChanges", i), m) for i, p in enumerate(f.ignore) if (m := field_problem(f.kind, p))]
+        return found
+
     def sensitive_names(self, env: EnvTarget) -> set[str]:
         """The variables cesync.yaml marks sensitive for this environment (defaults included)."""
         return {*self.config.defaults.sensitive, *self.config.environments[env.name].sensitive}
@@ -208,7 +241,7 @@ class Repo:
 
     def validate(self, env_names: list[str] | None = None) -> list[Problem]:
         """Every problem of the repo, for each named environment (default: all)."""
-        problems: set[Problem] = set()
+        problems: set[Problem] = set(self.ignore_problems())
         envs: list[EnvTarget] = []
         for name in env_names or self.env_names:
             try:

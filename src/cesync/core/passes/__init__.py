@@ -1,7 +1,7 @@
 """The plan's passes: small pure functions, each from a plan (and what the pipeline read, as one
 ``PlanInput``) to the next plan. ``cesync.core.planbuild`` runs them in order (``PASSES``)::
 
-    PlanInput -> start -> compare -> targets -> carry -> ownership -> other_owners -> lock
+    PlanInput -> start -> compare -> ignore -> targets -> carry -> ownership -> other_owners -> lock
               -> masking -> renames -> order -> drift -> sealed_drift -> record_notes
               -> safety -> policy -> seal -> Plan
 
@@ -98,6 +98,7 @@ class PlanInput:
     records: RecordsInput | None = None  # None: no records were read (a plan of no environment's app)
     policy_rules: Sequence[CompiledRule] = ()  # the repo's policies, compiled (cesync.core.policy)
     labels: Sequence[str] = ()  # plan --label: what reviewers said of the change (policies read them)
+    ignore: Mapping[tuple[str, str], Sequence[str]] = field(default_factory=dict)  # ignoreChanges (passes.ignore)
 
     def wanted(self, kind_name: str, rid: str) -> bool:
         """Whether --target leaves this resource in the plan."""
