@@ -170,6 +170,7 @@ MODULES = (
     "promote",
     "serve",
     "sync",
+    "teardown",
     "tools",
     "versions",
 )
@@ -180,7 +181,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Print the shell completion script for bash, zsh or fish (source it from your shell's start-up file).",
     ),
     "comment": ("ci", "Keep one sticky plan comment per environment and app on the pull/merge request."),
-    "destroy": ("core", "Delete every resource cesync owns in the environment's app (a retired environment): apply --destroy."),
+    "destroy": (
+        "teardown",
+        "Delete every resource cesync owns in the environment's app (a retired environment): apply --destroy.",
+    ),
     "diff": ("adopt", "Compare two live apps: what making TO like FROM's app as it runs now would change."),
     "emulator": ("serve", "Run the local CES emulator (export CES_EMULATOR_HOST, then --endpoint emulator)."),
     "eval": (
@@ -363,22 +367,17 @@ def complete_env(ctx: click.Context, param: click.Parameter, incomplete: str) ->
     """Shell completion of an environment's name: those of the cesync.yaml the command would read.
 
     Runs on every Tab press: reads one file, never raises (a completion that fails says nothing)."""
+    from .. import yamlconfig
     from ..repo.loading import CONFIG_FILE
     from ..repo.repo import find_root
 
     try:
         root = find_root(Path(ctx.params.get("directory") or ".").resolve())
-        config = yaml_safe_load((root / CONFIG_FILE).read_text(encoding="utf-8"))
+        config = yamlconfig.safe().load((root / CONFIG_FILE).read_text(encoding="utf-8"))
         names = [str(n) for n in config.get("environments") or {}]
     except Exception:
         return []
     return [click.shell_completion.CompletionItem(n) for n in names if n.startswith(incomplete)]
-
-
-def yaml_safe_load(text: str) -> Any:
-    from ruamel.yaml import YAML
-
-    return YAML(typ="safe", pure=True).load(text)
 
 
 env_option = click.option(
