@@ -7,6 +7,11 @@ environments with per-environment variables, as a team with dev, staging and
 prod (and a local emulator) would have.
 
     python benchmarks/generate.py OUT_DIR --n 1000
+    python benchmarks/generate.py OUT_DIR --n 10000 --agents   # the 10k app: agents and guardrails too
+
+With ``--agents`` the N resources are an app as a large team keeps it: out of every 100, 90
+tools and toolsets as above, 8 agents in a tree (each naming its children and about a dozen
+of the tools, the root named by app.yaml) and 2 guardrails that the agents name.
 """
 
 from __future__ import annotations
@@ -338,15 +343,90 @@ def tool(i: int) -> tuple[str, str, dict[str, str]]:
     return "tools", OTHERS[other].format(i=i), {}
 
 
-def generate(root: Path, n: int) -> Path:
-    for folder in ("tools", "toolsets", "code", "schemas"):
+def guardrail(g: int) -> str:
+    if g % 2:
+        return f"""displayName: Prompt safety {g}
+llmPromptSecurity:
+  defaultSettings: {{}}
+enabled: true
+action:
+  respondImmediately:
+    responses:
+      - text: I cannot help with that request ({g}).
+"""
+    return f"""displayName: No card numbers {g}
+description: Stop before a card number is repeated back.
+contentFilter:
+  bannedContentsInAgentResponse: ['\\b\\d{{4}}[ -]?\\d{{4}}[ -]?\\d{{4}}[ -]?\\d{{4}}\\b', 'secret-{g}']
+  matchType: REGEXP_MATCH
+enabled: true
+action:
+  respondImmediately:
+    responses:
+      - text: For your safety I cannot repeat card numbers ({g}).
+"""
+
+
+def agent(a: int, children: list[int], tools: list[str], toolsets: list[str], guardrails: list[int]) -> str:
+    lines = [
+        f"displayName: Agent {a}",
+        f"description: Handles conversations of area {a}.",
+        "llmAgent: {}",
+        "instruction: |",
+        f"  You look after area {a}. Greet the customer, find their order, and use the tools",
+        "  below before promising anything. Hand anything outside your area to a child agent.",
+    ]
+    if tools:
+        lines += ["tools:", *(f"  - {{ref: tools/{t}}}" for t in tools)]
+    if toolsets:
+        lines += ["toolsets:", *(f"  - toolset: {{ref: toolsets/{t}}}" for t in toolsets)]
+    if children:
+        lines += ["childAgents:", *(f"  - {{ref: agents/a{c:05d}}}" for c in children)]
+    if guardrails:
+        lines += ["guardrails:", *(f"  - {{ref: guardrails/g{g:05d}}}" for g in guardrails)]
+    return "\n".join(lines) + "\n"
+
+
+APP = """displayName: Bench app
+description: A large generated app.
+rootAgent: {ref: agents/a00000}
+timeZoneSettings:
+  timeZone: America/New_York
+globalInstruction: Be brief and friendly.
+"""
+
+
+def generate(root: Path, n: int, agents: bool = False) -> Path:
+    """n resources under root; with agents, 8% agents in a tree and 2% guardrails among them."""
+    for folder in ("tools", "toolsets", "code", "schemas", *(("agents", "guardrails") if agents else ())):
         (root / folder).mkdir(parents=True, exist_ok=True)
     (root / "cesync.yaml").write_text(CONFIG)
-    for i in range(n):
+    n_agents, n_guardrails = (max(1, n * 8 // 100), max(1, n * 2 // 100)) if agents else (0, 0)
+    n_tools = n - n_agents - n_guardrails
+    made: list[tuple[str, str]] = []  # (folder, id) of each tool and toolset
+    for i in range(n_tools):
         folder, text, extra = tool(i)
         (root / folder / f"t{i:05d}.yaml").write_text(text)
+        made.append((folder, f"t{i:05d}"))
         for rel, content in extra.items():
             (root / rel).write_text(content)
+    if not agents:
+        return root
+    for g in range(n_guardrails):
+        (root / "guardrails" / f"g{g:05d}.yaml").write_text(guardrail(g))
+    per = -(-len(made) // n_agents)  # each tool named by one agent
+    for a in range(n_agents):
+        mine = made[a * per : (a + 1) * per]
+        children = [c for c in (2 * a + 1, 2 * a + 2) if c < n_agents]  # a binary tree from a00000
+        text = agent(
+            a,
+            children,
+            [t for f, t in mine if f == "tools"],
+            [t for f, t in mine if f == "toolsets"],
+            [a % n_guardrails],
+        )
+        (root / "agents" / f"a{a:05d}.yaml").write_text(text)
+    (root / "app.yaml").write_text(APP)
     return root
 
 
@@ -354,8 +434,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", type=Path)
     parser.add_argument("--n", type=int, default=1000)
+    parser.add_argument("--agents", action="store_true", help="Agents in a tree and guardrails among the N.")
     args = parser.parse_args()
-    print(generate(args.out, args.n))
+    print(generate(args.out, args.n, args.agents))
 
 
 if __name__ == "__main__":

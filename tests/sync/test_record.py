@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 from collections.abc import Iterator
 from pathlib import Path
@@ -118,3 +119,23 @@ def test_drift_is_told_by_the_newest_change_though_the_server_lists_oldest_first
 
     found = asyncio.run(go())
     assert found[tool][0] == "carol@acme.example" and found[tool][1] > since
+
+
+def test_stopping_at_the_first_record_leaves_no_list_pending(
+    server: BackgroundServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    env = target("a", f"app-{next(APPS)}")
+
+    async def go() -> None:
+        async with CesClient(server.url) as client:
+            for _ in range(2):
+                await write_record(client, env, tmp_path, digest="d", owned=[], keep=10, commit="")
+            assert await last_applied(client, env) is not None
+
+    loop = asyncio.new_event_loop()  # as plan's read-ahead thread runs it: closed without shutdown_asyncgens
+    try:
+        loop.run_until_complete(go())
+    finally:
+        loop.close()
+    gc.collect()  # an async generator left open is finalised here, and says so through asyncio's logger
+    assert not [r for r in caplog.records if "destroyed" in r.getMessage()], caplog.text

@@ -30,7 +30,7 @@ import re
 import ssl
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
@@ -383,7 +383,7 @@ class CesClient:
 
     async def each_page(
         self, path: str, key: str, operation: str, resource: str, params: dict[str, Any] | None = None
-    ) -> AsyncIterator[list[dict[str, Any]]]:
+    ) -> AsyncGenerator[list[dict[str, Any]], None]:
         """The items of each page of a paged list in turn (``key`` of each page), following
         ``nextPageToken``, asking for the next page only when the caller wants more.
 

@@ -38,22 +38,24 @@ async def applied_commit(client: CesClient, env: EnvTarget, owner: str = "", ign
 
     key = current_key()
     legacy = ""
+    heads = version_heads(client, env.parent)
     try:
-        async for version in version_heads(client, env.parent):  # newest first, without snapshots
-            record = parse_record(version, KIND_OF)
-            if record is not None and record.env == env.name and (why := distrust(record, key)):
-                if ignored is not None:
-                    ignored.append(f"ignored the applied record in {record.version}: {why}")
-            elif record is not None and record.env == env.name and record.namespace == owner:
-                if record.dirty or not COMMIT_RE.match(record.commit):
-                    raise CesyncError(
-                        f"'{env.name}' has no record of an applied commit ({env.parent}): its last apply was not of a "
-                        "commit (uncommitted changes, or outside git); apply a commit to it first"
-                    )
-                return record.commit
-            found = _RECORD_RE.search(str(version.get("description", "")))
-            if not legacy and not key and found and found.group(1) == env.name:
-                legacy = found.group(2)
+        async with contextlib.aclosing(heads):  # a return inside closes the list in this loop
+            async for version in heads:  # newest first, without snapshots
+                record = parse_record(version, KIND_OF)
+                if record is not None and record.env == env.name and (why := distrust(record, key)):
+                    if ignored is not None:
+                        ignored.append(f"ignored the applied record in {record.version}: {why}")
+                elif record is not None and record.env == env.name and record.namespace == owner:
+                    if record.dirty or not COMMIT_RE.match(record.commit):
+                        raise CesyncError(
+                            f"'{env.name}' has no record of an applied commit ({env.parent}): its last apply was not of a "
+                            "commit (uncommitted changes, or outside git); apply a commit to it first"
+                        )
+                    return record.commit
+                found = _RECORD_RE.search(str(version.get("description", "")))
+                if not legacy and not key and found and found.group(1) == env.name:
+                    legacy = found.group(2)
     except NotFound:
         raise CesyncError(f"'{env.name}' has no app ({env.parent}): nothing was applied to it to promote") from None
     if legacy:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import re
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncGenerator, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,14 +67,16 @@ HEAD_PAGE = 20  # an env's newest record is nearly always among the newest few v
 HEAD_FIELDS = "appVersions(name,displayName,description,createTime),nextPageToken"
 
 
-async def version_heads(client: CesClient, parent: str) -> AsyncIterator[dict[str, Any]]:
+async def version_heads(client: CesClient, parent: str) -> AsyncGenerator[dict[str, Any], None]:
     """The app's versions, newest first, each without its snapshot (a server that ignores ``fields``
     sends it anyway, and it is dropped: a page of HEAD_PAGE at a time is then held)."""
     params = {"orderBy": NEWEST_FIRST, "pageSize": HEAD_PAGE, "fields": HEAD_FIELDS}
-    async for page in client.each_page(f"{parent}/versions", "appVersions", "list app versions", parent, params):
-        # newest first as asked; sorted again within the page, as list_versions sorts, since a page is cheap to sort
-        for version in sorted(page, key=lambda v: str(v.get("createTime", "")), reverse=True):
-            yield {k: v for k, v in version.items() if k != "snapshot"}
+    pages = client.each_page(f"{parent}/versions", "appVersions", "list app versions", parent, params)
+    async with contextlib.aclosing(pages):  # a caller that stops early closes the list with it, in its loop
+        async for page in pages:
+            # newest first as asked; sorted again within the page, as list_versions sorts, since a page is cheap to sort
+            for version in sorted(page, key=lambda v: str(v.get("createTime", "")), reverse=True):
+                yield {k: v for k, v in version.items() if k != "snapshot"}
 
 
 def distrust(record: AppliedRecord, key: bytes, first_of: Mapping[str, str] | None = None) -> str:
@@ -91,20 +93,22 @@ def _ignored(record: AppliedRecord, why: str) -> str:
 
 async def record_heads(
     client: CesClient, env: EnvTarget, *, owner: str = "", key: bytes | None = None, ignored: list[str] | None = None
-) -> AsyncIterator[dict[str, Any]]:
+) -> AsyncGenerator[dict[str, Any], None]:
     """The versions that carry a trusted record of env and owner, newest first, each without its snapshot.
 
     key: the record key (None: current_key()); an untrusted record is skipped and named in ignored."""
     key = current_key() if key is None else key
-    async for head in version_heads(client, env.parent):
-        found = parse_record(head, KIND_OF)
-        if found is None or found.env != env.name:
-            continue
-        if why := distrust(found, key):
-            if ignored is not None:
-                ignored.append(_ignored(found, why))
-        elif found.namespace == owner:
-            yield head
+    heads = version_heads(client, env.parent)
+    async with contextlib.aclosing(heads):
+        async for head in heads:
+            found = parse_record(head, KIND_OF)
+            if found is None or found.env != env.name:
+                continue
+            if why := distrust(found, key):
+                if ignored is not None:
+                    ignored.append(_ignored(found, why))
+            elif found.namespace == owner:
+                yield head
 
 
 async def records(client: CesClient, env: EnvTarget, *, owner: str = "") -> list[AppliedRecord]:
@@ -191,10 +195,12 @@ async def last_applied(
 ) -> AppliedRecord | None:
     """What cesync last applied to env (None: never, or only by a cesync without records): the
     newest trusted record found in the versions' heads, then that one version read whole."""
-    async for head in record_heads(client, env, owner=owner, ignored=ignored):
-        found = await _whole(client, env.parent, head)
-        if found is not None and found.env == env.name:
-            return found
+    heads = record_heads(client, env, owner=owner, ignored=ignored)
+    async with contextlib.aclosing(heads):  # a return inside closes the list in this loop
+        async for head in heads:
+            found = await _whole(client, env.parent, head)
+            if found is not None and found.env == env.name:
+                return found
     return None
 
 
