@@ -18,7 +18,7 @@ import importlib
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any
 
 from .resource import ID_RE
@@ -486,6 +486,7 @@ def kind_of_name(name: str, default: str = "tool") -> ResourceKind:
     return found or KINDS[default]
 
 
+@cache  # one per app: plan asks for each resource (36,000 times at 10k)
 def names_pattern(parent: str) -> re.Pattern[str]:
     """Full names of this app's managed resources: groups (collection, id)."""
     return re.compile(re.escape(parent) + "/(" + "|".join(map(re.escape, collections())) + ")/([A-Za-z0-9_-]+)")

@@ -376,20 +376,14 @@ class CesClient:
         self, path: str, key: str, operation: str, resource: str, params: dict[str, Any] | None = None
     ) -> list[dict[str, Any]]:
         """Every item of a paged list (``key`` of each page), following ``nextPageToken``."""
-        items: list[dict[str, Any]] = []
-        async for found in self.each_page(path, key, operation, resource, params):
-            items += found
-        return items
+        return [item async for page in self.each_page(path, key, operation, resource, params) for item in page]
 
     async def each_page(
         self, path: str, key: str, operation: str, resource: str, params: dict[str, Any] | None = None
     ) -> AsyncGenerator[list[dict[str, Any]], None]:
-        """The items of each page of a paged list in turn (``key`` of each page), following
-        ``nextPageToken``, asking for the next page only when the caller wants more.
-
-        A server that answers a token it already gave, or more than MAX_PAGES pages, is
-        refused: a list that never ends would keep plan running (and asking) forever.
-        """
+        """The items (``key``) of each page in turn, asking for the next only when the caller wants more.
+        A token answered twice, or more than MAX_PAGES pages, is refused: a list that never ends
+        would keep plan running (and asking) forever."""
         seen: set[str] = set()
         token = ""
         for _ in range(MAX_PAGES):

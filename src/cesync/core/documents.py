@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from . import parsecache
 from .yamlfile import load_data
 
 __all__ = ["adopt_parsed", "parse_document", "parsed", "python_functions", "substitute_url", "unreadable"]
@@ -80,7 +81,7 @@ def _substituted(data: Any, placeholder: str, url: str) -> Any:
     return data
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.cache  # as _top_functions
 def _parse_document(text: str) -> Any:
     """parse_document, uncached by substitution."""
     return load_data(text)
@@ -144,7 +145,8 @@ def adopt_parsed(found: tuple[dict[str, Any], dict[str, tuple[str, ...]]]) -> No
         _FUNCTIONS.setdefault(code, names)
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.cache  # one entry per distinct code of the repo: memory grows with resources
+@functools.partial(parsecache.cached, b"p")  # kept between runs (a SyntaxError is raised again, not kept)
 def _top_functions(code: str) -> tuple[str, ...]:
     """Cached by content: every environment (and both sides of a diff) checks the same code."""
     tree = ast.parse(code)

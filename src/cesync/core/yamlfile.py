@@ -44,6 +44,7 @@ from .. import yamlconfig
 from ..api.jsonvalue import JsonValueError, check_depth
 from ..api.jsonvalue import loads as json_loads
 from ..errors import Problem
+from . import parsecache
 from .limits import BOMB_SAID, DEEP_SAID, MAX_DEPTH, MAX_NODES, TEXT_PER_NODE, Unreadable, check_json_nodes, over_limits
 
 __all__ = [
@@ -68,11 +69,8 @@ Path_ = tuple[str | int, ...]
 
 
 class Positions:
-    """Line and column (1-based) of keys and values, by data path.
-
-    Built on first use from a callable (the round-trip parse of the text): a file that
-    has no problem never pays for its positions.
-    """
+    """Line and column (1-based) of keys and values, by data path. Built on first use from a callable
+    (the round-trip parse of the text): a file that has no problem never pays for its positions."""
 
     def __init__(
         self,
@@ -394,6 +392,7 @@ class _NodeLoader(CParser, BaseResolver):
         pass
 
 
+@functools.partial(parsecache.cached, b"y", uncachable=SLOW)  # from the parse cache when it knows the text
 def fast_load(text: str) -> Any:
     """The plain data of one YAML document as ruamel (YAML 1.2) reads it, or SLOW."""
     if not LIBYAML or ("%" in text and re.search(r"^%", text, re.M)):

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from ..api.kinds import KINDS, ResourceKind
 from ..api.resource import ID_RE, Position, Resource
+from ..core import parsecache
 from ..core.checks import Finding, check_body, lint_keys, server_made, suggest
 from ..core.documents import adopt_parsed, parsed
 from ..core.fieldpath import data_path, position
@@ -31,6 +32,7 @@ from ..core.yamlfile import Document, Path_
 from ..errors import CesyncError, ConfigError, Problem
 from ..models import TOOL_TYPES
 from ..models.base import build
+from .cache import load_cache, save_cache
 from .config import Config
 from .environments import VAR_ENV_PREFIX, EnvTarget, env_var_name, resolve_env
 from .forked import fork_map
@@ -186,7 +188,8 @@ class Repo:
         # The child's share: a little over half, as this process also unpickles its results (and,
         # for plan, reads the app in a thread meanwhile); measured at 1,000 tools to end together.
         share = 0.55 if started is None else 0.6
-        per_file = fork_map(render, self.files, child_share=share, carry=_carried, adopt=adopt_parsed, started=started)
+        per_file = fork_map(render, self.files, child_share=share, carry=_carried, adopt=_adopt, started=started)
+        save_cache(self.root, parsecache.current())
         return [[renders[i] for renders in per_file] for i in range(len(envs))]
 
     def _collect(self, env: EnvTarget, renders: list[_FileRender]) -> list[Resource]:
@@ -296,6 +299,8 @@ def load_repo(root: Path, *, resources: bool = True) -> Repo:
         config, found = validate_model(Config, cfg_doc.data, cfg_doc)
         problems += found
     unreadable: set[tuple[str, str]] = set()
+    if resources:  # what parsing the files and their documents gave, kept from the last run (see cache.py)
+        parsecache.install(load_cache(root))
     files = load_sources(root, problems, unreadable) if resources else []
     if config is None or cfg_doc is None:
         raise ConfigError(problems)
@@ -348,8 +353,20 @@ def _render_file(
 
 
 def _carried(per_file: list[list[_FileRender]]) -> Any:
-    """The documents a forked render parsed, for the diff in the parent (see documents.parsed)."""
-    return parsed(body for renders in per_file for body, _, _ in renders if body is not None)
+    """The documents a forked render parsed, for the diff in the parent (see documents.parsed),
+    and what it used of the parse cache, for the parent to keep."""
+    cache = parsecache.current()
+    return parsed(body for renders in per_file for body, _, _ in renders if body is not None), (
+        cache.used if cache is not None else {}
+    )
+
+
+def _adopt(carried: Any) -> None:
+    documents, used = carried
+    adopt_parsed(documents)
+    cache = parsecache.current()
+    if cache is not None:
+        cache.adopt(used)
 
 
 def _checked(root: Path, src: SourceFile, data: Any, parent: str, known: set[tuple[str, str]]) -> tuple[bool, _Rendered]:

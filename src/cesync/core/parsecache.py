@@ -1,0 +1,101 @@
+"""What parsing a text gave, by the text's digest, kept between runs (pure: the store is handed in).
+
+Parsing is most of reading a large repo (YAML files, the OpenAPI documents they hold or
+include, the Python code of each function tool), and a repo changes a few files between
+two runs. A parse is a function of the text alone, so its result can be looked up by a
+digest of the text: the data comes back exactly as the parse made it (marshal keeps
+types, order and interned keys), a fresh copy each time, since callers change what they
+are given. Only plain data is kept (dicts, lists, strings, numbers, booleans, None,
+tuples); anything else is parsed again each run.
+
+The repo layer (repo/cache.py) reads the store from disk, checks that this machine wrote
+it, and writes back what a run used; this module never touches a file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import marshal
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["MISSING", "ParseCache", "cached", "current", "install"]
+
+MISSING: Any = object()
+MARSHAL_VERSION = 4
+
+
+class ParseCache:
+    """Parsed results by (what parsed it, digest of the text)."""
+
+    def __init__(self, entries: dict[bytes, bytes] | None = None) -> None:
+        self._old = entries or {}
+        self.used: dict[bytes, bytes] = {}  # what this run read or made: what the next run keeps
+        self.hits = 0
+
+    @staticmethod
+    def key(parser: bytes, text: str) -> bytes:
+        """parser: one byte per parse (b"y" YAML, b"p" Python function names)."""
+        return parser + hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).digest()
+
+    def get(self, key: bytes) -> Any:
+        """A fresh copy of what key's parse gave, or MISSING."""
+        raw = self.used.get(key) or self._old.get(key)
+        if raw is None:
+            return MISSING
+        try:
+            value = marshal.loads(raw)
+        except (ValueError, EOFError, TypeError):
+            return MISSING
+        self.used[key] = raw
+        self.hits += 1
+        return value
+
+    def put(self, key: bytes, value: Any) -> None:
+        """Keep value for key (not kept if it is not plain data)."""
+        with contextlib.suppress(ValueError):  # a type marshal does not write (a date YAML read): parsed again
+            self.used[key] = marshal.dumps(value, MARSHAL_VERSION)
+
+    def adopt(self, used: dict[bytes, bytes]) -> None:
+        """What another process of the same run used (a forked render)."""
+        self.used.update(used)
+
+    @property
+    def changed(self) -> bool:
+        """Whether the store on disk would differ from what this run used."""
+        return self.used.keys() != self._old.keys()
+
+
+_current: ParseCache | None = None
+
+
+def cached(parser: bytes, parse: Callable[[str], Any], uncachable: Any = MISSING) -> Callable[[str], Any]:
+    """parse, looked up first in the installed cache (if any) by parser and the text's digest; a
+    result that is uncachable (a parser's "ask another parser") is not kept."""
+
+    def lookup(text: str) -> Any:
+        cache = _current
+        if cache is None:
+            return parse(text)
+        key = cache.key(parser, text)
+        found = cache.get(key)
+        if found is MISSING:
+            found = parse(text)
+            if found is not uncachable:
+                cache.put(key, found)
+        return found
+
+    functools.update_wrapper(lookup, parse)
+    return lookup
+
+
+def install(cache: ParseCache | None) -> None:
+    """The cache the parsers of this process consult (None: none)."""
+    global _current
+    _current = cache
+
+
+def current() -> ParseCache | None:
+    return _current

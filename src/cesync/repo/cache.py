@@ -1,0 +1,128 @@
+"""The parse cache on disk: ``.cesync/cache/parsed.bin`` in the repo, trusted only if this machine wrote it.
+
+A repo is someone else's input (a pull request's branch), and so is anything in it, the
+cache included: a cache that said a file parses to other data than its text would make
+plan show one thing and apply do another. So the file is signed (HMAC-SHA256) with a key
+that is not in the repo: ``CESYNC_CACHE_KEY`` when set (CI keeps it as a secret with the
+cache), else a random key made once in the user's cache folder
+(``$XDG_CACHE_HOME/cesync/cache-key``, or ``~/.cache``). A file whose signature does not
+match, of another cesync version, or damaged, is ignored and replaced; the signature is
+checked before a byte of it is read as data. ``CESYNC_CACHE=off`` turns the cache off.
+
+The file holds what the last run used (core/parsecache.py), so it never grows past the
+repo, and it is written only when that changed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import logging
+import marshal
+import os
+import secrets
+from pathlib import Path
+
+from .. import __version__
+from ..core.parsecache import ParseCache
+
+__all__ = ["CACHE_FILE", "load_cache", "save_cache"]
+
+log = logging.getLogger(__name__)
+
+CACHE_FILE = Path(".cesync") / "cache" / "parsed.bin"
+FORMAT = b"cesync-parse-cache 1 "
+MAX_BYTES = 1 << 30
+KEY_BYTES = 32
+
+
+def _key() -> bytes | None:
+    """The signing key, or None (no key can be had: no cache)."""
+    given = os.environ.get("CESYNC_CACHE_KEY")
+    if given:
+        return given.encode()
+    home = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    path = Path(home) / "cesync" / "cache-key"
+    try:
+        key = path.read_bytes()
+        if len(key) == KEY_BYTES:
+            return key
+    except OSError:
+        pass
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".cache-key.{os.getpid()}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(secrets.token_bytes(KEY_BYTES))
+        os.replace(tmp, path)  # two runs at once: one key wins, the other's cache is then not trusted once
+        key = path.read_bytes()
+    except OSError as exc:
+        log.debug("no parse cache: no key could be kept in %s (%s)", path.parent, exc)
+        return None
+    return key if len(key) == KEY_BYTES else None
+
+
+def _header() -> bytes:
+    return FORMAT + __version__.encode() + b"\n"
+
+
+def load_cache(root: Path) -> ParseCache | None:
+    """The repo's parse cache (empty when there is none yet, or it is not to be trusted), or
+    None when caching is off or no key can be had."""
+    if os.environ.get("CESYNC_CACHE", "").lower() in ("off", "0", "no", "false"):
+        return None
+    key = _key()
+    if key is None:
+        return None
+    path = root / CACHE_FILE
+    try:
+        with path.open("rb") as f:
+            raw = f.read(MAX_BYTES + 1)
+    except OSError:
+        return ParseCache()
+    header = _header()
+    mac, body = raw[len(header) : len(header) + 32], raw[len(header) + 32 :]
+    if len(raw) > MAX_BYTES or not raw.startswith(header):
+        log.debug("parse cache %s: of another cesync version or too large; not used", path)
+        return ParseCache()
+    if not hmac.compare_digest(mac, hmac.new(key, header + body, hashlib.sha256).digest()):
+        log.debug("parse cache %s: not signed by this machine's key; not used", path)
+        return ParseCache()
+    try:
+        entries = marshal.loads(body)  # signed by us: data this code wrote
+    except (ValueError, EOFError, TypeError):
+        return ParseCache()
+    if not isinstance(entries, dict) or not all(isinstance(k, bytes) and isinstance(v, bytes) for k, v in entries.items()):
+        return ParseCache()
+    log.debug("parse cache %s: %d entries", path, len(entries))
+    return ParseCache(entries)
+
+
+def save_cache(root: Path, cache: ParseCache | None) -> None:
+    """Write what this run used, if it differs from the file; a folder that cannot be written
+    is no error (the cache is an optimisation: the next run parses again)."""
+    if cache is None or not cache.changed:
+        return
+    key = _key()
+    if key is None:
+        return
+    path = root / CACHE_FILE
+    body = marshal.dumps(cache.used, 4)
+    header = _header()
+    data = header + hmac.new(key, header + body, hashlib.sha256).digest() + body
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        ignore = path.parent / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("# written by cesync: this folder is a cache, never part of the repo\n*\n")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError as exc:
+        log.debug("parse cache %s not written: %s", path, exc)
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+    else:
+        log.debug("parse cache %s: %d entries written", path, len(cache.used))

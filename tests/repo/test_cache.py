@@ -1,0 +1,143 @@
+"""The parse cache can never change a result: generated repos and edits to them give the same
+validate and plan output, and exit code, with the cache warm, cold and off; a cache this machine
+did not sign is never read."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cesync.emulator.server import BackgroundServer
+from cesync.repo.cache import CACHE_FILE
+from tests.helpers import cesync
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+from generate import generate
+
+KEY = {"CESYNC_CACHE_KEY": "test-key-of-this-machine"}
+OFF = {"CESYNC_CACHE": "off"}
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return generate(tmp_path_factory.mktemp("cache") / "repo", 30, agents=True)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[BackgroundServer]:
+    with BackgroundServer(auto_create_apps=True) as s:
+        yield s
+
+
+# Edits as people (and mistakes) make them: text put in or taken out anywhere in a file,
+# including what YAML treats specially; a file copied under another id; a file removed.
+SPECIAL = st.sampled_from(
+    ["\n", ": ", "\t", "{", "}", "[", "#", "- ", "${API_BASE}", "${NOPE}", "%YAML 1.1\n", "&a ", "*a", "'", "x"]
+)
+edit = st.tuples(
+    st.sampled_from(["insert", "delete", "copy", "remove"]),
+    st.integers(min_value=0, max_value=10_000),
+    st.integers(min_value=0, max_value=10_000),
+    st.lists(SPECIAL, min_size=1, max_size=3).map("".join),
+)
+
+
+def apply_edit(root: Path, op: str, which: int, at: int, text: str) -> None:
+    files = sorted(p for p in root.rglob("*") if p.is_file() and ".cesync" not in p.parts and p.name != "cesync.yaml")
+    path = files[which % len(files)]
+    content = path.read_text()
+    at %= len(content) + 1
+    if op == "insert":
+        path.write_text(content[:at] + text + content[at:])
+    elif op == "delete":
+        path.write_text(content[:at] + content[at + len(text) * 7 :])
+    elif op == "copy":
+        (path.parent / f"copy-{at}{path.suffix}").write_text(content)
+    else:
+        path.unlink()
+
+
+def runs(root: Path, url: str, env: dict[str, str | None] | None = None) -> list[tuple[int, Any, str]]:
+    """validate of every environment, and plan of one against an app, as a person sees them
+    (the plan's time, salt and seal are new in every run, cached or not)."""
+    out: list[tuple[int, Any, str]] = []
+    for args in (
+        ("validate", "--dir", str(root)),
+        ("plan", "--dir", str(root), "--env", "dev", "--endpoint", url, "--format", "json", "--detailed-exitcode"),
+    ):
+        r = cesync(*args, env=env or {**KEY, "CESYNC_CACHE": None})
+        shown: Any = r.stdout
+        if args[0] == "plan" and r.stdout.startswith("{"):
+            shown = json.loads(r.stdout)
+            shown.pop("seal")
+            shown.pop("created_at")
+            shown["sensitive"].pop("salt")
+        out.append((r.returncode, shown, r.stderr))
+    return out
+
+
+def uncached(root: Path, url: str) -> list[tuple[int, Any, str]]:
+    return runs(root, url, OFF)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edits=st.lists(edit, min_size=1, max_size=4))
+def test_cached_and_uncached_runs_are_the_same(
+    base: Path, server: BackgroundServer, edits: list[tuple[str, int, int, str]]
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "repo"
+        shutil.copytree(base, root, ignore=shutil.ignore_patterns(".cesync"))
+        cold = runs(root, server.url)  # fills the cache
+        assert (root / CACHE_FILE).is_file()
+        same(runs(root, server.url), cold)
+        same(uncached(root, server.url), cold)
+        for op, which, at, text in edits:
+            apply_edit(root, op, which, at, text)
+            warm = runs(root, server.url)  # the cache knows every file but the edited ones
+            same(uncached(root, server.url), warm)
+            same(runs(root, server.url), warm)
+
+
+def same(got: list[tuple[int, Any, str]], expected: list[tuple[int, Any, str]]) -> None:
+    """got == expected, or the lines that differ."""
+    if got != expected:
+        a, b = (json.dumps(x, indent=1, sort_keys=True).splitlines() for x in (got, expected))
+        raise AssertionError("\n".join(list(difflib.unified_diff(b, a, "expected", "got", lineterm=""))[:60]))
+
+
+def test_a_cache_signed_with_another_key_or_altered_is_not_read(tmp_path: Path) -> None:
+    root = generate(tmp_path / "repo", 10, agents=True)
+    tool = next((root / "tools").glob("*.yaml"))
+    first = cesync("validate", "--dir", str(root), env=KEY)
+    assert first.returncode == 0, first.stderr
+    # Another parse of the tool's text under the same digest, as a hostile branch could commit it:
+    # the file's signature no longer matches, so the cache is not read and the tool is checked as written.
+    cache = root / CACHE_FILE
+    raw = cache.read_bytes()
+    tool.write_text("clientFunction: {name: 1, bogus: field}\n")
+    broken = cesync("validate", "--dir", str(root), env=OFF)
+    assert broken.returncode == 1 and "bogus" in broken.stdout + broken.stderr
+    for tampered, env in (
+        (raw[:-1] + bytes([raw[-1] ^ 1]), KEY),  # one bit of the data changed
+        (raw, {"CESYNC_CACHE_KEY": "another machine"}),  # a cache another key signed
+    ):
+        cache.write_bytes(tampered)
+        again = cesync("validate", "--dir", str(root), env=env)
+        assert (again.returncode, again.stdout, again.stderr) == (broken.returncode, broken.stdout, broken.stderr)
+
+
+def test_the_cache_is_not_part_of_the_repo(tmp_path: Path) -> None:
+    root = generate(tmp_path / "repo", 5)
+    assert cesync("validate", "--dir", str(root), env=KEY).returncode == 0
+    assert (root / CACHE_FILE.parent / ".gitignore").read_text().splitlines()[-1] == "*"
