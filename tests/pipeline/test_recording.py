@@ -280,3 +280,62 @@ def test_a_rename_refused_names_the_real_cause(tmp_path: Path, server: Backgroun
     assert done.returncode == 1
     assert "created by someone else since the plan" not in done.stdout + done.stderr
     assert "guardrail old was not deleted, and a guardrail's display name is unique in the app" in done.stdout
+
+
+# --- two repos, one app: owner namespaces (cesync.yaml owner, core/ownership.py) -----------------
+
+
+def two_repos(tmp_path: Path) -> tuple[Path, Path]:
+    def config(owner: str) -> str:
+        return f"version: 1\nowner: {owner}\nenvironments:\n  local: {{endpoint: embedded, project: p, location: us, app: a}}\n"
+
+    front = (
+        "displayName: Front\nllmAgent: {}\ninstruction: Hi.\ntools:\n  - {ref: tools/s1}\n  - {ref: tools/b1, owner: billing}\n"
+    )
+    billing = make_repo(
+        tmp_path / "billing", {"cesync.yaml": config("billing"), "tools/b1.yaml": tool("b1"), "tools/b2.yaml": tool("b2")}
+    )
+    support = make_repo(
+        tmp_path / "support", {"cesync.yaml": config("support"), "tools/s1.yaml": tool("s1"), "agents/front.yaml": front}
+    )
+    for root in (billing, support):
+        (root / "tools" / "greet.yaml").unlink()
+    return billing, support
+
+
+def test_two_repos_share_an_app_without_touching_each_others(tmp_path: Path, server: BackgroundServer) -> None:
+    billing, support = two_repos(tmp_path)
+    env = {**emulator_env(server.host), **KEY}
+    assert cesync("apply", "--auto-approve", "--prune", cwd=billing, env=env).returncode == 0
+    done = cesync("apply", "--auto-approve", "--prune", "--prune-unmanaged", cwd=support, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert tools_of(server) == {"b1", "b2", "s1"}
+    front = api(server, "GET", f"{APP}/agents/front")
+    assert f"{APP}/tools/b1" in front["tools"]  # a reference across owners
+    plan = cesync("plan", "--prune", "--prune-unmanaged", "--format", "json", cwd=billing, env=env)
+    data = json.loads(plan.stdout)
+    assert data["changes"] == [] and data["owners"] == {f"{APP}/tools/s1": "support", f"{APP}/agents/front": "support"}
+    text = cesync("plan", "--prune", cwd=billing, env=env).stdout
+    assert "kept: another repo's (owner support); never pruned or adopted here" in text
+    # one resource, one owner: support may not define (adopt, change) billing's tool
+    (support / "tools" / "b2.yaml").write_text(tool("b2"), encoding="utf-8")
+    refused = cesync("plan", cwd=support, env=env)
+    assert (
+        refused.returncode == 1
+        and "defines what another repo owns" in refused.stderr
+        and "tool b2 (owner 'billing')" in refused.stderr
+    )
+    (support / "tools" / "b2.yaml").unlink()
+    # a reference to another owner's resource that the app no longer holds is refused, naming it
+    api(server, "DELETE", f"{APP}/tools/b1", force="true")
+    gone = cesync("plan", cwd=support, env=env)
+    assert gone.returncode == 1 and "names tool/b1 of owner 'billing', which the app does not hold" in gone.stderr
+
+
+def test_a_ref_to_another_owner_is_only_for_what_this_repo_does_not_define(tmp_path: Path) -> None:
+    root = make_repo(
+        tmp_path,
+        {"agents/front.yaml": "displayName: F\nllmAgent: {}\ninstruction: Hi.\ntools:\n  - {ref: tools/greet, owner: billing}\n"},
+    )
+    said = cesync("validate", cwd=root)
+    assert said.returncode == 1 and "ref 'tools/greet' is this repo's own tool: drop owner: billing" in said.stdout + said.stderr

@@ -9,17 +9,18 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
-from ..api.kinds import kind_of_name
+from ..api.kinds import kind_of_name, names_pattern
 from ..api.resource import Resource
 from ..errors import CesyncError
 from .normalize import canonical
 from .plan import Change, Plan
 from .record import resource_sum
 
-__all__ = ["UNSEALED", "drift_by_sums", "other_owners", "record_trust"]
+__all__ = ["UNSEALED", "drift_by_sums", "foreign_references", "other_owners", "record_trust"]
 
 UNSEALED = (
     "applied records are not sealed (no CESYNC_RECORD_KEY or CESYNC_PLAN_KEY): anyone who can create an app "
@@ -29,14 +30,15 @@ UNSEALED = (
 DIFFERS = "(differs from what cesync applied)"
 
 
-def other_owners(plan: Plan, others: Mapping[str, str], owner: str) -> Plan:
+def other_owners(plan: Plan, others: Mapping[str, str], owner: str, defined: Iterable[str] = ()) -> Plan:
     """plan with what other owners own kept out of it. others: "kind/id" -> owner namespace ("" for a
-    repo that names none) of another repo's newest record; owner: this repo's namespace."""
+    repo that names none) of another repo's newest record; owner: this repo's namespace; defined:
+    "kind/id" the repo defines (one another owner owns is refused, changed or not)."""
     if not others:
         return plan
-    theirs = [c for c in plan.changes if c.action != "delete" and c.key in others]
+    theirs = sorted({*(c.key for c in plan.changes if c.action != "delete"), *defined} & set(others))
     if theirs:
-        named = ", ".join(f"{c.kind} {c.id} ({_who(others[c.key])})" for c in theirs)
+        named = ", ".join(f"{k.replace('/', ' ', 1)} ({_who(others[k])})" for k in theirs)
         raise CesyncError(
             f"the repo defines what another repo owns in {plan.app}: {named}; this repo ({_who(owner)}) may not "
             "create, change or adopt it: remove its file here, or move it between the repos by removing it from "
@@ -47,6 +49,25 @@ def other_owners(plan: Plan, others: Mapping[str, str], owner: str) -> Plan:
     unmanaged = tuple(sorted({*plan.unmanaged, *(c.name for c in kept)}))
     owners = {n: others[_key(n)] for n in unmanaged if _key(n) in others}
     return replace(plan, changes=changes, unmanaged=unmanaged, owners=owners)
+
+
+def foreign_references(
+    desired: Iterable[Resource], remote: Iterable[Resource], parent: str, others: Mapping[str, str]
+) -> list[str]:
+    """Problems with the repo's references to another owner's resources ({ref: ..., owner: ...}):
+    each must be in the app. [] when every one is (a reference across owners is allowed)."""
+    mine = {f"{d.kind.name}/{d.id}" for d in desired}
+    there = {f"{r.kind.name}/{r.id}" for r in remote}
+    pattern = names_pattern(parent)
+    problems = []
+    for d in desired:
+        for match in sorted({m.group(0) for m in pattern.finditer(json.dumps(d.body))}):
+            key = _key(match)
+            if key not in mine and key in others and key not in there:
+                problems.append(
+                    f"{d.kind} {d.id} names {key} of {_who(others[key])}, which the app does not hold: apply that repo first"
+                )
+    return problems
 
 
 def _who(namespace: str) -> str:

@@ -36,7 +36,7 @@ KEEP: Any = _Keep()
 
 def is_ref(value: Any) -> bool:
     """Whether a node is a ``{ref: kind/id}`` reference."""
-    return isinstance(value, dict) and set(value) == {"ref"}
+    return isinstance(value, dict) and set(value) in ({"ref"}, {"ref", "owner"})
 
 
 def styled(new: Any, old: Any) -> Any:

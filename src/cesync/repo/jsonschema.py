@@ -24,7 +24,11 @@ _FILE = {"type": "object", "properties": {"file": {"type": "string"}}, "required
 _REF_TARGET = f"({'|'.join(ref_collections())})/[A-Za-z0-9][A-Za-z0-9_-]*"
 _REF = {
     "type": "object",
-    "properties": {"ref": {"type": "string", "pattern": f"^({_REF_TARGET}|{re.escape(DRAFT_VERSION)})$"}},
+    "properties": {
+        "ref": {"type": "string", "pattern": f"^({_REF_TARGET}|{re.escape(DRAFT_VERSION)})$"},
+        # another repo's resource in a shared app (cesync.yaml owner; docs/ownership.md)
+        "owner": {"type": "string", "pattern": "^[a-z][a-z0-9-]{0,39}$"},
+    },
     "required": ["ref"],
     "additionalProperties": False,
 }

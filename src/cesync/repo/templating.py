@@ -173,7 +173,8 @@ class Expander:
             return data
         if isinstance(data, list):
             return [
-                self.ref(v["ref"], (*path, i, "ref")) if is_ref(v) else self.expand(v, (*path, i)) for i, v in enumerate(data)
+                self.ref(v["ref"], (*path, i, "ref"), v.get("owner")) if is_ref(v) else self.expand(v, (*path, i))
+                for i, v in enumerate(data)
             ]
         if not isinstance(data, dict):
             return data
@@ -181,14 +182,17 @@ class Expander:
         for key, value in data.items():
             here = (*path, key)
             if is_ref(value):
-                out[key] = self.ref(value["ref"], (*here, "ref"))
+                out[key] = self.ref(value["ref"], (*here, "ref"), value.get("owner"))
             elif key in INCLUDABLE and isinstance(value, dict):
                 out[key] = self.include(key, value, here)
             else:
                 out[key] = self.expand(value, here)
         return out
 
-    def ref(self, target: Any, at: Path_) -> str | None:
+    def ref(self, target: Any, at: Path_, owner: Any = None) -> str | None:
+        """owner: {ref: ..., owner: NAME} names another repo's resource of a shared app (cesync.yaml
+        owner): not this repo's to define, so only its shape is checked here; plan checks the app
+        holds it and another owner's record owns it (core.ownership.foreign_references)."""
         parts = target.split("/") if isinstance(target, str) else []
         draft = target == DRAFT_VERSION
         if not draft and (len(parts) != 2 or parts[0] not in ref_collections() or not ID_RE.match(parts[1])):
@@ -206,7 +210,20 @@ class Expander:
         found = by_collection(parts[0])  # None: a collection refs may name but cesync does not manage
         kind = found.name if found else None
         self.ref_paths.add(at[:-1])
-        if kind is not None and (kind, parts[1]) not in self.known:
+        if owner is not None:
+            if not isinstance(owner, str) or not OWNER_RE.match(owner) or draft:
+                self.problems.append(
+                    self.doc.problem((*at[:-1], "owner"), f"owner must name another repo's owner (a-z, 0-9, -); got {owner!r}")
+                )
+                self.failed_refs.add(at[:-1])
+                return None
+            if kind is not None and (kind, parts[1]) in self.known:
+                self.problems.append(
+                    self.doc.problem((*at[:-1], "owner"), f"ref {target!r} is this repo's own {kind}: drop owner: {owner}")
+                )
+                self.failed_refs.add(at[:-1])
+                return None
+        elif kind is not None and (kind, parts[1]) not in self.known:
             ids = sorted(i for k, i in self.known if k == kind)
             # the suggestion as the ref is written ('tools/greet'), ready to paste
             hint = suggest(parts[1], ids).replace("'", f"'{parts[0]}/", 1)
@@ -310,8 +327,11 @@ def _variables_in_include(text: str, shown: str, here: Path_) -> list[Problem]:
     return found
 
 
+OWNER_RE = re.compile(r"[a-z][a-z0-9-]{0,39}\Z")
+
+
 def is_ref(value: Any) -> bool:
-    return isinstance(value, dict) and set(value) == {"ref"}
+    return isinstance(value, dict) and set(value) in ({"ref"}, {"ref", "owner"})
 
 
 def dump_yaml(value: Any) -> str:

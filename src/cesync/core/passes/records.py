@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..ownership import drift_by_sums, record_trust
+from ...errors import CesyncError
+from ..ownership import drift_by_sums, foreign_references, record_trust
 from ..ownership import other_owners as keep_others
 from ..plan import Change, Plan
 from . import PlanInput
@@ -23,7 +24,10 @@ __all__ = ["other_owners", "record_notes", "sealed_drift"]
 def other_owners(plan: Plan, given: PlanInput) -> Plan:
     if given.records is None:
         return plan
-    return keep_others(plan, given.records.others, given.records.owner)
+    if problems := foreign_references(given.desired, given.remote, given.parent, given.records.others):
+        raise CesyncError("; ".join(problems))
+    defined = [f"{d.kind.name}/{d.id}" for d in given.desired]
+    return keep_others(plan, given.records.others, given.records.owner, defined)
 
 
 def sealed_drift(plan: Plan, given: PlanInput) -> Plan:
