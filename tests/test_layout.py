@@ -12,6 +12,7 @@ PACKAGES = sorted(p.name for p in (ROOT / "src" / "cesync").iterdir() if (p / "_
 TOP_LEVEL = {
     "test_anchors.py": "every module's patterns",
     "test_errors.py": "cesync/errors.py",
+    "test_escape.py": "cesync/escape.py",
     "test_yamlconfig.py": "cesync/yamlconfig.py",
     "test_layers.py": "every module's imports",
     "test_modules.py": "every module's size and YAML() setup",

@@ -22,10 +22,11 @@ CesyncError                  every error cesync reports to a user (one clear lin
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from .escape import one_line
 
 __all__ = [
     "Aborted",
@@ -119,13 +120,12 @@ class ApiError(CesyncError):
 
 
 MAX_DETAIL_LINES = 40  # a server's list of violations is printed up to this many lines, then counted
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def _plain(value: Any, limit: int = 500) -> str:
     """A server's text as one printable line: control characters (terminal escapes) shown, not sent."""
     text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
-    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text.replace("\n", " "))
+    text = one_line(text)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

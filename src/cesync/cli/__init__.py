@@ -35,6 +35,7 @@ import click  # noqa: E402
 from .. import __version__  # noqa: E402
 from ..core.sensitive import scrub  # noqa: E402
 from ..errors import ApiError, CesyncError, ConfigError, PlanFileError  # noqa: E402
+from ..escape import output  # noqa: E402
 from ..render import FORMATS  # noqa: E402
 from .logs import verbose_option  # noqa: E402
 
@@ -61,13 +62,15 @@ EXIT_OK, EXIT_ERROR, EXIT_CHANGES, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def err(message: str, **kw: Any) -> None:
-    """A message on stderr, scrubbed (see above)."""
-    click.echo(scrub(message), err=True, **kw)
+    """A message on stderr, scrubbed and made inert (see above)."""
+    click.echo(output(scrub(message)), err=True, **kw)
 
 
 def out(message: str, **kw: Any) -> None:
-    """Everything a command prints goes through here: sensitive values never reach a terminal or log."""
-    click.echo(scrub(message), **kw)
+    """Everything a command prints goes through here: sensitive values never reach a terminal or
+    log, and text from outside never drives one (escape.output: no terminal control, no line a
+    CI runner reads as a command)."""
+    click.echo(output(scrub(message)), **kw)
 
 
 def handled(fn: F) -> F:

@@ -11,13 +11,14 @@ from typing import Any
 import click
 
 from ..core.sensitive import scrub
+from ..escape import output
 
 __all__ = ["GLOBAL_OPTIONS", "configure_logging", "verbose_option"]
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
     """Log lines to the standard error of the moment (click's test runner swaps it), each
-    scrubbed whole, traceback included, as everything else cesync prints."""
+    scrubbed whole, traceback included, and made inert (escape.output), as everything else cesync prints."""
 
     @property
     def stream(self) -> Any:
@@ -28,7 +29,7 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
         pass
 
     def format(self, record: logging.LogRecord) -> str:
-        return scrub(super().format(record))
+        return output(scrub(super().format(record)))
 
 
 LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from ..core.evalreport import Finding, Outcome, Report
+from ..escape import md_cell, md_code, xml_tree
 
 __all__ = ["EVAL_MARKER", "render_eval", "render_eval_junit", "render_eval_markdown", "render_eval_text"]
 
@@ -55,17 +56,13 @@ def _gate(report: Report) -> str:
     return f" (thresholds: {report.thresholds_from}{rate})"
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def render_eval_markdown(report: Report) -> str:
     """The sticky comment's body: its marker first, a summary, a row per evaluation."""
     lines = [
         EVAL_MARKER.format(env=report.environment, app=report.app),
         f"### cesync eval: `{report.environment}`",
         "",
-        f"App `{report.app}`, run `{report.run.rsplit('/', 1)[-1]}`",
+        f"App `{report.app}`, run {md_code(report.run.rsplit('/', 1)[-1])}",
         "",
         f"**{'All evaluations passed.' if report.passed else 'Evaluations did not pass.'}** {_summary(report)}{_gate(report)}",
         "",
@@ -73,9 +70,9 @@ def render_eval_markdown(report: Report) -> str:
         "|---|---|---:|---|",
     ]
     for o in report.outcomes:
-        missed = "<br>".join(_cell(line) for line in _findings(o)) or "-"
+        missed = "<br>".join(md_cell(line) for line in _findings(o)) or "-"  # a tool's answer is code, never Markdown
         lines.append(
-            f"| {ICON[o.status]} | `{o.id}` {_cell(o.display_name) if o.display_name != o.id else ''} "
+            f"| {ICON[o.status]} | {md_cell(o.id)} {md_cell(o.display_name) if o.display_name != o.id else ''} "
             f"| {o.passed_runs}/{len(o.runs)} | {missed} |"
         )
     return "\n".join(lines) + "\n"
@@ -102,7 +99,7 @@ def render_eval_junit(report: Report) -> str:
         tag = "error" if o.status == "error" else "failure"
         message = f"{o.status}: {findings[0] if findings else _rate(o)}"
         ET.SubElement(case, tag, message=message, type=o.status).text = "\n".join([_rate(o), *findings])
-    ET.indent(root)
+    ET.indent(xml_tree(root))  # a name or an answer with a control character XML cannot hold
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 

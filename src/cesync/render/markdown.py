@@ -1,13 +1,18 @@
-"""The Markdown renderer for pull-request comments: a summary table, a section per resource."""
+"""The Markdown renderer for pull-request comments: a summary table, a section per resource.
+
+Text from the app (names, etags, notes, validationErrors, values) is only ever code here, in
+spans or fences it cannot close (escape.md_code, md_fence): never Markdown, HTML or a mention.
+"""
 
 from __future__ import annotations
 
-import re
+import html
 
 from ..api.words import count
 from ..core.graph import graph_of
 from ..core.plan import RESENT, Plan
 from ..core.sensitive import CHANGED
+from ..escape import md_code, md_fence
 from .common import (
     IGNORED_HEAD,
     SYMBOL,
@@ -22,7 +27,6 @@ from .common import (
     touched,
     unified,
     unmanaged_groups,
-    validation_lines,
     where,
 )
 from .graph import to_mermaid
@@ -62,7 +66,9 @@ def render_markdown(plan: Plan, *, max_chars: int | None = None, full_plan: str 
     tail: list[str] = []
     if plan.validation:
         tail += ["**CES reports problems in the app as it is** (validationErrors, invalid):", ""]
-        tail += [f"- `{line.split(': ', 1)[0]}`: {line.split(': ', 1)[1]}" for line in validation_lines(plan.validation)]
+        tail += [
+            f"- {md_code(name)}: {md_code(problem)}" for name, problems in sorted(plan.validation.items()) for problem in problems
+        ]
         tail.append("")
     if plan.ignored:
         tail += [f"**{IGNORED_HEAD}:**", ""]
@@ -70,7 +76,7 @@ def render_markdown(plan: Plan, *, max_chars: int | None = None, full_plan: str 
         tail.append("")
     for why, names in unmanaged_groups(plan):
         tail += [f"<details><summary>{count(len(names), 'remote resource')} not in the repo ({why})</summary>", ""]
-        tail += [f"- `{n}`" for n in names] + ["", "</details>", ""]
+        tail += [f"- {md_code(n)}" for n in names] + ["", "</details>", ""]
     tail.append(f"**Plan:** {summary(counts)}. Digest `{plan.digest[:19]}`.")
     sections = ["\n".join(_section(c)) + "\n" for c in plan.changes]
     text = _join(head, sections, tail)
@@ -125,16 +131,17 @@ def _section(c: object) -> list[str]:
     from ..core.plan import Change
 
     assert isinstance(c, Change)
-    title = f"<code>{SYMBOL[c.action]} {c.kind} {c.id}</code> will be {VERB[c.action]}"
+    title = f"<code>{html.escape(f'{SYMBOL[c.action]} {c.kind} {c.id}')}</code> will be {VERB[c.action]}"
     if c.drift is not None:
         title += " (**drift**)"
     lines = ["<details>", f"<summary>{title}</summary>", ""]
     if c.drift is not None:
-        lines += [f"> **{drift_label(c).replace(': ', ':** ', 1)}", ""]
+        said, what = drift_label(c).split(": ", 1)  # what: who and when, as the app's changelog says
+        lines += [f"> **{said}:** {md_code(what)}", ""]
     if c.note:
-        lines += [f"_{c.note}_", ""]
+        lines += [f"Note: {md_code(c.note)}", ""]
     if c.etag:
-        lines += [f"etag `{c.etag}`" + (f", updateMask `{','.join(c.update_mask)}`" if c.update_mask else ""), ""]
+        lines += [f"etag {md_code(c.etag)}" + (f", updateMask {md_code(','.join(c.update_mask))}" if c.update_mask else ""), ""]
     body: list[str] = []
     if c.action == "create" and c.after is not None:
         body = ["+ " + line for line in as_text(c.after).rstrip("\n").splitlines()]
@@ -150,17 +157,10 @@ def _section(c: object) -> list[str]:
                 f"- {f.path}: {as_text(f.before).strip() if f.before is not None else '(unset)'}",
                 f"+ {f.path}: {as_text(f.after).strip() if f.after is not None else '(unset)'}",
             ]
-    fence = _fence(body)
-    lines += [f"{fence}diff", *body, fence, "", "</details>", ""]
+    # A fence no line of body can close: a prompt with ``` in it, quoted in the diff, would
+    # otherwise end the block and turn the rest of the plan into Markdown and HTML its author chose.
+    lines += [*md_fence(body, "diff"), "", "</details>", ""]
     return lines
-
-
-def _fence(body: list[str]) -> str:
-    """A code fence no line of body can close: longer than any backtick run in it (a prompt
-    with ``` in it, quoted in the diff, would otherwise end the block and turn the rest
-    of the plan into Markdown and HTML its author chose)."""
-    longest = max((len(run) for line in body for run in re.findall(r"`+", line)), default=0)
-    return "`" * max(3, longest + 1)
 
 
 def _endpoint(plan: Plan) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 from ..api.words import count
 from ..core.plan import RESENT, Change, Plan
 from ..core.sensitive import CHANGED, clip
+from ..escape import terminal
 from .common import (
     IGNORED_HEAD,
     SYMBOL,
@@ -47,8 +48,10 @@ Mapper = Callable[[Callable[[list[Change]], list[str]], list[Change]], list[str]
 
 
 def render_text(plan: Plan, *, color: bool = False, mapper: Mapper | None = None) -> str:
+    # The app's text is escaped before it is coloured: the only escape sequences left are these
+    # colours, which cli.out's last pass (escape.output) keeps, and nothing the app wrote.
     def paint(text: str, key: str) -> str:
-        return f"{COLORS[key]}{text}{RESET}" if color else text
+        return f"{COLORS[key]}{terminal(text)}{RESET}" if color else terminal(text)
 
     def texts(changes: list[Change]) -> list[str]:
         return ["\n".join(_change(c, paint)) for c in changes]
@@ -74,7 +77,7 @@ def render_text(plan: Plan, *, color: bool = False, mapper: Mapper | None = None
         lines.append("")
     if plan.validation:
         lines.append(paint("CES reports problems in the app as it is (validationErrors, invalid):", "bold"))
-        lines += [f"  ! {line}" for line in validation_lines(plan.validation)]
+        lines += [f"  ! {terminal(line)}" for line in validation_lines(plan.validation)]
         lines.append("")
     if plan.unknown_fields:
         lines.append(paint("Remote fields cesync does not model (never compared, kept on update):", "dim"))
@@ -98,7 +101,7 @@ def _change(c: Change, paint: Any) -> list[str]:
     if c.note:
         out.append(paint(f"    # {c.note}", "dim"))
     if c.action == "create" and c.after is not None:
-        out += [f"    + {line}" for line in as_text(c.after).rstrip("\n").splitlines()]
+        out += [f"    + {terminal(line)}" for line in as_text(c.after).rstrip("\n").splitlines()]
     for f in c.fields:
         if f.after in (CHANGED, RESENT):
             out.append(f"    ~ {f.path}: {f.after}")

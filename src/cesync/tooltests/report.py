@@ -5,6 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from ..escape import xml_tree
 from .run import Result
 
 __all__ = ["junit_xml", "report", "results_json"]
@@ -72,5 +73,5 @@ def junit_xml(results: list[Result], suite: str = "cesync") -> str:
             if r.status != "passed":
                 tag = "failure" if r.status == "failed" else "error"
                 ET.SubElement(case, tag, message=r.messages[0] if r.messages else r.status).text = "\n".join(r.messages)
-    ET.indent(root)
+    ET.indent(xml_tree(root))  # a test's name or a tool's answer with a control character XML cannot hold (\x1b)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -1,0 +1,170 @@
+"""Text from the app, a server and a tool is data in every output channel and format
+(issue #34 findings 3, 4 and 5), as tests/core/test_sensitive.py checks secrets in every channel.
+
+A console user plants generated hostile text (tests/hostile_text.py) in every remote field an
+output shows: a tool's description, a toolset's display name, the app's validationErrors, a
+version's display name, a tool's code (so its answers), an evaluation's name and what it
+missed; a hostile server answers with it as its error message and details. Then every command
+that shows them runs in every format, and each channel is read as what reads it: the terminal
+and CI log (no control character but cesync's colours, no line a runner takes as a command),
+the pull-request comment (Markdown: no HTML, image, link, mention or fake paragraph of
+theirs), JUnit (parses) and JSON (parses).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+
+from cesync.core.plan import Plan
+from cesync.emulator.server import BackgroundServer
+from cesync.escape import output
+from cesync.render import render
+from tests.fake_forge import TOKEN, serve
+from tests.helpers import cesync
+from tests.hostile import HostileServer
+from tests.hostile_text import hostile, markdown_problems, parses_as_json, parses_as_xml, terminal_and_ci_problems
+from tests.pipeline.test_pull import _set, console_edit, fresh_repo
+
+# A few generated cases each (every command runs in each), not shrunk: a failure prints its case.
+SLOW = settings(
+    max_examples=4,
+    deadline=None,
+    phases=(Phase.explicit, Phase.reuse, Phase.generate),
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+
+
+@pytest.fixture(scope="module")
+def forge() -> Iterator[Any]:
+    fake, server = serve()
+    yield fake
+    server.shutdown()
+
+
+def _printed(*args: str, code: int | None = None, env: dict[str, str | None] | None = None) -> str:
+    r = cesync(*args, env=env)
+    said = r.stdout + r.stderr
+    if code is not None:
+        assert r.returncode == code, said
+    assert terminal_and_ci_problems(said) == [], (args, said)
+    return r.stdout
+
+
+@SLOW
+@given(description=hostile, name=hostile, problem=hostile, answer=hostile)
+def test_the_app_s_text_is_data_in_every_command_and_format(
+    emulator: BackgroundServer, forge: Any, description: str, name: str, problem: str, answer: str
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root, parent = fresh_repo(Path(tmp), emulator)
+        url = emulator.url
+        console_edit(
+            emulator, f"{parent}/tools/ask", "clientFunction.description", _set(["clientFunction", "description"], description)
+        )
+        console_edit(emulator, f"{parent}/toolsets/shop", "displayName", _set(["displayName"], name))
+        made = httpx.post(
+            f"{url}/v1/{parent}/versions", params={"versionId": "v1"}, json={"displayName": name, "description": description}
+        )
+        assert made.status_code == 200, made.text
+        agent = httpx.post(
+            f"{url}/v1/{parent}/agents", params={"agentId": "helper"}, json={"displayName": name, "instruction": "Help."}
+        )
+        assert agent.status_code == 200, agent.text
+        errors = {"name": f"{parent}/agents/helper", "fields": {"validationErrors": [problem]}}
+        httpx.post(f"{url}/admin/inject", json=errors).raise_for_status()
+        code = f"def greet(name: str) -> dict:\n    return {{'greeting': {answer!r}}}\n"
+        console_edit(emulator, f"{parent}/tools/greet", "pythonFunction.pythonCode", _set(["pythonFunction", "pythonCode"], code))
+        d = ["--dir", str(root), "--endpoint", url]
+
+        for fmt in ("text", "markdown", "json"):
+            shown = _printed("plan", *d, "--format", fmt, code=0)
+            if fmt == "markdown":
+                assert markdown_problems(shown) == [], shown
+            if fmt == "json":
+                assert parses_as_json(shown)
+        saved = Path(tmp) / "plan.json"
+        _printed("plan", *d, "--out", str(saved), code=0)
+        plan = Plan.from_json(saved.read_text())  # colour is only for a terminal: the renderer as the command calls it on one
+        assert terminal_and_ci_problems(output(render(plan, "text", color=True)), colour=True) == []
+        for fmt in ("text", "markdown", "json"):
+            _printed("show", str(saved), "--format", fmt, code=0)
+        forge_env: dict[str, str | None] = {"GITHUB_API_URL": forge.url, "GITHUB_REPOSITORY": "o/r", "GITHUB_TOKEN": TOKEN}
+        _printed("comment", str(saved), "--provider", "github", "--pr", "7", env=forge_env, code=0)
+        for thread in forge.comments.values():
+            for comment in thread:
+                assert markdown_problems(comment["body"]) == [], comment["body"]
+        for fmt in ("text", "json"):
+            _printed("versions", *d, "--format", fmt, code=0)
+
+        (root / "tests").mkdir(exist_ok=True)
+        (root / "tests" / "t.yaml").write_text(
+            "tests:\n  - name: greets\n    toolCall: {tool: greet, args: {name: x}}\n"
+            "    toolResponse: {response: {result: {greeting: something else}}}\n"
+        )
+        junit = Path(tmp) / "junit.xml"
+        for fmt in ("text", "json"):
+            _printed("test", *d, "--format", fmt, "--junit", str(junit), code=1)
+            assert parses_as_xml(junit.read_text())
+
+
+@SLOW
+@given(message=hostile, detail=hostile)
+def test_a_server_s_error_message_is_data(tmp_path: Path, message: str, detail: str) -> None:
+    error = {
+        "code": 400,
+        "status": "INVALID_ARGUMENT",
+        "message": message,
+        "details": [
+            {
+                "@type": "type.googleapis.com/google.rpc.BadRequest",
+                "fieldViolations": [{"field": detail, "description": message}],
+            },
+            {"@type": "type.googleapis.com/google.rpc.LocalizedMessage", "locale": detail, "message": message},
+        ],
+    }
+    root = Path(tempfile.mkdtemp(dir=tmp_path))
+    from tests.helpers import make_repo
+
+    repo = make_repo(root, {})
+    with HostileServer(lambda method, path, query: (400, json.dumps({"error": error}).encode())) as server:
+        for fmt in ("text", "json", "markdown"):
+            _printed("plan", "--dir", str(repo), "--endpoint", server.url, "--format", fmt, code=1)
+
+
+@given(name=hostile, missed=hostile)
+def test_an_evaluation_s_text_is_data_in_every_format(name: str, missed: str) -> None:
+    from cesync.core.evalreport import build_report
+    from cesync.render.evaluations import render_eval_junit, render_eval_markdown, render_eval_text
+
+    app = "projects/p/locations/us/apps/a"
+    failed = {
+        "expectation": {"toolResponse": {"tool": f"{app}/tools/t", "response": {"result": missed}}, "note": missed},
+        "observedToolResponse": {"tool": f"{app}/tools/t", "response": {"result": {"said": missed}}},
+        "outcome": "FAIL",
+    }
+    result = {
+        "name": f"{app}/evaluations/e/results/r0",
+        "executionState": "COMPLETED",
+        "evaluationStatus": "FAIL",
+        "goldenResult": {"turnReplayResults": [{"expectationOutcome": [failed]}]},
+    }
+    report = build_report(
+        "dev",
+        app,
+        {"name": f"{app}/evaluationRuns/run1", "runCount": 1},
+        [{"name": f"{app}/evaluations/e", "displayName": name}],
+        [result],
+        None,
+        thresholds_from="app",
+    )
+    assert markdown_problems(render_eval_markdown(report)) == []
+    assert terminal_and_ci_problems(output(render_eval_text(report))) == []
+    assert parses_as_xml(render_eval_junit(report))
