@@ -19,7 +19,7 @@ from googleapiclient.discovery import build_from_document
 from googleapiclient.errors import HttpError
 from googleapiclient.http import HttpRequest
 
-from cesync.emulator.server import KEEP_ALIVE_SECONDS, BackgroundServer
+from cesync.emulator.server import BackgroundServer
 from cesync.emulator.unserved import PREFIX, UNSERVED
 
 DOCUMENTS = Path(googleapiclient.__file__).parent / "discovery_cache" / "documents"
@@ -366,19 +366,13 @@ def test_what_the_emulator_does_not_serve_is_unimplemented(ces: Any) -> None:
     assert status(lambda: ces.apps().conversations().list(parent=APP).execute()) == (501, "UNIMPLEMENTED")
 
 
-def test_the_emulator_keeps_idle_connections_as_long_as_googles_front_ends() -> None:
-    """Google's front ends keep an idle client connection 610 s (server.KEEP_ALIVE_SECONDS has the
-    source); uvicorn's default was 5 s, and googleapiclient's next POST then broke its pipe."""
-    with BackgroundServer(apps=[APP]) as running:
-        assert running.server.config.timeout_keep_alive == KEEP_ALIVE_SECONDS >= 600  # GFE's backend keep-alive is 600 s
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(("keep_alive", "survives"), [(1, False), (3, True)])
 def test_a_post_after_an_idle_connection(keep_alive: int, survives: bool) -> None:
     """The discovery client reuses its connection after any idle: a POST 1.5 s after the last call
     breaks when the server closed the connection at 1 s, and goes through when it keeps it longer.
-    (The timeout is shortened so the wait is 1.5 s; the emulator's own is KEEP_ALIVE_SECONDS.)"""
+    (The timeout is shortened so the wait is 1.5 s; the emulator's own is server.KEEP_ALIVE_SECONDS,
+    checked in test_server.py.)"""
     with BackgroundServer(apps=[APP], keep_alive=keep_alive) as running:
         tools = build(running.url).projects().locations().apps().tools()
         tools.create(parent=APP, toolId="t1", body={"clientFunction": {"name": "first"}}).execute()

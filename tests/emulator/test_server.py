@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -105,3 +106,25 @@ def test_cesync_emulator_serves_admin_only_with_the_flag(admin: bool) -> None:
         finally:
             proc.send_signal(signal.SIGINT)
             proc.wait(timeout=30)
+
+
+def test_idle_connections_stay_open_as_long_as_at_googles_front_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`cesync emulator` and BackgroundServer both keep an idle connection KEEP_ALIVE_SECONDS (610 s,
+    Google's front ends': the source is in server.py), not uvicorn's 5 s, after which a client that
+    pools connections (googleapiclient's httplib2) broke its next POST (test_discovery_client.py)."""
+    import uvicorn
+
+    from cesync.emulator.faults import FaultConfig
+    from cesync.emulator.server import KEEP_ALIVE_SECONDS, serve
+
+    configured: list[float] = []
+
+    def run(self: uvicorn.Server, sockets: list[Any] | None = None) -> None:  # uvicorn's, not cesync's: nothing served
+        configured.append(self.config.timeout_keep_alive)
+        for sock in sockets or []:
+            sock.close()
+
+    monkeypatch.setattr(uvicorn.Server, "run", run)
+    serve("127.0.0.1", 0, None, FaultConfig(), log_requests=False)
+    configured.append(BackgroundServer().server.config.timeout_keep_alive)
+    assert configured == [KEEP_ALIVE_SECONDS, KEEP_ALIVE_SECONDS] and KEEP_ALIVE_SECONDS >= 600  # the GFE backend's is 600 s
