@@ -7,7 +7,10 @@ import signal
 import sys
 from itertools import pairwise
 
-__version__ = "0.1.0"
+try:
+    from ._version import __version__  # written by the build (hatch-vcs, from the git tag)
+except ImportError:  # a source tree on sys.path that was never built or installed
+    __version__ = "0+unknown"
 
 
 def _interrupted_at_startup(signum: int, frame: object) -> None:
