@@ -58,7 +58,18 @@ def free_port() -> int:
 
 def start(state: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
-    cmd = [sys.executable, "-m", "cesync.cli", "emulator", "--port", str(port), "--state", str(state), "--auto-create-apps", "--admin"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "cesync.cli",
+        "emulator",
+        "--port",
+        str(port),
+        "--state",
+        str(state),
+        "--auto-create-apps",
+        "--admin",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30

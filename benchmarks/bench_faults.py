@@ -170,7 +170,9 @@ async def one_run(seed: int) -> Totals:
     totals.retries = len(lines)
     async with CesClient("http://emu", transport=inner, retry=RETRY, notify=lambda line: None) as c:
         for _ in range(3):  # plan again (a real conflict stops the first apply early)
-            again = build_plan("bench", APP, [Resource(KINDS[k], i, b) for k, i, b in desired], await read_remote(c, APP), prune=True)
+            again = build_plan(
+                "bench", APP, [Resource(KINDS[k], i, b) for k, i, b in desired], await read_remote(c, APP), prune=True
+            )
             if not again.changes:
                 totals.converged = 1
                 break

@@ -1,0 +1,202 @@
+"""Ten thousand resources: plan and validate against their floors, cold and warm, and plan's own memory.
+
+    python benchmarks/bench_scale.py                        # 1,000 and 10,000 resources: 20-40 minutes
+    python benchmarks/bench_scale.py --sizes 1000 --repeats 3
+
+For each size a realistic app is generated (benchmarks/generate.py --agents: Python tools with
+real code, OpenAPI toolsets with real specs, widgets and the other tool types, agents in a tree
+naming them, guardrails), applied to the emulator in its own process, and applied again with a
+change nine more times, so the app keeps ten applied records (the default). Then, with 20 ms
+added to every API call, each round runs side by side:
+
+- the floors (benchmarks/floors.py): every collection listed with bare httpx (the list floor),
+  every YAML file parsed with libyaml (the parse floor);
+- ``plan`` cold (``CESYNC_CACHE=off``) and warm (the parse cache of the run before), of the
+  unchanged app;
+- ``validate`` cold and warm, and warm with one file changed since the cache was written.
+
+Every command runs through benchmarks/launch.py, so its peak memory is its own. Each figure is
+the median of --repeats rounds, and is printed as a ratio to its floor of the same rounds: a
+loaded machine slows both alike, the ratio much less than the seconds. Last, ``validate`` of a
+small repo against ``python -c pass``, and the growth from the smallest size to the largest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench import CESYNC, ENV, PARENT, compile_cesync, emulator, set_latency
+from generate import generate
+
+HERE = Path(__file__).parent
+KEY = {"CESYNC_CACHE_KEY": "bench-scale"}
+OFF = {"CESYNC_CACHE": "off"}
+
+
+@dataclass
+class Run:
+    seconds: float
+    rss_mb: float
+    cpu: float
+
+
+def launched(cmd: list[str], env: dict[str, str] | None = None, ok: tuple[int, ...] = (0,)) -> Run:
+    """cmd through launch.py: wall seconds, its own peak RSS, CPU."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        full = {**os.environ, **KEY, **(env or {})}
+        done = subprocess.run(
+            [sys.executable, str(HERE / "launch.py"), out.name, *cmd], env=full, capture_output=True, text=True, check=False
+        )
+        result = json.loads(Path(out.name).read_text() or "{}") if done.returncode == 0 else {}
+    if result.get("code") not in ok:
+        raise SystemExit(f"{' '.join(cmd)} exited {result.get('code')}:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+    return Run(result["seconds"], result["rss_mb"], result["cpu"])
+
+
+def collections() -> list[str]:
+    from cesync.api.kinds import KINDS
+
+    return [f"{k.collection}:{k.api_version}" for k in KINDS.values() if k.listable]
+
+
+def ten_records(root: Path, url: str) -> None:
+    """The app applied once, then nine more times with a change each: ten records kept."""
+    base = [*CESYNC, "apply", "--dir", str(root), "--env", ENV, "--endpoint", url, "--auto-approve", "--parallelism", "32"]
+    app = root / "app.yaml"
+    text = app.read_text()
+    for i in range(10):
+        app.write_text(text.replace("Be brief and friendly.", f"Be brief and friendly ({i})."))
+        launched(base)
+
+
+@dataclass
+class Figures:
+    runs: dict[str, list[Run]]
+
+    def median(self, name: str) -> float:
+        return statistics.median(r.seconds for r in self.runs[name])
+
+    def rss(self, name: str) -> float:
+        return max(r.rss_mb for r in self.runs[name])
+
+    def cpu(self, name: str) -> float:
+        return statistics.median(r.cpu for r in self.runs[name])
+
+
+def measure(n: int, opts: argparse.Namespace, work: Path) -> Figures:
+    root = generate(work / f"repo{n}", n, agents=True)
+    files = sum(1 for p in root.rglob("*") if p.is_file())
+    print(f"\n== {n} resources, {files} files ({root}) ==", flush=True)
+    runs: dict[str, list[Run]] = {}
+    with emulator(0) as emu:
+        start = time.perf_counter()
+        ten_records(root, emu.url)
+        print(f"applied, ten records kept ({time.perf_counter() - start:.0f} s)", flush=True)
+        set_latency(emu.url, opts.latency_ms)
+        common = ["--dir", str(root), "--env", ENV]
+        plan = [*CESYNC, "plan", *common, "--endpoint", emu.url, "--detailed-exitcode"]
+        validate = [*CESYNC, "validate", *common]
+        floors = {
+            "list floor": [sys.executable, str(HERE / "floors.py"), "list", emu.url, PARENT, *collections()],
+            "parse floor": [sys.executable, str(HERE / "floors.py"), "parse", str(root)],
+        }
+        launched(plan)  # the parse cache filled, as any run before leaves it
+        edited = root / "tools" / "t00000.yaml"
+        original = edited.read_text()
+        for r in range(opts.repeats):
+            for name, cmd in floors.items():
+                runs.setdefault(name, []).append(launched(cmd))
+            runs.setdefault("plan, cold", []).append(launched(plan, OFF))
+            runs.setdefault("plan, warm", []).append(launched(plan))
+            runs.setdefault("validate, cold", []).append(launched(validate, OFF))
+            runs.setdefault("validate, warm", []).append(launched(validate))
+            edited.write_text(original + f"# changed in round {r}\n")  # a text the cache has not seen
+            runs.setdefault("validate, one file changed", []).append(launched(validate))
+            edited.write_text(original)
+            launched(validate)  # the cache as the unchanged repo leaves it
+    figures = Figures(runs)
+    for name in runs:
+        times = ", ".join(f"{r.seconds:.2f}" for r in sorted(runs[name], key=lambda r: r.seconds))
+        print(
+            f"{name:28} {figures.median(name):7.2f} s  (runs {times}; CPU {figures.cpu(name):.2f} s;"
+            f" peak RSS {figures.rss(name):.0f} MB)",
+            flush=True,
+        )
+    return figures
+
+
+def startup(opts: argparse.Namespace, work: Path) -> tuple[float, float]:
+    root = generate(work / "small", 3)
+    validate = [*CESYNC, "validate", "--dir", str(root), "--env", ENV]
+    bare = [sys.executable, "-c", "pass"]
+    launched(validate)
+    pairs = [(launched(validate).seconds, launched(bare).seconds) for _ in range(max(5, opts.repeats))]
+    return statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs)
+
+
+def report(sizes: dict[int, Figures], start: tuple[float, float]) -> int:
+    failed = 0
+
+    def check(what: str, value: str, target: str, ok: bool) -> None:
+        nonlocal failed
+        failed += not ok
+        print(f"{'PASS' if ok else 'FAIL'}  {what:46} {value:>22}   target {target}")
+
+    print("\n== targets ==")
+    for n, f in sizes.items():
+        listed, parsed = f.median("list floor"), f.median("parse floor")
+        cold = f.median("plan, cold") / (listed + parsed)
+        check(f"{n}: plan cold / (list + parse floors)", f"{cold:.2f}x", "<= 1.3x", cold <= 1.3)
+        warm = f.median("plan, warm") / listed
+        check(f"{n}: plan warm / list floor", f"{warm:.2f}x", "<= 2x", warm <= 2)
+        valid = f.median("validate, cold") / parsed
+        check(f"{n}: validate cold / parse floor", f"{valid:.2f}x", "<= 1.5x", valid <= 1.5)
+        print(
+            f"      {n}: validate warm / parse floor {f.median('validate, warm') / parsed:.2f}x; one file changed / cold "
+            f"{f.median('validate, one file changed') / f.median('validate, cold'):.2f}x"
+        )
+        rss = f.rss("plan, cold")
+        check(f"{n}: plan peak RSS, ten records kept", f"{rss:.0f} MB", "< 400 MB", rss < 400)
+    if len(sizes) > 1:
+        small, large = min(sizes), max(sizes)
+        for name in ("plan, cold", "plan, warm", "validate, cold"):
+            growth = sizes[large].median(name) / sizes[small].median(name)
+            limit = 11 * large / small / 10
+            check(f"{small}->{large}: {name} growth", f"{growth:.1f}x", f"<= {limit:.0f}x", growth <= limit)
+        rss_growth = sizes[large].rss("plan, cold") / sizes[small].rss("plan, cold")
+        print(f"      {small}->{large}: plan peak RSS growth {rss_growth:.1f}x")
+    validate_s, python_s = start
+    check("validate of a small repo / python -c pass", f"{validate_s / python_s:.1f}x ({validate_s:.2f} s)", "close", True)
+    return 1 if failed else 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1000,10000", help="Comma-separated numbers of resources.")
+    parser.add_argument("--repeats", type=int, default=3, help="Rounds of every measure; the median counts.")
+    parser.add_argument("--latency-ms", type=float, default=20.0, help="Emulator latency per API call.")
+    opts = parser.parse_args()
+    compile_cesync()
+    load = Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else []
+    print(f"load average at the start: {' '.join(load)}", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        sizes = {n: measure(n, opts, work) for n in sorted(int(s) for s in opts.sizes.split(","))}
+        start = startup(opts, work)
+    load = Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else []
+    print(f"load average at the end: {' '.join(load)}", flush=True)
+    raise SystemExit(report(sizes, start))
+
+
+if __name__ == "__main__":
+    main()
