@@ -96,7 +96,13 @@ async def read_app(client: CesClient, env: EnvTarget, owner: str = "") -> AppRea
     from ..core.sensitive import record_secret
     from ..sync.record import RecordView, read_records
 
-    remote = await read_remote(client, env.parent)
+    # Both at once: the records are two more round trips (the versions' heads, one version whole)
+    # that need not wait for the lists. Without an app the versions list fails too, and says nothing.
+    remote, view = await asyncio.gather(read_remote(client, env.parent), read_records(client, env, owner), return_exceptions=True)
+    if isinstance(remote, BaseException):
+        raise remote
     if not any(r.kind.singleton for r in remote):
         return remote, RecordView(key_from=record_secret()[0])  # no app: no versions either
-    return remote, await read_records(client, env, owner)
+    if isinstance(view, BaseException):
+        raise view
+    return remote, view
