@@ -171,6 +171,7 @@ MODULES = (
     "policy",
     "preview",
     "promote",
+    "release",
     "serve",
     "sync",
     "teardown",
@@ -207,6 +208,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "matrix": ("ci", "List every (app folder, environment) under ROOT as JSON, for a CI matrix."),
     "policy": ("policy", "The repo's policy checks (the folder 'policies' in cesync.yaml names)."),
     "plan": ("core", "Show what apply would change in the app, with the etags seen."),
+    "release": (
+        "release",
+        "Move a deployment's traffic to a new app version step by step (releases/ID.yaml), gated by evaluations.",
+    ),
     "rollback": (
         "versions",
         "Show what restoring VERSION (an id from 'cesync versions') would change, then restore it (RestoreAppVersion).",

@@ -50,6 +50,9 @@ def _run_name(operation: dict[str, Any], parent: str) -> str:
     return name if isinstance(name, str) and _below(name, f"{parent}/evaluationRuns/") else ""
 
 
+MAX_SERVED = 10  # versions one deployment's run may judge (a split of more is no canary)
+
+
 async def run_evaluations(
     client: CesClient,
     parent: str,
@@ -58,9 +61,13 @@ async def run_evaluations(
     run_count: int = 1,
     display_name: str = "",
     polling: Polling | None = None,
+    against: dict[str, str] | None = None,
 ) -> RunRead:
-    """Run the evaluations (full names) run_count times each; the finished run and its results."""
-    body: dict[str, Any] = {"app": parent, "evaluations": evaluations, "runCount": run_count}
+    """Run the evaluations (full names) run_count times each; the finished run and its results.
+
+    against: ``{"appVersion": NAME}`` or ``{"deployment": NAME}`` (v1beta RunEvaluationRequest),
+    what the run judges instead of the draft; a deployment's run has a result per version it serves."""
+    body: dict[str, Any] = {"app": parent, "evaluations": evaluations, "runCount": run_count, **(against or {})}
     if display_name:
         body["displayName"] = display_name
     operation = await client._call("POST", f"{parent}:runEvaluation", RUN_WORDS, parent, body=body)
@@ -88,7 +95,7 @@ async def run_evaluations(
     names = run.get("evaluationResults") or []
     if not isinstance(names, list):
         raise BadReply("the run's evaluationResults is not a list of names", operation=RUN_WORDS, resource=name)
-    wanted = len(evaluations) * run_count
+    wanted = len(evaluations) * run_count * (MAX_SERVED if against and "deployment" in against else 1)
     if len(names) > wanted:  # each is read: a server listing a million would have cesync make a million GETs
         raise BadReply(
             f"the run lists {len(names)} results, more than the {wanted} asked for "

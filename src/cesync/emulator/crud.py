@@ -11,6 +11,7 @@ from starlette.responses import Response
 from . import evaluation_kinds, evaluations, list_filters
 from .calls import answer, api_version, json_body, page_args, query, wants_enum_int
 from .changelogs import Changelogs
+from .deployments import check_traffic
 from .errors import RpcError
 from .guards import force_allowed, unbound_force
 from .integrity import References
@@ -105,6 +106,8 @@ class Resources(References, Changelogs, Versions):
         then the fields carried over unchecked (an update keeps those taught out of band), the
         write, the evaluations that follow it, the changelog; the resource as stored."""
         self._unique_display_name(db, parent, collection, data, rid)
+        if collection == "deployments":
+            check_traffic(data)
         self._check_references(db, parent, kind(collection).singular, data)
         data.update(carried or {})
         res = printed(collection, with_extras(data, extras))

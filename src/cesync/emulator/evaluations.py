@@ -27,6 +27,17 @@ request cannot tie the server up): a request replays at most ``MAX_RESULTS`` res
 replay at once in an emulator process (one more is RESOURCE_EXHAUSTED, 429, until one
 finishes). Deleting a run while it replays stops its replay.
 
+``appVersion`` or ``deployment`` (at most one: the discovery document ``ces.v1beta.json`` of
+revision 20261016 says so of RunEvaluationRequest) choose what is replayed against: an app
+version replays each golden with the tools of that version's snapshot (as they were when the
+version was made), a deployment against each version its running traffic split gives traffic
+(deployments.serving_versions), each result naming its ``appVersion``; neither, the draft.
+Whether a deployment's run replays every served version is not documented; the emulator does,
+so that a canary's new version is judged. ``/admin/evaluationOutcomes`` with ``{appVersion,
+outcome[, explanation]}`` (no evaluation) forces the status of every result replayed against
+that version: the fault switch a test fails a release gate with (``{appVersion, clear: true}``
+forgets it).
+
 Runs and results live in the emulator process (its store keeps resources only), so a run
 is read back from the process that ran it.
 """
@@ -45,6 +56,7 @@ from google.protobuf import json_format
 from ..api import descriptors as api
 from . import list_filters
 from .calls import page_window
+from .deployments import serving_versions, snapshot_executor
 from .errors import RpcError
 from .golden import Decided, RunTool, replay_golden
 from .store import Store, now, page_token
@@ -69,6 +81,9 @@ class EvaluationService:
     decided: dict[str, Decided] = field(default_factory=dict)
     scenario_decided: dict[str, tuple[str, str]] = field(default_factory=dict)
     replaying: dict[str, asyncio.Task[None]] = field(default_factory=dict)  # run -> its replay
+    version_decided: dict[str, tuple[str, str]] = field(default_factory=dict)  # app version -> forced outcome
+    # (parent, a version's snapshot) -> executeTool against that snapshot's tools (set by the app)
+    snapshot_tool: Callable[[str, dict[str, Any]], RunTool] = snapshot_executor
     # settles the operation of a run whose replay has finished (Operations.settle, set by the app)
     settle_operation: Callable[[str], object] = lambda name: None
 
@@ -106,15 +121,30 @@ class EvaluationService:
             raise RpcError("NOT_FOUND", f"{name} not found")
         return found
 
+    def _versions(self, parent: str, body: dict[str, Any]) -> list[str]:
+        """The app versions the run replays against: appVersion's, the deployment's served ones, or the draft."""
+        version, deployment = body.get("appVersion"), body.get("deployment")
+        if version and deployment:
+            raise RpcError("INVALID_ARGUMENT", "set at most one of appVersion or deployment")
+        draft = f"{parent}/versions/-"
+        if deployment:
+            return serving_versions(self._own(parent, str(deployment), "deployments"), parent)
+        if not version or version == draft:
+            return [draft]
+        self._own(parent, str(version), "versions")
+        return [str(version)]
+
     def start_run(self, parent: str, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """Check the request and make its run, RUNNING with nothing replayed yet; (run name,
         RunEvaluationOperationMetadata). ``launch`` then replays it in the background."""
         evaluations = self._evaluations(parent, body)
+        versions = self._versions(parent, body)
         count = body.get("runCount")
         if count is not None and (isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_RUN_COUNT):
             raise RpcError("INVALID_ARGUMENT", f"runCount must be a whole number from 1 to {MAX_RUN_COUNT}")
         plan = [
-            (name, evaluation)
+            (name, evaluation, version)
+            for version in versions
             for name, evaluation in evaluations
             for _ in range(count or (5 if "scenario" in evaluation else 1))  # RunEvaluationRequest.run_count's default
         ]
@@ -167,8 +197,8 @@ class EvaluationService:
         parent = run.split("/evaluationRuns/", 1)[0]
         progress = record["progress"]
         try:
-            for name, evaluation in record.pop("_plan"):
-                result = await self._result(parent, name, evaluation, run, record["createTime"])
+            for name, evaluation, version in record.pop("_plan"):
+                result = await self._result(parent, name, evaluation, run, record["createTime"], version)
                 self.results[result["name"]] = result
                 record["_pending"].append(result["name"])
                 progress["completedCount"] = progress.get("completedCount", 0) + 1
@@ -188,14 +218,23 @@ class EvaluationService:
         record = self.runs.get(run)
         return record is None or bool(record.get("_replayed"))
 
-    async def _result(self, parent: str, name: str, evaluation: dict[str, Any], run: str, created: str) -> dict[str, Any]:
+    def _tools_of(self, parent: str, version: str) -> RunTool:
+        """executeTool of the draft, or of the version's snapshot (its tools as they were)."""
+        if version == f"{parent}/versions/-":
+            return self.run_tool(parent)
+        stored = self.read(parent, "versions", version.rsplit("/", 1)[-1]) or {}
+        return self.snapshot_tool(parent, stored.get("snapshot") or {})
+
+    async def _result(
+        self, parent: str, name: str, evaluation: dict[str, Any], run: str, created: str, version: str
+    ) -> dict[str, Any]:
         result: dict[str, Any] = {
             "name": f"{name}/results/{uuid.uuid4().hex[:12]}",
             "displayName": f"{evaluation.get('displayName', name.rsplit('/', 1)[-1])} result - {created}",
             "createTime": created,
             "evaluationRun": run,
             "initiatedBy": "emulator@localhost",
-            "appVersion": f"{parent}/versions/-",
+            "appVersion": version,
             "executionState": "COMPLETED",
         }
         if "scenario" in evaluation:
@@ -207,7 +246,11 @@ class EvaluationService:
             result["scenarioResult"] = {"conversation": note, "task": task}
             result["evaluationStatus"] = outcome
             return result
-        status, golden = await replay_golden(evaluation.get("golden") or {}, self.run_tool(parent), self.decided.get(name, {}))
+        status, golden = await replay_golden(
+            evaluation.get("golden") or {}, self._tools_of(parent, version), self.decided.get(name, {})
+        )
+        if version in self.version_decided:  # the fault switch: this version's results as a test set them
+            status = self.version_decided[version][0]
         result["goldenResult"] = golden
         result["evaluationStatus"] = status
         return result
@@ -310,6 +353,8 @@ class EvaluationService:
     # --- the admin hook ------------------------------------------------------------------------
 
     def set_outcome(self, body: dict[str, Any]) -> dict[str, Any]:
+        if "appVersion" in body and "evaluation" not in body:
+            return self._set_version_outcome(body)
         evaluation = body.get("evaluation")
         if not isinstance(evaluation, str) or "/evaluations/" not in evaluation:
             raise RpcError("INVALID_ARGUMENT", "evaluation must be the name of an evaluation (.../evaluations/ID)")
@@ -328,6 +373,19 @@ class EvaluationService:
             raise RpcError("INVALID_ARGUMENT", "turn and step are indexes (0-based) of the golden's turns and their steps")
         self.decided.setdefault(evaluation, {})[(int(turn), int(step))] = (str(outcome), why)  # type: ignore[arg-type]
         return {"evaluation": evaluation, "turn": turn, "step": step, "outcome": outcome}
+
+    def _set_version_outcome(self, body: dict[str, Any]) -> dict[str, Any]:
+        version = body.get("appVersion")
+        if not isinstance(version, str) or "/versions/" not in version:
+            raise RpcError("INVALID_ARGUMENT", "appVersion must be the name of an app version (.../versions/ID)")
+        if body.get("clear"):
+            self.version_decided.pop(version, None)
+            return {"appVersion": version, "cleared": True}
+        outcome = body.get("outcome")
+        if outcome not in OUTCOMES:
+            raise RpcError("INVALID_ARGUMENT", f"outcome must be one of {', '.join(OUTCOMES)}")
+        self.version_decided[version] = (str(outcome), str(body.get("explanation") or ""))
+        return {"appVersion": version, "outcome": outcome}
 
 
 # --- routes (v1beta only) ------------------------------------------------------------------------

@@ -88,9 +88,11 @@ async def evaluate(
     min_pass_rate: float = 1.0,
     polling: Polling | None = None,
     warn: Callable[[str], None] = lambda line: None,
+    against: dict[str, str] | None = None,
 ) -> Report:
     """Run the chosen evaluations runs times each in ctx's app; the report of that run.
-    warn: told each evaluation the app holds otherwise than the repo, before the run."""
+    warn: told each evaluation the app holds otherwise than the repo, before the run.
+    against: an app version or a deployment to judge instead of the draft (client.evaluations)."""
     from ..client.apps import get_app
     from ..client.evaluations import list_evaluations, run_evaluations
 
@@ -114,7 +116,7 @@ async def evaluate(
         warn(line)
     thresholds, source = thresholds_of(ctx.desired, app)
     read = await run_evaluations(
-        client, parent, names, run_count=runs, display_name=f"cesync eval ({ctx.env.name})", polling=polling
+        client, parent, names, run_count=runs, display_name=f"cesync eval ({ctx.env.name})", polling=polling, against=against
     )
     tags_by_id = {r.id: tuple(str(t) for t in r.body.get("tags") or ()) for r in chosen}
     return build_report(

@@ -1,0 +1,57 @@
+"""``releases/<deployment>.yaml``: how new app versions reach one of the repo's deployments
+(core.release.ReleaseSpec), read with its problems at file:line:col.
+
+The schedule lives beside the deployment's file, not in it: ``deployments/<id>.yaml`` is the
+Deployment as CES holds it (checked against the API, exported, pulled), the schedule cesync's own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from ..core.release import ReleaseSpec
+from ..core.yamlfile import load_text, read_text
+from ..errors import ConfigError, Problem
+
+__all__ = ["FOLDER", "load_release"]
+
+FOLDER = "releases"
+
+
+def load_release(root: Path, deployment: str) -> tuple[str, ReleaseSpec]:
+    """(the file's path in the repo, its schedule); ConfigError naming what is wrong and where."""
+    display = f"{FOLDER}/{deployment}.yaml"
+    path = root / display
+    if not path.is_file():
+        raise ConfigError(
+            [Problem(display, 1, 1, f"no release schedule for deployment {deployment!r}: write {display} (see docs/releases.md)")]
+        )
+    text = read_text(path, display, root=root.resolve())
+    doc = load_text(text, display) if isinstance(text, str) else text
+    if isinstance(doc, Problem):
+        raise ConfigError([doc])
+    if not isinstance(doc.data, dict):
+        raise ConfigError([doc.problem((), "a release schedule is a mapping with 'steps' (and 'gate')")])
+    try:
+        return display, ReleaseSpec.model_validate(doc.data)
+    except ValidationError as exc:
+        problems = []
+        for e in exc.errors():
+            loc = tuple(p for p in e["loc"] if isinstance(p, (str, int)))
+            while loc and not _has(doc.data, loc):
+                loc = loc[:-1]
+            where = ".".join(str(p) for p in e["loc"])
+            problems.append(doc.problem(loc, f"{where}: {e['msg'].removeprefix('Value error, ')}"))
+        raise ConfigError(problems) from None
+
+
+def _has(data: object, loc: tuple[str | int, ...]) -> bool:
+    for part in loc:
+        if isinstance(data, dict) and part in data:
+            data = data[part]
+        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+            data = data[int(part)]
+        else:
+            return False
+    return True

@@ -1,0 +1,53 @@
+"""cesync release: the schedule (--dry-run), a whole release in JSON and Markdown, and clear errors.
+The example's holds are taken out of a copy: the command waits on the real clock (the pipeline's
+tests hold on one that never sleeps)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EXAMPLES
+from tests.helpers import cesync
+
+LOCAL = ("--env", "local", "--endpoint", "embedded")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    dst = tmp_path / "support-bot"
+    shutil.copytree(EXAMPLES / "support-bot", dst, ignore=shutil.ignore_patterns(".cesync"))
+    schedule = dst / "releases" / "web.yaml"
+    schedule.write_text(re.sub(r", hold: \d+m", "", schedule.read_text()))
+    assert cesync("apply", "--dir", str(dst), *LOCAL, "--auto-approve").returncode == 0
+    return dst
+
+
+def test_dry_run_json_and_markdown(repo: Path) -> None:
+    dry = cesync("release", "--dir", str(repo), *LOCAL, "--deployment", "web", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "step 1/3: - 100% -> 90%, version-" in dry.stdout and "Release: dry run." in dry.stdout
+    done = cesync("release", "--dir", str(repo), *LOCAL, "--deployment", "web", "--format", "json")
+    data = json.loads(done.stdout)
+    assert done.returncode == 0 and data["outcome"] == "released" and data["ok"]
+    assert [e["event"] for e in data["events"]].count("step") == 3
+    md = cesync("release", "--dir", str(repo), *LOCAL, "--deployment", "web", "--format", "markdown").stdout
+    assert md.startswith("### cesync release: `web` in `local`") and "**already serving**" in md
+
+
+def test_errors_are_one_clear_line(repo: Path) -> None:
+    missing = cesync("release", "--dir", str(repo), *LOCAL, "--deployment", "kiosk")
+    assert missing.returncode == 1 and "no release schedule for deployment 'kiosk': write releases/kiosk.yaml" in missing.stderr
+    (repo / "releases" / "web.yaml").write_text("steps:\n  - {traffic: 50}\n")
+    bad = cesync("release", "--dir", str(repo), *LOCAL, "--deployment", "web")
+    assert bad.returncode == 1 and "releases/web.yaml:2:3: steps: the last step gives the new version all traffic" in bad.stderr
+    (repo / "releases" / "web.yaml").write_text("steps:\n  - {traffic: 100}\n")
+    unknown = cesync("release", "--dir", str(repo), *LOCAL, "--deployment", "web", "--version", "nope")
+    assert unknown.returncode == 1 and "versions/nope does not exist" in unknown.stderr
+    odd = cesync("release", "--dir", str(repo), *LOCAL, "--deployment", "../web")
+    assert odd.returncode == 1 and "--deployment: invalid deployment id" in odd.stderr
+    assert "Traceback" not in missing.stderr + bad.stderr + unknown.stderr + odd.stderr
