@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import httpx
 import pytest
@@ -84,3 +85,38 @@ def test_a_bad_port_or_host_is_one_error_naming_the_fix(args: list[str], said: s
     result = cesync_process("emulator", *args, "--quiet")
     assert result.returncode == 1 and said in result.stderr and "Traceback" not in result.stderr, result.stderr
     assert "internal error" not in result.stderr and ("--port" in said or "another --port" not in result.stderr)
+
+
+def test_api_description_makes_the_emulator_serve_a_newer_revision_s_fields(tmp_path: Path) -> None:
+    """--api-description: the newer discovery document's fields and enum values are accepted, stored and
+    served back (without it, the same PATCH is INVALID_ARGUMENT: the field is unknown)."""
+    import json
+
+    from tests.api_newer import newer
+
+    document = tmp_path / "ces.v1.json"
+    document.write_text(json.dumps(newer()))
+    env = {**os.environ, "NO_COLOR": "1"}
+    app = "projects/p/locations/us/apps/a"
+    settings = {"modelSettings": {"model": "m", "reasoningBudget": 512, "thinkingLevel": "MAXIMAL"}}
+    for extra, status in (([], 400), (["--api-description", str(document)], 200)):
+        command = [sys.executable, "-m", "cesync.cli", "emulator", "--port", "0", "--quiet", "--app", app, *extra]
+        with subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env) as proc:
+            try:
+                assert proc.stderr is not None
+                found = re.search(r"http://127\.0\.0\.1:(\d+)", proc.stderr.readline())
+                assert found, "no banner"
+                url = f"http://127.0.0.1:{found[1]}/v1/{app}"
+                reply = httpx.patch(url, params={"updateMask": "modelSettings"}, json=settings, timeout=30)
+                assert reply.status_code == status, reply.text
+                if status == 200:
+                    assert httpx.get(url, timeout=30).json()["modelSettings"] == settings["modelSettings"]
+            finally:
+                proc.send_signal(signal.SIGINT)
+                proc.wait(timeout=30)
+
+
+def test_api_description_that_is_no_discovery_document_is_one_error(tmp_path: Path) -> None:
+    (tmp_path / "x.json").write_text('{"version": "v1", "name": "other"}')
+    result = cesync_process("emulator", "--port", "0", "--quiet", "--api-description", str(tmp_path / "x.json"))
+    assert result.returncode == 1 and "not Google's discovery document for CES v1" in result.stderr, result.stderr

@@ -135,8 +135,8 @@ def test_every_v1beta_kind_message_has_a_model() -> None:
 
 
 def test_tool_and_toolset_are_published_messages() -> None:
-    assert (Tool, api.message(f"{api.PACKAGE}.Tool")) in PAIRS
-    assert (Toolset, api.message(f"{api.PACKAGE}.Toolset")) in PAIRS
+    paired = {(model, desc.full_name) for model, desc in PAIRS}
+    assert (Tool, f"{api.PACKAGE}.Tool") in paired and (Toolset, f"{api.PACKAGE}.Toolset") in paired
 
 
 # --- the check can fail: each mutation of a copy of a model is reported -------------------

@@ -1,4 +1,5 @@
-"""validate against the API as Google publishes it now (issue 33, findings 1 and 3).
+"""validate against the API as Google publishes it now (issue 33, findings 1 and 3), and a repo of
+today's fields applied to the emulator over HTTP, planning empty after.
 
 The cases are generated from the description itself: every writable field and enum value that
 revision 20261016 of the discovery document added over google-cloud-ces 0.7.2 is written into
@@ -17,9 +18,10 @@ import pytest
 
 from cesync.api import descriptors
 from cesync.api.kinds import KINDS, ResourceKind
+from cesync.emulator.server import BackgroundServer
 from cesync.models import FieldSpec, Kind, ProtoModel, specs
 from cesync.repo.repo import load_repo
-from tests.helpers import make_repo
+from tests.helpers import cesync, make_repo
 
 _SAMPLE = {
     Kind.STRING: "x",
@@ -156,3 +158,52 @@ def test_conversation_profile_id_is_optional(tmp_path: Path, credentials: str) -
     problems = [str(p) for p in load_repo(make_repo(tmp_path, {"deployments/x.yaml": json.dumps(document)})).validate()]
     assert "authCode" in json.dumps(document)
     assert [p for p in problems if "conversationProfileId" in p] == []
+
+
+E2E_CONFIG = "version: 1\nenvironments:\n  local: {project: p, location: us, app: a, endpoint: emulator}\n"
+E2E_FILES = {
+    "cesync.yaml": E2E_CONFIG,
+    "app.yaml": (
+        "displayName: Support\n"
+        "modelSettings: {model: gemini-2.5-flash, thinkingLevel: HIGH}\n"
+        "loggingSettings: {requiredRecordingConsent: true}\n"
+    ),
+    "guardrails/words.yaml": (
+        "displayName: Words\n"
+        "contentFilter:\n"
+        "  bannedContents: [darn]\n"
+        "  matchType: SENSITIVE_WORDS\n"
+        "  sensitiveWordsExemptions: [darned]\n"
+        "supervisor: {type: PROFANITY, detectionMode: BLOCKING}\n"
+        "enabled: true\n"
+        "action: {respondImmediately: {responses: [{text: Let us keep it friendly.}]}}\n"
+    ),
+    "guardrails/safety.yaml": (
+        "displayName: Safety\n"
+        "modelSafety:\n"
+        "  safetySettings: [{category: HARM_CATEGORY_TOXIC, threshold: BLOCK_LOW_AND_ABOVE}]\n"
+        "action: {respondImmediately: {responses: [{text: No.}]}}\n"
+    ),
+    "deployments/web.yaml": (
+        "displayName: Web chat\n"
+        "channelProfile: {channelType: WEB_UI}\n"
+        "modelSettings: {model: gemini-2.5-flash, thinkingLevel: LOW}\n"
+        "modality: MODALITY_TEXT\n"
+    ),
+}
+
+
+def test_a_repo_of_todays_api_applies_and_plans_empty(tmp_path: Path) -> None:
+    root = make_repo(tmp_path, E2E_FILES)
+    (root / "tools" / "greet.yaml").unlink()
+    checked = cesync("validate", "--dir", str(root))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    with BackgroundServer(auto_create_apps=False, operation_delay=0.05) as server:
+        where = ["--dir", str(root), "--env", "local", "--endpoint", server.url]
+        applied = cesync("apply", *where, "--auto-approve")
+        assert applied.returncode == 0 and "4 created" in applied.stdout + applied.stderr, applied.stdout + applied.stderr
+        for said in ("thinkingLevel: HIGH", "matchType: SENSITIVE_WORDS", "detectionMode: BLOCKING", "modality: MODALITY_TEXT"):
+            assert said in applied.stdout
+        planned = cesync("plan", *where, "--format", "json")
+        assert planned.returncode == 0, planned.stderr
+        assert json.loads(planned.stdout)["changes"] == []

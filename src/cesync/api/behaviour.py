@@ -343,3 +343,12 @@ def etag_guards(message: str) -> bool:
     one and it is not OUTPUT_ONLY (a server ignores output-only fields in a request)."""
     name = full_name(message)
     return "etag" in descriptors.message(name).fields_by_name and not has(name, "etag", OUTPUT_ONLY)
+
+
+def _forget() -> None:
+    """A newer description (descriptors.use_documents) may add fields and behaviours."""
+    for cached in (full_name, rules, _index, fields, kinds_with):
+        cached.cache_clear()
+
+
+descriptors.on_change(_forget)

@@ -11,6 +11,9 @@ ScheduledEvaluationRun) with their service. ``scripts/gen_api.py`` regenerates t
 One pool holds both packages (their files have different names; shared dependencies
 are added once), so a message is found by its full name in either.
 
+A newer discovery document than the bundled one (a repo's, or the live service's) is merged in
+the same way by :func:`use_documents`, for cesync and the emulator alike.
+
 This module needs only ``protobuf``: the emulator reads the API from here and
 nothing from cesync's own models.
 """
@@ -18,13 +21,16 @@ nothing from cesync's own models.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from google.protobuf.descriptor import Descriptor
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
+
+from . import discoverydoc
 
 __all__ = [
     "BEHAVIORS_FILE",
@@ -37,16 +43,22 @@ __all__ = [
     "beta_app_class",
     "beta_only_app_fields",
     "beta_pool",
+    "canonical_value",
     "facts",
     "field_facts",
+    "fields_of",
     "file_set",
+    "is_newer",
     "message",
     "message_class",
+    "newer_documents",
+    "on_change",
     "package_of",
     "pool",
     "removed",
     "revision",
     "short_name",
+    "use_documents",
 ]
 
 PACKAGE = "google.cloud.ces.v1"
@@ -74,12 +86,75 @@ def beta_file_set() -> descriptor_pb2.FileDescriptorSet:
     return fds
 
 
+# Discovery documents newer than the bundled description (use_documents): "v1"/"v1beta" -> document.
+_newer: dict[str, dict[str, Any]] = {}
+_on_change: list[Callable[[], None]] = []
+
+
+def use_documents(documents: Mapping[str, dict[str, Any]]) -> None:
+    """From now on, the description is the bundled one with these discovery documents merged in
+    ("v1" -> Google's ``ces.v1.json`` of a newer revision, "v1beta" -> ``ces.v1beta.json``), as
+    scripts/gen_api.py merges the installed ones; ``{}`` goes back to the bundled one. cesync (the
+    repo's ``api.discovery`` or the live document, cesync.repo.apidescription) and the emulator
+    (``cesync emulator --api-description``) both read the API from here, so they agree on it.
+    ValueError when a document is not Google's discovery document for CES of that version."""
+    for version, doc in documents.items():
+        if version not in ("v1", "v1beta"):
+            raise ValueError(f"a discovery document is for v1 or v1beta, not {version!r}")
+        if doc.get("name") != "ces" or doc.get("version") != version or not isinstance(doc.get("schemas"), dict):
+            raise ValueError(f"not Google's discovery document for CES {version} (its name, version or schemas are not CES's)")
+        if not str(doc.get("revision", "")).isdigit():
+            raise ValueError("the discovery document has no revision (a date such as 20261016)")
+    if dict(documents) == _newer:
+        return  # the description in use: its pool (and what holds its descriptors) stays
+    _newer.clear()
+    _newer.update(documents)
+    for cached in (_description, pool, beta_app_class, beta_only_app_fields, facts, message_class, fields_of, _removed):
+        cached.cache_clear()
+    for hook in _on_change:
+        hook()
+
+
+def on_change(hook: Callable[[], None]) -> None:
+    """Call ``hook`` whenever use_documents changes the description (a module's caches of it)."""
+    _on_change.append(hook)
+
+
+def is_newer() -> bool:
+    """Whether use_documents merged a newer document in."""
+    return bool(_newer)
+
+
+def newer_documents() -> dict[str, dict[str, Any]]:
+    """The documents use_documents merged in (empty: the bundled description)."""
+    return dict(_newer)
+
+
+@cache
+def _description() -> tuple[descriptor_pb2.FileDescriptorSet, descriptor_pb2.FileDescriptorSet, dict[str, Any], dict[str, Any]]:
+    """(v1 files, v1beta files, v1 facts, v1beta facts) of the description in use."""
+    v1_facts: dict[str, Any] = json.loads(BEHAVIORS_FILE.read_text(encoding="utf-8"))
+    beta_facts: dict[str, Any] = json.loads(BETA_BEHAVIORS_FILE.read_text(encoding="utf-8"))
+    v1, beta = file_set(), beta_file_set()
+    if "v1" in _newer:
+        v1, v1_facts, _ = discoverydoc.merge(v1, v1_facts, _newer["v1"], PACKAGE)
+        v1_facts["discovery"] = {**v1_facts["discovery"], "document": "newer", "revision": str(_newer["v1"]["revision"])}
+    if "v1beta" in _newer:
+        beta, beta_facts, _ = discoverydoc.merge(beta, beta_facts, _newer["v1beta"], BETA_PACKAGE)
+    elif "v1" in _newer:
+        # v1beta repeats v1's messages (the emulator serves apps through v1beta's App): v1's newer fields
+        # and values are theirs too; what v1 lacks of v1beta's own is not dropped (a partial merge).
+        beta, beta_facts, _ = discoverydoc.merge(beta, beta_facts, _newer["v1"], BETA_PACKAGE, source="v1")
+    return v1, beta, v1_facts, beta_facts
+
+
 @cache
 def pool() -> descriptor_pool.DescriptorPool:
     """A pool of its own, so the snapshot never meets the package's registrations."""
     built = descriptor_pool.DescriptorPool()
     added: set[str] = set()
-    for file in (*file_set().file, *beta_file_set().file):  # each stored in dependency order
+    v1, beta, _, _ = _description()
+    for file in (*v1.file, *beta.file):  # each stored in dependency order
         if file.name in added:  # google/protobuf/*, google/rpc/status.proto: in both
             continue
         added.add(file.name)
@@ -110,10 +185,11 @@ def beta_only_app_fields() -> dict[str, str]:
 
 @cache
 def facts() -> dict[str, Any]:
-    """Both snapshots' facts: ``messages`` by full name (v1's and v1beta's), ``version`` of the package."""
-    data: dict[str, Any] = json.loads(BEHAVIORS_FILE.read_text(encoding="utf-8"))
-    beta: dict[str, Any] = json.loads(BETA_BEHAVIORS_FILE.read_text(encoding="utf-8"))
-    data["messages"] = {**data["messages"], **beta["messages"]}
+    """Both snapshots' facts: ``messages`` by full name (v1's and v1beta's), ``version`` of the package,
+    ``discovery`` (the document's ``revision``), with any newer document's merged in (use_documents)."""
+    _, _, v1, beta = _description()
+    data = dict(v1)
+    data["messages"] = {**v1["messages"], **beta["messages"]}
     return data
 
 
@@ -161,5 +237,38 @@ def field_facts(message_name: str, json_name: str) -> dict[str, Any]:
 
 def removed(message_name: str, json_name: str) -> str | None:
     """The revision of the discovery document that dropped this field, or None while the API has it."""
-    gone = field_facts(message_name, json_name).get("removed")
-    return str(gone) if gone else None
+    return _removed().get((message_name, json_name))
+
+
+@cache
+def _removed() -> dict[tuple[str, str], str]:
+    """(message, JSON name) -> revision of every field a discovery document dropped (lint asks per field)."""
+    out: dict[tuple[str, str], str] = {}
+    for name, entry in facts()["messages"].items():
+        for proto, said in entry.get("fields", {}).items():
+            if said.get("removed"):
+                json_name = next((f.json_name for f in message(name).fields if f.name == proto), proto)
+                out[(name, json_name)] = str(said["removed"])
+    return out
+
+
+@cache
+def fields_of(message_name: str) -> dict[str, FieldDescriptor]:
+    """The fields of a message of the description, by JSON name ({} for a message it lacks)."""
+    try:
+        return {f.json_name: f for f in message(message_name).fields}
+    except KeyError:
+        return {}
+
+
+def canonical_value(message_name: str, json_name: str, value: Any) -> tuple[Any, str | None]:
+    """``value`` of the field as the API prints it (protobuf's JSON: an int64 as text, an enum by
+    name, a default left out: ``None``), or (None, why) when the field cannot hold it."""
+    from google.protobuf import json_format
+
+    try:
+        parsed = json_format.ParseDict({json_name: value}, message_class(message_name)())
+    except (json_format.ParseError, KeyError, TypeError, ValueError) as exc:
+        return None, str(exc).split(" at ")[0][:300]
+    printed = json_format.MessageToDict(parsed)
+    return printed.get(json_name), None

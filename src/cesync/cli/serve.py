@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -75,6 +76,15 @@ from . import (
     help="Serve /admin (state, faults, injected fields: the hooks tests and benchmarks set up through). "
     "Off by default: any program of this machine could read the state or change it there.",
 )
+@click.option(
+    "--api-description",
+    "descriptions",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Google's discovery document for CES (ces.v1.json, ces.v1beta.json) newer than the revision cesync ships: "
+    "the emulator accepts and serves its fields, as cesync does with the same file in cesync.yaml's api.discovery. "
+    "Repeat for v1beta.",
+)
 @handled
 def emulator(
     host: str,
@@ -94,9 +104,13 @@ def emulator(
     quota_burst: int,
     quiet: bool,
     admin: bool,
+    descriptions: tuple[Path, ...],
 ) -> None:
     """Run the local CES emulator (export CES_EMULATOR_HOST, then --endpoint emulator)."""
     import re
+
+    if descriptions:
+        _use_descriptions(descriptions)
 
     from ..emulator import FaultConfig
     from ..emulator.quota import QuotaConfig
@@ -139,3 +153,25 @@ def emulator(
             else "give --host an address of this machine (an IPv6 one without brackets: --host ::1)"
         )
         raise CesyncError(f"cannot serve on {at}: {exc.strerror or exc}; {fix}") from None
+
+
+def _use_descriptions(paths: tuple[Path, ...]) -> None:
+    """--api-description: each file's version is its own ``version``."""
+    import json
+
+    from ..api import descriptors
+
+    documents: dict[str, dict[str, Any]] = {}
+    for path in paths:
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError) as exc:
+            raise CesyncError(f"--api-description {path}: not a JSON file ({type(exc).__name__})") from None
+        version = document.get("version") if isinstance(document, dict) else None
+        if version not in ("v1", "v1beta") or version in documents:
+            raise CesyncError(f"--api-description {path}: give one discovery document of CES v1 and at most one of v1beta")
+        documents[str(version)] = document
+    try:
+        descriptors.use_documents(documents)
+    except ValueError as exc:
+        raise CesyncError(f"--api-description: {exc}") from None

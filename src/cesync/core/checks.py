@@ -26,7 +26,16 @@ from .toolset_form import toolset_form
 from .walk import DROP, SpecWalker
 from .yamlfile import Path_
 
-__all__ = ["Finding", "check_body", "lint_keys", "server_made", "suggest", "takes_only_context_variables"]
+__all__ = [
+    "Finding",
+    "check_body",
+    "lint_keys",
+    "server_made",
+    "strangers",
+    "suggest",
+    "takes_only_context_variables",
+    "unknown_field_advice",
+]
 
 
 @dataclass(frozen=True)
@@ -53,16 +62,26 @@ def suggest(key: str, known: list[str]) -> str:
     return f"; did you mean '{close[0]}'?" if close else ""
 
 
-def lint_keys(data: Any, model: type[ProtoModel], path: Path_ = ()) -> tuple[Any, list[Finding]]:
-    """Report unknown and output-only keys (with suggestions) and return data without them."""
-    walker = _LintKeys()
+def lint_keys(
+    data: Any, model: type[ProtoModel], path: Path_ = (), set_aside: list[tuple[Path_, Any]] | None = None
+) -> tuple[Any, list[Finding]]:
+    """Report unknown and output-only keys (with suggestions) and return data without them.
+
+    A field or enum value the models lack but the description in use has (a newer discovery
+    document: cesync.api.descriptors.use_documents) is checked against the description; when
+    ``set_aside`` is given it is taken out of the data (the models would refuse it) and listed
+    there, (path, value), for the caller to put back after validating the rest with the model
+    (an enum value is replaced by one the model knows until then).
+    """
+    walker = _LintKeys(set_aside)
     return walker.walk(data, model, path), walker.findings
 
 
 class _LintKeys(SpecWalker):
-    def __init__(self) -> None:
+    def __init__(self, set_aside: list[tuple[Path_, Any]] | None = None) -> None:
         self.findings: list[Finding] = []
         self.models: list[type[ProtoModel]] = []  # the message being walked, innermost last
+        self.set_aside = set_aside
 
     def walk(self, data: Any, model: type[ProtoModel], path: Path_ = ()) -> Any:
         self.models.append(model)
@@ -72,8 +91,31 @@ class _LintKeys(SpecWalker):
             self.models.pop()
 
     def unknown(self, key: str, value: Any, model: type[ProtoModel], path: Path_) -> Any:
+        field = descriptors.fields_of(model.message_name).get(key) if model.message_name else None
+        if field is not None:  # newer than the models: the description in use has it
+            return self._newer(key, value, model, field.name, path)
         known = [k for k in specs(model) if not descriptors.removed(model.message_name, k)]
-        self.findings.append(Finding(path, f"unknown field '{key}' in {model.__name__}{suggest(key, known)}", key=True))
+        hint = suggest(key, known)
+        if not _typo(key, known):  # perhaps a field CES has that cesync does not know yet
+            hint += f"; {unknown_field_advice(model.message_name)}"
+        self.findings.append(Finding(path, f"unknown field '{key}' in {model.__name__}{hint}", key=True))
+        return DROP
+
+    def _newer(self, key: str, value: Any, model: type[ProtoModel], proto_name: str, path: Path_) -> Any:
+        gone = descriptors.removed(model.message_name, key)
+        if gone:
+            self.findings.append(Finding(path, _dropped(model, key, gone), key=True))
+            return DROP
+        if "OUTPUT_ONLY" in descriptors.behaviors(model.message_name, proto_name):
+            self.findings.append(Finding(path, f"'{key}' is output only (set by the server); remove it", key=True))
+            return DROP
+        _, why = descriptors.canonical_value(model.message_name, key, value)
+        if why is not None:
+            self.findings.append(Finding(path, f"{key}: {why} (CES API revision {descriptors.revision()})"))
+            return DROP
+        if self.set_aside is None:
+            return value
+        self.set_aside.append((path, value))
         return DROP
 
     def skip(self, spec: FieldSpec, value: Any, path: Path_) -> bool:
@@ -85,6 +127,93 @@ class _LintKeys(SpecWalker):
         if spec.output_only:
             self.findings.append(Finding(path, f"'{path[-1]}' is output only (set by the server); remove it", key=True))
         return spec.output_only
+
+    def value(self, spec: FieldSpec, value: Any, path: Path_, parent: dict[str, Any]) -> Any:
+        if spec.kind is not Kind.ENUM or self.set_aside is None:
+            return value
+        newer = self._newer_enum_values(spec)
+        if not newer:
+            return value
+        stand_in = next((n for n, number in spec.enum.items() if number != 0), None)
+        if spec.repeated and isinstance(value, list):
+            out = []
+            for i, item in enumerate(value):
+                if isinstance(item, str) and item in newer and stand_in is not None:
+                    self.set_aside.append(((*path, i), item))
+                    item = stand_in
+                out.append(item)
+            return out
+        if isinstance(value, str) and value in newer and stand_in is not None:
+            self.set_aside.append((path, value))
+            return stand_in
+        return value
+
+    def _newer_enum_values(self, spec: FieldSpec) -> set[str]:
+        """The values of this enum field the description in use has and the model lacks."""
+        field = descriptors.fields_of(self.models[-1].message_name).get(spec.name)
+        if field is None or field.enum_type is None:
+            return set()
+        return {v.name for v in field.enum_type.values} - set(spec.enum)
+
+
+def strangers(data: Any, model: type[ProtoModel]) -> list[str]:
+    """The fields (``Message.field``) and enum values (``Message.field=VALUE``) a repo file writes
+    that neither the models nor the description in use know, and that are no typo of one they
+    know: what a newer description of the API might have. Read before the file renders, so the
+    repo's own forms of a known field's value ({ref: ...}, {file: ...}, ${VAR}) are passed over."""
+    walker = _Strangers()
+    walker.walk(data, model)
+    return walker.found
+
+
+class _Strangers(SpecWalker):
+    def __init__(self) -> None:
+        self.found: list[str] = []
+        self.models: list[type[ProtoModel]] = []
+
+    def walk(self, data: Any, model: type[ProtoModel], path: Path_ = ()) -> Any:
+        self.models.append(model)
+        try:
+            return super().walk(data, model, path)
+        finally:
+            self.models.pop()
+
+    def unknown(self, key: str, value: Any, model: type[ProtoModel], path: Path_) -> Any:
+        known = descriptors.fields_of(model.message_name) if model.message_name else {}
+        if key not in known and key not in ("ref", "file") and not _typo(key, list(specs(model))):
+            self.found.append(f"{descriptors.short_name(model.message_name) or model.__name__}.{key}")
+        return DROP
+
+    def not_a_message(self, data: Any, model: type[ProtoModel], path: Path_) -> Any:
+        return None
+
+    def value(self, spec: FieldSpec, value: Any, path: Path_, parent: dict[str, Any]) -> Any:
+        items = value if isinstance(value, list) else [value]
+        if spec.kind is Kind.ENUM and any(isinstance(item, str) and item not in spec.enum for item in items):
+            model = self.models[-1]
+            field = descriptors.fields_of(model.message_name).get(spec.name)
+            known = {v.name for v in field.enum_type.values} if field is not None and field.enum_type else set(spec.enum)
+            for item in items:
+                typo = isinstance(item, str) and difflib.get_close_matches(item.upper(), list(known), n=1, cutoff=0.8)
+                if isinstance(item, str) and item not in known and "${" not in item and not typo:
+                    self.found.append(f"{descriptors.short_name(model.message_name)}.{spec.name}={item}")
+        return value
+
+
+def _typo(key: str, known: list[str]) -> bool:
+    """Whether ``key`` is surely a misspelling of a known field (snake_case, case, one or two letters)."""
+    lower = {k.lower() for k in known}
+    return _camel(key) in known or key.lower() in lower or bool(difflib.get_close_matches(key, known, n=1, cutoff=0.8))
+
+
+def unknown_field_advice(message_name: str = "") -> str:
+    """What to do about a field (or enum value) the description does not have."""
+    of = f" of {descriptors.short_name(message_name)}" if message_name else ""
+    return (
+        f"CES API revision {descriptors.revision()} (the newest description{of} cesync has) lacks it. If CES has it "
+        "now, give cesync a newer description: name Google's discovery document in cesync.yaml "
+        "(api: {discovery: {v1: FILE}}), or run where cesync can fetch it from ces.googleapis.com"
+    )
 
 
 def _dropped(model: type[ProtoModel], name: str, revision: str) -> str:

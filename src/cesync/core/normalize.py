@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..api import behaviour as fb
+from ..api import descriptors
 from ..api.kinds import ResourceKind
 from ..api.protojson import canonical_duration, float32, is_default
 from ..models import FieldSpec, Kind, ProtoModel
@@ -60,11 +61,27 @@ class _Normalize(SpecWalker):
 
     def __init__(self) -> None:
         self.unknown_paths: list[str] = []  # dotted, without list indices
+        self.models: list[type[ProtoModel]] = []  # the message being walked, innermost last
+
+    def walk(self, data: Any, model: type[ProtoModel], path: Path = ()) -> Any:
+        self.models.append(model)
+        try:
+            return super().walk(data, model, path)
+        finally:
+            self.models.pop()
 
     def not_a_message(self, data: Any, model: type[ProtoModel], path: Path) -> Any:
         return {}
 
     def unknown(self, key: str, value: Any, model: type[ProtoModel], path: Path) -> Any:
+        field = descriptors.fields_of(model.message_name).get(key) if model.message_name else None
+        if field is not None:
+            # Newer than the models (a newer description is in use): compared as the API prints it.
+            if "OUTPUT_ONLY" in descriptors.behaviors(model.message_name, field.name):
+                return DROP
+            printed, why = descriptors.canonical_value(model.message_name, key, value)
+            if why is None:
+                return DROP if printed is None else printed
         self.unknown_paths.append(".".join(map(str, path)))
         return DROP
 
@@ -80,6 +97,11 @@ class _Normalize(SpecWalker):
         return super().message(spec, value, path)
 
     def value(self, spec: FieldSpec, value: Any, path: Path, parent: dict[str, Any]) -> Any:
+        if spec.kind is Kind.ENUM and descriptors.is_newer():
+            # A value newer than the models: named as the description in use names its number.
+            field = descriptors.fields_of(self.models[-1].message_name).get(spec.name)
+            if field is not None and field.enum_type is not None:
+                spec = replace(spec, enum={v.name: v.number for v in field.enum_type.values})
         if spec.repeated:
             return [_scalar(v, spec.kind, spec.enum) for v in value] if value else DROP
         if spec.map or spec.kind is Kind.STRUCT:

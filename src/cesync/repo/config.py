@@ -177,6 +177,30 @@ class Promote(_Strict):
     )
 
 
+class Api(_Strict):
+    """Which description of the CES API cesync reads the repo with (docs/api-revision.md)."""
+
+    discovery: dict[Literal["v1", "v1beta"], str] = Field(
+        default_factory=dict,
+        description="Google's discovery documents for CES newer than the revision cesync ships (ces.v1.json from "
+        "https://ces.googleapis.com/$discovery/rest?version=v1, and v1beta's), by API version: files of the repo.",
+    )
+    fetch: bool = Field(
+        True,
+        description="When a file uses a field or enum value cesync's description lacks, fetch the live discovery "
+        "document from ces.googleapis.com (cached under .cesync/discovery/) before refusing it.",
+    )
+
+    @field_validator("discovery")
+    @classmethod
+    def _inside(cls, value: dict[str, str]) -> dict[str, str]:
+        for version, path in value.items():
+            parts = path.replace("\\", "/").split("/")
+            if not path or path.startswith("/") or ".." in parts or ":" in path:
+                raise ValueError(f"discovery.{version}: {path!r}: name a file inside the repo, relative to cesync.yaml")
+        return value
+
+
 IGNORE_HELP = (
     "Fields left to the console, per kind (tool, agent, ...): dotted field paths (instruction, "
     "modelSettings.temperature) that plan never changes and pull never writes back. Added to the defaults' lists."
@@ -265,6 +289,7 @@ class Config(_Strict):
         "what another owner's records own is never pruned, adopted or created by this repo.",
     )
     promote: Promote = Field(default_factory=Promote)
+    api: Api = Field(default_factory=Api)
     policies: str | None = Field(
         None,
         description="A folder of the repo holding policy files (CEL rules run by validate and plan; a deny stops apply).",

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..api.kinds import KINDS, ResourceKind
 from ..api.resource import ID_RE
-from ..core.checks import suggest
+from ..core.checks import suggest, unknown_field_advice
 from ..core.yamlfile import Document, Path_, load_text, read_text
 from ..errors import Problem
 
@@ -273,5 +273,9 @@ def _enum_message(err: Any) -> str:
     given = err.get("input")
     close = difflib.get_close_matches(str(given).upper(), allowed, n=1, cutoff=0.4) if isinstance(given, str) else []
     hint = f"; did you mean '{close[0]}'?" if close else ""
+    sure = isinstance(given, str) and difflib.get_close_matches(given.upper(), allowed, n=1, cutoff=0.8)
+    newer = ""
+    if not sure and isinstance(given, str) and re.fullmatch(r"[A-Z][A-Z0-9_]*", given):
+        newer = f"; {unknown_field_advice()}"  # written like a value of the API's: perhaps newer than cesync
     shown = ", ".join(allowed) if len(allowed) <= 12 else ", ".join(allowed[:12]) + ", ..."
-    return f"{given!r} is not a valid value{hint} (one of: {shown})"
+    return f"{given!r} is not a valid value{hint} (one of: {shown}){newer}"

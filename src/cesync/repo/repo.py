@@ -32,6 +32,7 @@ from ..core.yamlfile import Document, Path_
 from ..errors import CesyncError, ConfigError, Problem
 from ..models import TOOL_TYPES
 from ..models.base import build
+from .apidescription import settle
 from .cache import load_cache, save_cache
 from .config import Config
 from .environments import VAR_ENV_PREFIX, EnvTarget, env_var_name, resolve_env
@@ -304,6 +305,7 @@ def load_repo(root: Path, *, resources: bool = True) -> Repo:
     files = load_sources(root, problems, unreadable) if resources else []
     if config is None or cfg_doc is None:
         raise ConfigError(problems)
+    settle(root, config, cfg_doc, files, problems)  # before rendering: a forked render reads the same description
     return Repo(root, config, cfg_doc, files, problems, unreadable=unreadable)
 
 
@@ -382,7 +384,8 @@ def _checked(root: Path, src: SourceFile, data: Any, parent: str, known: set[tup
         data.pop(key)
     includes = expander.includes
     problems += [_finding(f, doc, includes) for f in server_made(src.kind, src.id, doc.data)]
-    data, findings = lint_keys(data, model)
+    newer: list[tuple[Path_, Any]] = []  # fields and values of a newer description than the models': put back below
+    data, findings = lint_keys(data, model, set_aside=newer)
     problems += [_finding(f, doc, includes) for f in findings]
     filled = _fill_app_fields(data, src.kind.app_fields, parent)
     done = (expander.used_parent or filled, expanded, expander.ref_paths)
@@ -399,7 +402,18 @@ def _checked(root: Path, src: SourceFile, data: Any, parent: str, known: set[tup
     if problems:
         return done[0], (None, problems, [], done[1], done[2])
     body = obj.model_dump(mode="json", exclude_none=True, by_alias=True)  # "schema", not pydantic's "schema_"
+    for at, value in newer:
+        put_back(body, at, value)
     return done[0], (body, [], [_finding(f, doc, includes) for f in check_body(src.kind, body)], done[1], done[2])
+
+
+def put_back(body: dict[str, Any], path: Path_, value: Any) -> None:
+    """Set ``value`` at ``path`` in ``body`` (lint_keys set it aside: the models predate it); the
+    mappings and lists on the path are the model's dump of the file's own."""
+    node: Any = body
+    for step in path[:-1]:
+        node = node[step]
+    node[path[-1]] = value
 
 
 def _fill_app_fields(data: Any, fields: tuple[str, ...], parent: str) -> bool:

@@ -1,0 +1,181 @@
+"""Which description of the CES API a repo is read with: the bundled one, or a newer one.
+
+cesync ships a description of the API generated from google-cloud-ces and Google's discovery
+document of one revision (scripts/gen_api.py). CES moves faster; a field CES has must never
+block a user. Before the files render (so a forked render sees it too), :func:`settle` decides:
+
+1. the repo names discovery documents in cesync.yaml (``api: {discovery: {v1: FILE}}``): those,
+   merged into the bundled description (cesync.api.descriptors.use_documents);
+2. else, when a file writes a field or enum value the description lacks (and no typo of one it
+   has: core.checks.strangers), the newest document cached under ``.cesync/discovery/`` that
+   has them all, or else the live one, fetched from ces.googleapis.com (client.apidocs: Google's
+   hosts only, the client's credential rules) and cached by revision;
+3. else the bundled description: each field still unknown is then one problem saying which
+   revision cesync knows and how to give it a newer one.
+
+Nothing is fetched when cesync.yaml says ``api: {fetch: false}`` or the process has
+CESYNC_OFFLINE set (the project's tests set it: they never touch the real network).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..api import descriptors
+from ..core.checks import strangers
+from ..core.yamlfile import Document
+from ..errors import CesyncError, Problem
+from .config import Config
+from .loading import SourceFile
+
+__all__ = ["CACHE_FOLDER", "OFFLINE_VAR", "Fetch", "cached_documents", "settle"]
+
+OFFLINE_VAR = "CESYNC_OFFLINE"
+CACHE_FOLDER = Path(".cesync") / "discovery"
+VERSIONS = ("v1", "v1beta")
+MAX_FILE = 16 * 1024 * 1024
+Fetch = Callable[[str], dict[str, Any]]  # API version -> the live discovery document (CesyncError when none)
+_CACHED = re.compile(r"^ces\.(v1|v1beta)\.(\d{8,14})\.json$")
+
+
+def _live(version: str) -> dict[str, Any]:
+    from ..client.apidocs import fetch_discovery
+
+    return fetch_discovery(version)
+
+
+def settle(
+    root: Path,
+    config: Config,
+    config_doc: Document,
+    files: list[SourceFile],
+    problems: list[Problem],
+    *,
+    fetch: Fetch | None = None,
+) -> None:
+    """Put the description the repo needs in use (see the module's text); problems appended.
+    ``fetch``: how to get the live document (default: from ces.googleapis.com)."""
+    if config.api.discovery:
+        documents = _named(root, config, config_doc, problems)
+        _use(documents, problems, config_doc)
+        return
+    if descriptors.newer_documents():
+        descriptors.use_documents({})  # another repo's, earlier in this process
+    wanted = _wanted(files)
+    if not wanted:
+        return
+    for documents in _newest_first(cached_documents(root)):
+        descriptors.use_documents(documents)
+        if not _wanted(files):
+            return
+    descriptors.use_documents({})
+    if not config.api.fetch or os.environ.get(OFFLINE_VAR):
+        return
+    fetch = fetch or _live
+    fetched: dict[str, dict[str, Any]] = {}
+    for version in VERSIONS:
+        try:
+            document = fetch(version)
+        except CesyncError:
+            continue  # offline, or no such version: each unknown field says what to do
+        if int(document["revision"]) > int(descriptors.revision() or 0):
+            fetched[version] = document
+    if fetched:
+        _save(root, fetched)
+        _use(fetched, problems, config_doc)
+
+
+def _wanted(files: list[SourceFile]) -> list[str]:
+    return [found for f in files if isinstance(f.doc.data, dict) for found in strangers(f.doc.data, f.kind.model)]
+
+
+def _named(root: Path, config: Config, config_doc: Document, problems: list[Problem]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for version, name in sorted(config.api.discovery.items()):
+        at = ("api", "discovery", version)
+        path = root / name
+        try:
+            if path.stat().st_size > MAX_FILE:
+                problems.append(
+                    config_doc.problem(at, f"{name} is over {MAX_FILE // (1024 * 1024)} MB: not a discovery document")
+                )
+                continue
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            problems.append(config_doc.problem(at, f"cannot read {name}: {exc.strerror or exc}"))
+            continue
+        except (ValueError, RecursionError):
+            problems.append(config_doc.problem(at, f"{name} is not JSON (Google's discovery document is)"))
+            continue
+        if not isinstance(document, dict):
+            problems.append(config_doc.problem(at, f"{name} is not Google's discovery document for CES {version}"))
+            continue
+        out[version] = document
+    return out
+
+
+def _use(documents: dict[str, dict[str, Any]], problems: list[Problem], config_doc: Document) -> None:
+    try:
+        descriptors.use_documents(documents)
+    except ValueError as exc:
+        descriptors.use_documents({})
+        problems.append(config_doc.problem(("api", "discovery"), f"{exc}; download it from {_URL}"))
+        return
+    bundled = _bundled_revision()
+    for version, document in documents.items():
+        if int(document["revision"]) < int(bundled or 0):
+            problems.append(
+                config_doc.problem(
+                    ("api", "discovery", version),
+                    f"the discovery document is revision {document['revision']}, older than the one cesync ships "
+                    f"({bundled}): remove it from cesync.yaml, or download the current one from {_URL}",
+                )
+            )
+
+
+_URL = "https://ces.googleapis.com/$discovery/rest?version=v1"
+
+
+def _bundled_revision() -> str:
+    with descriptors.BEHAVIORS_FILE.open(encoding="utf-8") as handle:
+        return str(json.load(handle).get("discovery", {}).get("revision", ""))
+
+
+def cached_documents(root: Path) -> dict[str, dict[str, dict[str, Any]]]:
+    """The cached documents newer than the bundled description: revision -> version -> document."""
+    folder = root / CACHE_FOLDER
+    bundled = int(_bundled_revision() or 0)
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for path in sorted(folder.glob("ces.*.json")) if folder.is_dir() else []:
+        match = _CACHED.match(path.name)
+        if match is None or int(match.group(2)) <= bundled or path.stat().st_size > MAX_FILE:
+            continue
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            continue  # a broken cache entry is no description: fetched again
+        if isinstance(document, dict) and str(document.get("revision")) == match.group(2):
+            out.setdefault(match.group(2), {})[match.group(1)] = document
+    return out
+
+
+def _newest_first(cached: dict[str, dict[str, dict[str, Any]]]) -> list[dict[str, dict[str, Any]]]:
+    return [cached[revision] for revision in sorted(cached, key=int, reverse=True)]
+
+
+def _save(root: Path, documents: dict[str, dict[str, Any]]) -> None:
+    folder = root / CACHE_FOLDER
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for version, document in documents.items():
+            target = folder / f"ces.{version}.{document['revision']}.json"
+            temporary = target.with_suffix(".tmp")
+            temporary.write_text(json.dumps(document), encoding="utf-8")
+            temporary.replace(target)
+    except OSError:
+        pass  # a read-only checkout: used this run, fetched again the next
