@@ -16,7 +16,7 @@ import click
 
 from ..api.words import count
 from ..core.sensitive import scrub
-from ..errors import ApiError, CesyncError, detail_lines
+from ..errors import CesyncError, detail_lines
 from . import (
     EXIT_CHANGES,
     EXIT_ERROR,
@@ -41,8 +41,8 @@ if TYPE_CHECKING:  # the commands import what they use
     from ..api.kinds import ResourceKind
     from ..client.api import CesClient
     from ..core.plan import Plan
-    from ..core.record import AppliedRecord
     from ..pipeline.apply import ApplyResult, Outcome
+    from ..pipeline.applying import Applied
 
 
 label_option = click.option(
@@ -245,12 +245,8 @@ def apply(
     var_files: tuple[Path, ...],
 ) -> None:
     """Make the app match the repo: creates, updates and (with --prune) deletes."""
-    from ..core.safety import check_safety
     from ..pipeline.context import open_context
-    from ..pipeline.planning import make_plan
-    from ..pipeline.policies import refuse_denied
-    from ..pipeline.saved import check_saved, narrow_saved
-    from ..render.common import summary
+    from ..pipeline.saved import check_saved
 
     saved = load_plan(planfile) if planfile else None
     variables = cli_vars(var_pairs, var_files)
@@ -269,90 +265,35 @@ def apply(
     if destroy and saved is not None and not saved.destroy:
         raise CesyncError("--destroy: the saved plan is not a tear-down; make one with 'cesync plan --destroy --out FILE'")
     prune = _tear_down(ctx, destroy or (saved is not None and saved.destroy), prune)
-    # A tear-down leaves only the app, whose own fields (rootAgent, guardrails, ...) still name what
-    # goes: CES refuses those deletes without force, which removes the references with them.
-    force_delete = force_delete or ctx.destroy
+    # here, after rendering: the HTTP client the pipeline imports was loaded by the read ahead meanwhile
+    from ..pipeline.applying import ApplyOptions, apply_env, check_saved_flags
+
+    options = ApplyOptions(
+        prune=prune,
+        prune_unmanaged=prune_unmanaged,
+        targets=targets,
+        resend_input_only=resend_input_only,
+        labels=labels,
+        allow_mass_change=allow_mass_change,
+        parallelism=parallelism,
+        force_delete=force_delete,
+        snapshot=snapshot,
+    )
     if saved is not None:
         check_saved(ctx, saved)  # before any connection
-        if saved.prune_unmanaged and not prune_unmanaged and any(c.action == "delete" for c in saved.changes):
-            # as --prune for any delete: deleting what cesync did not make is asked for at apply time too
-            raise CesyncError(
-                "the plan was made with --prune-unmanaged (it may delete what cesync did not make): "
-                "pass --prune-unmanaged to apply it, or make a new plan without it"
-            )
-        if labels:  # the labels a plan was made with are sealed in it: the reviewers' say, not the applier's
-            raise CesyncError("--label: a saved plan carries the labels it was made with; make the plan with --label")
-        if resend_input_only and not saved.resend_input_only:
-            raise CesyncError("--resend-input-only: the saved plan was made without it; make the plan with it")
-    safety = ctx.repo.config.safety
+        check_saved_flags(saved, options)
 
-    async def run() -> ApplyResult | None:
+    hooks = _CommandHooks(fmt, auto_approve=auto_approve, show_plan=saved is None, locate=ctx.repo.locate)
+
+    async def run() -> Applied:
         async with ctx.client(max_connections=max(parallelism * 2, 8)) as client:
-            if saved is not None:
-                current = await narrow_saved(ctx, client, saved, prune=prune, targets=targets)
-            else:
-                current = await make_plan(
-                    ctx,
-                    client,
-                    prune=prune,
-                    targets=targets,
-                    resend_input_only=resend_input_only,
-                    prune_unmanaged=prune_unmanaged,
-                    labels=labels,
-                )
-            if fmt == "text" and saved is None:
-                print_plan(current, "text")
-            from ..pipeline.apply import ApplyResult  # here: the HTTP client it imports loaded during the render
-            from ..pipeline.recording import record_apply, record_if_moved
+            return await apply_env(ctx, client, saved, options, hooks)
 
-            if not current.has_changes:
-                if snapshot and fmt == "text":
-                    out("No changes: no version created (--snapshot marks applies that changed the app).")
-                noop = ApplyResult(current.environment, current.app)
-                if not current.targets:  # a partial apply never speaks for the whole commit
-                    # the first apply of a repo that already matches (an export, an import-archive) adopts
-                    # it; a later one records the commit and ownership the app now matches, if they moved
-                    made = await (
-                        record_if_moved(client, ctx, current) if current.record else record_apply(client, ctx, current, None)
-                    )
-                    if made is not None:
-                        noop.record = made.version
-                        if fmt == "text":
-                            what = (
-                                "cesync now owns what the repo defines"
-                                if not current.record
-                                else _recorded(made) + ": the app already matched it"
-                            )
-                            out(f"Applied record: version {made.version.rsplit('/', 1)[-1]} ({what}).")
-                if fmt == "json":
-                    out(json.dumps(noop.to_dict(), indent=2))
-                return None
-            refuse_denied(current)
-            check_safety(current, safety.maxChangeFraction, safety.minResources, allow_mass_change, safety.maxUpdateFraction)
-            if not auto_approve:
-                if not sys.stdin.isatty():
-                    raise CesyncError("no terminal to confirm on: pass --auto-approve to apply without asking")
-                if not click.confirm(f"Apply {summary(current.counts())} to '{current.environment}'?", default=False):
-                    raise CesyncError("apply cancelled; nothing was changed")
-            version: dict[str, Any] = {}
-            if snapshot:
-                version = await _snapshot_before(client, ctx, current, fmt)
-            result = await _run_apply(client, current, parallelism, force_delete, fmt, ctx.repo.locate)
-            result.snapshot = str(version.get("name", ""))
-            if not result.interrupted:
-                try:
-                    result.validation = await validation_after(client, current.app)
-                except ApiError as exc:  # the writes are done: failing to read the app again must not hide that
-                    err(f"note: could not read what CES reports about the app after the apply: {exc}")
-            if result.ok:
-                made = await record_apply(client, ctx, current, result)
-                result.record = made.version
-                if fmt == "text":
-                    out(f"Applied record: version {made.version.rsplit('/', 1)[-1]} ({_recorded(made)}).")
-            return result
-
-    result = asyncio.run(run())
-    if result is None:
+    applied = asyncio.run(run())
+    result = applied.result
+    if not applied.changed:
+        if fmt == "json":
+            out(json.dumps(result.to_dict(), indent=2))
         return
     if fmt == "json":
         out(json.dumps(result.to_dict(), indent=2))
@@ -378,38 +319,38 @@ def apply(
         sys.exit(EXIT_INTERRUPTED if result.interrupted else EXIT_ERROR)
 
 
-def _recorded(made: AppliedRecord) -> str:
-    """What a record holds, as the version's own name says it: promote refuses a record of uncommitted changes."""
-    return (made.commit[:7] or "no commit") + (" + uncommitted changes" if made.dirty else "")
+class _CommandHooks:
+    """apply's hooks on the command line: the plan and the report printed (text), the question
+    asked on a terminal, progress shown, and Ctrl-C stopping new writes (pipeline.applying)."""
 
+    def __init__(
+        self, fmt: str, *, auto_approve: bool, show_plan: bool, locate: Callable[[ResourceKind, str, str], str] | None
+    ) -> None:
+        self.fmt, self.auto_approve, self.show_plan, self.locate = fmt, auto_approve, show_plan, locate
 
-async def validation_after(client: CesClient, parent: str) -> dict[str, list[str]]:
-    """What CES reports wrong once the writes are done: the app, its agents and examples read again."""
-    from ..api.kinds import APP, KINDS, THE_APP
-    from ..api.resource import Resource
-    from ..client.apps import get_app
-    from ..core.validation import findings
+    def planned(self, plan: Plan) -> None:
+        if self.fmt == "text" and self.show_plan:
+            print_plan(plan, "text")
 
-    app, agents, examples = await asyncio.gather(
-        get_app(client, parent), client.resources(parent, KINDS["agent"]), client.resources(parent, KINDS["example"])
-    )
-    return findings(parent, [*([Resource(THE_APP, APP, app)] if app else []), *agents, *examples])
+    def confirm(self, plan: Plan) -> None:
+        from ..render.common import summary
 
+        if self.auto_approve:
+            return
+        if not sys.stdin.isatty():
+            raise CesyncError("no terminal to confirm on: pass --auto-approve to apply without asking")
+        if not click.confirm(f"Apply {summary(plan.counts())} to '{plan.environment}'?", default=False):
+            raise CesyncError("apply cancelled; nothing was changed")
 
-async def _snapshot_before(client: CesClient, ctx: Any, plan_: Plan, fmt: str) -> dict[str, Any]:
-    """apply --snapshot: the app as it is before this apply's first write (nothing when the apply creates the app)."""
-    from ..sync.snapshot import take_snapshot
+    def say(self, line: str) -> None:
+        if self.fmt == "text":
+            out(line)
 
-    if any(c.kind.singleton and c.action == "create" for c in plan_.changes):
-        if fmt == "text":
-            out("Snapshot: none (the app does not exist yet; this apply creates it).")
-        return {}
-    version = await take_snapshot(client, ctx.env, ctx.repo.root)
-    if fmt == "text":
-        vid = str(version.get("name", "")).rsplit("/", 1)[-1]
-        shown = version.get("displayName", "")
-        out(f"Snapshot: version {vid} ({shown}), the app before this apply: cesync rollback {vid} undoes it.")
-    return version
+    def warn(self, line: str) -> None:
+        err(line)
+
+    async def write(self, client: CesClient, plan: Plan, parallelism: int, force_delete: bool) -> ApplyResult:
+        return await _run_apply(client, plan, parallelism, force_delete, self.fmt, self.locate)
 
 
 async def _run_apply(
