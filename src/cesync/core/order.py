@@ -14,11 +14,12 @@ When the app itself is created, everything else waits for it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import pairwise
 
 from ..errors import ConfigError, Problem
+from .refgraph import CycleSearch, levels
 
 __all__ = ["Node", "Placed", "order"]
 
@@ -57,7 +58,8 @@ def order(nodes: list[Node], app: str = "") -> dict[str, Placed]:
         if app and n.name != app and app in created:
             via[n.name].setdefault(app, set()).add("")  # implicit: nothing exists before its app
     deferred: dict[str, set[str]] = {n.name: set() for n in nodes}
-    while (loop := _find_cycle(via)) is not None:
+    search = CycleSearch(via, key=str)
+    while (loop := search.next()) is not None:
         edge = next(
             ((s, t) for s, t in reversed(list(pairwise(loop))) if via[s][t] <= by_name[s].deferrable),
             None,
@@ -69,56 +71,15 @@ def order(nodes: list[Node], app: str = "") -> dict[str, Placed]:
         deferred[source] |= via[source][edge[1]]
         for t in [t for t, fields in via[source].items() if fields <= deferred[source]]:
             del via[source][t]
-    levels = _levels(via)
+    placed_at = levels({n: [t for t in targets if t in via] for n, targets in via.items()})
     out: dict[str, Placed] = {}
     for n in nodes:
         later = deferred[n.name]
         waits = sorted({t for f in later for t in n.refs.get(f, ()) if t in created and t != n.name})
         out[n.name] = Placed(
             depends_on=tuple(sorted(via[n.name])),
-            level=levels[n.name],
+            level=placed_at[n.name],
             deferred=tuple(sorted(later)),
             patch_after=tuple(waits),
         )
     return out
-
-
-def _find_cycle(via: dict[str, dict[str, set[str]]]) -> list[str] | None:
-    """One cycle as [a, b, ..., a], or None (iterative depth-first search)."""
-    done: set[str] = set()
-    for start in sorted(via):
-        if start in done:
-            continue
-        trail = [start]
-        pending: list[Iterator[str]] = [iter(sorted(via[start]))]
-        while pending:
-            target = next(pending[-1], None)
-            if target is None:
-                done.add(trail.pop())
-                pending.pop()
-                continue
-            if target in trail:
-                return [*trail[trail.index(target) :], target]
-            if target not in done and target in via:
-                trail.append(target)
-                pending.append(iter(sorted(via[target])))
-    return None
-
-
-def _levels(via: dict[str, dict[str, set[str]]]) -> dict[str, int]:
-    """Longest chain of dependencies below each node (the graph is acyclic here)."""
-    level: dict[str, int] = {}
-    for start in sorted(via):
-        stack = [start]
-        while stack:
-            n = stack[-1]
-            if n in level:
-                stack.pop()
-                continue
-            missing = [t for t in via[n] if t in via and t not in level]
-            if missing:
-                stack.extend(missing)
-                continue
-            level[n] = 1 + max((level[t] for t in via[n] if t in via), default=-1)
-            stack.pop()
-    return level

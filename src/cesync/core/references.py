@@ -14,6 +14,7 @@ from typing import Any
 
 from ..api.kinds import KINDS, names_pattern
 from ..errors import Problem
+from .refgraph import has_cycle
 from .yamlfile import Path_
 
 __all__ = ["Edge", "Key", "Ref", "cycles", "names_in"]
@@ -57,29 +58,14 @@ def names_in(data: Any, parent: str) -> Iterator[tuple[Path_, Key]]:
 
 def cycles(refs: list[Ref]) -> list[Problem]:
     """One problem per reference that closes a cycle, at that reference's position."""
-    if not _has_cycle({(r.source, r.target) for r in refs if r.source != r.target}):
+    graph: dict[Key, set[Key]] = {}
+    for r in refs:
+        if r.source != r.target:
+            graph.setdefault(r.source, set()).add(r.target)
+    if not has_cycle(graph):
         return []
     edges = [Edge(r.source, r.target, p.file, p.line, p.col) for r in refs for p in (r.at(),)]
     return _closing(edges)
-
-
-def _has_cycle(pairs: set[tuple[Key, Key]]) -> bool:
-    """Whether the graph has a cycle (Kahn's algorithm): no positions needed to know that."""
-    targets: dict[Key, list[Key]] = {}
-    indegree: dict[Key, int] = {}
-    for source, target in pairs:
-        targets.setdefault(source, []).append(target)
-        indegree[target] = indegree.get(target, 0) + 1
-        indegree.setdefault(source, 0)
-    ready = [k for k, n in indegree.items() if n == 0]
-    removed = 0
-    while ready:
-        removed += 1
-        for target in targets.get(ready.pop(), ()):
-            indegree[target] -= 1
-            if indegree[target] == 0:
-                ready.append(target)
-    return removed < len(indegree)
 
 
 def _closing(edges: list[Edge]) -> list[Problem]:

@@ -8,10 +8,12 @@ first (the renames pass) waits for nothing."""
 
 from __future__ import annotations
 
+import graphlib
 import logging
 from dataclasses import replace
 
 from ..plan import Change, Plan
+from ..refgraph import rounds
 from . import PlanInput
 from .compare import written_references
 
@@ -41,13 +43,21 @@ def order(plan: Plan, given: PlanInput) -> Plan:
 
 
 def _delete_order(deletes: list[Change]) -> list[Change]:
-    """Reverse dependency order: a resource is deleted after everything that references it."""
-    names = {c.name for c in deletes}
+    """Reverse dependency order: a resource is deleted after everything that references it, in
+    rounds (core/refgraph.py), each round in the order deletes come in. Deletes that name each
+    other in a cycle (none is expected: output-only references are left out) go one at a time,
+    the first of them first, so that apply tries them rather than refusing them all."""
+    index = {c.name: i for i, c in enumerate(deletes)}
+    graph = {c.name: [d for d in c.depends_on if d in index and d != c.name] for c in deletes}
+    try:
+        return [deletes[index[n]] for batch in rounds(graph, key=index.__getitem__) for n in batch]
+    except graphlib.CycleError:
+        log.debug("plan: deletes name each other in a cycle: taken one at a time where it holds")
     done: set[str] = set()
     ordered: list[Change] = []
     pending = list(deletes)
     while pending:
-        ready = [c for c in pending if all(d in done or d not in names for d in c.depends_on)] or pending[:1]
+        ready = [c for c in pending if all(d in done or d not in index for d in c.depends_on)] or pending[:1]
         for c in ready:
             ordered.append(c)
             done.add(c.name)
