@@ -251,6 +251,7 @@ def _in_words(what: str) -> tuple[str, bool]:
     return what or "not YAML", False
 
 
+@functools.partial(parsecache.cached, b"d")  # the limits checked once per text, not on every run
 def load_data(text: str) -> Any:
     """One JSON or YAML document as plain data, under the limits of the repo's files; Unreadable if not.
 
