@@ -590,3 +590,70 @@ def test_every_command_that_runs_tool_code_says_once_what_holds(tmp_path: Path) 
         assert f"memory, {sandbox.MEMORY_BYTES >> 20} MB a call" in r.stderr
     r = cesync("-v", "test", "--dir", str(root), "--env", "local", env=env)
     assert r.stderr.count("tool memory: no cgroup (CESYNC_SANDBOX_MEMORY=bound)") == 1, r.stderr
+
+
+# --- keyrings (issue #34 finding 7) ---------------------------------------------------------------
+#
+# keyctl(2) and add_key(2) by their syscall numbers (glibc wraps neither), so the test needs no
+# keyutils package: the process that runs the tool puts a key in its session keyring (@s) and in
+# its user keyring (@u), then the tool looks for both.
+KEYCTL = {"x86_64": (248, 250), "aarch64": (217, 219), "riscv64": (217, 219)}
+
+OWNER = """
+import asyncio, ctypes, json, os, platform, sys
+from cesync.emulator import sandbox
+
+ADD_KEY, KEYCTL = {numbers}[platform.machine()]
+libc = ctypes.CDLL(None, use_errno=True)
+secret, description = sys.argv[1].encode(), sys.argv[2].encode()
+assert libc.syscall(KEYCTL, 1, None) > 0  # a session keyring of this test's own, left when it ends
+keys = [libc.syscall(ADD_KEY, b"user", description, secret, len(secret), ring) for ring in (-3, -4)]
+assert all(k > 0 for k in keys), ctypes.get_errno()
+
+
+async def no_calls(name, args):
+    raise LookupError(name)
+
+try:
+    run = asyncio.run(sandbox.run_python(sys.stdin.read(), "f", {{}}, variables={{}}, context={{}}, call_tool=no_calls, timeout=10))
+    print(json.dumps(run.response))
+finally:
+    for k in keys:
+        libc.syscall(KEYCTL, 3, k)  # KEYCTL_REVOKE: nothing of the test outlives it, @u included
+"""
+
+READ_KEYS = """
+import ctypes, platform
+KEYCTL = {numbers}[platform.machine()][1]
+def f():
+    libc = ctypes.CDLL(None, use_errno=True)
+    found = {{}}
+    for ring, name in ((-3, "session"), (-4, "user"), (-5, "user-session")):
+        key = libc.syscall(KEYCTL, 10, ring, b"user", b"{description}", 0)  # KEYCTL_SEARCH
+        if key < 0:
+            found[name] = "not found: errno " + str(ctypes.get_errno())
+            continue
+        buffer = ctypes.create_string_buffer(256)
+        size = libc.syscall(KEYCTL, 11, key, buffer, 256)  # KEYCTL_READ
+        found[name] = buffer.raw[: max(size, 0)].decode("latin-1") if size >= 0 else "unreadable: errno " + str(ctypes.get_errno())
+    return found
+"""
+
+
+@pytest.mark.skipif(
+    os.uname().machine not in KEYCTL or not sys.platform.startswith("linux"), reason="keyrings: Linux on a known machine"
+)
+def test_the_tool_reads_no_key_of_the_caller(mode: str) -> None:
+    secret, description = f"sk-{uuid.uuid4().hex}", f"cesync-test-{uuid.uuid4().hex[:12]}"
+    env = {**os.environ, **({sandbox.SANDBOX_ENV: "fallback"} if mode == "fallback" else {})}
+    owner = OWNER.format(numbers=KEYCTL)
+    code = READ_KEYS.format(numbers=KEYCTL, description=description)
+    r = subprocess.run(
+        [sys.executable, "-c", owner, secret, description], input=code, capture_output=True, text=True, env=env, timeout=60
+    )
+    assert r.returncode == 0, r.stderr
+    found = json.loads(r.stdout.strip().splitlines()[-1])["result"]
+    assert secret not in json.dumps(found), found
+    assert found["session"].startswith("not found"), found
+    if mode == "namespaces":  # a user namespace has user keyrings of its own; the fallback keeps the user's (docs/security.md)
+        assert found["user"].startswith("not found"), found

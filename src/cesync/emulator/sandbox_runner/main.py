@@ -7,7 +7,7 @@ import sys
 
 from .fallback import fallback
 from .namespaces import NotIsolated, isolate
-from .processes import die_with_parent, load_libc
+from .processes import die_with_parent, fresh_session_keyring, load_libc
 from .protocol import MEMORY
 from .running import run
 
@@ -48,6 +48,8 @@ def main() -> None:
             processes = isolate()
         except NotIsolated as exc:
             processes = fallback(str(exc))
+    if sys.platform.startswith("linux"):
+        fresh_session_keyring(load_libc())  # in the worker, either mode: the keys of @s stay outside
     request = json.loads(sys.stdin.readline())
     _forget_the_runner()
     run(request, processes)
