@@ -154,8 +154,8 @@ def test_markdown_is_cut_on_resource_boundaries(n: int) -> None:
         assert text == full and "Cut to fit" not in text
         return
     assert len(text) <= GITHUB_COMMENT_LIMIT and text.startswith("<!-- cesync-plan:prod:")
-    shown = text.count("<details>")
-    assert shown == text.count("</details>") > 0  # only whole sections
+    shown = text.count("<summary><code>")  # a resource's section (the picture of what it touches is no resource)
+    assert text.count("<details") == text.count("</details>") and shown > 0  # only whole sections
     assert f"{n - shown} of {n} resources are not shown here. The full plan is in [the artifacts](https://x)." in text
     assert text.rstrip().endswith(f"Digest `{plan.digest[:19]}`.")
     assert full.startswith(text.split("> **Cut")[0])  # what is shown is the plan's own beginning
