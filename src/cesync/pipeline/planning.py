@@ -178,7 +178,8 @@ def plan_input(
             sums=record.sums if record is not None else {},
             sum_key=read.sum_key,
             ignored=read.view.ignored,
-            key_from=read.view.key_from,
+            # the embedded emulator lives in this process: nobody else can write its records
+            key_from=read.view.key_from or ("embedded" if ctx.endpoint_url == "embedded" else ""),
         ),
         key=key,
         created_at=plan_time(),

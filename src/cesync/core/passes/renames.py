@@ -44,7 +44,7 @@ def _renamed(c: Change, d: Change, given: PlanInput) -> tuple[Change, Change]:
     referrers = [r for r in given.remote if r.key != (d.kind.name, d.id) and d.name in written_references(r, given.parent)]
     naming = sorted(r.kind.resource_name(given.parent, r.id) for r in referrers)
     outside = sorted(r.kind.resource_name(given.parent, r.id) for r in referrers if r.key not in defined)
-    why = f"a {c.kind.singular}'s display name is unique in the app, so the old one goes first"
+    why = f"a {c.kind.singular}'s display name is unique in the app, so {d.id} goes first"
     note = f"renamed to {c.id}; deleted before {c.id} is created ({why}"
     if outside:
         note += f"; {', '.join(outside)}, not in the repo, still names it, so the delete may be refused)"

@@ -1,0 +1,89 @@
+"""The ownership rules of the plan (core/ownership.py), on in-memory plans."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cesync.api.kinds import KINDS
+from cesync.api.resource import Resource
+from cesync.core.normalize import canonical
+from cesync.core.ownership import DIFFERS, UNSEALED, drift_by_sums, foreign_references, other_owners, record_trust
+from cesync.core.plan import Change, Plan
+from cesync.core.record import record_key, resource_sum
+from cesync.errors import CesyncError
+
+P = "projects/p/locations/us/apps/a"
+KEY = record_key(b"secret")
+TOOL = KINDS["tool"]
+
+
+def remote(rid: str, code: str = "f") -> Resource:
+    return Resource(TOOL, rid, {"name": f"{P}/tools/{rid}", "clientFunction": {"name": code}})
+
+
+def change(rid: str, action: Any = "update", drift: dict[str, Any] | None = None) -> Change:
+    return Change(kind=TOOL, id=rid, action=action, name=f"{P}/tools/{rid}", drift=drift)
+
+
+def plan(*changes: Change, unmanaged: tuple[str, ...] = ()) -> Plan:
+    return Plan(environment="e", app=P, digest="", changes=changes, unmanaged=unmanaged)
+
+
+def sum_of(r: Resource) -> str:
+    return resource_sum(KEY, canonical(r.kind, r.id, r.body).body)
+
+
+@given(applied=st.sampled_from(["f", "g"]), now=st.sampled_from(["f", "g"]), snapshot_said=st.booleans())
+def test_drift_is_what_the_sealed_hashes_say(applied: str, now: str, snapshot_said: bool) -> None:
+    """Whatever the snapshot said (a copied record makes it the app's current state), the change is
+    drift exactly when the app differs from the hash of what cesync applied."""
+    sums = {"tool/t": sum_of(remote("t", applied))}
+    said = {"fields": ["clientFunction"], "by": None, "at": None} if snapshot_said else None
+    judged = drift_by_sums(plan(change("t", drift=said)), [remote("t", now)], sums, KEY).changes[0]
+    assert (judged.drift is not None) == (applied != now)
+    if applied != now and not snapshot_said:
+        assert judged.drift == {"fields": [DIFFERS], "by": None, "at": None}
+
+
+def test_without_a_key_or_hashes_drift_is_left_to_the_snapshot() -> None:
+    p = plan(change("t"))
+    assert drift_by_sums(p, [remote("t")], {"tool/t": "x"}, b"") is p
+    assert drift_by_sums(p, [remote("t")], {}, KEY) is p
+
+
+def test_an_owned_resource_gone_from_the_app_is_drift() -> None:
+    judged = drift_by_sums(plan(change("t", "create")), [], {"tool/t": "x"}, KEY).changes[0]
+    assert judged.drift is not None and judged.drift["fields"] == ["(deleted outside cesync)"]
+
+
+def test_another_owners_resource_is_never_deleted_here() -> None:
+    p = plan(change("theirs", "delete"), change("mine", "delete"), unmanaged=(f"{P}/tools/hand",))
+    kept = other_owners(p, {"tool/theirs": "billing"}, "support")
+    assert [c.id for c in kept.changes] == ["mine"]
+    assert kept.unmanaged == (f"{P}/tools/hand", f"{P}/tools/theirs")
+    assert kept.owners == {f"{P}/tools/theirs": "billing"}
+
+
+@pytest.mark.parametrize("how", ["changed", "defined unchanged"])
+def test_a_repo_that_defines_another_owners_resource_is_refused(how: str) -> None:
+    p = plan(change("theirs")) if how == "changed" else plan()
+    with pytest.raises(CesyncError, match=r"tool theirs \(owner 'billing'\)"):
+        other_owners(p, {"tool/theirs": "billing"}, "support", ["tool/theirs"] if how != "changed" else [])
+
+
+def test_a_reference_across_owners_must_name_what_the_app_holds() -> None:
+    agent = Resource(KINDS["agent"], "front", {"tools": [f"{P}/tools/b1", f"{P}/tools/s1"]})
+    mine = [agent, Resource(TOOL, "s1", {})]
+    others = {"tool/b1": "billing"}
+    assert foreign_references(mine, [remote("b1")], P, others) == []
+    [problem] = foreign_references(mine, [], P, others)
+    assert "agent front names tool/b1 of owner 'billing', which the app does not hold" in problem
+
+
+def test_records_ignored_and_unsealed_are_said() -> None:
+    assert record_trust(plan(), [], "CESYNC_PLAN_KEY").record_notes == ()
+    assert record_trust(plan(), ["ignored x: why"], "").record_notes == ("ignored x: why", UNSEALED)
