@@ -9,7 +9,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from . import list_filters
+from . import lists
 from .beta import beta_fields, beta_mask, beta_update, without_beta
 from .calls import ID_RE, api_version, json_body, page_args, query
 from .changelogs import Changelogs
@@ -25,8 +25,8 @@ class Apps(References, Changelogs):
     """The calls on apps themselves."""
 
     async def list_apps(self, request: Request, location: str) -> Any:
-        """ListApps: its filter and orderBy as list_filters says, by name when no order is asked for."""
-        asked = list_filters.listing("apps", query(request), version=api_version(request))
+        """ListApps: its filter and orderBy as lists.py says, by name when no order is asked for."""
+        asked = lists.listing("apps", query(request), version=api_version(request))
         offset, size = page_args(request, f"{location}|{asked.key}")
         with self.store.transaction() as db:
             apps = asked.arranged(self.store.list_apps(db, location), lambda a: a.data)

@@ -9,7 +9,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from . import list_filters
+from . import lists
 from .calls import api_version, page_args, query
 from .errors import RpcError
 from .resources import COLLECTIONS
@@ -77,9 +77,9 @@ class Changelogs(Service):
         self.store.put(db, parent, "changelogs", cid, Printed(data, text, text))
 
     async def list_changelogs(self, request: Request, parent: str, collection: str, _: str | None) -> Any:
-        """ListChangelogs: its documented filter and orderBy (list_filters.py); by name (oldest first) when
+        """ListChangelogs: its documented filter and orderBy (lists.py); by name (oldest first) when
         no order is asked for, as the emulator's other v1 lists."""
-        asked = list_filters.listing("changelogs", query(request), version=api_version(request))
+        asked = lists.listing("changelogs", query(request), version=api_version(request))
         offset, size = page_args(request, f"{parent}|{asked.key}")
         self.store.app(parent)
         with self.store.transaction() as db:

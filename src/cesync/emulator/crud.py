@@ -8,7 +8,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from . import evaluation_kinds, evaluations, list_filters
+from . import evaluation_kinds, evaluations, lists
 from .calls import answer, api_version, json_body, page_args, query, wants_enum_int
 from .changelogs import Changelogs
 from .deployments import check_traffic
@@ -37,8 +37,8 @@ class Resources(References, Changelogs, Versions):
     """The standard methods of every collection of an app."""
 
     async def list(self, request: Request, parent: str, collection: str, _: str | None) -> Any:
-        """Every list of an app's collection, with what list_filters says its query may ask for."""
-        asked = list_filters.listing(collection, query(request), self.evaluations.runs.get, api_version(request))
+        """Every list of an app's collection, with what lists.py says its query may ask for."""
+        asked = lists.listing(collection, query(request), self.evaluations.runs.get, api_version(request))
         offset, size = page_args(request, f"{parent}|{asked.key}")
         self.store.app(parent)
         with self.store.transaction() as db:

@@ -54,7 +54,7 @@ from typing import Any
 from google.protobuf import json_format
 
 from ..api import descriptors as api
-from . import list_filters
+from . import lists
 from .calls import page_window
 from .deployments import serving_versions, snapshot_executor
 from .errors import RpcError
@@ -404,10 +404,10 @@ def handles(rest: str) -> bool:
 def _listed(
     collection: str, parent: str, items: list[dict[str, Any]], query: Mapping[str, str], service: EvaluationService
 ) -> dict[str, Any]:
-    """One page of a list of runs or results, filtered and ordered as its query asks (list_filters.py)."""
-    asked = list_filters.listing(collection, query, service.runs.get, "v1beta")
+    """One page of a list of runs or results, filtered and ordered as its query asks (lists.py)."""
+    asked = lists.listing(collection, query, service.runs.get, "v1beta")
     offset, size = page_window(query, f"{parent}|{asked.key}")
-    page, following = list_filters.paged(asked.arranged(items, lambda r: r), offset, size)
+    page, following = lists.paged(asked.arranged(items, lambda r: r), offset, size)
     out: dict[str, Any] = {collection: page}
     if following is not None:
         out["nextPageToken"] = page_token(following, f"{parent}|{asked.key}")

@@ -1,7 +1,7 @@
 """The API's methods as the emulator reads them from cesync's API description (``src/cesync/api``,
 ``ces_v1.json`` and ``ces_v1beta.json``: Google's discovery documents merged by scripts/gen_api.py):
 each method's HTTP verb, path and query parameters. The emulator keeps its own statement of what it
-serves (dispatch.py, list_filters.py, unserved.py); what a method is called, where it lives and which
+serves (dispatch.py, lists.py, unserved.py); what a method is called, where it lives and which
 parameters it takes come from here, so a newer description changes them in one place."""
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from . import list_filters
+from . import lists
 from .calls import ID_RE, api_version, page_args, query
 from .errors import RpcError
 from .evaluations import EvaluationService
@@ -114,11 +114,11 @@ class Service:
         return self.operations.delete(name)
 
     async def list_operations(self, request: Request, location: str) -> Any:
-        """ListOperations: its filter (list_filters.py), pageSize and pageToken; by name."""
-        asked = list_filters.listing("operations", query(request), version=api_version(request))
+        """ListOperations: its filter (lists.py), pageSize and pageToken; by name."""
+        asked = lists.listing("operations", query(request), version=api_version(request))
         offset, size = page_args(request, f"{location}|{asked.key}")
         listed = asked.arranged(self.operations.list(location)["operations"], lambda o: o)
-        page, following = list_filters.paged(listed, offset, size)
+        page, following = lists.paged(listed, offset, size)
         out: dict[str, Any] = {"operations": page}
         if following is not None:
             out["nextPageToken"] = page_token(following, f"{location}|{asked.key}")
