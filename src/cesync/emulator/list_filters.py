@@ -72,6 +72,8 @@ _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
     ">": lambda a, b: a > b,
     ">=": lambda a, b: a >= b,
 }
+
+
 @dataclass(frozen=True)
 class Term:
     field: str
