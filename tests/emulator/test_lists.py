@@ -4,8 +4,11 @@ error, whatever the stored values hold."""
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -13,6 +16,7 @@ from hypothesis import strategies as st
 from cesync.emulator.errors import RpcError
 from cesync.emulator.lists import LISTS, SPECS, handled, listing
 from cesync.emulator.methods import query_parameters
+from cesync.emulator.server import BackgroundServer
 
 APP = "projects/p/locations/us/apps/a"
 _RUNS = {f"{APP}/evaluationRuns/r1": {"createTime": "2026-01-01T00:00:00Z", "initiatedBy": "a@b.c"}}
@@ -121,3 +125,64 @@ def test_any_list_query_is_a_listing_or_a_client_error(
     assert all(r in resources for r in arranged) and len(arranged) <= len(resources)
     if asked.keep is None:
         assert len(arranged) == len(resources)
+
+
+@pytest.fixture(scope="module")
+def datasets() -> Iterator[tuple[httpx.Client, list[dict[str, Any]]]]:
+    """Four evaluation datasets made one after the other, the first and third updated since."""
+    with BackgroundServer(auto_create_apps=True) as server, httpx.Client(base_url=f"{server.url}/v1beta/") as client:
+        for i in range(4):
+            made = client.post(
+                f"{APP}/evaluationDatasets", params={"evaluationDatasetId": f"d{i}"}, json={"displayName": f"D{i}"}
+            )
+            assert made.status_code == 200, made.text
+        for i in (2, 0):
+            patched = client.patch(
+                f"{APP}/evaluationDatasets/d{i}", params={"updateMask": "displayName"}, json={"displayName": f"E{i}"}
+            )
+            assert patched.status_code == 200, patched.text
+        yield client, client.get(f"{APP}/evaluationDatasets", params={"orderBy": "name"}).json()["evaluationDatasets"]
+
+
+_DOCUMENTED = {"name": ("name", "asc"), "create_time": ("createTime", "desc"), "update_time": ("updateTime", "desc")}
+
+
+@given(
+    order=st.lists(
+        st.tuples(st.sampled_from([*_DOCUMENTED, "display_name"]), st.sampled_from(["", " asc", " desc"])), min_size=0, max_size=2
+    ),
+    size=st.integers(min_value=1, max_value=3),
+)
+def test_an_evaluation_list_orders_as_documented(
+    datasets: tuple[httpx.Client, list[dict[str, Any]]], order: list[tuple[str, str]], size: int
+) -> None:
+    """ListEvaluationDatasets' orderBy (ces.v1beta.json): "name", "create_time" and "update_time"; time
+    fields descending, name ascending; "update_time" when none is asked for. A model of that text,
+    against the emulator over HTTP: the asked order across pages, or INVALID_ARGUMENT."""
+    client, every = datasets
+    text = ", ".join(f + d for f, d in order)
+    valid = all(f in _DOCUMENTED and d.strip() in ("", _DOCUMENTED[f][1]) for f, d in order)
+    first = client.get(f"{APP}/evaluationDatasets", params={"pageSize": size, **({"orderBy": text} if text else {})})
+    if not valid:
+        assert first.status_code == 400 and first.json()["error"]["status"] == "INVALID_ARGUMENT", (text, first.text)
+        return
+    got, token = list(first.json()["evaluationDatasets"]), first.json().get("nextPageToken")
+    while token:
+        page = client.get(
+            f"{APP}/evaluationDatasets", params={"pageSize": size, "pageToken": token, **({"orderBy": text} if text else {})}
+        )
+        got += page.json()["evaluationDatasets"]
+        token = page.json().get("nextPageToken")
+    assert sorted(d["name"] for d in got) == sorted(d["name"] for d in every)
+    keys = [_DOCUMENTED[f] for f, _ in order] or [_DOCUMENTED["update_time"]]
+    for a, b in itertools.pairwise(got):
+        for key, direction in keys:
+            if a[key] != b[key]:
+                assert (a[key] > b[key]) == (direction == "desc"), (text, a[key], b[key])
+                break
+
+
+def test_an_evaluation_list_without_an_order_is_by_update_time(datasets: tuple[httpx.Client, list[dict[str, Any]]]) -> None:
+    client, _ = datasets
+    listed = client.get(f"{APP}/evaluationDatasets").json()["evaluationDatasets"]
+    assert [d["name"].rsplit("/", 1)[-1] for d in listed] == ["d0", "d2", "d3", "d1"]  # updated last, first
