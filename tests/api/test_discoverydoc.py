@@ -199,3 +199,32 @@ def test_the_merge_leaves_its_inputs_alone() -> None:
     facts = _facts("v1")
     discoverydoc.merge(descriptors.file_set(), facts, {"revision": "1", "schemas": {"ModelSettings": {"properties": {}}}}, "x")
     assert descriptors.file_set() == before and facts == _facts("v1")
+
+
+# --- a document is data: whatever it holds, it is merged or refused ----------------------------
+
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=12,
+)
+PROPERTY = st.one_of(
+    JSONISH,
+    st.fixed_dictionaries(
+        {"type": st.sampled_from(["string", "object", "array", "any", "nope"])},
+        optional={"$ref": st.text(max_size=12), "enum": JSONISH, "items": JSONISH, "additionalProperties": JSONISH},
+    ),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.text(max_size=12), PROPERTY, max_size=4), st.dictionaries(st.text(max_size=12), JSONISH, max_size=2))
+def test_any_document_is_merged_or_refused_with_a_value_error(props: dict[str, Any], schemas: dict[str, Any]) -> None:
+    doc = {"name": "ces", "version": "v1", "revision": "29990101", "schemas": {"ModelSettings": {"properties": props}, **schemas}}
+    try:
+        descriptors.use_documents({"v1": doc})
+    except ValueError as exc:
+        assert "cannot be merged" in str(exc) or "discovery document" in str(exc)
+    finally:
+        descriptors.use_documents({})
+    assert descriptors.revision() == "20261016"

@@ -7,6 +7,7 @@ newer one; a field the newest document dropped is refused saying so."""
 from __future__ import annotations
 
 import json
+import tempfile
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -14,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cesync.api import descriptors
 from cesync.client.apidocs import fetch_discovery
@@ -220,3 +223,41 @@ def test_an_answer_that_is_not_the_document_is_refused(served: tuple[str, list[s
         fetch_discovery("v1beta", url=f"{base}?version=v1beta", allowed=lambda url: True)
     with pytest.raises(CesyncError, match="did not answer CES's discovery document for v1beta"):
         fetch_discovery("v1beta", url=f"{base}?version=v1", allowed=lambda url: True)
+
+
+# --- generated: any field a newer document adds, of any type, is written, validated and rendered ----
+
+NEWER_VALUES = st.sampled_from(
+    [
+        ({"type": "string"}, "text"),
+        ({"type": "boolean"}, True),
+        ({"type": "integer", "format": "int32"}, 7),
+        ({"type": "number", "format": "double"}, 1.5),
+        ({"type": "string", "format": "int64"}, "12"),
+        ({"type": "string", "format": "google-duration"}, "3s"),
+        ({"type": "string", "enum": ["X_UNSPECIFIED", "ONE", "TWO"]}, "TWO"),
+        ({"type": "object", "additionalProperties": {"type": "string"}}, {"k": "v"}),
+        ({"type": "array", "items": {"type": "string"}}, ["a", "b"]),
+        ({"$ref": "Fresh"}, {"inner": "x"}),
+    ]
+)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.from_regex(r"zz[a-z]{1,8}[A-Z][a-z]{1,5}", fullmatch=True), NEWER_VALUES)
+def test_any_newer_field_is_validated_and_rendered_as_written(name: str, typed: tuple[dict[str, Any], Any]) -> None:
+    prop, value = typed
+    document = newer()
+    document["schemas"]["ModelSettings"]["properties"][name] = {**prop, "description": "Optional. New."}
+    document["schemas"]["Fresh"] = {"id": "Fresh", "type": "object", "properties": {"inner": {"type": "string"}}}
+    app = {"displayName": "A", "modelSettings": {"model": "m", name: value}}
+    with tempfile.TemporaryDirectory() as scratch:
+        root = repo(Path(scratch), document=document, **{"app.yaml": json.dumps(app), "guardrails/g.yaml": "displayName: g\n"})
+        try:
+            loaded = load_repo(root)
+            assert loaded.validate() == []
+            rendered = {r.kind.name: r.body for r in loaded.render(loaded.env("local"))}
+            assert rendered["app"]["modelSettings"][name] == value
+            assert rendered["app"]["modelSettings"]["model"] == "m"
+        finally:
+            descriptors.use_documents({})

@@ -107,6 +107,17 @@ def use_documents(documents: Mapping[str, dict[str, Any]]) -> None:
             raise ValueError("the discovery document has no revision (a date such as 20261016)")
     if dict(documents) == _newer:
         return  # the description in use: its pool (and what holds its descriptors) stays
+    before = dict(_newer)
+    _switch(documents)
+    try:
+        pool()  # merged and built now: a document that cannot be merged is refused here, not on first use
+    except (RecursionError, ValueError, TypeError, AttributeError, KeyError) as exc:  # the document is data
+        _switch(before)
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc).splitlines()[0][:200]
+        raise ValueError(f"the discovery document cannot be merged into cesync's description: {why}") from None
+
+
+def _switch(documents: Mapping[str, dict[str, Any]]) -> None:
     _newer.clear()
     _newer.update(documents)
     for cached in (_description, pool, beta_app_class, beta_only_app_fields, facts, message_class, fields_of, _removed):

@@ -70,7 +70,10 @@ def settle(
     if not wanted:
         return
     for documents in _newest_first(cached_documents(root)):
-        descriptors.use_documents(documents)
+        try:
+            descriptors.use_documents(documents)
+        except ValueError:
+            continue  # a cache entry that is no description: passed over
         if not _wanted(files):
             return
     descriptors.use_documents({})
