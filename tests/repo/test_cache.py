@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cesync.emulator.server import BackgroundServer
+from cesync.repo import cache
 from cesync.repo.cache import CACHE_FILE
 from tests.helpers import cesync
 
@@ -26,6 +27,11 @@ from generate import generate
 
 KEY = {"CESYNC_CACHE_KEY": "test-key-of-this-machine"}
 OFF = {"CESYNC_CACHE": "off"}
+
+
+@pytest.fixture(autouse=True)
+def small_repos_cached(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cache, "MIN_ENTRIES", 0)  # the repos here are small, to keep the test short
 
 
 @pytest.fixture(scope="module")
@@ -135,6 +141,13 @@ def test_a_cache_signed_with_another_key_or_altered_is_not_read(tmp_path: Path) 
         cache.write_bytes(tampered)
         again = cesync("validate", "--dir", str(root), env=env)
         assert (again.returncode, again.stdout, again.stderr) == (broken.returncode, broken.stdout, broken.stderr)
+
+
+def test_a_small_repo_gets_no_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cache, "MIN_ENTRIES", 200)
+    root = generate(tmp_path / "repo", 20)
+    assert cesync("validate", "--dir", str(root), env=KEY).returncode == 0
+    assert not (root / ".cesync").exists()
 
 
 def test_the_cache_is_not_part_of_the_repo(tmp_path: Path) -> None:

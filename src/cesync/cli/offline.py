@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -86,6 +87,8 @@ def validate(
 
 def _test_problems(repo: Repo) -> list[Problem]:
     """tests/*.yaml checked as 'cesync test' reads them, and each test's tool against the repo's tools."""
+    if not (repo.root / "tests").is_dir():
+        return []  # no tests: nothing to load, and the tests' modules stay unimported (validate starts light)
     from ..models import TOOL_TYPES
     from ..tooltests.schema import load_tests, unknown_tools
 
@@ -115,12 +118,13 @@ def _test_problems(repo: Repo) -> list[Problem]:
 def _answer_warnings(repo: Repo) -> list[Problem]:
     """Goldens and tool tests of Python tools that expect an answer outside 'result'."""
     from ..repo.answers import python_answer_warnings
-    from ..tooltests.schema import load_tests
 
-    try:
-        cases = load_tests(repo.root)
-    except ConfigError:
-        cases = []  # their problems are reported by _test_problems
+    cases = []
+    if (repo.root / "tests").is_dir():
+        from ..tooltests.schema import load_tests
+
+        with contextlib.suppress(ConfigError):  # their problems are reported by _test_problems
+            cases = load_tests(repo.root)
     return python_answer_warnings(repo.files, cases)
 
 
@@ -164,6 +168,8 @@ def _validate_one(
 def _policy_problems(repo: Repo, names: list[str]) -> tuple[list[Problem], list[Problem]]:
     """The repo's policies (rules on: resource) on each environment's rendered resources: a deny is a
     problem, a warn a warning, each at the resource's file."""
+    if not repo.config.policies:
+        return [], []  # none named: the policy engine stays unimported
     from ..pipeline.policies import policies_of, resource_findings
 
     policies = policies_of(repo)

@@ -10,13 +10,15 @@ fails on every run, with a message about a missing key. Said once, where it is w
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.yamlfile import Path_
 from ..errors import Problem
-from ..tooltests.schema import Case
 from .credentials import WARNING
 from .loading import SourceFile
+
+if TYPE_CHECKING:  # validate of a repo without tests loads no test module
+    from ..tooltests.schema import Case
 
 __all__ = ["ANSWER_KEYS", "python_answer_warnings", "python_tools"]
 

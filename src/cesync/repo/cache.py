@@ -10,7 +10,8 @@ match, of another cesync version, or damaged, is ignored and replaced; the signa
 checked before a byte of it is read as data. ``CESYNC_CACHE=off`` turns the cache off.
 
 The file holds what the last run used (core/parsecache.py), so it never grows past the
-repo, and it is written only when that changed.
+repo, and it is written only when that changed, and only for a repo of MIN_ENTRIES texts
+or more (a small one parses in the time it takes to read the key and the file).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ CACHE_FILE = Path(".cesync") / "cache" / "parsed.bin"
 FORMAT = b"cesync-parse-cache 1 "
 MAX_BYTES = 1 << 30
 KEY_BYTES = 32
+MIN_ENTRIES = 200  # texts parsed: below this a repo gets no cache (and the source tree's fixtures none)
 
 
 def _key() -> bytes | None:
@@ -73,15 +75,15 @@ def load_cache(root: Path) -> ParseCache | None:
     None when caching is off or no key can be had."""
     if os.environ.get("CESYNC_CACHE", "").lower() in ("off", "0", "no", "false"):
         return None
-    key = _key()
-    if key is None:
-        return None
     path = root / CACHE_FILE
     try:
         with path.open("rb") as f:
             raw = f.read(MAX_BYTES + 1)
     except OSError:
-        return ParseCache()
+        return ParseCache()  # none yet: no key needed until one is written
+    key = _key()
+    if key is None:
+        return None
     header = _header()
     mac, body = raw[len(header) : len(header) + 32], raw[len(header) + 32 :]
     if len(raw) > MAX_BYTES or not raw.startswith(header):
@@ -103,8 +105,8 @@ def load_cache(root: Path) -> ParseCache | None:
 def save_cache(root: Path, cache: ParseCache | None) -> None:
     """Write what this run used, if it differs from the file; a folder that cannot be written
     is no error (the cache is an optimisation: the next run parses again)."""
-    if cache is None or not cache.changed:
-        return
+    if cache is None or not cache.changed or (len(cache.used) < MIN_ENTRIES and not (root / CACHE_FILE).exists()):
+        return  # a small repo parses in less time than reading a cache takes: none is started for it
     key = _key()
     if key is None:
         return
