@@ -16,7 +16,7 @@ import click
 
 from ..core.evalreport import Report
 from ..errors import CesyncError
-from . import EXIT_ERROR, cli_vars, dir_option, endpoint_option, env_option, err, handled, main, out, save, var_options
+from . import EXIT_ERROR, cli_vars, dir_option, endpoint_option, env_option, err, handled, load_plan, main, out, save, var_options
 
 FORMATS = ("text", "json", "markdown")
 
@@ -45,6 +45,13 @@ FORMATS = ("text", "json", "markdown")
 @click.option(
     "--preview", "preview_name", metavar="NAME", help="Run in the environment's preview app NAME (see 'cesync preview')."
 )
+@click.option(
+    "--affected-by",
+    "affected_by",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="PLANFILE",
+    help="Only the evaluations a saved plan (plan --out) puts at risk: those that exercise a resource it changes.",
+)
 @var_options
 @handled
 def eval_cmd(
@@ -57,6 +64,7 @@ def eval_cmd(
     junit: Path | None,
     fmt: str,
     preview_name: str | None,
+    affected_by: Path | None,
     var_pairs: tuple[str, ...],
     var_files: tuple[Path, ...],
 ) -> None:
@@ -65,14 +73,21 @@ def eval_cmd(
     from ..pipeline.evaluate import choose, evaluate
     from ..render.evaluations import render_eval, render_eval_junit
 
+    only: list[str] | None = None
+    if affected_by is not None:
+        saved = load_plan(affected_by)
+        only = sorted({e for found in saved.affected.values() for e in found.get("evaluations", [])})
+        if not only:
+            out(f"{affected_by} puts no evaluation at risk: nothing to run")
+            return
     ctx = open_context(directory, env_name, endpoint, cli_vars(var_pairs, var_files), preview=preview_name)
-    choose(ctx.desired, tags)  # no evaluations, an unknown tag: said before anything is asked of the API
+    choose(ctx.desired, tags, only)  # no evaluations, an unknown tag: said before anything is asked of the API
     if runs == 1 and min_pass_rate != 1.0:
         raise CesyncError("--min-pass-rate needs --runs N (N > 1): one run passes or not")
 
     async def run() -> Report:
         async with ctx.client() as client:
-            return await evaluate(ctx, client, tags=tags, runs=runs, min_pass_rate=min_pass_rate, warn=err)
+            return await evaluate(ctx, client, tags=tags, runs=runs, min_pass_rate=min_pass_rate, warn=err, only=only)
 
     report = asyncio.run(run())
     out(render_eval(report, fmt), nl=False)

@@ -4,7 +4,7 @@
 ``PASSES`` takes the plan and that input and returns the next plan::
 
     start -> compare -> ignore -> targets -> carry -> ownership -> other_owners -> lock -> masking
-          -> renames -> order -> drift -> sealed_drift -> record_notes -> safety -> impact -> policy -> seal
+          -> renames -> order -> drift -> sealed_drift -> record_notes -> safety -> impact -> affected -> policy -> seal
 
 The pipeline reads everything first (the app, the applied record, the changelogs, the clock,
 the keys); nothing here reads or writes anything. A new rule of what a plan may hold is a new
@@ -18,6 +18,7 @@ from typing import Any
 
 from ..api.resource import Resource
 from .passes import Pass, PlanInput
+from .passes.affected import affected
 from .passes.carry import carry
 from .passes.compare import compare
 from .passes.drift import drift
@@ -57,6 +58,7 @@ PASSES: tuple[Pass, ...] = (
     record_notes,
     safety,
     impact,
+    affected,
     policy,
     seal,
 )

@@ -125,6 +125,7 @@ class PlanFile(_Strict):
     owners: dict[str, str] = Field(default_factory=dict)
     record_notes: list[str] = Field(default_factory=list)
     impact: ImpactFile = Field(default_factory=ImpactFile)
+    affected: dict[str, dict[Literal["evaluations", "toolTests"], list[str]]] = Field(default_factory=dict)
     seal: str = Field("", pattern=_KEYED_OR_EMPTY)  # "" only in plans never saved (diff, rollback): apply refuses them
 
 

@@ -31,11 +31,18 @@ __all__ = ["choose", "differing", "evaluate", "thresholds_of"]
 SHOWN_FIELDS = 3  # fields named in a warning; plan shows them all
 
 
-def choose(desired: Iterable[Resource], tags: Iterable[str]) -> list[Resource]:
-    """The repo's evaluations that carry any of tags (all without tags); a tag none carries is an error."""
+def choose(desired: Iterable[Resource], tags: Iterable[str], only: Iterable[str] | None = None) -> list[Resource]:
+    """The repo's evaluations that carry any of tags (all without tags); a tag none carries is an error.
+
+    only: evaluation ids (eval --affected-by: those a plan puts at risk); one the repo lacks is left out."""
     evaluations = sorted((r for r in desired if r.kind.run_by_eval), key=lambda r: r.id)
-    if not evaluations:
+    if only is not None:
+        wanted_ids = set(only)
+        evaluations = [r for r in evaluations if r.id in wanted_ids]
+    if not evaluations and only is None:
         raise CesyncError("the repo has no evaluations: add evaluations/<id>.yaml (see docs/evaluations.md)")
+    if not evaluations:
+        raise CesyncError("none of the evaluations the plan puts at risk is in the repo any more")
     wanted = list(dict.fromkeys(tags))
     if not wanted:
         return evaluations
@@ -89,6 +96,7 @@ async def evaluate(
     polling: Polling | None = None,
     warn: Callable[[str], None] = lambda line: None,
     against: dict[str, str] | None = None,
+    only: Iterable[str] | None = None,
 ) -> Report:
     """Run the chosen evaluations runs times each in ctx's app; the report of that run.
     warn: told each evaluation the app holds otherwise than the repo, before the run.
@@ -96,7 +104,7 @@ async def evaluate(
     from ..client.apps import get_app
     from ..client.evaluations import list_evaluations, run_evaluations
 
-    chosen = choose(ctx.desired, tags)
+    chosen = choose(ctx.desired, tags, only)
     parent = ctx.env.parent
     app = await get_app(client, parent)
     if app is None:

@@ -22,6 +22,7 @@ from ..repo.repo import EnvTarget
 from .context import Context
 from .policies import policies_of
 from .readahead import read_app
+from .toolnames import tested_tools
 
 if TYPE_CHECKING:  # the HTTP client loads when a command first uses it (see client/__init__.py)
     from ..client.api import CesClient
@@ -187,6 +188,7 @@ def plan_input(
         seal=seal,
         policy_rules=policies_of(ctx.repo).rules,
         labels=labels,
+        tool_tests=tested_tools(ctx.repo.root, ctx.desired),
     )
 
 

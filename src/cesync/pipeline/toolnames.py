@@ -3,8 +3,11 @@ operations as cxas-scrapi names them) -> the local ids."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..api.resource import Resource
 from ..core.documents import parse_document
 from ..models import TOOL_TYPES
 from ..sync.remote import list_app
@@ -32,6 +35,36 @@ async def tool_names(client: CesClient, parent: str) -> dict[str, str]:
     for rid in [r.id for r in tools] + [r.id for r in toolsets]:
         names.setdefault(rid, rid)  # the ids too, after the aliases: a name that names nothing is known as such
     return names
+
+
+def tested_tools(root: Path, desired: Iterable[Resource]) -> dict[str, list[str]]:
+    """The repo's tool tests (tests/*.yaml) -> the "tool/id" or "toolset/id" each runs, by the names
+    the repo's own files give (ids, display names, type-level names). A test file that does not load
+    maps nothing here: validate and test report it."""
+    from ..errors import ConfigError
+    from ..tooltests.schema import load_tests
+
+    try:
+        cases = load_tests(root)
+    except ConfigError:
+        return {}
+    names: dict[str, str] = {}
+    for r in desired:
+        if r.kind.named_by_type:
+            member = next((k for k in TOOL_TYPES if isinstance(r.body.get(k), dict)), None)
+            aliases = [r.id, r.body.get("displayName"), r.body[member].get("name") if member else None]
+            names.update({a: f"tool/{r.id}" for a in aliases if isinstance(a, str) and a and a not in names})
+        elif r.kind.holds_tools:
+            for a in (r.id, r.body.get("displayName")):
+                if isinstance(a, str) and a and a not in names:
+                    names[a] = f"toolset/{r.id}"
+    out: dict[str, list[str]] = {}
+    for case in cases:
+        head = case.tool.split("/", 1)[0]
+        key = names.get(case.tool) or names.get(head) or names.get(case.tool.rsplit("_", 1)[0])
+        if key is not None:
+            out[case.id] = [key]
+    return out
 
 
 def _operation_ids(toolset: dict[str, Any]) -> list[str]:

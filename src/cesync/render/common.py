@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Callable
 from typing import Any
 
 from ..api.kinds import KINDS, kind_of_name
@@ -168,3 +169,17 @@ IGNORED_HEAD = "Left to the console (ignoreChanges): the app's values stay, the 
 def ignored_lines(plan: Plan) -> list[tuple[str, list[str]]]:
     """(kind and id, the ignored paths where repo and app differ) per resource, in name order."""
     return [(kind_of_name(name).label(name.rsplit("/", 1)[-1]), paths) for name, paths in sorted(plan.ignored.items())]
+
+
+def affected_lines(plan: Plan, name: Callable[[str], str]) -> list[str]:
+    """What each changed resource puts at risk: "tool/x: evaluations a, b; tool tests f::t", every
+    name (the repo's text) through name, the channel's escaper (escape.one_line, escape.md_code)."""
+    lines = []
+    for key, found in sorted(plan.affected.items()):
+        parts = [
+            f"{label} {', '.join(name(n) for n in found.get(field, []))}"
+            for field, label in (("evaluations", "evaluations"), ("toolTests", "tool tests"))
+            if found.get(field)
+        ]
+        lines.append(f"{name(key)}: {'; '.join(parts)}")
+    return lines

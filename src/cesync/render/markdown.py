@@ -17,6 +17,7 @@ from .common import (
     IGNORED_HEAD,
     SYMBOL,
     VERB,
+    affected_lines,
     as_text,
     drift_label,
     ignored_lines,
@@ -59,6 +60,10 @@ def render_markdown(plan: Plan, *, max_chars: int | None = None, full_plan: str 
     if not plan.changes:
         head += ["**No changes.** The app matches the repo.", ""]
     head += _impact(plan)
+    if plan.affected:
+        head += ["**At risk** (evaluations and tool tests that exercise a changed resource):", ""]
+        head += [f"- {line}" for line in affected_lines(plan, md_code)]
+        head.append("")
     if plan.policy:
         head += ["**Policy checks:**", ""]
         head += [f"- **{verdict}** `{rule}` on `{subject}`: {message}" for verdict, rule, subject, message in policy_lines(plan)]

@@ -10,11 +10,12 @@ from typing import Any
 from ..api.words import count
 from ..core.plan import RESENT, Change, Plan
 from ..core.sensitive import CHANGED, clip
-from ..escape import terminal
+from ..escape import one_line, terminal
 from .common import (
     IGNORED_HEAD,
     SYMBOL,
     VERB,
+    affected_lines,
     as_text,
     drift_label,
     ignored_lines,
@@ -70,6 +71,10 @@ def render_text(plan: Plan, *, color: bool = False, mapper: Mapper | None = None
     if plan.ignored:
         lines.append(paint(f"{IGNORED_HEAD}:", "dim"))
         lines += [paint(f"  = {label}: {', '.join(paths)}", "dim") for label, paths in ignored_lines(plan)]
+        lines.append("")
+    if plan.affected:
+        lines.append(paint("Evaluations and tool tests the changes put at risk (eval --affected-by PLANFILE runs them):", "bold"))
+        lines += [f"  {line}" for line in affected_lines(plan, one_line)]
         lines.append("")
     if plan.policy:
         lines.append(paint("Policy checks:", "bold"))

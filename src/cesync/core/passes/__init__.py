@@ -3,7 +3,7 @@
 
     PlanInput -> start -> compare -> ignore -> targets -> carry -> ownership -> other_owners -> lock
               -> masking -> renames -> order -> drift -> sealed_drift -> record_notes
-              -> safety -> policy -> seal -> Plan
+              -> safety -> impact -> affected -> policy -> seal -> Plan
 
 Each pass holds one rule and its own tests (tests/core/passes/); nothing else in the code
 knows the rule exists. Everything a pass needs that comes from outside (the app, the record,
@@ -99,6 +99,7 @@ class PlanInput:
     policy_rules: Sequence[CompiledRule] = ()  # the repo's policies, compiled (cesync.core.policy)
     labels: Sequence[str] = ()  # plan --label: what reviewers said of the change (policies read them)
     ignore: Mapping[tuple[str, str], Sequence[str]] = field(default_factory=dict)  # ignoreChanges (passes.ignore)
+    tool_tests: Mapping[str, Sequence[str]] = field(default_factory=dict)  # test id -> "tool/id" it runs (passes.affected)
 
     def wanted(self, kind_name: str, rid: str) -> bool:
         """Whether --target leaves this resource in the plan."""
