@@ -148,7 +148,10 @@ def test_a_forged_record_cannot_widen_prune(tmp_path: Path, server: BackgroundSe
 def test_without_a_key_the_plan_says_what_a_console_user_can_steer(tmp_path: Path, server: BackgroundServer) -> None:
     root = make_repo(tmp_path, {})
     plan = cesync("plan", cwd=root, env=emulator_env(server.host))
-    assert "Records: applied records are not sealed (no CESYNC_RECORD_KEY or CESYNC_PLAN_KEY)" in plan.stdout
+    assert (
+        "Records: no record key (CESYNC_RECORD_KEY or CESYNC_PLAN_KEY) is set, so applied records are taken as written"
+        in plan.stdout
+    )
     assert "Records:" not in cesync("plan", cwd=root, env={**emulator_env(server.host), **KEY}).stdout
 
 

@@ -23,9 +23,9 @@ from .record import resource_sum
 __all__ = ["UNSEALED", "drift_by_sums", "foreign_references", "other_owners", "record_trust"]
 
 UNSEALED = (
-    "applied records are not sealed (no CESYNC_RECORD_KEY or CESYNC_PLAN_KEY): anyone who can create an app "
-    "version (a console user) can write one, and so choose what --prune deletes, hide drift from this plan, "
-    "and choose the commit cesync promote lays out (within the reviewed branch)"
+    "no record key (CESYNC_RECORD_KEY or CESYNC_PLAN_KEY) is set, so applied records are taken as written: "
+    "anyone who can create an app version (a console user) can write one, and so choose what --prune deletes, "
+    "hide drift from this plan, and choose the commit cesync promote lays out (within the reviewed branch)"
 )
 DIFFERS = "(differs from what cesync applied)"
 
