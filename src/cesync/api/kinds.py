@@ -88,9 +88,6 @@ class ResourceKind:
     # them out and cesync writes the environment's app there (so one file promotes); export leaves
     # them out when they name the app.
     app_fields: tuple[str, ...] = ()
-    # An AppSnapshot holds it (AppVersion.snapshot: app, agents, tools, examples, guardrails,
-    # toolsets): apply --snapshot and rollback restore it, and a three-way plan tells its drift.
-    in_snapshot: bool = False
     # Its type (a oneof member) carries a ``name`` the app's tool calls know it by, unique in
     # the app: a tool's clientFunction.name, pythonFunction.name, ...
     named_by_type: bool = False
@@ -129,6 +126,12 @@ class ResourceKind:
 
     def __reduce__(self) -> tuple[Callable[[str], ResourceKind], tuple[str]]:
         return (_named, (self.name,))
+
+    @property
+    def in_snapshot(self) -> bool:
+        """An AppSnapshot holds it (AppVersion.snapshot, read from the descriptor snapshot): apply
+        --snapshot and rollback restore it, and a three-way plan tells its drift."""
+        return self.snapshot_field in _snapshot_fields()
 
     @property
     def snapshot_field(self) -> str:
@@ -303,7 +306,6 @@ _ENTRIES = (
         managed=_tool_managed,
         server_defaults=_tool_defaults,
         server_made=SERVER_MADE_TOOLS,
-        in_snapshot=True,
         named_by_type=True,
         bare_document_names=True,
     ),
@@ -314,7 +316,6 @@ _ENTRIES = (
         model_name="Toolset",
         rank=0,
         server_defaults=_toolset_defaults,
-        in_snapshot=True,
         holds_tools=True,
         figure="subroutine",
     ),
@@ -326,7 +327,6 @@ _ENTRIES = (
         rank=2,
         references={"action.transferAgent.agent": ("agents",)},
         deferrable=frozenset({"action"}),
-        in_snapshot=True,
         figure="hexagon",
     ),
     ResourceKind(
@@ -343,7 +343,6 @@ _ENTRIES = (
             "transferRules.childAgent": ("agents",),
         },
         deferrable=frozenset({"tools", "toolsets", "childAgents", "guardrails", "transferRules"}),
-        in_snapshot=True,
         figure="stadium",
     ),
     ResourceKind(
@@ -356,7 +355,6 @@ _ENTRIES = (
         deletable=False,
         deferrable=frozenset({"rootAgent", "guardrails"}),
         singleton=True,
-        in_snapshot=True,
         figure="circle",
     ),
     ResourceKind(
@@ -374,7 +372,6 @@ _ENTRIES = (
             "messages.chunks.agentTransfer.targetAgent": ("agents",),
         },
         written_last=True,
-        in_snapshot=True,
     ),
     ResourceKind(
         name="deployment",
@@ -465,6 +462,13 @@ def ref_fields() -> set[str]:
 
 def by_collection(collection: str) -> ResourceKind | None:
     return next((k for k in KINDS.values() if k.collection == collection and not k.singleton), None)
+
+
+@cache
+def _snapshot_fields() -> frozenset[str]:
+    from . import descriptors
+
+    return frozenset(f.json_name for f in descriptors.message(f"{descriptors.PACKAGE}.AppSnapshot").fields)
 
 
 def by_snapshot_field(key: str) -> ResourceKind | None:

@@ -15,7 +15,7 @@ from cesync.core.sensitive import CHANGED
 
 from .data import P, empty, given, remote_tool, tool
 
-SECRET = st.text(st.characters(codec="ascii", categories=["L", "N"]), min_size=8, max_size=20)
+SECRET = st.text(alphabet="0123456789abcdef", min_size=12, max_size=20).map(lambda s: "S" + s)  # never in a key or a mask
 
 
 @settings(max_examples=40, deadline=None)

@@ -23,8 +23,8 @@ def policy(plan: Plan, given: PlanInput) -> Plan:
     found = evaluate_resources(given.policy_rules, given.env, [(r.kind.name, r.id, r.body) for r in shown])
     # what the app's deployments reach once the plan is applied: a deployment the plan deletes serves
     # nothing (a tear-down deletes the deployment with the agents it served)
-    going = {c.name for c in plan.changes if c.action == "delete" and c.kind.name == "deployment"}
-    staying = [r for r in given.remote if not (r.kind.name == "deployment" and r.kind.resource_name(given.parent, r.id) in going)]
+    going = {c.name for c in plan.changes if c.action == "delete" and c.kind.serves}
+    staying = [r for r in given.remote if r.kind.resource_name(given.parent, r.id) not in going]
     served = served_agents([(r.kind.name, r.id, r.body) for r in staying], given.parent)
     found += evaluate_changes(given.policy_rules, plan.public(), given.labels, served)
     return replace(plan, policy=tuple(found), labels=tuple(given.labels))
