@@ -104,6 +104,20 @@ def test_rejects_with_field_violations(body: dict[str, Any], field: str) -> None
     assert field in {v["field"] for v in error["details"][0]["fieldViolations"]}, error
 
 
+def test_a_field_the_newest_document_dropped_is_an_unknown_name() -> None:
+    """AgentTool.rootAgent is in the 0.7.2 protos and gone from discovery rev 20261016 (the API
+    description keeps it, marked removed): the service of that revision does not know the name."""
+    from cesync.api import descriptors
+
+    assert descriptors.removed(f"{descriptors.PACKAGE}.AgentTool", "rootAgent")
+    r = _call("POST", "tools", {"agentTool": {"name": "a", "rootAgent": f"{APP}/agents/x"}}, toolId="t")
+    [violation] = r.json()["error"]["details"][0]["fieldViolations"]
+    assert violation == {
+        "field": "tool.agentTool.rootAgent",
+        "description": 'Invalid JSON payload received. Unknown name "rootAgent".',
+    }
+
+
 @pytest.mark.parametrize("bad", [{"executionType": "NOPE"}, {"timeout": 30}, {"clientFunction": {"name": 5}}])
 def test_rejects_wrong_types(bad: dict[str, Any]) -> None:
     r = _call("POST", "tools", {"clientFunction": {"name": "c"}, **bad}, toolId="t")
