@@ -147,6 +147,7 @@ def test_fast_load_reads_dumped_documents_like_ruamel(data: Any, style: str) -> 
 @example(entries=[("a", "\t")], nest=False)  # found by hypothesis: 'a: \t' is null to libyaml, an error to ruamel
 @example(entries=[("a", ">#")], nest=False)  # found by hypothesis: 'a: >#' is '' to libyaml, an error to ruamel
 @example(entries=[("a", "|+2#x")], nest=True)
+@example(entries=[("a", "!")], nest=False)  # found by hypothesis: 'a: !' is null to ruamel, '' to libyaml
 def test_fast_load_resolves_plain_scalars_like_ruamel(entries: list[tuple[str, str]], nest: bool) -> None:
     """Written by hand, unquoted: the scalar rules (and any syntax the two parsers see differently)."""
     lines = [f"{k}: {v}" for k, v in entries] + [f"- {v}" for _, v in entries if nest]

@@ -90,3 +90,13 @@ def test_what_convert_tools_cannot_do_is_listed_at_its_position(tmp_path: Path) 
     assert "tools/end.yaml:1:1: systemTool has no toolset form: CES makes it itself; remove this file" in r.output
     assert "tools/order-card.yaml:16:27: names tools/lookup-order, now toolset lookup-order: name its tool instead" in r.output
     assert (root / "toolsets" / "lookup-order.yaml").exists() and (root / "tools" / "end.yaml").exists()
+
+
+def test_a_tool_file_over_the_limits_is_left_by_hand(tmp_path: Path) -> None:
+    """convert-tools reads each tool file round-trip: under the limits of every document (issue #34 item 1)."""
+    bomb = "clientFunction:\n  name: f\n  x0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"  x{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 10)
+    )
+    root = _repo(tmp_path, {"tools/bomb.yaml": bomb})
+    r = CliRunner().invoke(main, ["convert-tools", "--dir", str(root)])
+    assert "tools/bomb.yaml:1:1: document expands to more than" in r.output, r.output

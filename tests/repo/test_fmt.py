@@ -190,3 +190,20 @@ def test_fmt_never_changes_data_and_is_idempotent(entries: list[tuple[str, str, 
     out = format_text(text, Agent)
     assert safe.load(out) == data, (text, out)
     assert format_text(out, Agent) == out, (text, out)
+
+
+def test_a_file_over_the_limits_is_named_not_formatted(tmp_path: Path) -> None:
+    """The limits of every document cesync reads (issue #34 item 1) hold for fmt's round-trip
+    parse too: an alias bomb or a deep nest is one problem, never a hang or a RecursionError."""
+    from cesync.repo.fmt import format_repo
+
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "pull", root)
+    bomb = "clientFunction:\n  name: f\n  x0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"  x{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 10)
+    )
+    (root / "tools" / "bomb.yaml").write_text(bomb)
+    (root / "tools" / "deep.yaml").write_text("clientFunction:\n  name: g\n  x: " + "[" * 5000 + "]" * 5000 + "\n")
+    _, problems = format_repo(root)
+    said = {p.file: p.message for p in problems}
+    assert "alias bomb" in said["tools/bomb.yaml"] and "nested deeper" in said["tools/deep.yaml"], said

@@ -96,7 +96,10 @@ def over_limits(text: str) -> str | None:
                     open_[-1][2] = max(open_[-1][2], below + 1)
             if count > MAX_NODES:
                 return BOMB_SAID
-    except (PyYAMLError, YAMLError, UnicodeError, ValueError):
+    except PyYAMLError as exc:
+        # libyaml's scanner stops at 1,000 open flow levels before it gives their events
+        return DEEP_SAID if "maximum nesting depth" in str(exc) else None
+    except (YAMLError, UnicodeError, ValueError):
         return None
     return None
 

@@ -429,8 +429,8 @@ def _data(root: Any) -> Any:
         tag = node.tag
         if tag == _PLAIN:
             return _plain_scalar(value)
-        if tag != _STR:
-            raise _Slow
+        if tag != _STR or not (value or node.style):
+            raise _Slow  # an explicit tag; or an empty plain one ('a: !' is null to ruamel, '' to libyaml)
         value.encode("utf-8")  # an unpaired surrogate: ruamel reports it
         return value
 

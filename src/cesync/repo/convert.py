@@ -23,6 +23,7 @@ from ruamel.yaml.error import YAMLError
 
 from .. import yamlconfig
 from ..api.kinds import KINDS, SERVER_MADE_TOOLS
+from ..core.limits import over_limits
 from ..core.toolset_form import SHARED, TOOLSET_FIELDS, server_made_member
 from ..core.yamlfile import read_text
 from ..errors import Problem
@@ -56,6 +57,9 @@ def convert_repo(root: Path) -> Conversion:
         text = read_text(path, rel)
         if isinstance(text, Problem):
             out.by_hand.append(text)
+            continue
+        if (over := over_limits(text)) is not None:  # the limits of every document cesync reads
+            out.by_hand.append(Problem(rel, 1, 1, f"{over}, not converted"))
             continue
         try:
             doc = _yaml().load(text)
@@ -129,6 +133,8 @@ def _retarget(root: Path, moved: dict[str, str], out: Conversion) -> None:
 
 
 def _agent(text: str, moved: dict[str, str], rel: str, out: Conversion) -> str:
+    if over_limits(text) is not None:
+        return text  # validate names it
     try:
         doc = _yaml().load(text)
     except YAMLError:

@@ -22,6 +22,7 @@ from ruamel.yaml.tokens import CommentToken
 
 from .. import yamlconfig
 from ..api.kinds import KINDS
+from ..core.limits import over_limits
 from ..core.normalize import DOCUMENT_FIELDS
 from ..core.walk import Path as Path_
 from ..core.walk import SpecWalker, written_order
@@ -49,6 +50,9 @@ def format_repo(root: Path) -> tuple[dict[str, str], list[Problem]]:
         text = read_text(path, rel)
         if isinstance(text, Problem):
             problems.append(text)
+            continue
+        if (over := over_limits(text)) is not None:  # the limits of every document cesync reads
+            problems.append(Problem(rel, 1, 1, f"{over}; not formatted"))
             continue
         try:  # line endings are the checkout's business (git autocrlf), not the layout's
             new = format_text(text.replace("\r\n", "\n"), model)
