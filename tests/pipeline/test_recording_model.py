@@ -4,8 +4,8 @@ Each history is a seeded sequence of what happens to one app: the repo gains and
 a console user makes and deletes tools by hand (between runs and, through the emulator's write
 hook, in the middle of an apply), applies run with and without --prune, some are cut short
 (every call refused from a random write on, as a killed job leaves it), some lose a reply
-(the connection dropped after the write), and a plan saved before another apply is applied
-after it (two pipelines at once). The invariant: a tool made by hand is never deleted by
+(the connection dropped after the write), a plan saved before another apply is applied
+after it, and two pipelines apply at the same moment (one in a process of its own). The invariant: a tool made by hand is never deleted by
 cesync, whatever happened; it is judged on the app itself after every step.
 
 CI runs the fixed seeds below; CESYNC_MODEL_HISTORIES=N runs N more (seeds 1000..), e.g.
@@ -136,6 +136,31 @@ class History:
             late = cesync("apply", str(saved), "--auto-approve", cwd=self.root, env=self.env)
             self.log.append(f"apply of the plan saved before: exit {late.returncode}")
 
+    def two_at_once(self) -> None:
+        """Two pipelines apply at the same moment: one from the repo as it was, in a process of its
+        own, one from the repo as edited, here; a console user makes a tool during both."""
+        import shutil
+        import subprocess
+        import sys
+
+        other = self.root.parent / f"other-{len(self.log)}"
+        shutil.copytree(self.root, other)
+        self.repo_edit()
+        prune = ["--prune"] if self.rng.random() < 0.7 else []
+        env = {**os.environ, **self.env, "NO_COLOR": "1"}
+        process = subprocess.Popen(
+            [sys.executable, "-m", "cesync.cli", "apply", "--auto-approve", *prune],
+            cwd=other,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            self.apply()
+        finally:
+            code = process.wait(timeout=120)
+        self.log.append(f"the other pipeline's apply {' '.join(prune)}: exit {code}")
+
     def check(self) -> None:
         gone = self.hand - self.app_tools()
         assert not gone, f"made by hand, deleted by cesync: {sorted(gone)}\n" + "\n".join(self.log)
@@ -145,6 +170,7 @@ class History:
 def test_a_tool_made_by_hand_is_never_deleted_by_cesync(seed: int, server: BackgroundServer, tmp_path: Path) -> None:
     history = History(seed, server, tmp_path)
     steps = [history.repo_edit, history.hand_create, history.hand_delete, history.apply, history.apply, history.concurrent]
+    steps += [history.two_at_once] if history.rng.random() < 0.5 else []
     for _ in range(STEPS):
         history.rng.choice(steps)()
         history.check()
