@@ -48,7 +48,24 @@ def server() -> Iterator[BackgroundServer]:
 # Edits as people (and mistakes) make them: text put in or taken out anywhere in a file,
 # including what YAML treats specially; a file copied under another id; a file removed.
 SPECIAL = st.sampled_from(
-    ["\n", ": ", "\t", "{", "}", "[", "#", "- ", "${API_BASE}", "${NOPE}", "%YAML 1.1\n", "&a ", "*a", "'", "x"]
+    [
+        "\n",
+        ": ",
+        "\t",
+        "{",
+        "}",
+        "[",
+        "#",
+        "- ",
+        "${API_BASE}",
+        "${NOPE}",
+        "%YAML 1.1\n",
+        "&a ",
+        "*a",
+        "'",
+        "x",
+        "\napi_token: Zx8Kq2Lm9Pw4Rt6Yv1Nb3Hj5Gf7\n",
+    ]
 )
 edit = st.tuples(
     st.sampled_from(["insert", "delete", "copy", "remove"]),
@@ -154,3 +171,13 @@ def test_the_cache_is_not_part_of_the_repo(tmp_path: Path) -> None:
     root = generate(tmp_path / "repo", 5)
     assert cesync("validate", "--dir", str(root), env=KEY).returncode == 0
     assert (root / CACHE_FILE.parent / ".gitignore").read_text().splitlines()[-1] == "*"
+
+
+def test_credential_warnings_are_the_same_from_the_cache(tmp_path: Path) -> None:
+    root = generate(tmp_path / "repo", 10, agents=True)
+    (root / "tools" / "leaky.yaml").write_text(
+        "clientFunction: {name: leaky, description: 'api_token: Zx8Kq2Lm9Pw4Rt6Yv1Nb3Hj5Gf7'}\n"
+    )
+    said = [cesync("validate", "--dir", str(root), env=e) for e in (KEY, KEY, OFF)]
+    assert "leaky.yaml:1:" in said[0].stderr + said[0].stdout
+    assert len({(r.returncode, r.stdout, r.stderr) for r in said}) == 1

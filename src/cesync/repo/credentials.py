@@ -12,15 +12,18 @@ import re
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import astuple, dataclass, replace
 from functools import partial
 from itertools import accumulate
 from pathlib import Path
 
 from ..api import behaviour as fb
+from ..core import parsecache
 from ..core.checks import takes_only_context_variables
+from ..core.parsecache import MISSING
 from ..core.yamlfile import Path_, read_text
 from ..errors import Problem
+from .cache import save_cache
 from .forked import fork_map
 from .loading import CONFIG_FILE
 from .repo import Repo, SourceFile
@@ -198,7 +201,9 @@ def lint_credentials(repo: Repo) -> list[Problem]:
         files += _includes(src.doc.data, src.path.parent, repo.root)
     # Each file on its own: the tail of the list is scanned on the other core (forked.fork_map).
     sources = {src.doc.file: src for src in repo.files}
-    for found in fork_map(partial(_scan_files, repo.root), list(dict.fromkeys(files))):
+    scanned = fork_map(partial(_scan_files, repo.root), list(dict.fromkeys(files)), carry=_used_cache, adopt=_adopt_cache)
+    save_cache(repo.root, parsecache.current())
+    for found in scanned:
         problems += [_fitting(p, sources[p.file]) if p.file in sources else p for p in found]
     problems += input_only_literals(repo)
     cfg, doc = repo.config, repo.config_doc
@@ -250,11 +255,33 @@ def _leaves(value: object, path: tuple[str | int, ...]) -> list[tuple[tuple[str 
 
 def _scan_files(root: Path, paths: list[Path]) -> list[list[Problem]]:
     out: list[list[Problem]] = []
+    cache = parsecache.current()
     for path in paths:
         display = path.relative_to(root).as_posix()
         text = read_text(path, display)
-        out.append(scan_text(text, display) if isinstance(text, str) else [])
+        if not isinstance(text, str):
+            out.append([])
+            continue
+        # A text's warnings depend on it and its name alone: kept with its parse between runs
+        key = cache.key(b"c", f"{display}\0{text}") if cache is not None else b""
+        found = cache.get(key) if cache is not None else MISSING
+        if not (isinstance(found, list) and all(isinstance(t, tuple) and len(t) == 4 for t in found)):
+            found = [astuple(p) for p in scan_text(text, display)]
+            if cache is not None:
+                cache.put(key, found)
+        out.append([Problem(*t) for t in found])
     return out
+
+
+def _used_cache(_: list[list[Problem]]) -> dict[bytes, bytes]:
+    cache = parsecache.current()
+    return cache.used if cache is not None else {}
+
+
+def _adopt_cache(used: dict[bytes, bytes]) -> None:
+    cache = parsecache.current()
+    if cache is not None:
+        cache.adopt(used)
 
 
 def _includes(data: object, base: Path, root: Path) -> list[Path]:
