@@ -34,7 +34,7 @@ async def applied_commit(client: CesClient, env: EnvTarget, owner: str = "", ign
     (sync.record.record_heads: an untrusted record is named in ignored and passed over); versions
     apply --snapshot made before records existed are read as before, unless records are sealed."""
     from ..core.record import parse_record
-    from ..sync.record import KIND_OF, current_key, distrust, version_heads
+    from ..sync.record import KIND_OF, current_key, distrust, ignored_note, version_heads
 
     key = current_key()
     legacy = ""
@@ -45,7 +45,7 @@ async def applied_commit(client: CesClient, env: EnvTarget, owner: str = "", ign
                 record = parse_record(version, KIND_OF)
                 if record is not None and record.env == env.name and (why := distrust(record, key)):
                     if ignored is not None:
-                        ignored.append(f"ignored the applied record in {record.version}: {why}")
+                        ignored.append(ignored_note(record, why))
                 elif record is not None and record.env == env.name and record.namespace == owner:
                     if record.dirty or not COMMIT_RE.match(record.commit):
                         raise CesyncError(

@@ -40,6 +40,7 @@ __all__ = [
     "changes_since",
     "current_key",
     "distrust",
+    "ignored_note",
     "last_applied",
     "read_records",
     "record_heads",
@@ -83,12 +84,19 @@ def distrust(record: AppliedRecord, key: bytes, first_of: Mapping[str, str] | No
     """Why record is not to be trusted ("" when it is); first_of: seal -> the oldest version holding it."""
     why = untrusted(record, key)
     if not why and first_of and record.seal and first_of.get(record.seal, record.version) != record.version:
-        why = f"it is a copy of the record in {first_of[record.seal]}"
+        why = f"it is a copy of the record in {_shown(first_of[record.seal])}"
     return why
 
 
-def _ignored(record: AppliedRecord, why: str) -> str:
-    return f"ignored the applied record in {record.version}: {why}"
+def ignored_note(record: AppliedRecord, why: str) -> str:
+    """The note naming an ignored record: the version's name as the server gave it, on one line,
+    bounded (a name is the server's text; the reasons are cesync's own words and sealed values)."""
+    return f"ignored the applied record in {_shown(record.version)}: {why}"
+
+
+def _shown(name: str) -> str:
+    """A version's name as the server gave it, on one line, bounded, no markup."""
+    return "".join(ch if ch.isprintable() and ch not in "`<>|*[]" else "?" for ch in name[:300])
 
 
 async def record_heads(
@@ -106,7 +114,7 @@ async def record_heads(
                 continue
             if why := distrust(found, key):
                 if ignored is not None:
-                    ignored.append(_ignored(found, why))
+                    ignored.append(ignored_note(found, why))
             elif found.namespace == owner:
                 yield head
 
@@ -140,7 +148,7 @@ def records_in(
     for r in found:
         if why := distrust(r, key, first_of):
             if ignored is not None:
-                ignored.append(_ignored(r, why))
+                ignored.append(ignored_note(r, why))
         elif r.namespace == owner:
             trusted.append(r)
     return trusted
