@@ -51,3 +51,12 @@ def test_errors_are_one_clear_line(repo: Path) -> None:
     odd = cesync("release", "--dir", str(repo), *LOCAL, "--deployment", "../web")
     assert odd.returncode == 1 and "--deployment: invalid deployment id" in odd.stderr
     assert "Traceback" not in missing.stderr + bad.stderr + unknown.stderr + odd.stderr
+
+
+def test_validate_checks_the_schedules(repo: Path) -> None:
+    shutil.copy(repo / "releases" / "web.yaml", repo / "releases" / "kiosk.yaml")
+    (repo / "releases" / "web.yaml").write_text("steps:\n  - {traffic: 100, hold: soon}\n")
+    bad = cesync("validate", "--dir", str(repo))
+    assert bad.returncode == 1
+    assert "releases/kiosk.yaml:1:1: no deployments/kiosk.yaml" in bad.stderr
+    assert "releases/web.yaml:2:26: steps.0.hold: hold 'soon': write a duration" in bad.stderr

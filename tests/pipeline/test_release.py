@@ -106,6 +106,9 @@ def test_the_release_moves_through_every_step_and_ends_serving_the_new_version_a
     assert [e.get("against") for e in result.events if e["event"] == "gate"] == [result.target, WEB, WEB, WEB]
     again = run(repo, server, FakeClock())
     assert again.outcome == "already serving" and not again.schedule
+    # the deployment's file names no appVersion: a plan leaves what the release wrote (never moves it back)
+    plan = cesync("plan", "--dir", str(repo), "--env", "local", "--endpoint", server.url, "--detailed-exitcode")
+    assert plan.returncode == 0, plan.stdout
 
 
 def test_a_failing_gate_before_any_traffic_moves_nothing(repo: Path, server: BackgroundServer) -> None:

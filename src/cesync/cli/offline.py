@@ -154,6 +154,7 @@ def _validate_one(
 
     warnings = lint_credentials(repo) + shared_apps(repo.config, repo.config_doc) + misplaced_files(repo.root)
     warnings += _answer_warnings(repo)
+    problems += _release_problems(repo)
     if not problems:  # the policies judge what renders: only a repo that renders cleanly
         denied, warned = _policy_problems(repo, names)
         problems += denied
@@ -163,6 +164,25 @@ def _validate_one(
         where = f" in {prefix}" if prefix is not None else ""
         out(f"ok: {count} file{'s' if count != 1 else ''}{where} valid for {', '.join(names)}")
     return problems, warnings
+
+
+def _release_problems(repo: Repo) -> list[Problem]:
+    """releases/*.yaml checked as 'cesync release' reads them, each naming a deployment of the repo."""
+    from ..repo.releases import FOLDER, load_release
+
+    folder = repo.root / FOLDER
+    found: list[Problem] = []
+    deployments = {f.id for f in repo.files if f.kind.name == "deployment"}
+    for path in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
+        try:
+            load_release(repo.root, path.stem)
+        except ConfigError as exc:
+            found += exc.problems
+            continue
+        if path.stem not in deployments:
+            said = f"no deployments/{path.stem}.yaml: a schedule releases the deployment its file is named for"
+            found.append(Problem(f"{FOLDER}/{path.name}", 1, 1, said))
+    return found
 
 
 def _policy_problems(repo: Repo, names: list[str]) -> tuple[list[Problem], list[Problem]]:

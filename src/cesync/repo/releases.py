@@ -14,9 +14,17 @@ from ..core.release import ReleaseSpec
 from ..core.yamlfile import load_text, read_text
 from ..errors import ConfigError, Problem
 
-__all__ = ["FOLDER", "load_release"]
+__all__ = ["FOLDER", "RELEASED", "load_release", "released_fields"]
 
 FOLDER = "releases"
+# What cesync release writes to a deployment with a schedule: a plan leaves them as the release left
+# them (ignoreChanges), or every apply after a release would put the version served before back.
+RELEASED = ("appVersion", "experimentConfig")
+
+
+def released_fields(root: Path, kind: str, rid: str) -> tuple[str, ...]:
+    """RELEASED for a deployment that has releases/ID.yaml; () for anything else."""
+    return RELEASED if kind == "deployment" and (root / FOLDER / f"{rid}.yaml").is_file() else ()
 
 
 def load_release(root: Path, deployment: str) -> tuple[str, ReleaseSpec]:

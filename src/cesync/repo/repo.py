@@ -131,8 +131,11 @@ class Repo:
         d = self.config.defaults.ignoreChanges
         e = self.config.environments[env.name].ignoreChanges if env.name in self.config.environments else {}
         rules: dict[tuple[str, str], tuple[str, ...]] = {}
+        from .releases import released_fields
+
         for f in self.files:
-            paths = tuple(dict.fromkeys([*d.get(f.kind.name, []), *e.get(f.kind.name, []), *f.ignore]))
+            owned_by_release = released_fields(self.root, f.kind.name, f.id)
+            paths = tuple(dict.fromkeys([*d.get(f.kind.name, []), *e.get(f.kind.name, []), *f.ignore, *owned_by_release]))
             if paths:
                 rules[f.key] = paths
         return rules
