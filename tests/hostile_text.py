@@ -79,7 +79,7 @@ _MD = MarkdownIt("commonmark").enable("table")
 # The HTML cesync's own comments hold: its marker, the collapsible sections, a cell's line break.
 # A summary's text is cesync's words around a <code> whose content is HTML-escaped: no '<' of theirs.
 OWN_HTML = re.compile(
-    r"^(<!-- cesync-(plan|eval):[^\n]*-->|</?details>|(<details>)?<summary>(<code>[^<]*</code>)?[^<]*</summary>|<br>)$"
+    r"^(<!-- cesync-(plan|eval):[^\n]*-->|<details( open)?>|</details>|(<details( open)?>)?<summary>(<code>[^<]*</code>)?[^<]*</summary>|<br>)$"
 )
 
 

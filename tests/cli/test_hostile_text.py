@@ -168,3 +168,41 @@ def test_an_evaluation_s_text_is_data_in_every_format(name: str, missed: str) ->
     assert markdown_problems(render_eval_markdown(report)) == []
     assert terminal_and_ci_problems(output(render_eval_text(report))) == []
     assert parses_as_xml(render_eval_junit(report))
+
+
+@SLOW
+@given(text=hostile, key=hostile)
+def test_a_hostile_server_s_resources_are_data(tmp_path: Path, text: str, key: str) -> None:
+    """What only a server (not a console user) controls: etags, field names cesync does not model,
+    the names of resources the repo does not hold; in every format of plan."""
+    from tests.helpers import make_repo
+    from tests.hostile import APP
+
+    greet = {
+        "name": f"{APP}/tools/greet",
+        "etag": text,
+        "pythonFunction": {"name": "greet", "pythonCode": text, "description": text},
+        f"x{key}": text,  # a field cesync does not model, named by the server
+    }
+    other = {"name": f"{APP}/tools/other", "etag": text, "clientFunction": {"name": "other", "description": text}}
+
+    def answer(method: str, path: str, query: dict[str, str]) -> tuple[int, bytes]:
+        if path == APP:
+            return 200, json.dumps({"name": APP, "displayName": text, "description": text, "etag": text}).encode()
+        if path == f"{APP}/tools":
+            return 200, json.dumps({"tools": [greet, other]}).encode()
+        return 200, b"{}"
+
+    repo = make_repo(Path(tempfile.mkdtemp(dir=tmp_path)), {})
+    with HostileServer(answer) as server:
+        for fmt in ("text", "markdown", "json"):
+            args = ("plan", "--dir", str(repo), "--endpoint", server.url, "--format", fmt)
+            r = cesync(*args)
+            said = r.stdout + r.stderr
+            assert terminal_and_ci_problems(said) == [], said
+            if fmt == "markdown" and r.returncode == 0:
+                assert markdown_problems(r.stdout) == [], r.stdout
+            if fmt == "json" and r.returncode == 0:
+                assert parses_as_json(r.stdout)
+        verbose = cesync("plan", "--dir", str(repo), "--endpoint", server.url, "-vv")
+        assert terminal_and_ci_problems(verbose.stdout + verbose.stderr) == [], verbose.stderr
