@@ -60,3 +60,37 @@ def test_validate_checks_the_schedules(repo: Path) -> None:
     assert bad.returncode == 1
     assert "releases/kiosk.yaml:1:1: no deployments/kiosk.yaml" in bad.stderr
     assert "releases/web.yaml:2:26: steps.0.hold: hold 'soon': write a duration" in bad.stderr
+
+
+def test_the_tag_workflow_releases_prod(tmp_path: Path, repo: Path) -> None:
+    """examples/ci/github/cesync-release.yml as a tag push runs it: its cesync steps, in order, in the
+    example repo's prod environment (served by the embedded emulator, holds taken out)."""
+    import os
+    import subprocess
+    import sys
+
+    from ruamel.yaml import YAML
+
+    workflow = YAML(typ="safe", pure=True).load((EXAMPLES / "ci" / "github" / "cesync-release.yml").read_text())
+    assert workflow["on"]["push"]["tags"] == ["v*"]
+    job = workflow["jobs"]["release"]
+    assert job["environment"] == "prod" and "GCP_DEPLOY_SERVICE_ACCOUNT" in str(job["steps"])
+    scripts = [s["run"] for s in job["steps"] if "cesync release" in str(s.get("run", ""))]
+    assert len(scripts) == 3
+    assert cesync("apply", "--dir", str(repo), "--env", "prod", "--endpoint", "embedded", "--auto-approve").returncode == 0
+    summary = tmp_path / "summary.md"
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("CESYNC_", "CES_", "GOOGLE_"))},
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "CESYNC_ENDPOINT": "embedded",
+        "RUNNER_TEMP": str(tmp_path),
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "NO_COLOR": "1",
+    }
+    for script in scripts:
+        done = subprocess.run(["bash", "-e", "-c", script], cwd=repo, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((tmp_path / "release.json").read_text())
+    assert report["outcome"] == "released" and report["environment"] == "prod"
+    assert [e["event"] for e in report["events"]].count("step") == 3
+    assert "**already serving**" in summary.read_text()
