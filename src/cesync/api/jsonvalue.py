@@ -10,9 +10,10 @@ is read, with a clear message, never as a RecursionError later.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["MAX_DEPTH", "JsonValueError", "check_depth", "loads"]
+__all__ = ["MAX_DEPTH", "JsonValueError", "check_depth", "loads", "value_at"]
 
 MAX_DEPTH = 200
 
@@ -45,3 +46,15 @@ def check_depth(value: Any, limit: int = MAX_DEPTH) -> None:
                 if depth >= limit:
                     raise JsonValueError(f"nested deeper than {limit} levels")
                 push((child, depth + 1))
+
+
+def value_at(data: Any, path: Iterable[str | int]) -> Any:
+    """The value at path in JSON data (an object's key, an array's index); None where the path leaves it."""
+    for part in path:
+        if isinstance(data, dict):
+            data = data.get(part)
+        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+            data = data[part]
+        else:
+            return None
+    return data

@@ -14,7 +14,13 @@ from typing import Any
 from ..models import Kind
 from ..models.base import DURATION_RE
 
-__all__ = ["canonical_duration", "duration_nanos", "float32", "is_default"]
+__all__ = ["canonical_duration", "duration_nanos", "float32", "is_default", "json_name"]
+
+
+def json_name(name: str) -> str:
+    """A field's JSON name from its proto (snake_case) name: ``tool_ids`` -> ``toolIds``."""
+    head, *rest = name.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
 
 
 def duration_nanos(text: str) -> int:

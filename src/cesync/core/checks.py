@@ -20,6 +20,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from ..api import descriptors
 from ..api.kinds import ResourceKind
+from ..api.protojson import json_name
 from ..models import FieldSpec, Kind, ProtoModel, specs
 from .documents import parse_document, python_functions
 from .toolset_form import toolset_form
@@ -47,14 +48,9 @@ class Finding:
     col_in_value: int | None = None
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(p[:1].upper() + p[1:] for p in rest)
-
-
 def suggest(key: str, known: list[str]) -> str:
-    if _camel(key) in known:
-        return f"; did you mean '{_camel(key)}'?"
+    if json_name(key) in known:
+        return f"; did you mean '{json_name(key)}'?"
     lower = {k.lower(): k for k in known}
     if key.lower() in lower:
         return f"; did you mean '{lower[key.lower()]}'?"
@@ -203,7 +199,7 @@ class _Strangers(SpecWalker):
 def _typo(key: str, known: list[str]) -> bool:
     """Whether ``key`` is surely a misspelling of a known field (snake_case, case, one or two letters)."""
     lower = {k.lower() for k in known}
-    return _camel(key) in known or key.lower() in lower or bool(difflib.get_close_matches(key, known, n=1, cutoff=0.8))
+    return json_name(key) in known or key.lower() in lower or bool(difflib.get_close_matches(key, known, n=1, cutoff=0.8))
 
 
 def unknown_field_advice(message_name: str = "") -> str:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..api import behaviour as fb
+from ..api.jsonvalue import value_at
 from ..api.kinds import ResourceKind
 from ..models import FieldSpec, Kind, ProtoModel, specs
 from .normalize import DOCUMENT_FIELDS, Canonical, canonical
@@ -57,14 +58,6 @@ def _mask_leaf(spec: FieldSpec) -> bool:
     """An update mask names this field whole (lists, maps, free-form values and documents are replaced, not merged)."""
     whole = spec.repeated or spec.map or spec.message is None
     return whole or spec.kind in (Kind.STRUCT, Kind.VALUE) or spec.name in DOCUMENT_FIELDS
-
-
-def _get(data: Any, parts: list[str]) -> Any:
-    for p in parts:
-        if not isinstance(data, dict):
-            return None
-        data = data.get(p)
-    return data
 
 
 def same(a: Any, b: Any) -> bool:
@@ -130,5 +123,5 @@ def diff_resource(kind: ResourceKind, rid: str, desired: dict[str, Any] | None, 
     if unnamed:
         before = Canonical({k: v for k, v in before.body.items() if k not in unnamed}, before.unknown)
     mask = minimal_mask(changed_paths(before.body, after.body, model))
-    fields = [FieldChange(p, _get(before.body, p.split(".")), _get(after.body, p.split("."))) for p in mask]
+    fields = [FieldChange(p, value_at(before.body, p.split(".")), value_at(after.body, p.split("."))) for p in mask]
     return ResourceDiff(before.body, after.body, fields, mask, unknown)

@@ -16,7 +16,7 @@ from typing import Any
 from . import parsecache
 from .yamlfile import load_data
 
-__all__ = ["adopt_parsed", "parse_document", "parsed", "python_functions", "substitute_url", "unreadable"]
+__all__ = ["ENV_VAR", "adopt_parsed", "parse_document", "parsed", "python_functions", "substitute_url", "unreadable", "url_back"]
 
 
 def parse_document(text: str) -> Any:
@@ -40,6 +40,16 @@ _NOT_DERIVED = object()
 # a scheme (so never a number, boolean or null once substituted), no quote, escape, space,
 # comment, flow or indicator character, and no ':' at the end (which could make a key).
 _PLAIN_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[A-Za-z0-9._~/?&=%+@:-]*[A-Za-z0-9._~/?&=%+@-]")
+
+
+# CES's placeholder for a tool's server URL in its OpenAPI schema (OpenApiTool.url: "If the schema
+# contains the $env_var placeholder, it will replace the placeholder in the schema").
+ENV_VAR = "$env_var"
+
+
+def url_back(text: str, url: str) -> str:
+    """text with url put back as the $env_var placeholder (export, pull): substitute_url undone."""
+    return text.replace(url, ENV_VAR) if url and url in text else text
 
 
 def substitute_url(text: str, placeholder: str, url: str) -> str:

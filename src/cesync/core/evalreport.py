@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..api.jsonvalue import value_at
 from .sensitive import clip
 
 __all__ = ["REPORT_FORMAT", "Finding", "Outcome", "Report", "RunOutcome", "build_report", "judge_result"]
@@ -144,9 +145,7 @@ def _name(value: Any, names: dict[int, str]) -> str:
 
 
 def _dig(data: Any, *path: str) -> Any:
-    for key in path:
-        data = data.get(key) if isinstance(data, dict) else None
-    return data
+    return value_at(data, path)
 
 
 def _first(*values: Any) -> Any:

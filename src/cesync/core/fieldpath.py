@@ -12,16 +12,12 @@ from __future__ import annotations
 
 import re
 
+from ..api.protojson import json_name
 from .yamlfile import Path_, Positions
 
 __all__ = ["data_path", "position"]
 
 _TOKEN = re.compile(r"""\.?([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\["((?:[^"\\]|\\.)*)"\]|\['([^']*)'\]""")
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(p[:1].upper() + p[1:] for p in rest)
 
 
 def data_path(field: str, resource_field: str) -> Path_:
@@ -35,13 +31,13 @@ def data_path(field: str, resource_field: str) -> Path_:
             break
         name, index, dquoted, squoted = m.groups()
         if name is not None:
-            path.append(_camel(name))
+            path.append(json_name(name))
         elif index is not None:
             path.append(int(index))
         else:
             path.append(dquoted if dquoted is not None else squoted)
         at = m.end()
-    if path and path[0] == _camel(resource_field):
+    if path and path[0] == json_name(resource_field):
         path = path[1:]
     return tuple(path)
 

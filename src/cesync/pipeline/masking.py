@@ -4,8 +4,9 @@ or INPUT_ONLY (sensitive_fields), and those of bodies not rendered from the repo
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..api.jsonvalue import value_at
 from ..api.resource import Resource
 from ..core.sensitive import field_paths, input_only_fields, input_only_values, remember
 from ..core.yamlfile import Path_
@@ -44,12 +45,6 @@ def hidden_fields(repo: Repo, env: EnvTarget, bodies: Iterable[Resource]) -> dic
         paths = {tuple(p) for p in field_paths(sources.get(r.key), r.body, names, values)}
         # $env_var copies a url into its schema: an old url hides there too
         schemas = {(*p[:-1], "openApiSchema") for p in paths if p and p[-1] == "url"}
-        paths |= {p for p in schemas if _get_path(r.body, p) is not None}
+        paths |= {p for p in schemas if value_at(r.body, p) is not None}
         found.setdefault(r.key, set()).update(paths)
     return {k: sorted(v, key=lambda p: [str(x) for x in p]) for k, v in found.items() if v}
-
-
-def _get_path(data: Any, path: Path_) -> Any:
-    for part in path:
-        data = data.get(part) if isinstance(data, dict) else None
-    return data

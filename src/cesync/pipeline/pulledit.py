@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import LiteralScalarString
 
+from ..api.jsonvalue import value_at
 from ..api.resource import Resource
-from ..core.diff import _get
-from ..core.documents import parse_document
+from ..core.documents import parse_document, url_back
 from ..core.normalize import DOCUMENT_FIELDS, canonical
 from ..core.roundtrip import (
     KEEP,
@@ -42,7 +42,7 @@ from ..core.yamlout import _block_safe
 from ..models import FieldSpec, ProtoModel, specs
 from ..repo.environments import VAR_ENV_PREFIX, EnvTarget, env_var_name
 from ..repo.loading import SourceFile
-from ..repo.templating import ENV_VAR, INCLUDABLE, VAR_RE
+from ..repo.templating import INCLUDABLE, VAR_RE
 from ..sync.export import LOADER_VAR, _restore_documents, templated
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ class Editor:
         before = len(self.result.conflicts)
         for dotted in mask:
             path = dotted.split(".")
-            self._set(tree, path, _get(remote, path), tuple(path))
+            self._set(tree, path, value_at(remote, path), tuple(path))
         if len(self.result.conflicts) > before:
             return False
         new_text = dump_roundtrip(yaml, tree, text)
@@ -89,7 +89,7 @@ class Editor:
             current = CommentedMap()
             insert(node, key, current, self._model_at(here[:-1]))
         elif not isinstance(current, CommentedMap) or is_ref(current) or _is_include(key, current):
-            self._replace(node, key, current, _get(self.remote, [str(p) for p in here]), here)  # the whole value
+            self._replace(node, key, current, value_at(self.remote, [str(p) for p in here]), here)  # the whole value
             return
         self._set(current, rest, value, full)
         if not current:
@@ -206,12 +206,10 @@ class Editor:
         return _ref_in(value, self.env.parent, self.known)
 
     def _env_var_back(self, full: Path_, text: str) -> str:
-        spec = _get(self.remote, [str(p) for p in full[:-1]])
+        spec = value_at(self.remote, [str(p) for p in full[:-1]])
         url = spec.get("url") if isinstance(spec, dict) else None
         url = url or self.env.urls.get(self.rid)
-        if isinstance(url, str) and url and url in text:
-            return text.replace(url, ENV_VAR)
-        return text
+        return url_back(text, url) if isinstance(url, str) else text
 
     def _include(self, current: CommentedMap, value: Any, full: Path_) -> None:
         target = (self.parent_dir / str(current["file"])).resolve()

@@ -19,7 +19,7 @@ from ..api.kinds import DRAFT_VERSION, by_collection, ref_collections
 from ..api.resource import ID_RE
 from ..api.words import spoken
 from ..core.checks import suggest
-from ..core.documents import substitute_url
+from ..core.documents import ENV_VAR, substitute_url
 from ..core.yamlfile import Document, Path_, read_text
 from ..errors import Problem
 from ..models.base import FieldSpec, Kind, ProtoModel, specs
@@ -33,7 +33,6 @@ VAR_SPAN = r"\{([^}]*)\}?"  # what follows "$" (or the escape "$$") in a ${NAME}
 VAR_RE = re.compile(r"\$(\$?)" + VAR_SPAN)
 VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 INCLUDABLE = {"openApiSchema", "pythonCode", "pythonScript"}
-ENV_VAR = "$env_var"
 
 
 def substitute(

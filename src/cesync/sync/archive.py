@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..api.kinds import KINDS, ResourceKind, by_collection, collections
+from ..api.protojson import json_name
 from ..api.resource import ID_RE, Resource
 from ..api.words import spoken
 from ..core.toolset_form import as_toolsets
@@ -233,11 +234,6 @@ def _id_for(name: Any, folder: str) -> str | None:
     return rid if rid and ID_RE.match(rid) else None
 
 
-def _snake_to_camel(key: str) -> str:
-    head, *rest = key.split("_")
-    return head + "".join(p[:1].upper() + p[1:] for p in rest)
-
-
 def _camel(data: dict[str, Any], model: type[ProtoModel]) -> dict[str, Any]:
     """snake_case keys (YAML exports) to the JSON names; map and Struct keys stay as they are."""
     out: dict[str, Any] = _Camel().walk(data, model)
@@ -248,7 +244,7 @@ class _Camel(SpecWalker):
     maps = False  # a map's keys are data, not field names
 
     def field_name(self, key: str, table: dict[str, FieldSpec]) -> str:
-        return key if key in table else _snake_to_camel(key)
+        return key if key in table else json_name(key)
 
 
 def _inline_files(data: Any, root: Path, display: str, problems: list[Problem]) -> Any:
@@ -291,13 +287,13 @@ def _environment(root: Path, problems: list[Problem]) -> dict[tuple[str, str], d
             continue
         for name, fields in resources.items():
             leaves: dict[tuple[str, ...], Any] = dict(_leaves(fields, ())) if isinstance(fields, dict) else {(): fields}
-            values[(_snake_to_camel(collection), str(name))] = leaves
+            values[(json_name(collection), str(name))] = leaves
     return values
 
 
 def _leaves(data: dict[str, Any], path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Any]]:
     for key, value in data.items():
-        here = (*path, *(_snake_to_camel(k) for k in str(key).split(".")))
+        here = (*path, *(json_name(k) for k in str(key).split(".")))
         if isinstance(value, dict) and value:
             yield from _leaves(value, here)
         else:

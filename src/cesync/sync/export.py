@@ -26,6 +26,7 @@ from typing import Any
 
 from ..api.kinds import DRAFT_VERSION, KINDS, REF_ONLY, ResourceKind, by_collection
 from ..api.resource import ID_RE, Resource
+from ..core.documents import url_back
 from ..core.normalize import DOCUMENT_FIELDS, canonical
 from ..core.sensitive import MIN_SCRUB, leaks
 from ..core.walk import SpecWalker, written_order
@@ -33,7 +34,7 @@ from ..core.yamlout import to_yaml
 from ..errors import CesyncError
 from ..models import FieldSpec, ProtoModel
 from ..repo.jsonschema import render_schemas
-from ..repo.templating import ENV_VAR, VAR_SPAN
+from ..repo.templating import VAR_SPAN
 
 __all__ = ["LOADER_VAR", "ExportedRepo", "check_no_secret", "export_repo", "file_names", "modeline", "templated", "to_yaml"]
 
@@ -190,7 +191,7 @@ def _env_var(rid: str, spec: dict[str, Any], variables: Mapping[str, str], urls:
     url, schema = spec.get("url"), spec.get("openApiSchema")
     if not isinstance(url, str) or not url or not isinstance(schema, str) or url not in schema:
         return
-    spec["openApiSchema"] = schema.replace(url, ENV_VAR)
+    spec["openApiSchema"] = url_back(schema, url)
     if urls.get(rid) == url:
         del spec["url"]  # the environment's urls give it back
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from ...api.jsonvalue import value_at
 from ...api.resource import Resource
 from ..diff import FieldChange
 from ..plan import RESENT, Change, Plan
@@ -62,11 +63,5 @@ def _field(f: FieldChange, paths: list[Path_], cuts: list[Path_], before: Any, a
         return FieldChange(f.path, None, CHANGED)
     if contains:
         parts = f.path.split(".")
-        return FieldChange(f.path, _dig(mask(before, cuts), parts), _dig(mask(after, cuts), parts))
+        return FieldChange(f.path, value_at(mask(before, cuts), parts), value_at(mask(after, cuts), parts))
     return f
-
-
-def _dig(data: Any, parts: list[str]) -> Any:
-    for p in parts:
-        data = data.get(p) if isinstance(data, dict) else None
-    return data
