@@ -103,6 +103,8 @@ def test_the_app_s_text_is_data_in_every_command_and_format(
                 assert markdown_problems(comment["body"]) == [], comment["body"]
         for fmt in ("text", "json"):
             _printed("versions", *d, "--format", fmt, code=0)
+        _printed("pull", *d, "--dry-run")  # the app's text as the repo's files would hold it, as diffs
+        _printed("exec", "greet", "--args", '{"name": "x"}', *d, code=0)  # the tool's answer
 
         (root / "tests").mkdir(exist_ok=True)
         (root / "tests" / "t.yaml").write_text(
