@@ -85,11 +85,13 @@ def load_cache(root: Path) -> ParseCache | None:
     if key is None:
         return None
     header = _header()
-    mac, body = raw[len(header) : len(header) + 32], raw[len(header) + 32 :]
+    mac, body = raw[len(header) : len(header) + 32], memoryview(raw)[len(header) + 32 :]  # no copy of the body
     if len(raw) > MAX_BYTES or not raw.startswith(header):
         log.debug("parse cache %s: of another cesync version or too large; not used", path)
         return ParseCache()
-    if not hmac.compare_digest(mac, hmac.new(key, header + body, hashlib.sha256).digest()):
+    signed = hmac.new(key, header, hashlib.sha256)
+    signed.update(body)
+    if not hmac.compare_digest(mac, signed.digest()):
         log.debug("parse cache %s: not signed by this machine's key; not used", path)
         return ParseCache()
     try:
@@ -113,14 +115,18 @@ def save_cache(root: Path, cache: ParseCache | None) -> None:
     path = root / CACHE_FILE
     body = marshal.dumps(cache.used, 4)
     header = _header()
-    data = header + hmac.new(key, header + body, hashlib.sha256).digest() + body
+    signed = hmac.new(key, header, hashlib.sha256)
+    signed.update(body)
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         ignore = path.parent / ".gitignore"
         if not ignore.exists():
             ignore.write_text("# written by cesync: this folder is a cache, never part of the repo\n*\n")
-        tmp.write_bytes(data)
+        with tmp.open("wb") as out:  # in parts: the body is never copied into one larger buffer
+            out.write(header)
+            out.write(signed.digest())
+            out.write(body)
         os.replace(tmp, path)
     except OSError as exc:
         log.debug("parse cache %s not written: %s", path, exc)

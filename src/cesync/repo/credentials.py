@@ -25,7 +25,7 @@ from ..core.yamlfile import Path_, read_text
 from ..errors import Problem
 from .cache import save_cache
 from .forked import fork_map
-from .loading import CONFIG_FILE
+from .loading import CONFIG_FILE, display_path
 from .repo import Repo, SourceFile
 from .templating import INCLUDABLE
 
@@ -257,7 +257,7 @@ def _scan_files(root: Path, paths: list[Path]) -> list[list[Problem]]:
     out: list[list[Problem]] = []
     cache = parsecache.current()
     for path in paths:
-        display = path.relative_to(root).as_posix()
+        display = display_path(path, root)
         text = read_text(path, display)
         if not isinstance(text, str):
             out.append([])

@@ -129,7 +129,7 @@ def kind_files(root: Path, kind: ResourceKind) -> list[Path]:
     if kind.singleton:
         return [p for p in (root / f"{kind.name}.yaml", root / f"{kind.name}.yml") if p.is_file()]
     folder = root / kind.folder
-    found = sorted(folder.glob("*.y*ml")) if folder.is_dir() else []
+    found = sorted(folder.glob("*.y*ml"), key=lambda p: p.name) if folder.is_dir() else []  # one folder: as by path
     return [p for p in found if p.suffix in (".yaml", ".yml") and not p.name.startswith(".")]
 
 
@@ -148,6 +148,9 @@ def parse_file(path: Path, root: Path, problems: list[Problem], *, folder: Path 
 
 
 def display_path(path: Path, root: Path) -> str:
+    text, top = str(path), str(root)
+    if text.startswith(top) and text[len(top) : len(top) + 1] == "/" and top != "/":
+        return text[len(top) + 1 :]  # what relative_to says, without its parse of both (once per file and include)
     try:
         return str(path.relative_to(root))
     except ValueError:

@@ -122,7 +122,9 @@ class Repo:
         started() is called once rendering is under way (see forked.fork_map).
         """
         if memo is None:  # a whole render: the files are shared between two cores
-            return self._collect(env, self._render_files([env], started)[0])
+            renders = self._render_files([env], started)[0]
+            parsecache.install(None)  # written: its bytes are freed before the plan holds the app as well
+            return self._collect(env, renders)
         return self._collect(env, [_render_file(self.root, src, env, self._known, memo) for src in self.files])
 
     def ignore_rules(self, env: EnvTarget) -> dict[tuple[str, str], tuple[str, ...]]:
