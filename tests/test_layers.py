@@ -203,3 +203,111 @@ def test_the_rule(importer: str, imported: str, expected: str | None) -> None:
 def test_a_module_in_no_layer_is_named() -> None:
     with pytest.raises(KeyError, match=r"cesync_other\.x is in no layer"):
         layer_of("cesync_other.x")
+
+
+# --- pure in fact, not only by its imports --------------------------------------------------------
+
+# What the API, the pure core and the renderers never do themselves: read the process environment,
+# touch files, or read a clock. The pipeline reads these and hands the values in.
+PURE = (API, CORE)
+IMPURE_CALLS = {
+    "os.environ": "reads the process environment",
+    "os.getenv": "reads the process environment",
+    "os.listdir": "lists a folder",
+    "os.walk": "walks a folder",
+    "os.stat": "reads a file's metadata",
+    "open": "opens a file",
+    ".read_text": "reads a file",
+    ".read_bytes": "reads a file",
+    ".write_text": "writes a file",
+    ".write_bytes": "writes a file",
+    ".iterdir": "lists a folder",
+    ".rglob": "lists a folder",
+    ".glob": "lists a folder",
+    ".stat": "reads a file's metadata",
+    ".exists": "asks the file system",
+    ".is_file": "asks the file system",
+    ".is_dir": "asks the file system",
+    "datetime.now": "reads the clock",
+    "datetime.utcnow": "reads the clock",
+    "date.today": "reads the clock",
+    "time.time": "reads the clock",
+    "time.time_ns": "reads the clock",
+}
+# module -> (what it may do, why); an entry no longer needed fails, so the list only shrinks.
+IMPURE_EXCEPTIONS: dict[str, tuple[frozenset[str], str]] = {
+    "cesync.api.descriptors": (
+        frozenset({".read_bytes", ".read_text"}),
+        "reads the API snapshot cesync ships (package data, never the user's files), once",
+    ),
+    "cesync.core.yamlfile": (
+        frozenset({".stat", ".read_bytes"}),
+        "read_text, the bounded file reader the repo and tooltests/schema.py (a pure-core module) load "
+        "through; it moves to repo/ with tooltests/schema.py's loader",
+    ),
+    "cesync.tooltests.schema": (
+        frozenset({".glob", ".is_dir"}),
+        "finds and reads a repo's tool test files beside their format: the loader moves to the I/O layer",
+    ),
+}
+
+
+def _dotted(node: ast.expr) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = _dotted(node.value)
+        return f"{inner}.{node.attr}" if inner else f".{node.attr}"
+    return ""
+
+
+def impure_uses(path: Path) -> list[tuple[int, str]]:
+    """(line, what) for each environment, file or clock access in the module."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Attribute | ast.Name):
+            name = _dotted(node)
+            for what in IMPURE_CALLS:
+                if what.startswith("."):
+                    if isinstance(node, ast.Attribute) and f".{node.attr}" == what:
+                        found.append((node.lineno, what))
+                elif name == what or name.endswith("." + what):
+                    found.append((node.lineno, what))
+    return sorted(set(found))
+
+
+PURE_MODULES = [p for p in MODULES if layer_of(_module_name(p)[0]) in PURE]
+
+
+@pytest.mark.parametrize("path", PURE_MODULES, ids=[str(p.relative_to(SRC)) for p in PURE_MODULES])
+def test_the_pure_layers_read_no_environment_file_or_clock(path: Path) -> None:
+    module, _ = _module_name(path)
+    allowed = IMPURE_EXCEPTIONS.get(module, (frozenset(), ""))[0]
+    offending = [
+        f"{path.relative_to(SRC.parent)}:{line}: {module} {IMPURE_CALLS[what]} ({what}): take the value as a parameter"
+        for line, what in impure_uses(path)
+        if what not in allowed
+    ]
+    assert not offending, "\n".join(offending)
+
+
+def test_every_purity_exception_is_still_needed() -> None:
+    by_module = {_module_name(p)[0]: {what for _, what in impure_uses(p)} for p in PURE_MODULES}
+    stale = {m: sorted(allowed - by_module.get(m, set())) for m, (allowed, _) in IMPURE_EXCEPTIONS.items()}
+    assert not any(stale.values()), stale
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("import os\nx = os.environ.get('A')\n", ["os.environ"]),
+        ("import datetime\nx = datetime.datetime.now()\n", ["datetime.now"]),
+        ("from pathlib import Path\nx = Path('a').read_text()\n", [".read_text"]),
+        ("x = open('a')\n", ["open"]),
+        ("def f(clock):\n    return clock()\n", []),
+    ],
+)
+def test_the_purity_rule(tmp_path: Path, source: str, expected: list[str]) -> None:
+    path = tmp_path / "m.py"
+    path.write_text(source)
+    assert [what for _, what in impure_uses(path)] == expected

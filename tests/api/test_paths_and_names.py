@@ -20,9 +20,8 @@ KEYS = st.text(st.characters(codec="ascii", categories=["Ll"]), min_size=1, max_
 def test_value_at_follows_objects_and_arrays_and_never_raises(value: Any, path: list[str | int]) -> None:
     expected: Any = value
     for part in path:
-        if isinstance(expected, dict) and part in expected:
-            expected = expected[part]
-        elif isinstance(expected, list) and isinstance(part, int) and part < len(expected):
+        inside = isinstance(expected, dict) and part in expected
+        if inside or (isinstance(expected, list) and isinstance(part, int) and part < len(expected)):
             expected = expected[part]
         else:
             expected = None

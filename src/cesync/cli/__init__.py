@@ -473,7 +473,7 @@ def print_plan(plan: Plan, fmt: str) -> None:
     from ..render import render, use_color
     from ..repo.forked import fork_map
 
-    out(render(plan, fmt, color=use_color(sys.stdout.isatty()), mapper=fork_map), nl=False)
+    out(render(plan, fmt, color=use_color(sys.stdout.isatty(), os.environ), mapper=fork_map), nl=False)
 
 
 def save(path: Path, text: str) -> None:

@@ -28,7 +28,6 @@ import hashlib
 import hmac
 import json
 import logging
-import os
 import re
 import secrets
 from collections.abc import Iterable, Mapping
@@ -42,7 +41,6 @@ __all__ = [
     "KEY_ENV",
     "MASK",
     "MIN_SCRUB",
-    "RECORD_KEY_ENV",
     "binding_key",
     "clip",
     "field_paths",
@@ -53,7 +51,6 @@ __all__ = [
     "mask",
     "new_salt",
     "occurrences",
-    "record_secret",
     "remember",
     "scrub",
     "seal",
@@ -62,7 +59,7 @@ __all__ = [
 MASK = "(sensitive)"
 CHANGED = "(sensitive value changed)"
 MIN_SCRUB = 4
-KEY_ENV = "CESYNC_PLAN_KEY"
+KEY_ENV = "CESYNC_PLAN_KEY"  # where a plan says its key came from (read in repo/keys.py)
 _REF = re.compile(r"(?<!\$)\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -155,22 +152,6 @@ def overlaps(dotted: str, paths: Iterable[Path_]) -> tuple[bool, bool]:
 
 def new_salt() -> str:
     return secrets.token_hex(16)
-
-
-def plan_key() -> bytes:
-    return os.environ.get(KEY_ENV, "").encode()
-
-
-RECORD_KEY_ENV = "CESYNC_RECORD_KEY"
-
-
-def record_secret() -> tuple[str, bytes]:
-    """(where from, the secret applied records are sealed with): CESYNC_RECORD_KEY, else CESYNC_PLAN_KEY;
-    ("", b"") without either (see core/record.py)."""
-    for name in (RECORD_KEY_ENV, KEY_ENV):
-        if value := os.environ.get(name, ""):
-            return name, value.encode()
-    return "", b""
 
 
 def seal(values: Mapping[str, str], salt: str, key: bytes) -> dict[str, str]:

@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING
 from ..api.resource import Resource
 from ..client.connect import endpoint_for
 from ..core.planseal import desired_digest
-from ..core.sensitive import binding_key, plan_key, remember
+from ..core.sensitive import binding_key, remember
 from ..core.yamlfile import Path_
 from ..errors import CesyncError
 from ..repo.config import EMBEDDED
+from ..repo.keys import plan_key
 from ..repo.repo import EnvTarget, Repo, load_repo
 from .masking import sensitive_fields
 from .readahead import ReadAhead

@@ -16,8 +16,9 @@ from ..core.passes.compare import writes_of
 from ..core.passes.drift import maybe_drifted
 from ..core.plan import Plan
 from ..core.planbuild import run_passes
-from ..core.sensitive import KEY_ENV, new_salt, plan_key, seal
+from ..core.sensitive import KEY_ENV, new_salt, seal
 from ..core.targets import resolve_targets, target_keys
+from ..repo.keys import plan_key
 from ..repo.repo import EnvTarget
 from .context import Context
 from .policies import policies_of

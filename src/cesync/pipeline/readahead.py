@@ -93,7 +93,7 @@ AppRead = tuple[list[Resource], "RecordView"]
 
 async def read_app(client: CesClient, env: EnvTarget, owner: str = "") -> AppRead:
     """The app's resources and what its records say (sync.record.read_records; none without an app)."""
-    from ..core.sensitive import record_secret
+    from ..repo.keys import record_secret
     from ..sync.record import RecordView, read_records
 
     # Both at once: the records are two more round trips (the versions' heads, one version whole)

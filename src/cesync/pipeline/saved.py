@@ -11,8 +11,9 @@ from ..core.narrow import narrow
 from ..core.plan import Plan
 from ..core.planbuild import run_passes
 from ..core.planseal import seal_matches
-from ..core.sensitive import KEY_ENV, plan_key, same, seal
+from ..core.sensitive import KEY_ENV, same, seal
 from ..errors import PlanFileError
+from ..repo.keys import plan_key
 from .context import Context
 from .planning import plan_input, read_for_plan, seal_input
 from .policies import check_plan

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..api.words import count
@@ -34,8 +33,9 @@ COLORS = {"create": "\x1b[32m", "update": "\x1b[33m", "delete": "\x1b[31m", "dim
 RESET = "\x1b[0m"
 
 
-def use_color(stream_is_tty: bool) -> bool:
-    return stream_is_tty and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+def use_color(stream_is_tty: bool, environ: Mapping[str, str]) -> bool:
+    """Colors on a terminal, unless the environment says NO_COLOR or TERM=dumb (environ: the process's)."""
+    return stream_is_tty and not environ.get("NO_COLOR") and environ.get("TERM") != "dumb"
 
 
 def _short(value: Any) -> str:

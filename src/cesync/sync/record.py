@@ -29,8 +29,8 @@ from ..api.kinds import KINDS
 from ..client import CesClient
 from ..client.apps import create_version, get_version
 from ..core.record import AppliedRecord, parse_record, record_body, record_key, untrusted
-from ..core.sensitive import record_secret
 from ..errors import ApiError, NotFound, PermissionDenied
+from ..repo.keys import record_secret
 from ..repo.repo import EnvTarget
 from .snapshot import commit_of
 
@@ -162,7 +162,7 @@ class RecordView:
     record: AppliedRecord | None = None
     others: Mapping[str, str] = field(default_factory=dict)  # "kind/id" -> the owner namespace that owns it
     ignored: tuple[str, ...] = ()
-    key_from: str = ""  # where the record key came from ("" unsealed: see core.sensitive.record_secret)
+    key_from: str = ""  # where the record key came from ("" unsealed: see repo.keys.record_secret)
 
 
 async def read_records(client: CesClient, env: EnvTarget, owner: str = "") -> RecordView:
