@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.sensitive import clip
 from ..errors import BY_STATUS, ApiError, BadReply, NotFound
 from .api import CesClient, Written
 
@@ -95,7 +96,7 @@ async def wait_operation(
         waited = time.monotonic() - start
         if not _OPERATION.fullmatch(name) or ".." in name.split("/"):
             raise BadReply(
-                f"the server answered with an operation named {name[:120]!r}, not projects/.../operations/ID",
+                f"the server answered with an operation named {clip(repr(name), 120)}, not projects/.../operations/ID",
                 operation=what,
                 resource=resource,
             )
@@ -114,7 +115,7 @@ async def wait_operation(
         operation = await client._retrying(lambda: client._call("GET", name, f"wait for {what}", resource))
     if "error" in operation:
         error = operation["error"]
-        raise operation_error(error if isinstance(error, dict) else {"message": str(error)[:200]}, what, resource)
+        raise operation_error(error if isinstance(error, dict) else {"message": clip(str(error), 200)}, what, resource)
     response = operation.get("response")
     return dict(response) if isinstance(response, dict) else {}
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..api.resource import ID_RE
+from ..core.sensitive import clip
 from ..errors import BadReply
 from .api import CesClient
 from .apps import Polling, wait_operation
@@ -85,7 +86,7 @@ async def run_evaluations(
     said = response.get("evaluationRun") or name
     if not _below(said, f"{parent}/evaluationRuns/"):
         raise BadReply(
-            f"the finished operation names no evaluation run of {parent} ({str(said)[:120]!r}, expected "
+            f"the finished operation names no evaluation run of {parent} ({clip(repr(str(said)), 120)}, expected "
             f"{parent}/evaluationRuns/ID): nothing of it was read",
             operation=RUN_WORDS,
             resource=parent,
@@ -106,8 +107,8 @@ async def run_evaluations(
     outside = [n for n in names if not any(_below(n, f"{e}/results/") for e in evaluations)]
     if outside:
         raise BadReply(
-            f"the run lists {str(outside[0])[:120]!r}, which is not a result ({{evaluation}}/results/ID) of an evaluation "
-            "it was asked to run: none was read",
+            f"the run lists {clip(repr(str(outside[0])), 120)}, which is not a result ({{evaluation}}/results/ID) "
+            "of an evaluation it was asked to run: none was read",
             operation=RUN_WORDS,
             resource=name,
         )

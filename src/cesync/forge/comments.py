@@ -28,7 +28,7 @@ from urllib.parse import quote
 
 import httpx
 
-from ..core.sensitive import scrub
+from ..core.sensitive import clip, scrub
 from ..errors import CesyncError
 
 __all__ = ["FORGES", "CommentTarget", "Forge", "GitHub", "GitLab", "find_target", "run_link", "upsert_comment"]
@@ -189,7 +189,7 @@ def _same_origin(url: str, api: str) -> None:
     try:
         link, base = httpx.URL(url), httpx.URL(api)
     except httpx.InvalidURL:
-        raise CesyncError(f"refusing to follow a comment page link that is not a URL: {url[:120]!r}") from None
+        raise CesyncError(f"refusing to follow a comment page link that is not a URL: {clip(repr(url), 120)}") from None
     if (link.scheme, link.host, link.port) != (base.scheme, base.host, base.port):
         raise CesyncError(f"refusing to follow a comment page link to {link.scheme}://{link.host}: not the API at {api}")
 
@@ -343,7 +343,7 @@ def upsert_comment(target: CommentTarget, marker: str, body: str, *, transport: 
                 # Both forges number their comments; any other id would be pasted into the edit
                 # URL ('../../..' or '?') and send the token's PATCH to another resource of the API.
                 raise CesyncError(
-                    f"the API gave our comment a comment id that is not a number ({str(comment_id)[:60]!r}): not edited"
+                    f"the API gave our comment a comment id that is not a number ({clip(repr(str(comment_id)), 60)}): not edited"
                 )
             forge.update(comment_id, body)
             return "updated"

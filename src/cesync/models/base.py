@@ -206,7 +206,7 @@ def _glimpse(value: str) -> str:
     No part of it is shown, not its first characters nor its length (either narrows a guess).
     A name that is one (projects/...) is shown, it helps and is no secret."""
     if value.startswith("projects/"):
-        return f"'{value[:120]}'"
+        return f"'{value}'"  # whole: a cut could leave part of a sensitive value the final scrub misses
     return "something else (not shown: it may be a credential)"
 
 

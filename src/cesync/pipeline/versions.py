@@ -8,6 +8,7 @@ from ..api.kinds import APP, THE_APP, by_snapshot_field
 from ..api.resource import Resource
 from ..core.plan import Plan
 from ..core.planbuild import build_plan
+from ..core.sensitive import clip
 from ..errors import CesyncError, NotFound
 from ..repo.repo import ID_RE, EnvTarget, Repo
 from ..sync.remote import read_remote
@@ -45,7 +46,7 @@ async def restore_plan(client: CesClient, env: EnvTarget, version: str, repo: Re
                 rid = kind.id_in(env.parent, b.get("name"))
                 if rid is None:
                     raise CesyncError(
-                        f"the version's snapshot holds a {kind.name} named {str(b.get('name'))[:120]!r}, which is not a "
+                        f"the version's snapshot holds a {kind.name} named {clip(repr(str(b.get('name'))), 120)}, which is not a "
                         f"{kind.name} of {env.parent}: nothing was changed"
                     )
                 wanted.append(Resource(kind, rid, b))
