@@ -273,7 +273,7 @@ def _fewer_collections() -> None:
     A plan allocates hundreds of thousands of dicts, lists and strings (parsed YAML and
     JSON) that live to the end, and almost none in cycles; at the default threshold the
     collector kept walking them: a seventh of plan's CPU at 1,000 tools, a quarter at
-    10,000 (whose peak RSS grows by 4 MB). Reference counting frees everything else as before.
+    10,000 (whose peak RSS grows by 4 MB). Reference counting frees everything else.
     """
     gc.set_threshold(50_000, *gc.get_threshold()[1:])
 
@@ -303,7 +303,7 @@ def run() -> None:
         code = 0 if exc.code is None else exc.code
         if isinstance(code, int):
             _exit_now(code)
-        raise  # sys.exit("message"): Python prints it and exits 1, as before
+        raise  # sys.exit("message"): Python prints it and exits 1
 
 
 def _exit_now(code: int) -> NoReturn:

@@ -104,7 +104,7 @@ def open_context(
 
 def _can_read_ahead(env: EnvTarget, endpoint: str | None) -> bool:
     """Not for the embedded emulator (its state file is the app: one reader at a time), nor
-    for an endpoint that is wrong (its error comes after rendering, as before)."""
+    for an endpoint that is wrong (its error is reported after the repo's problems)."""
     try:
         return endpoint_for(env, endpoint) != EMBEDDED
     except CesyncError:

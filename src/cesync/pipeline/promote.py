@@ -32,7 +32,7 @@ MAX_ARCHIVE = 200 * 1024 * 1024  # bytes of the commit's folder, as import-archi
 async def applied_commit(client: CesClient, env: EnvTarget, owner: str = "", ignored: list[str] | None = None) -> str:
     """The commit cesync last applied to env's app, from the app's own trusted record of it
     (sync.record.record_heads: an untrusted record is named in ignored and passed over); versions
-    apply --snapshot made before records existed are read as before, unless records are sealed."""
+    apply --snapshot made (no record in them) are read by their names, unless records are sealed."""
     from ..core.record import parse_record
     from ..sync.record import KIND_OF, current_key, distrust, ignored_note, version_heads
 

@@ -22,9 +22,9 @@ if TYPE_CHECKING:  # the HTTP client loads when a command first uses it (see cli
 class ReadAhead:
     """read_remote in a thread with its own event loop and client, started once rendering is.
 
-    What it finds is given where the read was before, after rendering: its retry notices
-    are held until then, its error is raised then (a repo problem is still reported first,
-    and alone), and a failed render cancels it.
+    What it finds is given to the plan after rendering: its retry notices are held until
+    then, its error is raised then (a repo problem is reported first, and alone), and a
+    failed render cancels it.
     """
 
     def __init__(self, env: EnvTarget, root: Path, endpoint: str | None, owner: str = "") -> None:

@@ -9,7 +9,7 @@ repo's files come sorted by folder, and one folder can cost far more per file th
 another (at 1,000 tools the OpenAPI toolsets, last, took twice the time of the tools, so
 a tail of 55% left this process waiting 0.6 s of a 1.5 s render). Anything unusual (no
 fork, other threads running, a failed or killed child) maps the whole list in this
-process, as before.
+process.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def fork_map(
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
     if not isinstance(theirs, list) or len(theirs) != len(tail):
-        theirs = fn(tail)  # the child failed: its share here, so any error is raised as before
+        theirs = fn(tail)  # the child failed: its share here, so any error is raised from this process
     elif adopt is not None:
         adopt(carried)
     return _merge(theirs_at, mine, theirs)
