@@ -11,7 +11,7 @@ from cesync.api.kinds import KINDS
 from cesync.api.resource import Resource
 from cesync.client import CesClient
 from cesync.emulator import EmbeddedTransport
-from cesync.errors import AlreadyExists, ApiError, NotFound
+from cesync.errors import AlreadyExists, ApiError, NotFound, RetryableError, TransportError
 
 APP = "projects/p/locations/us/apps/a"
 
@@ -171,3 +171,45 @@ def test_a_refused_connection_is_retried_only_once_the_server_has_answered() -> 
     server.__enter__()
     gone, said = asyncio.run(run(server.url, server))
     assert not gone.final and len(said) == 2 and all(x.startswith("retry ") for x in said), said
+
+
+@pytest.mark.parametrize(
+    ("failures", "attempts", "calls", "announced", "raised"),
+    [
+        ([], 5, 1, 0, None),  # the first attempt succeeds
+        (["retry", "retry"], 5, 3, 2, None),  # each retry announced once
+        (["retry"] * 5, 3, 3, 2, RetryableError),  # the budget spent: the last error
+        (["final"], 5, 1, 0, TransportError),  # nobody listens: not tried again
+        (["retry", "final"], 5, 2, 1, TransportError),  # ... on a later attempt either
+        (["retry"], 1, 1, 0, RetryableError),  # one attempt: no retry at all
+    ],
+)
+def test_every_attempt_runs_in_the_retry_loop(
+    failures: list[str], attempts: int, calls: int, announced: int, raised: type[Exception] | None
+) -> None:
+    """client/api.py _retrying: the first attempt is the retry loop's own, so one policy decides every attempt."""
+    import asyncio
+
+    from cesync.client import CesClient, RetryPolicy
+
+    made: list[int] = []
+    told: list[str] = []
+
+    async def call() -> dict[str, str]:
+        made.append(1)
+        if len(made) <= len(failures):
+            kind = failures[len(made) - 1]
+            raise RetryableError("busy") if kind == "retry" else TransportError("refused", final=True)
+        return {"ok": "yes"}
+
+    async def run() -> dict[str, str]:
+        async with CesClient("http://emu", retry=RetryPolicy(attempts=attempts, initial=0.0001, maximum=0.0002)) as c:
+            c.notify = told.append
+            return await c._retrying(call)
+
+    if raised is None:
+        assert asyncio.run(run()) == {"ok": "yes"}
+    else:
+        with pytest.raises(raised):
+            asyncio.run(run())
+    assert (len(made), len(told)) == (calls, announced)

@@ -43,7 +43,7 @@ from ..api.kinds import ResourceKind, by_collection, kind_of_name
 from ..api.paths import api_version
 from ..api.resource import Resource
 from ..core.sensitive import clip, scrub
-from ..errors import ApiError, BadReply, CesyncError, RetryableError, TransportError
+from ..errors import ApiError, BadReply, CesyncError, TransportError
 from .pacing import Pacer, Quota, is_quota_refusal
 from .replies import quota_limit, quota_line, retry_delay, retry_line, to_error, transient
 
@@ -302,19 +302,14 @@ class CesClient:
         return data
 
     async def _retrying(self, fn: Callable[[], Awaitable[T]]) -> T:
-        """fn, retried per the policy. The first attempt runs without tenacity: almost every
-        call succeeds at once, and setting up its machinery for each was a tenth of the client's
-        CPU per call. A first failure is handed to tenacity as its first attempt, so waits,
-        announcements and the count of attempts are the same as if it had run them all."""
-        try:
-            return await fn()
-        except (RetryableError, TransportError) as exc:
-            if is_quota_refusal(exc.details, exc.status):
-                raise  # refused over quota for quota_patience already (see _call): no more waiting here
-            first: BaseException = exc
-        if self.retry.attempts <= 1 or (isinstance(first, TransportError) and first.final):
-            raise first
+        """fn, retried per the policy (tenacity runs every attempt, the first included): a transient
+        error is tried again after a jittered wait (never shorter than the server's RetryInfo), each
+        wait announced; a quota refusal has waited its patience out already (see _call), and a
+        transport error that says it is final (nobody listens) is not tried again."""
         exponential = wait_random_exponential(multiplier=self.retry.initial, max=self.retry.maximum)
+
+        def again(exc: BaseException) -> bool:
+            return transient(exc) and not (isinstance(exc, TransportError) and exc.final)
 
         def wait(state: RetryCallState) -> float:
             exc = state.outcome.exception() if state.outcome else None
@@ -324,18 +319,17 @@ class CesClient:
         def announce(state: RetryCallState) -> None:
             exc = state.outcome.exception() if state.outcome else None
             if isinstance(exc, ApiError):
+                log.debug("retry: %s, attempt %d of %d", exc, state.attempt_number, self.retry.attempts)
                 self.notify(retry_line(exc, state.upcoming_sleep, state.attempt_number, self.retry.attempts))
 
         async for attempt in AsyncRetrying(
-            retry=retry_if_exception(transient),
+            retry=retry_if_exception(again),
             wait=wait,
-            stop=stop_after_attempt(self.retry.attempts),
+            stop=stop_after_attempt(max(1, self.retry.attempts)),
             before_sleep=announce,
             reraise=True,
         ):
             with attempt:
-                if attempt.retry_state.attempt_number == 1:
-                    raise first  # the attempt made above
                 return await fn()
         raise AssertionError("unreachable")
 
