@@ -1,0 +1,77 @@
+"""The parse cache gives back what the parse gave, a fresh copy each time, and keeps only plain data."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cesync.core import parsecache
+from cesync.core.parsecache import ParseCache, cached
+
+plain = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=10,
+)
+
+
+@pytest.fixture(autouse=True)
+def none_installed() -> Iterator[None]:
+    yield
+    parsecache.install(None)
+
+
+@given(st.text(max_size=20), plain)
+def test_a_kept_parse_comes_back_equal_and_fresh(text: str, value: Any) -> None:
+    calls: list[str] = []
+
+    def parse(t: str) -> Any:
+        calls.append(t)
+        return value
+
+    parsecache.install(ParseCache())
+    assert cached(b"t", parse)(text) == value
+    store = parsecache.current()
+    assert store is not None
+    parsecache.install(ParseCache(dict(store.used)))  # the next run, from what this one wrote
+    again = cached(b"t", parse)(text)
+    assert again == value and calls == [text]  # parsed once
+    if isinstance(again, (dict, list)):
+        again.clear()  # a caller changes what it is given (load_sources pops 'id')
+        assert cached(b"t", parse)(text) == value
+
+
+def test_what_marshal_cannot_write_is_parsed_again() -> None:
+    calls: list[str] = []
+
+    def parse(t: str) -> Any:
+        calls.append(t)
+        return {"when": datetime.date(2026, 1, 1)}
+
+    parsecache.install(ParseCache())
+    lookup = cached(b"t", parse)
+    assert lookup("a") == lookup("a") and calls == ["a", "a"]
+
+
+def test_an_uncachable_answer_is_not_kept() -> None:
+    slow = object()
+    calls: list[str] = []
+
+    def parse(t: str) -> Any:
+        calls.append(t)
+        return slow
+
+    parsecache.install(ParseCache())
+    lookup = cached(b"t", parse, slow)
+    assert lookup("x") is slow and lookup("x") is slow and calls == ["x", "x"]
+
+
+def test_parsers_do_not_share_entries() -> None:
+    parsecache.install(ParseCache())
+    assert cached(b"a", lambda t: "from a")("same") == "from a"
+    assert cached(b"b", lambda t: "from b")("same") == "from b"
