@@ -15,9 +15,10 @@ from tests.pipeline.test_pull import cli
 
 ALL: dict[str, Any] = {n: main.get_command(click.Context(main), n) for n in main.list_commands(click.Context(main))}
 
-RENDERING = ["validate", "plan", "apply", "pull", "export", "diff", "preview"]
-# they take --var too; their own tests render with it (tests/pipeline/test_promote.py, test_local.py)
-ALSO_RENDERING = ["promote", "exec", "test", "eval"]
+RENDERING = ["validate", "plan", "apply", "pull", "export", "diff", "preview", "graph"]
+# they take --var too; their own tests render with it (tests/pipeline/test_promote.py, test_local.py,
+# tests/cli/test_destroy.py, test_release.py)
+ALSO_RENDERING = ["promote", "exec", "test", "eval", "destroy", "release"]
 TOOL = "googleSearchTool:\n  name: ${SEARCH_NAME}\n"
 
 
@@ -34,6 +35,7 @@ def test_every_rendering_command_takes_var_and_var_file(tmp_path: Path, command:
         "export": ["--out", str(tmp_path / "out"), "--force"],
         "diff": ["--from", "local", "--to", "local"],
         "preview": ["--env", "local", "--name", "pr-1", "--auto-approve"],
+        "graph": [],
     }[command]
     base = [command, "--dir", str(root), *extra]
     missing = cli(*base)
