@@ -39,3 +39,18 @@ def test_a_plan_names_what_a_change_risks_and_eval_runs_only_that(tmp_path: Path
         "refund-small-order",
         "refund-too-late",
     ]
+
+
+def test_test_affected_by_runs_only_the_tool_tests_at_risk(tmp_path: Path) -> None:
+    repo = tmp_path / "support-bot"
+    shutil.copytree(EXAMPLES / "support-bot", repo, ignore=shutil.ignore_patterns(".cesync"))
+    assert cesync("apply", "--dir", str(repo), *LOCAL, "--auto-approve").returncode == 0
+    tool = repo / "tools" / "refund-policy.yaml"
+    tool.write_text(tool.read_text().replace("timeout: 5s", "timeout: 6s"))
+    saved = repo / "plan.json"
+    cesync("plan", "--dir", str(repo), *LOCAL, "--out", str(saved))
+    ran = cesync("test", "--dir", str(repo), "--env", "local", "--local", "--affected-by", str(saved), "--format", "json")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    names = sorted(r["name"] for r in json.loads(ran.stdout)["tests"])
+    want = json.loads(saved.read_text())["affected"]["tool/refund-policy"]["toolTests"]
+    assert names and sorted(t.split("::", 1)[1] for t in want) == names

@@ -33,6 +33,7 @@ from . import (
     env_option,
     err,
     handled,
+    load_plan,
     main,
     out,
     save,
@@ -228,6 +229,13 @@ def exec_cmd(
 @local_option
 @preview_option
 @strict_option
+@click.option(
+    "--affected-by",
+    "affected_by",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="PLANFILE",
+    help="Only the tests a saved plan (plan --out) puts at risk: those of the tools it changes.",
+)
 @var_options
 @handled
 def test_cmd(
@@ -241,6 +249,7 @@ def test_cmd(
     local: bool,
     preview_name: str | None,
     strict: bool,
+    affected_by: Path | None,
     var_pairs: tuple[str, ...],
     var_files: tuple[Path, ...],
 ) -> None:
@@ -248,6 +257,12 @@ def test_cmd(
     repo = load_repo(directory, resources=False)
     env = repo.env(env_name)
     cases = load_tests(repo.root, pattern)
+    if affected_by is not None:
+        at_risk = {t for found in load_plan(affected_by).affected.values() for t in found.get("toolTests", [])}
+        cases = [c for c in cases if c.id in at_risk]
+        if not cases:
+            out(f"{affected_by} puts no tool test at risk: nothing to run")
+            return
     if not cases:
         if pattern:
             raise CesyncError(f"no test matches {pattern!r}")
