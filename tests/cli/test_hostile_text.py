@@ -28,7 +28,7 @@ from cesync.emulator.server import BackgroundServer
 from cesync.escape import output
 from cesync.render import render
 from tests.fake_forge import TOKEN, serve
-from tests.helpers import cesync
+from tests.helpers import cesync, cesync_process
 from tests.hostile import HostileServer
 from tests.hostile_text import hostile, markdown_problems, parses_as_json, parses_as_xml, terminal_and_ci_problems
 from tests.pipeline.test_pull import _set, console_edit, fresh_repo
@@ -206,5 +206,6 @@ def test_a_hostile_server_s_resources_are_data(tmp_path: Path, text: str, key: s
                 assert markdown_problems(r.stdout) == [], r.stdout
             if fmt == "json" and r.returncode == 0:
                 assert parses_as_json(r.stdout)
-        verbose = cesync("plan", "--dir", str(repo), "--endpoint", server.url, "-vv")
+        # a process of its own: -vv sets the loggers of the process it runs in
+        verbose = cesync_process("plan", "--dir", str(repo), "--endpoint", server.url, "-vv")
         assert terminal_and_ci_problems(verbose.stdout + verbose.stderr) == [], verbose.stderr
