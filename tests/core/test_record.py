@@ -115,3 +115,23 @@ def test_a_forged_record_is_untrusted(forge: str) -> None:
 )
 def test_a_version_that_is_no_record_of_ours_is_none(description: str) -> None:
     assert parse_record(version({"description": description}), KIND_OF) is None
+
+
+def test_a_format_1_record_that_read_ownership_off_its_snapshot_owns_nothing() -> None:
+    """Its snapshot held whatever the app held when the version was made, a tool made by hand during
+    that apply included: prune must not take it for cesync's."""
+    legacy = {
+        "v": 1,
+        "env": "dev",
+        "commit": SHA,
+        "digest": "d",
+        "cesync": "0",
+        "notOwned": base64.b64encode(zlib.compress(b"")).decode(),
+    }
+    snapshot = {"tools": [{"name": f"{APP}/tools/hand"}]}
+    record = parse_record(version({"description": MARKER + json.dumps(legacy)}, snapshot), KIND_OF)
+    assert record is not None and record.legacy and record.owned == frozenset()
+    named = {**legacy, "owned": base64.b64encode(zlib.compress(b"tool/a")).decode()}
+    del named["notOwned"]
+    record = parse_record(version({"description": MARKER + json.dumps(named)}, snapshot), KIND_OF)
+    assert record is not None and record.owned == frozenset({"tool/a"})

@@ -157,7 +157,7 @@ def test_promote_takes_them_from_dev_to_prod_each_naming_its_own_app(tmp_path: P
         "version: 1\ndefaults: {project: p, location: us}\nenvironments:\n  dev: {app: evals-dev}\n  prod: {app: evals-prod}\n"
     )
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
-    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "evaluations"]):
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "evaluations"]):
         subprocess.run([*git, *args], cwd=root, check=True, capture_output=True)
     with BackgroundServer(auto_create_apps=True) as server:
         dev = cesync_in_process("apply", "--env", "dev", "--dir", str(root), "--endpoint", server.url, "--auto-approve")

@@ -18,8 +18,8 @@ pipeline's secret: CESYNC_RECORD_KEY, else CESYNC_PLAN_KEY) the record is sealed
 HMAC-SHA256 over the app, the record's data and when it was written, and ``sums``, a keyed
 hash of each owned resource as the app held it after the apply. ``untrusted`` says why a
 record must be ignored: unsealed or wrongly sealed under a key, or written long before the
-version carrying it was made (a copy). Drift compares the app with ``sums``, never only with
-the snapshot, so a copy of a record over a changed app does not hide the change.
+version carrying it was made (a copy). With a key, drift compares the app with ``sums``, not
+only with the snapshot, so a copy of a record over a changed app does not hide the change.
 """
 
 from __future__ import annotations
@@ -46,13 +46,12 @@ __all__ = [
     "record_body",
     "record_key",
     "resource_sum",
-    "snapshot_keys",
     "untrusted",
 ]
 
 MARKER = "cesync-record: "
 FORMAT = 2
-LEGACY = 1  # format 1: unsealed, ownership may be "the snapshot minus notOwned"
+LEGACY = 1  # format 1: unsealed; its "snapshot minus notOwned" form is read as owning nothing
 MAX_DISPLAY = 100
 MAX_OWNED_BYTES = 16 << 20
 # A sealed record is written just before the version holding it is made; a version made later than
@@ -188,17 +187,6 @@ def record_body(
     return {"displayName": display[:MAX_DISPLAY], "description": f"{human}\n{MARKER}{line}"}
 
 
-def snapshot_keys(snapshot: dict[str, Any], kind_of: dict[str, str]) -> set[str]:
-    """ "kind/id" of every resource an AppSnapshot holds. kind_of: collection -> kind name."""
-    keys: set[str] = set()
-    for collection, items in snapshot.items():
-        kind = kind_of.get(collection)
-        if kind is None or not isinstance(items, list):
-            continue
-        keys.update(f"{kind}/{str(i.get('name', '')).rsplit('/', 1)[-1]}" for i in items if isinstance(i, dict))
-    return keys
-
-
 @dataclass(frozen=True)
 class _Common:
     """What every format reads off the version itself."""
@@ -226,7 +214,7 @@ def parse_record(version: dict[str, Any], kind_of: dict[str, str]) -> AppliedRec
         assert isinstance(snapshot, dict)
         common = _Common(str(version.get("name", "")), str(version.get("createTime", "")), snapshot)
         if outer.get("v") == LEGACY:
-            return _legacy(outer, snapshot, kind_of, common)
+            return _legacy(outer, common)
         signed = outer.get("r")
         if not isinstance(signed, str):
             return None
@@ -255,13 +243,11 @@ def parse_record(version: dict[str, Any], kind_of: dict[str, str]) -> AppliedRec
         return None  # not ours after all, or damaged: as if there were no record
 
 
-def _legacy(data: dict[str, Any], snapshot: dict[str, Any], kind_of: dict[str, str], common: _Common) -> AppliedRecord:
+def _legacy(data: dict[str, Any], common: _Common) -> AppliedRecord:
     """A format-1 record (unsealed). Its "notOwned" form read ownership off the snapshot, which holds
-    what anyone made during that apply too: read so, the snapshot's extras are owned by no one."""
-    if "notOwned" in data:
-        owned = frozenset(snapshot_keys(snapshot, kind_of) - _unpack(str(data["notOwned"])))
-    else:
-        owned = _unpack(str(data.get("owned", "")))
+    whatever anyone made during that apply too: such a record owns nothing (prune then deletes less,
+    never something made by hand), and the next apply names what cesync owns from the repo."""
+    owned = frozenset() if "notOwned" in data else _unpack(str(data.get("owned", "")))
     return AppliedRecord(
         env=str(data["env"]),
         commit=str(data.get("commit", "")),
