@@ -7,10 +7,18 @@ import signal
 import sys
 from itertools import pairwise
 
-try:
-    from ._version import __version__  # written by the build (hatch-vcs, from the git tag)
-except ImportError:  # a source tree on sys.path that was never built or installed
-    __version__ = "0+unknown"
+
+def _version() -> str:
+    """The version the build wrote (hatch-vcs, from the git tag): a module, not importlib.metadata,
+    which costs every command's start-up; absent in a source tree never built or installed."""
+    try:
+        from ._version import __version__ as built  # type: ignore[import-not-found, import-untyped, unused-ignore]
+    except ImportError:
+        return "0+unknown"
+    return str(built)
+
+
+__version__ = _version()
 
 
 def _interrupted_at_startup(signum: int, frame: object) -> None:
