@@ -244,6 +244,18 @@ def _complete(collection: str, violations: list[dict[str, str]], has_type: bool)
         raise _invalid(kind(collection).singular, violations)
 
 
+def _sets_newer_message(message: Message) -> bool:
+    """Whether a message field the protos lack (a newer discovery document's) is set. The document
+    has no oneofs, so it cannot say whether Guardrail.supervisor ("Optional. Guardrail that runs
+    supervisor intervention.", rev 20261016, worded as each guardrail_type member is) is a type:
+    sources silent, such a field stands for one rather than a documented field being refused."""
+    desc = message.DESCRIPTOR
+    return any(
+        f.message_type is not None and api.field_facts(desc.full_name, f.json_name).get("source") == "discovery"
+        for f, _ in message.ListFields()
+    )
+
+
 def parse(collection: str, body: dict[str, Any], *, complete: bool = True) -> Message:
     """A request body as a message (output-only fields, name and etag dropped), or INVALID_ARGUMENT.
 
@@ -253,7 +265,7 @@ def parse(collection: str, body: dict[str, Any], *, complete: bool = True) -> Me
     message = _message(collection, _cleaned(collection, body))
     if complete:
         oneof = kind(collection).oneof
-        has_type = oneof is None or message.WhichOneof(oneof) is not None
+        has_type = oneof is None or message.WhichOneof(oneof) is not None or _sets_newer_message(message)
         _complete(collection, _missing(message, kind(collection).singular), has_type)
     return message
 
