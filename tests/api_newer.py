@@ -19,7 +19,7 @@ def installed(version: str = "v1") -> dict[str, Any]:
 
 def newer(drop_temperature: bool = False) -> dict[str, Any]:
     """Revision 29990101: ModelSettings.reasoningBudget (int32), thinkingLevel MAXIMAL, Guardrail.escalation
-    (a message no revision had: target, priority), Tool.lastRunTime (output only); optionally without
+    (a message no revision had: target, priority, ticket output only), Tool.lastRunTime (output only); optionally without
     ModelSettings.temperature."""
     doc = copy.deepcopy(installed("v1"))
     doc["revision"] = REVISION
@@ -44,6 +44,7 @@ def newer(drop_temperature: bool = False) -> dict[str, Any]:
                 "enum": ["PRIORITY_UNSPECIFIED", "LOW", "HIGH"],
                 "type": "string",
             },
+            "ticket": {"description": "Output only. The ticket it opened.", "readOnly": True, "type": "string"},
         },
     }
     schemas["Guardrail"]["properties"]["escalation"] = {"$ref": "GuardrailEscalation", "description": "Optional. Escalation."}

@@ -103,6 +103,14 @@ def test_an_output_only_field_of_the_newer_document_is_refused(tmp_path: Path) -
     assert code == 1 and "'lastRunTime' is output only" in said, said
 
 
+def test_an_output_only_field_inside_a_message_of_the_newer_document_is_refused(tmp_path: Path) -> None:
+    """Before, validate took escalation.ticket, plan sent it, the server dropped it and no plan was empty."""
+    guardrail = GUARDRAIL.replace("priority: HIGH}", "priority: HIGH, ticket: T-1}")
+    root = repo(tmp_path, document=newer(), **{"guardrails/g.yaml": guardrail})
+    code, said = run(root, "validate")
+    assert code == 1 and "guardrails/g.yaml:3:" in said and "'ticket' is output only" in said, said
+
+
 def test_a_wrong_value_of_a_newer_field_is_refused_with_the_revision(tmp_path: Path) -> None:
     app = "displayName: A\nmodelSettings: {reasoningBudget: lots}\n"
     root = repo(tmp_path, document=newer(), **{"app.yaml": app})

@@ -105,6 +105,12 @@ class _LintKeys(SpecWalker):
         if "OUTPUT_ONLY" in descriptors.behaviors(model.message_name, proto_name):
             self.findings.append(Finding(path, f"'{key}' is output only (set by the server); remove it", key=True))
             return DROP
+        inside = _output_only_inside(descriptors.fields_of(model.message_name)[key], value, path)
+        if inside:
+            self.findings.extend(
+                Finding(at, f"'{at[-1]}' is output only (set by the server); remove it", key=True) for at in inside
+            )
+            return DROP
         _, why = descriptors.canonical_value(model.message_name, key, value)
         if why is not None:
             self.findings.append(Finding(path, f"{key}: {why} (CES API revision {descriptors.revision()})"))
@@ -150,6 +156,38 @@ class _LintKeys(SpecWalker):
         if field is None or field.enum_type is None:
             return set()
         return {v.name for v in field.enum_type.values} - set(spec.enum)
+
+
+def _output_only_inside(field: Any, value: Any, path: Path_) -> list[Path_]:
+    """Where a newer field's value sets an output-only field of the message the newer document
+    gives it: the models never saw that message, so the walk cannot skip it; sent, the server
+    would drop it and no plan would be empty. Iterative: the value's depth is the file's."""
+    found: list[Path_] = []
+    stack: list[tuple[Any, Any, Path_]] = [(field, value, path)]
+    while stack:
+        f, v, at = stack.pop()
+        message = f.message_type
+        if message is None or message.full_name.startswith("google.protobuf."):
+            continue
+        if message.GetOptions().map_entry:
+            if isinstance(v, dict):
+                stack.extend((message.fields_by_name["value"], item, (*at, k)) for k, item in v.items())
+            continue
+        items = list(enumerate(v)) if isinstance(v, list) and f.label == f.LABEL_REPEATED else [(None, v)]
+        for i, item in items:
+            where = at if i is None else (*at, i)
+            if not isinstance(item, dict):
+                continue
+            by_json = {sub.json_name: sub for sub in message.fields}
+            for k, sub_value in item.items():
+                sub = by_json.get(k)
+                if sub is None:
+                    continue
+                if "OUTPUT_ONLY" in descriptors.behaviors(message.full_name, sub.name):
+                    found.append((*where, k))
+                else:
+                    stack.append((sub, sub_value, (*where, k)))
+    return sorted(found, key=str)
 
 
 def strangers(data: Any, model: type[ProtoModel]) -> list[str]:
