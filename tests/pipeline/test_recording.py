@@ -113,29 +113,30 @@ def test_a_copied_record_does_not_launder_drift(tmp_path: Path, server: Backgrou
     assert "drift: changed outside cesync" in again.stdout
 
 
-def test_a_forged_record_cannot_widen_prune(tmp_path: Path, server: BackgroundServer) -> None:
-    """A record naming a hand-made tool as cesync's, written without the key, is ignored and named."""
+@pytest.mark.parametrize("form", ["format 1, notOwned empty", "format 2, unsealed"])
+def test_a_forged_record_cannot_widen_prune(tmp_path: Path, server: BackgroundServer, form: str) -> None:
+    """A record naming a hand-made tool as cesync's, written without the key, is ignored and named:
+    the form the finding used (an empty notOwned, so the snapshot, hand-made tool and all, was
+    owned) and a record of today's form owning the tool by name."""
+    import base64
+    import zlib
+
     root = make_repo(tmp_path, {"tools/one.yaml": tool("one")})
     env = {**emulator_env(server.host), **KEY}
     assert cesync("apply", "--auto-approve", cwd=root, env=env).returncode == 0
     api(server, "POST", f"{APP}/tools", hand_made("hand").body, toolId="hand")
     last = newest_record(server)
-    line = last["description"].split("cesync-record: ", 1)[1]
-    outer = json.loads(line)
-    inner = json.loads(outer["r"])
-    # the console user's record: owned as an unsealed record of cesync's own writing would say it
-    from cesync.core.record import record_body
+    outer = json.loads(last["description"].split("cesync-record: ", 1)[1])
+    inner = json.loads(outer["r"]) if "r" in outer else outer
+    if form.startswith("format 1"):
+        empty = base64.b64encode(zlib.compress(b"")).decode()
+        line = {"v": 1, "env": "local", "commit": inner["commit"], "digest": inner["digest"], "cesync": "x", "notOwned": empty}
+        wide = {"description": "What cesync applied.\ncesync-record: " + json.dumps(line)}
+    else:
+        from cesync.core.record import record_body
 
-    wide = record_body(
-        APP,
-        "local",
-        inner["commit"],
-        False,
-        inner["digest"],
-        "x",
-        ["tool/one", "tool/greet", "tool/hand"],
-        written_at=inner["at"],
-    )
+        owned = ["tool/one", "tool/greet", "tool/hand"]
+        wide = record_body(APP, "local", inner["commit"], False, inner["digest"], "x", owned, written_at=inner["at"])
     forged = copy_record(server, last, wide["description"])
     plan = cesync("plan", "--prune", "--format", "json", cwd=root, env=env)
     data = json.loads(plan.stdout)
