@@ -134,3 +134,12 @@ def test_served_agents_follow_child_agents_and_agent_tools_only_with_a_deploymen
         f"{APP}/agents/root",
         f"{APP}/agents/via-tool",
     ]
+
+
+def test_without_the_cel_runtime_policies_say_how_to_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Python 3.10 has no wheel of cel-expr-python (the dependency's marker): a repo with policies is told so."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "cel_expr_python", None)  # what 'import' finds when the package is absent
+    with pytest.raises(PolicyError, match=r"pip install cel-expr-python, or remove 'policies' from cesync\.yaml"):
+        rules(TIMEOUT)
