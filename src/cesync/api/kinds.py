@@ -59,8 +59,8 @@ class ResourceKind:
     """What cesync needs to know about one kind of resource.
 
     Resources and plan changes carry their kind; ``str(kind)`` is its name, and a saved
-    plan, a digest or a message holds only that name (a kind pickles as its name too, so a
-    forked loader's resources come back holding the registry's own entries)."""
+    plan, a digest or a message holds only that name (a kind pickles as its name too, so an
+    unpickled resource holds the registry's own entry)."""
 
     name: str  # singular, as in plans and messages: "tool"
     collection: str  # REST collection, repo folder, archive folder, {ref: <collection>/<id>}: "tools"

@@ -469,11 +469,10 @@ def cli_vars(pairs: tuple[str, ...], files: tuple[Path, ...]) -> dict[str, str]:
 
 
 def print_plan(plan: Plan, fmt: str) -> None:
-    """The plan on stdout; above forked.MIN_ITEMS changes, the text of part of them is made on the other core."""
+    """The plan on stdout."""
     from ..render import render, use_color
-    from ..repo.forked import fork_map
 
-    out(render(plan, fmt, color=use_color(sys.stdout.isatty(), os.environ), mapper=fork_map), nl=False)
+    out(render(plan, fmt, color=use_color(sys.stdout.isatty(), os.environ)), nl=False)
 
 
 def save(path: Path, text: str) -> None:

@@ -10,13 +10,12 @@ import ast
 import contextlib
 import functools
 import re
-from collections.abc import Iterable
 from typing import Any
 
 from . import parsecache
 from .yamlfile import load_data
 
-__all__ = ["ENV_VAR", "adopt_parsed", "parse_document", "parsed", "python_functions", "substitute_url", "unreadable", "url_back"]
+__all__ = ["ENV_VAR", "parse_document", "python_functions", "substitute_url", "unreadable", "url_back"]
 
 
 def parse_document(text: str) -> Any:
@@ -31,8 +30,7 @@ def parse_document(text: str) -> Any:
 
 
 # The data of documents made by substitute_url, by their text: both sides of the diff
-# parse the substituted text, whose data is known from the unsubstituted one's. Also the
-# documents a forked render process parsed (adopt_parsed).
+# parse the substituted text, whose data is known from the unsubstituted one's.
 _SUBSTITUTED: dict[str, Any] = {}
 _NOT_DERIVED = object()
 
@@ -114,45 +112,10 @@ def unreadable(body: dict[str, Any]) -> list[str]:
 
 
 def python_functions(code: str) -> list[str]:
-    known = _FUNCTIONS.get(code)
-    return list(known if known is not None else _top_functions(code))
+    return list(_top_functions(code))
 
 
-_FUNCTIONS: dict[str, tuple[str, ...]] = {}  # from a forked render process (adopt_parsed)
 _OPENAPI_FIELDS = ("openApiTool", "openApiToolset")
-
-
-def parsed(bodies: Iterable[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, tuple[str, ...]]]:
-    """The parsed documents of rendered bodies, as this process has them cached: what the plan's
-    diff parses again (OpenAPI schemas; Python code for a function's default name).
-
-    A forked render hands these to the parent with its bodies: unpickling them costs a
-    fraction of parsing them again there.
-    """
-    documents: dict[str, Any] = {}
-    functions: dict[str, tuple[str, ...]] = {}
-    for body in bodies:
-        for field in _OPENAPI_FIELDS:
-            spec = body.get(field)
-            text = spec.get("openApiSchema") if isinstance(spec, dict) else None
-            if isinstance(text, str) and text not in documents:
-                with contextlib.suppress(ValueError):
-                    documents[text] = parse_document(text)
-        fn = body.get("pythonFunction")
-        code = fn.get("pythonCode") if isinstance(fn, dict) else None
-        if isinstance(code, str) and code not in functions:
-            with contextlib.suppress(SyntaxError, ValueError, RecursionError):
-                functions[code] = _top_functions(code)
-    return documents, functions
-
-
-def adopt_parsed(found: tuple[dict[str, Any], dict[str, tuple[str, ...]]]) -> None:
-    """Take documents another process parsed (see parsed) as if parsed here."""
-    documents, functions = found
-    for text, data in documents.items():
-        _SUBSTITUTED.setdefault(text, data)
-    for code, names in functions.items():
-        _FUNCTIONS.setdefault(code, names)
 
 
 @functools.cache  # one entry per distinct code of the repo: memory grows with resources

@@ -58,10 +58,6 @@ class ParseCache:
         with contextlib.suppress(ValueError):  # a type marshal does not write (a date YAML read): parsed again
             self.used[key] = marshal.dumps(value, MARSHAL_VERSION)
 
-    def adopt(self, used: dict[bytes, bytes]) -> None:
-        """What another process of the same run used (a forked render)."""
-        self.used.update(used)
-
     @property
     def changed(self) -> bool:
         """Whether the store on disk would differ from what this run used."""

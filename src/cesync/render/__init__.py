@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..core.plan import Plan
     from .markdown import MARKER, render_markdown
-    from .text import Mapper, render_text, use_color
+    from .text import render_text, use_color
 
 __all__ = ["FORMATS", "MARKER", "render", "render_markdown", "render_text", "use_color"]
 
@@ -19,8 +19,7 @@ FORMATS = ("text", "json", "markdown")
 _LAZY = {"MARKER": "markdown", "render_markdown": "markdown", "render_text": "text", "use_color": "text"}
 
 
-def render(plan: Plan, fmt: str, *, color: bool = False, mapper: Mapper | None = None) -> str:
-    """mapper: how the text renderer maps its changes to their texts (see text.Mapper)."""
+def render(plan: Plan, fmt: str, *, color: bool = False) -> str:
     if fmt == "json":
         return plan.to_json()
     if fmt == "markdown":
@@ -29,7 +28,7 @@ def render(plan: Plan, fmt: str, *, color: bool = False, mapper: Mapper | None =
         return render_markdown(plan)
     from .text import render_text
 
-    return render_text(plan, color=color, mapper=mapper)
+    return render_text(plan, color=color)
 
 
 def __getattr__(name: str) -> Any:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ..api.words import count
@@ -42,13 +42,7 @@ def _short(value: Any) -> str:
     return clip(json.dumps(value), 120)
 
 
-# How the changes' texts are made: mapper(fn, changes) must equal fn(changes). The command
-# line passes one that makes part of them in a forked process (repo/forked.py): writing a
-# thousand created bodies as YAML is a tenth of a second of apply's time before its first write.
-Mapper = Callable[[Callable[[list[Change]], list[str]], list[Change]], list[str]]
-
-
-def render_text(plan: Plan, *, color: bool = False, mapper: Mapper | None = None) -> str:
+def render_text(plan: Plan, *, color: bool = False) -> str:
     # The app's text is escaped before it is coloured: the only escape sequences left are these
     # colours, which cli.out's last pass (escape.output) keeps, and nothing the app wrote.
     def paint(text: str, key: str) -> str:
@@ -60,7 +54,7 @@ def render_text(plan: Plan, *, color: bool = False, mapper: Mapper | None = None
     at = f" at {where(plan)}" if where(plan) else ""
     lines = [f"Plan for environment '{plan.environment}' ({plan.app}){at}", ""]
     lines += [paint(line, "bold") for line in notices(plan)]
-    lines += mapper(texts, list(plan.changes)) if mapper is not None else texts(list(plan.changes))
+    lines += texts(list(plan.changes))
     if not plan.changes:
         lines.append("No changes. The app matches the repo.")
         lines.append("")

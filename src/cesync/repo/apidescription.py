@@ -2,7 +2,7 @@
 
 cesync ships a description of the API generated from google-cloud-ces and Google's discovery
 document of one revision (scripts/gen_api.py). CES moves faster; a field CES has must never
-block a user. Before the files render (so a forked render sees it too), :func:`settle` decides:
+block a user. Before the files render, :func:`settle` decides:
 
 1. the repo names discovery documents in cesync.yaml (``api: {discovery: {v1: FILE}}``): those,
    merged into the bundled description (cesync.api.descriptors.use_documents);

@@ -13,7 +13,6 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import astuple, dataclass, replace
-from functools import partial
 from itertools import accumulate
 from pathlib import Path
 
@@ -24,7 +23,6 @@ from ..core.parsecache import MISSING
 from ..core.yamlfile import Path_, read_text
 from ..errors import Problem
 from .cache import save_cache
-from .forked import fork_map
 from .loading import CONFIG_FILE, display_path
 from .repo import Repo, SourceFile
 from .templating import INCLUDABLE
@@ -199,9 +197,8 @@ def lint_credentials(repo: Repo) -> list[Problem]:
     files = [repo.root / CONFIG_FILE, *(f.path for f in repo.files)]
     for src in repo.files:
         files += _includes(src.doc.data, src.path.parent, repo.root)
-    # Each file on its own: the tail of the list is scanned on the other core (forked.fork_map).
     sources = {src.doc.file: src for src in repo.files}
-    scanned = fork_map(partial(_scan_files, repo.root), list(dict.fromkeys(files)), carry=_used_cache, adopt=_adopt_cache)
+    scanned = _scan_files(repo.root, list(dict.fromkeys(files)))
     save_cache(repo.root, parsecache.current())
     for found in scanned:
         problems += [_fitting(p, sources[p.file]) if p.file in sources else p for p in found]
@@ -271,17 +268,6 @@ def _scan_files(root: Path, paths: list[Path]) -> list[list[Problem]]:
                 cache.put(key, found)
         out.append([Problem(*t) for t in found])
     return out
-
-
-def _used_cache(_: list[list[Problem]]) -> dict[bytes, bytes]:
-    cache = parsecache.current()
-    return cache.used if cache is not None else {}
-
-
-def _adopt_cache(used: dict[bytes, bytes]) -> None:
-    cache = parsecache.current()
-    if cache is not None:
-        cache.adopt(used)
 
 
 def _includes(data: object, base: Path, root: Path) -> list[Path]:

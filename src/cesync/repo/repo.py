@@ -24,19 +24,16 @@ from ..api.kinds import KINDS, ResourceKind
 from ..api.resource import ID_RE, Position, Resource
 from ..core import parsecache
 from ..core.checks import Finding, check_body, lint_keys, server_made, suggest
-from ..core.documents import adopt_parsed, parsed
 from ..core.fieldpath import data_path, position
 from ..core.references import Ref, cycles, names_in
 from ..core.sensitive import remember
 from ..core.yamlfile import Document, Path_
 from ..errors import CesyncError, ConfigError, Problem
 from ..models import TOOL_TYPES
-from ..models.base import build
 from .apidescription import settle
 from .cache import load_cache, save_cache
 from .config import Config
 from .environments import VAR_ENV_PREFIX, EnvTarget, env_var_name, resolve_env
-from .forked import fork_map
 from .loading import (
     CONFIG_FILE,
     SourceFile,
@@ -119,9 +116,9 @@ class Repo:
         """The desired resources for one environment; ConfigError lists every problem.
 
         memo shares the work of files that render the same in several environments.
-        started() is called once rendering is under way (see forked.fork_map).
+        started() is called as rendering starts (the app is read meanwhile).
         """
-        if memo is None:  # a whole render: the files are shared between two cores
+        if memo is None:  # a whole render
             renders = self._render_files([env], started)[0]
             parsecache.install(None)  # written: its bytes are freed before the plan holds the app as well
             return self._collect(env, renders)
@@ -178,23 +175,16 @@ class Repo:
         return {f.key for f in self.files} | self.unreadable
 
     def _render_files(self, envs: list[EnvTarget], started: Callable[[], None] | None = None) -> list[list[_FileRender]]:
-        """Each file rendered for each environment (by environment, then in file order).
-
-        Above forked.MIN_ITEMS files a forked process renders part of them on the other core
-        (the parse caches it fills come back with its results); same results either way.
-        """
+        """Each file rendered for each environment (by environment, then in file order)."""
         known = self._known
 
         def render(files: list[SourceFile]) -> list[list[_FileRender]]:
             memo: _Memo = {}
             return [[_render_file(self.root, src, env, known, memo if len(envs) > 1 else None) for env in envs] for src in files]
 
-        for model in {f.kind.model for f in self.files}:
-            build(model)  # once, before the fork
-        # The child's share: a little over half, as this process also unpickles its results (and,
-        # for plan, reads the app in a thread meanwhile); measured at 1,000 tools to end together.
-        share = 0.55 if started is None else 0.6
-        per_file = fork_map(render, self.files, child_share=share, carry=_carried, adopt=_adopt, started=started)
+        if started is not None:
+            started()
+        per_file = render(self.files)
         save_cache(self.root, parsecache.current())
         return [[renders[i] for renders in per_file] for i in range(len(envs))]
 
@@ -310,7 +300,7 @@ def load_repo(root: Path, *, resources: bool = True) -> Repo:
     files = load_sources(root, problems, unreadable) if resources else []
     if config is None or cfg_doc is None:
         raise ConfigError(problems)
-    settle(root, config, cfg_doc, files, problems)  # before rendering: a forked render reads the same description
+    settle(root, config, cfg_doc, files, problems)  # before rendering, which reads the description
     return Repo(root, config, cfg_doc, files, problems, unreadable=unreadable)
 
 
@@ -323,7 +313,7 @@ _Rendered = tuple[dict[str, Any] | None, list[Problem], list[Problem], Any, set[
 _Memo = dict[tuple[str, str], tuple[str, str | None, _Rendered]]
 
 
-# One file's render for one environment, as plain data (a forked process sends it back):
+# One file's render for one environment, as plain data:
 # the body (None if it has problems), the problems, and each reference to another tool or
 # toolset as (the data path its position is taken from, (kind, id)).
 _FileRender = tuple[dict[str, Any] | None, list[Problem], list[tuple[Path_, tuple[str, str]]]]
@@ -357,23 +347,6 @@ def _render_file(
         return None, problems, refs
     body = dict(body)  # _env_var replaces the type's dict, never the shared one
     return body, checked + env_var_urls(src, body, env), refs
-
-
-def _carried(per_file: list[list[_FileRender]]) -> Any:
-    """The documents a forked render parsed, for the diff in the parent (see documents.parsed),
-    and what it used of the parse cache, for the parent to keep."""
-    cache = parsecache.current()
-    return parsed(body for renders in per_file for body, _, _ in renders if body is not None), (
-        cache.used if cache is not None else {}
-    )
-
-
-def _adopt(carried: Any) -> None:
-    documents, used = carried
-    adopt_parsed(documents)
-    cache = parsecache.current()
-    if cache is not None:
-        cache.adopt(used)
 
 
 def _checked(root: Path, src: SourceFile, data: Any, parent: str, known: set[tuple[str, str]]) -> tuple[bool, _Rendered]:
