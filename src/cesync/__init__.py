@@ -1,4 +1,4 @@
-"""cesync: manage Google Cloud Customer Engagement Suite (CES) tools as code."""
+"""cesync: manage Google Cloud Customer Engagement Suite (CES) apps as code."""
 
 from __future__ import annotations
 
