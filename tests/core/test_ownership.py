@@ -87,3 +87,14 @@ def test_a_reference_across_owners_must_name_what_the_app_holds() -> None:
 def test_records_ignored_and_unsealed_are_said() -> None:
     assert record_trust(plan(), [], "CESYNC_PLAN_KEY").record_notes == ()
     assert record_trust(plan(), ["ignored x: why"], "").record_notes == ("ignored x: why", UNSEALED)
+
+
+@pytest.mark.parametrize(
+    ("said", "whose"),
+    [("billing", ""), ("sales", "owner 'billing''s"), ("billing", "no other owner's")],
+    ids=["right", "wrong", "nobody's"],
+)
+def test_a_ref_to_another_owner_names_the_owner_its_records_say(said: str, whose: str) -> None:
+    others = {} if whose == "no other owner's" else {"tool/b1": "billing"}
+    found = foreign_references([], [remote("b1")], P, others, {"tool/b1": ("agents/front.yaml", said)})
+    assert found == ([f"agents/front.yaml: {{ref: tools/b1, owner: {said}}}: the app's records make it {whose}"] if whose else [])

@@ -330,6 +330,12 @@ def test_two_repos_share_an_app_without_touching_each_others(tmp_path: Path, ser
         and "tool b2 (owner 'billing')" in refused.stderr
     )
     (support / "tools" / "b2.yaml").unlink()
+    # a reference must name the owner whose record owns what it names
+    front = (support / "agents" / "front.yaml").read_text(encoding="utf-8")
+    (support / "agents" / "front.yaml").write_text(front.replace("owner: billing", "owner: sales"), encoding="utf-8")
+    wrong = cesync("plan", cwd=support, env=env)
+    assert wrong.returncode == 1 and "{ref: tools/b1, owner: sales}: the app's records make it owner 'billing''s" in wrong.stderr
+    (support / "agents" / "front.yaml").write_text(front, encoding="utf-8")
     # a reference to another owner's resource that the app no longer holds is refused, naming it
     api(server, "DELETE", f"{APP}/tools/b1", force="true")
     gone = cesync("plan", cwd=support, env=env)

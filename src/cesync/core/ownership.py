@@ -52,14 +52,23 @@ def other_owners(plan: Plan, others: Mapping[str, str], owner: str, defined: Ite
 
 
 def foreign_references(
-    desired: Iterable[Resource], remote: Iterable[Resource], parent: str, others: Mapping[str, str]
+    desired: Iterable[Resource],
+    remote: Iterable[Resource],
+    parent: str,
+    others: Mapping[str, str],
+    declared: Mapping[str, tuple[str, str]] | None = None,
 ) -> list[str]:
-    """Problems with the repo's references to another owner's resources ({ref: ..., owner: ...}):
-    each must be in the app. [] when every one is (a reference across owners is allowed)."""
+    """Problems with the repo's references to another owner's resources: each must be in the app,
+    and a {ref: ..., owner: NAME} (declared: "kind/id" -> (file, NAME)) must name the owner whose
+    newest record owns it. [] when every one holds (a reference across owners is allowed)."""
     mine = {f"{d.kind.name}/{d.id}" for d in desired}
     there = {f"{r.kind.name}/{r.id}" for r in remote}
     pattern = names_pattern(parent)
     problems = []
+    for key, (where, said) in sorted((declared or {}).items()):
+        if key not in mine and others.get(key) != said:
+            whose = f"{_who(others[key])}'s" if key in others else "no other owner's"
+            problems.append(f"{where}: {{ref: {_ref(key)}, owner: {said}}}: the app's records make it {whose}")
     for d in desired:
         for match in sorted({m.group(0) for m in pattern.finditer(json.dumps(d.body))}):
             key = _key(match)
@@ -68,6 +77,14 @@ def foreign_references(
                     f"{d.kind} {d.id} names {key} of {_who(others[key])}, which the app does not hold: apply that repo first"
                 )
     return problems
+
+
+def _ref(key: str) -> str:
+    """ "tool/x" as a {ref:} writes it: tools/x."""
+    from ..api.kinds import KINDS
+
+    kind, _, rid = key.partition("/")
+    return f"{KINDS[kind].collection}/{rid}"
 
 
 def _who(namespace: str) -> str:

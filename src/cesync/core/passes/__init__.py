@@ -58,6 +58,8 @@ class RecordsInput:
     sum_key: bytes = b""  # the key of those hashes (b"": records are not sealed)
     ignored: tuple[str, ...] = ()  # records ignored, each with why
     key_from: str = ""  # where the record key came from ("": records are not sealed)
+    # "kind/id" -> (file, the owner it names) of each {ref: ..., owner: ...} of the repo
+    declared: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

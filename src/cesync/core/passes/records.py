@@ -24,7 +24,8 @@ __all__ = ["other_owners", "record_notes", "sealed_drift"]
 def other_owners(plan: Plan, given: PlanInput) -> Plan:
     if given.records is None:
         return plan
-    if problems := foreign_references(given.desired, given.remote, given.parent, given.records.others):
+    records = given.records
+    if problems := foreign_references(given.desired, given.remote, given.parent, records.others, records.declared):
         raise CesyncError("; ".join(problems))
     defined = [f"{d.kind.name}/{d.id}" for d in given.desired]
     return keep_others(plan, given.records.others, given.records.owner, defined)
