@@ -6,7 +6,9 @@ newer one; a field the newest document dropped is refused saying so."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -171,6 +173,11 @@ def served() -> Iterator[tuple[str, list[str]]]:
         thread.join()
 
 
+@pytest.fixture
+def signing_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CESYNC_CACHE_KEY", "test-key-of-this-machine")
+
+
 def loopback_fetch(base: str) -> apidescription.Fetch:
     def fetch(version: str) -> dict[str, Any]:
         return fetch_discovery(version, url=f"{base}?version={version}", allowed=lambda url: url.startswith(base))
@@ -179,7 +186,7 @@ def loopback_fetch(base: str) -> apidescription.Fetch:
 
 
 def test_an_unknown_field_fetches_the_live_document_once_and_caches_it_by_revision(
-    tmp_path: Path, served: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, served: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch, signing_key: None
 ) -> None:
     base, asked = served
     monkeypatch.delenv(apidescription.OFFLINE_VAR)
@@ -187,7 +194,10 @@ def test_an_unknown_field_fetches_the_live_document_once_and_caches_it_by_revisi
     root = repo(tmp_path, api="")
     assert load_repo(root).validate() == []
     assert descriptors.revision() == REVISION
-    assert sorted(p.name for p in (root / apidescription.CACHE_FOLDER).iterdir()) == [f"ces.v1.{REVISION}.json"]
+    assert sorted(p.name for p in (root / apidescription.CACHE_FOLDER).iterdir()) == [
+        f"ces.v1.{REVISION}.json",
+        f"ces.v1.{REVISION}.json.sig",
+    ]
     assert len(asked) == 2  # v1, and v1beta (which this server does not have)
     descriptors.use_documents({})
     assert load_repo(root).validate() == []  # from the cache: nothing asked again
@@ -269,3 +279,105 @@ def test_any_newer_field_is_validated_and_rendered_as_written(name: str, typed: 
             assert rendered["app"]["modelSettings"]["model"] == "m"
         finally:
             descriptors.use_documents({})
+
+
+# --- what a repo in a pull request can put in the way ------------------------------------------
+
+
+def test_a_cache_entry_the_repo_carries_is_not_used(tmp_path: Path, signing_key: None) -> None:
+    """.cesync/ is in the repo: a pull request can commit a "cache" that cesync never fetched.
+    It is passed over (not signed with this machine's key) and each unknown field says so."""
+    root = repo(tmp_path, api="")
+    folder = root / apidescription.CACHE_FOLDER
+    folder.mkdir(parents=True)
+    (folder / f"ces.v1.{REVISION}.json").write_text(json.dumps(newer()))
+    assert apidescription.cached_documents(root) == {}
+    code, said = run(root, "validate")
+    assert code == 1 and "unknown field 'reasoningBudget'" in said, said
+
+
+def test_what_cesync_fetched_is_used_again_and_a_changed_entry_is_not(
+    tmp_path: Path, served: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch, signing_key: None
+) -> None:
+    base, _ = served
+    monkeypatch.delenv(apidescription.OFFLINE_VAR)
+    monkeypatch.setattr(apidescription, "_live", loopback_fetch(base))
+    root = repo(tmp_path, api="")
+    assert load_repo(root).validate() == []
+    assert list(apidescription.cached_documents(root)) == [REVISION]
+    entry = root / apidescription.CACHE_FOLDER / f"ces.v1.{REVISION}.json"
+    entry.write_text(entry.read_text().replace("Tokens the model may think with", "Changed"))
+    assert apidescription.cached_documents(root) == {}
+
+
+def _unblocked(fifo: Path) -> None:
+    """Let a reader stuck opening or reading ``fifo`` go (end of file)."""
+    with contextlib.suppress(OSError):
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+
+def _returns(call: Any, fifo: Path) -> bool:
+    done = threading.Event()
+    thread = threading.Thread(target=lambda: (call(), done.set()), daemon=True)
+    thread.start()
+    finished = done.wait(5)
+    _unblocked(fifo)
+    thread.join(5)
+    return finished
+
+
+def test_a_cache_entry_that_is_a_fifo_or_a_symlink_is_passed_over(tmp_path: Path, signing_key: None) -> None:
+    root = repo(tmp_path, api="")
+    folder = root / apidescription.CACHE_FOLDER
+    folder.mkdir(parents=True)
+    fifo = folder / f"ces.v1.{REVISION}.json"
+    os.mkfifo(fifo)
+    assert _returns(lambda: apidescription.cached_documents(root), fifo)
+    fifo.unlink()
+    (folder / f"ces.v1beta.{REVISION}.json").symlink_to("/dev/zero")
+    assert apidescription.cached_documents(root) == {}
+
+
+@pytest.mark.parametrize("where", ["outside", "symlink", "absolute", "fifo"])
+def test_a_named_document_must_be_a_file_inside_the_repo(tmp_path: Path, where: str) -> None:
+    (tmp_path / "r").mkdir()
+    outside = tmp_path / "r" / "elsewhere.json"  # beside the repo (tmp_path/r/repo)
+    outside.write_text(json.dumps(newer()))
+    name = {"outside": "../elsewhere.json", "absolute": str(outside)}.get(where, "api/ces.v1.json")
+    root = repo(tmp_path / "r", api=f"api:\n  discovery: {{v1: '{name}'}}\n")
+    (root / "api").mkdir()
+    if where == "symlink":
+        (root / "api" / "ces.v1.json").symlink_to(outside)
+    if where == "fifo":
+        os.mkfifo(root / "api" / "ces.v1.json")
+    result: list[tuple[int, str]] = []
+    assert _returns(lambda: result.append(run(root, "validate")), root / "api" / "ces.v1.json")
+    code, said = result[0]
+    expected = {"fifo": "is not a regular file", "symlink": "resolves outside the repo"}.get(where, "inside the repo")
+    assert code == 1 and "cesync.yaml:3:" in said and expected in said, said
+
+
+def test_the_cache_is_never_written_outside_the_repo(
+    tmp_path: Path, served: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch, signing_key: None
+) -> None:
+    """A committed .cesync symlink, or a planted ces.v1.<revision>.tmp symlink, would have had
+    the fetched document written through it, over any file the job can write."""
+    base, _ = served
+    monkeypatch.delenv(apidescription.OFFLINE_VAR)
+    monkeypatch.setattr(apidescription, "_live", loopback_fetch(base))
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    root = repo(tmp_path / "r", api="")
+    folder = root / apidescription.CACHE_FOLDER
+    folder.mkdir(parents=True)
+    for name in (f"ces.v1.{REVISION}.tmp", f"ces.v1.{REVISION}.json.tmp", f"ces.v1.{REVISION}.json"):
+        (folder / name).symlink_to(victim)
+    assert load_repo(root).validate() == []  # used for this run all the same
+    assert victim.read_text() == "precious"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    root2 = repo(tmp_path / "r2", api="")
+    (root2 / ".cesync").symlink_to(elsewhere)
+    descriptors.use_documents({})
+    assert load_repo(root2).validate() == []
+    assert list(elsewhere.iterdir()) == []

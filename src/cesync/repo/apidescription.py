@@ -19,9 +19,13 @@ CESYNC_OFFLINE set (the project's tests set it: they never touch the real networ
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import re
+import secrets
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,6 +34,7 @@ from ..api import descriptors
 from ..core.checks import strangers
 from ..core.yamlfile import Document
 from ..errors import CesyncError, Problem
+from .cache import signing_key
 from .config import Config
 from .loading import SourceFile
 
@@ -99,19 +104,28 @@ def _wanted(files: list[SourceFile]) -> list[str]:
 
 def _named(root: Path, config: Config, config_doc: Document, problems: list[Problem]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
+    inside = root.resolve()
     for version, name in sorted(config.api.discovery.items()):
         at = ("api", "discovery", version)
-        path = root / name
+        path = (root / name).resolve()
+        if Path(name).is_absolute() or not path.is_relative_to(inside):
+            problems.append(
+                config_doc.problem(at, f"{name} resolves outside the repo: cesync reads only files inside it; copy it in")
+            )
+            continue
         try:
-            if path.stat().st_size > MAX_FILE:
-                problems.append(
-                    config_doc.problem(at, f"{name} is over {MAX_FILE // (1024 * 1024)} MB: not a discovery document")
-                )
-                continue
-            document = json.loads(path.read_text(encoding="utf-8"))
+            raw = _read_regular(path, follow=True)
         except OSError as exc:
             problems.append(config_doc.problem(at, f"cannot read {name}: {exc.strerror or exc}"))
             continue
+        if raw is None:
+            problems.append(config_doc.problem(at, f"{name} is not a regular file: not a discovery document"))
+            continue
+        if len(raw) > MAX_FILE:
+            problems.append(config_doc.problem(at, f"{name} is over {MAX_FILE // (1024 * 1024)} MB: not a discovery document"))
+            continue
+        try:
+            document = json.loads(raw)
         except (ValueError, RecursionError):
             problems.append(config_doc.problem(at, f"{name} is not JSON (Google's discovery document is)"))
             continue
@@ -120,6 +134,17 @@ def _named(root: Path, config: Config, config_doc: Document, problems: list[Prob
             continue
         out[version] = document
     return out
+
+
+def _read_regular(path: Path, *, follow: bool) -> bytes | None:
+    """At most MAX_FILE + 1 bytes of a regular file; None for anything else (a FIFO would block
+    the run, /dev/zero never end). ``follow=False``: a symlink is refused too (OSError)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW)
+    fd = os.open(path, flags)
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return None
+        return handle.read(MAX_FILE + 1)
 
 
 def _use(documents: dict[str, dict[str, Any]], problems: list[Problem], config_doc: Document) -> None:
@@ -150,21 +175,40 @@ def _bundled_revision() -> str:
 
 
 def cached_documents(root: Path) -> dict[str, dict[str, dict[str, Any]]]:
-    """The cached documents newer than the bundled description: revision -> version -> document."""
+    """The cached documents newer than the bundled description: revision -> version -> document.
+
+    .cesync/ is in the repo, which a pull request writes: an entry counts only when it is a
+    regular file signed with this machine's key (repo.cache.signing_key), as cesync saved it."""
     folder = root / CACHE_FOLDER
     bundled = int(_bundled_revision() or 0)
+    key = signing_key()
     out: dict[str, dict[str, dict[str, Any]]] = {}
-    for path in sorted(folder.glob("ces.*.json")) if folder.is_dir() else []:
+    if key is None or folder.is_symlink() or (root / CACHE_FOLDER.parent).is_symlink() or not folder.is_dir():
+        return out
+    for path in sorted(folder.glob("ces.*.json")):
         match = _CACHED.match(path.name)
-        if match is None or int(match.group(2)) <= bundled or path.stat().st_size > MAX_FILE:
+        if match is None or int(match.group(2)) <= bundled:
             continue
         try:
-            document = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError):
-            continue  # a broken cache entry is no description: fetched again
+            raw = _read_regular(path, follow=False)
+            signature = _read_regular(path.with_name(path.name + ".sig"), follow=False)
+        except OSError:
+            continue
+        if raw is None or signature is None or len(raw) > MAX_FILE:
+            continue
+        if not hmac.compare_digest(signature.strip(), _signature(key, raw).encode()):
+            continue  # not what this machine fetched: passed over, fetched again
+        try:
+            document = json.loads(raw)
+        except (ValueError, RecursionError):
+            continue
         if isinstance(document, dict) and str(document.get("revision")) == match.group(2):
             out.setdefault(match.group(2), {})[match.group(1)] = document
     return out
+
+
+def _signature(key: bytes, raw: bytes) -> str:
+    return hmac.new(key, b"cesync-discovery-cache 1\n" + raw, hashlib.sha256).hexdigest()
 
 
 def _newest_first(cached: dict[str, dict[str, dict[str, Any]]]) -> list[dict[str, dict[str, Any]]]:
@@ -172,13 +216,24 @@ def _newest_first(cached: dict[str, dict[str, dict[str, Any]]]) -> list[dict[str
 
 
 def _save(root: Path, documents: dict[str, dict[str, Any]]) -> None:
+    """Keep the fetched documents, signed; never through a symlink the repo planted (.cesync, the
+    folder, a file): it would have the document written over any file the job can write."""
+    key = signing_key()
     folder = root / CACHE_FOLDER
+    if key is None or any(p.is_symlink() for p in (root / CACHE_FOLDER.parent, folder)):
+        return
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        if not folder.resolve().is_relative_to(root.resolve()):
+            return
         for version, document in documents.items():
             target = folder / f"ces.{version}.{document['revision']}.json"
-            temporary = target.with_suffix(".tmp")
-            temporary.write_text(json.dumps(document), encoding="utf-8")
-            temporary.replace(target)
+            raw = json.dumps(document).encode()
+            for path, data in ((target, raw), (target.with_name(target.name + ".sig"), _signature(key, raw).encode())):
+                temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+                fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(data)
+                os.replace(temporary, path)  # a symlink at path is replaced, never written through
     except OSError:
         pass  # a read-only checkout: used this run, fetched again the next

@@ -28,7 +28,7 @@ from pathlib import Path
 from .. import __version__
 from ..core.parsecache import ParseCache
 
-__all__ = ["CACHE_FILE", "load_cache", "save_cache"]
+__all__ = ["CACHE_FILE", "load_cache", "save_cache", "signing_key"]
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +37,12 @@ FORMAT = b"cesync-parse-cache 1 "
 MAX_BYTES = 1 << 30
 KEY_BYTES = 32
 MIN_ENTRIES = 200  # texts parsed: below this a repo gets no cache (and the source tree's fixtures none)
+
+
+def signing_key() -> bytes | None:
+    """The key this machine signs what it caches in a repo with (None: no key can be had), for
+    caches besides this one (repo.apidescription's discovery documents)."""
+    return _key()
 
 
 def _key() -> bytes | None:
