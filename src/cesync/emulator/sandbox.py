@@ -157,22 +157,14 @@ log = logging.getLogger(__name__)
 
 
 def _note_memory_once(note: str) -> None:
-    """Say once per process how a tool call's memory is held (a cgroup, or the bound).
-
-    On stderr only when a call's total is not bounded (what the reader must know before
-    running code they do not trust); a budget that holds is a log line (--verbose): said on
-    every run of test and eval, it was noise people learned to skip."""
+    """Say once per process how a tool call's memory is held (a cgroup, or the bound): a log line
+    (--verbose). Said on stderr on every run of test and eval, it was noise people learned to
+    skip; where the total is not held (root in the fallback), the fallback's own warning says so."""
     global _noted
     if _noted:
         return
     _noted = True
-    if UNBOUNDED in note:
-        sys.stderr.write(f"cesync: note: tool memory: {note}\n")
-    else:
-        log.info("tool memory: %s", note)
-
-
-UNBOUNDED = "a call's total is not bounded"
+    log.info("tool memory: %s", note)
 
 
 def memory_note(sandbox: dict[str, Any], group: MemoryGroup) -> str:
@@ -189,7 +181,7 @@ def memory_note(sandbox: dict[str, Any], group: MemoryGroup) -> str:
     if sandbox.get("mode") == "fallback" and sandbox.get("root"):
         return (
             f"no cgroup ({why}): {each} MB of address space per process, and the kernel does not count root's "
-            f"processes, so {UNBOUNDED}; at most {parallel_calls()} calls run at once"
+            f"processes, so a call's total is not bounded; at most {parallel_calls()} calls run at once"
         )
     return (
         f"no cgroup ({why}): {each} MB of address space x {BOUND_PROCESSES} processes = {mb} MB per call; "

@@ -23,11 +23,17 @@ def fallback(reason: str) -> int:
     open_ = ["other processes (their environment, signals)", "your files (read and write, as your user)"]
     if not network:
         open_.append("the network, loopback included, for code that goes around Python's socket module")
+    # a call's memory is its cgroup's, or 128 MB of address space x 4 processes (emulator/sandbox.py):
+    # as root outside a cgroup the kernel does not count the processes, so nothing holds the total
+    unbounded = root and MEMORY.get("cgroup") != "joined"
     if root:
-        open_.append("the number of processes (the kernel does not count root's)")
+        open_.append(
+            "the number of processes (the kernel does not count root's)"
+            + (", and so a call's total memory: 128 MB each" if unbounded else "")
+        )
     held = [
         "CPU time and the call's timeout",
-        "memory, 512 MB a call (cesync -v says how it is held)",
+        "memory, 128 MB a process" if unbounded else "memory, 512 MB a call (cesync -v says how it is held)",
         f"files written up to {MAX_FILE_BYTES // (1 << 20)} MB each",
         "Python's socket module (refused)" + ("; a network namespace: nothing reachable" if network else ""),
     ]
