@@ -126,8 +126,10 @@ def test_a_wrong_value_of_a_newer_field_is_refused_with_the_revision(tmp_path: P
         ({"name": "other", "version": "v1", "revision": "1", "schemas": {}}, "not Google's discovery document for CES v1"),
         ("[1, 2", "is not JSON"),
         ({**newer(), "revision": "20200101"}, "older than the one cesync ships (20261016)"),
+        ({**newer(), "revision": "\u00b2"}, "has no revision"),  # a digit to str.isdigit, not to int()
+        ({**newer(), "revision": "9" * 5000}, "has no revision"),  # past int()'s 4300 digits
     ],
-    ids=["not-ces", "not-json", "older"],
+    ids=["not-ces", "not-json", "older", "superscript-revision", "huge-revision"],
 )
 def test_a_named_document_that_is_no_newer_description_is_a_problem_of_cesync_yaml(
     tmp_path: Path, document: Any, expected: str

@@ -21,6 +21,7 @@ nothing from cesync's own models.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
@@ -91,6 +92,12 @@ _newer: dict[str, dict[str, Any]] = {}
 _on_change: list[Callable[[], None]] = []
 
 
+def is_revision(value: object) -> bool:
+    """Whether ``value`` is a discovery document's revision: a date of ASCII digits (20261016).
+    str.isdigit would take "²", which int() refuses, and 5,000 digits, past int()'s limit."""
+    return isinstance(value, str) and re.fullmatch(r"[0-9]{8,14}", value) is not None
+
+
 def use_documents(documents: Mapping[str, dict[str, Any]]) -> None:
     """From now on, the description is the bundled one with these discovery documents merged in
     ("v1" -> Google's ``ces.v1.json`` of a newer revision, "v1beta" -> ``ces.v1beta.json``), as
@@ -103,7 +110,7 @@ def use_documents(documents: Mapping[str, dict[str, Any]]) -> None:
             raise ValueError(f"a discovery document is for v1 or v1beta, not {version!r}")
         if doc.get("name") != "ces" or doc.get("version") != version or not isinstance(doc.get("schemas"), dict):
             raise ValueError(f"not Google's discovery document for CES {version} (its name, version or schemas are not CES's)")
-        if not str(doc.get("revision", "")).isdigit():
+        if not is_revision(doc.get("revision")):
             raise ValueError("the discovery document has no revision (a date such as 20261016)")
     if dict(documents) == _newer:
         return  # the description in use: its pool (and what holds its descriptors) stays

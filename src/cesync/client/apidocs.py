@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from ..api.descriptors import is_revision
 from ..errors import CesyncError, Unauthenticated
 from .auth import GoogleAuth, default_credentials, is_trusted
 
@@ -72,6 +73,6 @@ def fetch_discovery(
         raise CesyncError(f"{where} did not answer JSON") from None
     if not isinstance(document, dict) or document.get("name") != "ces" or document.get("version") != version:
         raise CesyncError(f"{where} did not answer CES's discovery document for {version}")
-    if not str(document.get("revision", "")).isdigit() or not isinstance(document.get("schemas"), dict):
+    if not is_revision(document.get("revision")) or not isinstance(document.get("schemas"), dict):
         raise CesyncError(f"{where} answered a discovery document without a revision or schemas")
     return document
