@@ -349,3 +349,16 @@ def test_a_ref_to_another_owner_is_only_for_what_this_repo_does_not_define(tmp_p
     )
     said = cesync("validate", cwd=root)
     assert said.returncode == 1 and "ref 'tools/greet' is this repo's own tool: drop owner: billing" in said.stdout + said.stderr
+
+
+def test_pull_keeps_a_reference_to_another_owner_as_written(tmp_path: Path, server: BackgroundServer) -> None:
+    billing, support = two_repos(tmp_path)
+    env = emulator_env(server.host)
+    assert cesync("apply", "--auto-approve", cwd=billing, env=env).returncode == 0
+    assert cesync("apply", "--auto-approve", cwd=support, env=env).returncode == 0
+    api(server, "PATCH", f"{APP}/agents/front", {"instruction": "Hello."}, updateMask="instruction")
+    pulled = cesync("pull", cwd=support, env=env)
+    assert pulled.returncode == 0, pulled.stdout + pulled.stderr
+    text = (support / "agents" / "front.yaml").read_text(encoding="utf-8")
+    assert "instruction: Hello." in text and "{ref: tools/b1, owner: billing}" in text
+    assert cesync("validate", cwd=support).returncode == 0

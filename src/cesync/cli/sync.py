@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -55,13 +56,20 @@ def pull(
 
     left_out: list[str] = []
 
-    async def run() -> list[Resource]:
-        async with ctx.client() as client:
-            return await read_existing(client, ctx.env.parent, left_out)
+    async def run() -> tuple[list[Resource], Mapping[str, str]]:
+        from ..sync.record import read_records
 
-    remote = asyncio.run(run())
+        async with ctx.client() as client:
+            remote = await read_existing(client, ctx.env.parent, left_out)
+            return remote, (await read_records(client, ctx.env, ctx.repo.config.owner or "")).others
+
+    remote, others = asyncio.run(run())
     for note in left_out:  # the tools CES makes: never files of the repo
         err(f"note: {note}")
+    theirs = sorted(f"{r.kind}/{r.id}" for r in remote if f"{r.kind.name}/{r.id}" in others)
+    if theirs:  # another repo's (cesync.yaml owner): never written into this one
+        err(f"note: left out {len(theirs)} resource(s) another repo owns: {', '.join(theirs[:20])}")
+        remote = [r for r in remote if f"{r.kind.name}/{r.id}" not in others]
     selected = resolve_targets(targets, {d.key for d in ctx.desired} | {r.key for r in remote})
     # fields left to the console (ignoreChanges) take the app's value first: pull never writes them back
     desired, _ = leave_to_console(ctx.desired, remote, ctx.ignore, ctx.env.parent)

@@ -114,6 +114,8 @@ class Editor:
                     return
                 except ValueError:
                     pass
+        if is_ref(current) and value == f"{self.env.parent}/{current['ref']}":
+            return  # as written, {ref: ..., owner: ...} included
         if is_ref(current) or (current is None and isinstance(value, str) and self._ref_of(value)):
             ref = self._ref_of(value) if isinstance(value, str) else None
             if ref is not None:
@@ -135,6 +137,8 @@ class Editor:
 
     def _leaf(self, current: Any, value: Any, full: Path_) -> Any:
         """What to write for one value: KEEP when the file already renders to it."""
+        if is_ref(current) and value == f"{self.env.parent}/{current['ref']}":
+            return KEEP  # a {ref:} (another owner's too) that still names what the app names
         if isinstance(current, str) and VAR_RE.search(current):
             rendered = self._render(current)
             if rendered == value:
