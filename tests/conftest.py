@@ -16,7 +16,38 @@ from cesync.emulator.server import BackgroundServer
 # machine, where a pure 2 ms example can take 300 ms; a deadline or the too_slow health check then
 # fails a test for the machine's load, not for what it asserts. A test's own settings still win.
 settings.register_profile("cesync", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# The fast loop (pytest -m "not slow"): the same properties on fewer generated cases each.
+settings.register_profile("fast", parent=settings.get_profile("cesync"), max_examples=10)
 settings.load_profile("cesync")
+
+# Whole-product runs (the command line end to end, the tour, Google's clients, a release, a guide
+# followed in a copy of the source): marked slow, so `pytest -m "not slow"` is the one-minute loop
+# over the pure modules and the pipelines' own tests. By file, each with what makes it slow.
+SLOW_FILES = {
+    "tests/test_gitops.py": "the product as a team runs it, command by command",
+    "tests/test_gitops_promises.py": "the product as a team runs it, command by command",
+    "tests/test_whole_app_e2e.py": "a whole app through Google's client",
+    "tests/test_registry_guide.py": "the guide's edits made in a copy of src/cesync, then the commands run",
+    "tests/test_release.py": "builds the wheel and runs the tour from it",
+    "tests/docs/test_examples.py": "every command example of the docs, run",
+    "tests/docs/test_readme.py": "the README's tour, run",
+    "tests/cli/test_cli.py": "commands in subprocesses against an emulator, Ctrl-C at each moment",
+    "tests/emulator/test_scrapi.py": "Google's cxas-scrapi against the emulator",
+}
+SLOW_FIXTURES = {"tour"}  # the tour's 20 s run
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if "not slow" in (config.getoption("markexpr") or ""):
+        settings.load_profile("fast")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        where = Path(str(item.path)).resolve().relative_to(ROOT).as_posix()
+        if where in SLOW_FILES or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
 
 # No test reaches Google: a repo with a field cesync does not know never fetches the live discovery
 # document (cesync.repo.apidescription); the tests of that fetch serve one on loopback.
