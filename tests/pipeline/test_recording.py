@@ -321,6 +321,8 @@ def test_two_repos_share_an_app_without_touching_each_others(tmp_path: Path, ser
     assert data["changes"] == [] and data["owners"] == {f"{APP}/tools/s1": "support", f"{APP}/agents/front": "support"}
     text = cesync("plan", "--prune", cwd=billing, env=env).stdout
     assert "kept: another repo's (owner support); never pruned or adopted here" in text
+    # another repo's resources are no drift of this one's
+    assert cesync("plan", "--fail-on-unmanaged", "--fail-on-drift", cwd=billing, env=env).returncode == 0
     # one resource, one owner: support may not define (adopt, change) billing's tool
     (support / "tools" / "b2.yaml").write_text(tool("b2"), encoding="utf-8")
     refused = cesync("plan", cwd=support, env=env)

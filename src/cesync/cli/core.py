@@ -158,14 +158,16 @@ def plan(
     if result.denied:
         err(f"policy: apply will refuse this plan: denied by {', '.join(sorted({f.rule for f in result.denied}))}")
         sys.exit(EXIT_ERROR)
-    if fail_on_unmanaged and result.unmanaged:
-        err(f"drift: {count(len(result.unmanaged), 'resource')} in the app that the repo does not define (made by hand?)")
+    # another repo's resources (cesync.yaml owner) are nobody's hand-made drift
+    by_hand = [n for n in result.unmanaged if n not in result.owners]
+    if fail_on_unmanaged and by_hand:
+        err(f"drift: {count(len(by_hand), 'resource')} in the app that the repo does not define (made by hand?)")
     if fail_on_validation and result.validation:
         err(f"CES reports problems in {count(len(result.validation), 'resource')} of the app (--fail-on-validation-errors)")
         sys.exit(EXIT_ERROR)
     # A flag named fail-on-X fails on X by itself: a drift check written as 'plan --fail-on-drift'
     # that exits 0 on drift would pass a job that should have failed.
-    unmanaged = fail_on_unmanaged and bool(result.unmanaged)
+    unmanaged = fail_on_unmanaged and bool(by_hand)
     if fail_on_drift:
         if result.drifted:
             err(f"drift: {count(len(result.drifted), 'resource')} changed outside cesync since its last apply")
