@@ -23,6 +23,7 @@ TOP_LEVEL = {
     "test_gitops.py": "the whole product, as a team runs it",
     "test_gitops_promises.py": "the whole product, as a team runs it",
     "test_whole_app_e2e.py": "the whole product, against Google's client",
+    "test_release.py": "the package as built from a tag and installed apart from the source",
 }
 
 

@@ -1,4 +1,4 @@
-"""The release process (issue #38, finding 2 and item 3): the version is the git tag's, the sdist
+"""The release process: the version is the git tag's, the sdist
 and wheel build from a tagged, an untagged (CI's shallow clone) and a history-less tree, the
 wheel works apart from the source tree, and every example pins the newest released version.
 

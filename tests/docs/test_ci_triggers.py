@@ -1,8 +1,7 @@
-"""The example pipelines run for every file cesync reads (issue #38, finding 1).
+"""The example pipelines run for every file cesync reads.
 
-A pull request that changed only an agent's instruction, app.yaml, a guardrail, an example,
-a deployment, an evaluation or an OpenAPI file kept outside schemas/ got no plan comment:
-the PR workflow's path filter named six folders. Here every file cesync reads of the
+A path filter that names a few folders leaves a pull request that changes only an agent's
+instruction, app.yaml, a guardrail or an OpenAPI file elsewhere without a plan comment. Here every file cesync reads of the
 example app (cesync.yaml, every kind's files, what they include, the tool tests, the
 policies), placed anywhere in a repo, must start each example's pull-request and
 merge-request pipelines.
