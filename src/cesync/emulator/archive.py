@@ -30,6 +30,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
+from .bounded import load_json, load_yaml
 from .errors import RpcError
 from .wire import map_references, writable
 
@@ -212,7 +213,7 @@ def _root(texts: dict[str, str]) -> str:
 
 def _load(text: str, where: str) -> dict[str, Any]:
     try:
-        data = json.loads(text) if where.endswith(".json") else YAML(typ="safe", pure=True).load(text)
+        data = load_json(text) if where.endswith(".json") else load_yaml(text)
     except (ValueError, YAMLError) as exc:
         raise RpcError("INVALID_ARGUMENT", f"{where} is not valid: {exc}") from None
     if not isinstance(data, dict):

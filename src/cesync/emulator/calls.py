@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -12,6 +11,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ..api import descriptors as api
+from .bounded import TooLarge, load_json
 from .errors import RpcError
 from .store import DEFAULT_PAGE, MAX_PAGE, parse_page_token
 from .wire import Printed, to_data
@@ -41,7 +41,9 @@ async def json_body(request: Request) -> dict[str, Any]:
     if not raw:
         return {}
     try:
-        body = json.loads(raw)
+        body = load_json(raw)
+    except TooLarge as exc:
+        raise RpcError("INVALID_ARGUMENT", f"Invalid JSON payload received: {exc}.") from None
     except ValueError:
         raise RpcError("INVALID_ARGUMENT", "Invalid JSON payload received.") from None
     if not isinstance(body, dict):

@@ -5,20 +5,24 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
+
+from .bounded import TooLarge, load_json, load_yaml
 
 HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 
 
 def parse_document(text: str) -> Any:
-    """OpenAPI text (JSON or YAML) as data; ValueError when it is neither."""
+    """OpenAPI text (JSON or YAML) as data, read under bounded's limits; ValueError when it is
+    neither or is over a limit (the message says which)."""
     if text.lstrip().startswith("{"):
         try:
-            return json.loads(text)
+            return load_json(text)
+        except TooLarge:
+            raise
         except json.JSONDecodeError:
             pass
     try:
-        return YAML(typ="safe", pure=True).load(text)
+        return load_yaml(text)
     except YAMLError as exc:
         raise ValueError(f"not valid JSON or YAML: {exc}") from None
