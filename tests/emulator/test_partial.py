@@ -49,3 +49,30 @@ def test_any_selector_parses_or_is_invalid_argument(text: str) -> None:
 def test_malformed_selectors_are_refused(bad: str) -> None:
     with pytest.raises(RpcError, match="Invalid field selection"):
         parse_fields(bad)
+
+
+def test_a_version_list_without_its_snapshots_is_the_list_projected() -> None:
+    """The versions list leaves the snapshots out before printing when fields does not select them:
+    the same answer as the whole list with the selection applied, for each selection."""
+    import httpx
+
+    from cesync.emulator.server import BackgroundServer
+
+    parent = "projects/p/locations/us/apps/a"
+    with BackgroundServer(auto_create_apps=True) as server, httpx.Client(base_url=f"{server.url}/v1/") as http:
+        http.post(f"{parent}/tools", params={"toolId": "t"}, json={"displayName": "t", "clientFunction": {"name": "f"}})
+        for i in range(3):
+            made = http.post(f"{parent}/versions", json={"displayName": f"v{i}", "description": 'say "snapshot": no'})
+            assert made.status_code == 200, made.text
+        whole = http.get(f"{parent}/versions").json()
+        assert all("snapshot" in v for v in whole["appVersions"])
+        for fields in (
+            "appVersions(name,description,createTime),nextPageToken",
+            "appVersions(snapshot)",
+            "appVersions",
+            "*",
+            "nextPageToken",
+            "appVersions/name",
+        ):
+            got = http.get(f"{parent}/versions", params={"fields": fields})
+            assert got.json() == project(whole, parse_fields(fields)), fields

@@ -92,6 +92,7 @@ def create_app(
             request.scope["ces_version"] = version
             try:
                 selection = parse_fields(request.query_params["fields"]) if "fields" in request.query_params else None
+                request.scope["ces_fields"] = selection  # a list may leave out early what is not selected
                 result = await dispatch(emulator, request, request.path_params["path"])
                 if selection is not None and not (isinstance(result, Response) and result.media_type != "application/json"):
                     data = json.loads(bytes(result.body)) if isinstance(result, Response) else result

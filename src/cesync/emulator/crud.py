@@ -8,7 +8,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from . import evaluation_kinds, evaluations, lists
+from . import evaluation_kinds, evaluations, lists, partial
 from .calls import answer, api_version, json_body, page_args, query, wants_enum_int
 from .changelogs import Changelogs
 from .deployments import check_traffic
@@ -57,6 +57,8 @@ class Resources(References, Changelogs, Versions):
         if asked.last_ten_results:
             texts = [self._with_last_ten_results(text, enum_int) for text in texts]
         field_name = "appVersions" if collection == "versions" else collection
+        if collection == "versions" and not partial.selects(request.scope.get("ces_fields"), field_name, "snapshot"):
+            texts = [partial.without_last(t, "snapshot") for t in texts]  # not printed only to be parsed and dropped
         text = f'{{"{field_name}":[' + ",".join(texts) + "]"
         if offset + size < total:
             text += f',"nextPageToken":{json.dumps(page_token(offset + size, f"{parent}|{asked.key}"))}'

@@ -11,12 +11,13 @@ say: here it selects nothing.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 from .errors import RpcError
 
-__all__ = ["Selection", "parse_fields", "project"]
+__all__ = ["Selection", "parse_fields", "project", "selects", "without_last"]
 
 Selection = dict[str, "Selection | None"]  # a name -> what of it is kept (None: all of it)
 
@@ -106,3 +107,33 @@ def project(value: Any, selection: Selection) -> Any:
         every = selection["*"]
         return {k: v if every is None else project(v, every) for k, v in value.items()}
     return {k: v if sub is None else project(v, sub) for k, sub in selection.items() if k in value for v in (value[k],)}
+
+
+def selects(selection: Selection | None, *path: str) -> bool:
+    """Whether selection keeps the field at path (None: no ``fields`` given, everything is kept)."""
+    for name in path:
+        if selection is None:
+            return True
+        if name not in selection and "*" not in selection:
+            return False
+        selection = selection[name] if name in selection else selection["*"]
+    return True
+
+
+def without_last(text: str, key: str) -> str:
+    """A stored JSON object's text without key, where key is its last field and every field before it
+    a scalar (an app version: its snapshot, written last, is as large as the app); any other text is
+    parsed and printed again. Inside a JSON string every quote is escaped, so the first '"key":' of
+    the text is a field's name, and with only scalars before it, a field of the object itself."""
+    at = text.find(f'"{key}":')
+    if at < 0:
+        return text
+    head = text[:at].rstrip().removesuffix(",") + "}"
+    try:
+        fields = json.loads(head)
+    except ValueError:
+        fields = None
+    if not isinstance(fields, dict) or any(isinstance(v, (dict, list)) for v in fields.values()):
+        data = json.loads(text)
+        return json.dumps({k: v for k, v in data.items() if k != key}, separators=(",", ":"))
+    return head
