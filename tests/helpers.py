@@ -46,18 +46,18 @@ def cesync(
     from click.testing import CliRunner
 
     from cesync.cli import main
-    from cesync.core import sensitive
+    from cesync.core import scrubber
 
     overrides: dict[str, str | None] = {"NO_COLOR": "1", "CES_EMULATOR_HOST": None, **(env or {})}
     before = os.getcwd()
-    sensitive.forget()
+    scrubber.forget()
     try:
         if cwd is not None:
             os.chdir(cwd)
         result = CliRunner().invoke(main, list(args), input=stdin, env=overrides)
     finally:
         os.chdir(before)
-        sensitive.forget()
+        scrubber.forget()
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout, result.stderr)

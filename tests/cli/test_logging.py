@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from cesync.cli.logs import configure_logging
-from cesync.core.sensitive import forget, remember
+from cesync.core.scrubber import forget, remember
 from cesync.emulator import Store, create_app
 from cesync.emulator.server import RequestLog
 from tests.helpers import cesync_in_process, cesync_process, make_repo

@@ -26,7 +26,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from cesync.cli import main
-from cesync.core.sensitive import MASK, forget, forms, leaks, remember, scrub
+from cesync.core.scrubber import forget, forms, leaks, remember, scrub
+from cesync.core.sensitive import MASK
 from tests.helpers import FIXTURES
 
 # --- the safety net's forms (pure) -------------------------------------------------------------

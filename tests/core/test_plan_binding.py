@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 
 from cesync.client import CesClient
 from cesync.core.plan import Plan
-from cesync.core.planseal import seal_of
-from cesync.core.sensitive import MASK, binding_key
+from cesync.core.planseal import binding_key, seal_of
+from cesync.core.sensitive import MASK
 from cesync.emulator import EmbeddedTransport
 from cesync.emulator.server import BackgroundServer
 from cesync.errors import PlanFileError

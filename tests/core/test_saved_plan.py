@@ -21,8 +21,7 @@ from hypothesis import strategies as st
 
 from cesync.client import CesClient
 from cesync.core.plan import Plan
-from cesync.core.planseal import seal_of
-from cesync.core.sensitive import binding_key
+from cesync.core.planseal import binding_key, seal_of
 from cesync.emulator import EmbeddedTransport
 from cesync.errors import CesyncError, PlanFileError
 from cesync.pipeline.context import Context, open_context

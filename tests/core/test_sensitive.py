@@ -29,7 +29,8 @@ from cesync.api.kinds import KINDS
 from cesync.api.resource import Resource
 from cesync.cli import main
 from cesync.core.planbuild import build_plan
-from cesync.core.sensitive import CHANGED, MASK, forget
+from cesync.core.scrubber import forget
+from cesync.core.sensitive import CHANGED, MASK
 from cesync.emulator.server import BackgroundServer
 from cesync.emulator.store import Store
 from cesync.render import render
@@ -289,7 +290,7 @@ def test_renderers_mask_both_sides(before: str, after: str) -> None:
 def test_a_cut_message_keeps_no_part_of_a_sensitive_value(before: str, limit: int) -> None:
     """Issue #34 finding 8: a message cut to its length ('...') could end with the first characters
     of a value the final scrub then no longer recognised (messages quote a server's or tool's text)."""
-    from cesync.core.sensitive import clip, remember
+    from cesync.core.scrubber import clip, remember
 
     value = "Zq9Wx7Kv3Lp2Mn8Rt4"
     remember([value])

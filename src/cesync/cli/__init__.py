@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar  # noqa: E402
 import click  # noqa: E402
 
 from .. import __version__  # noqa: E402
-from ..core.sensitive import scrub  # noqa: E402
+from ..core.scrubber import scrub  # noqa: E402
 from ..errors import ApiError, CesyncError, ConfigError, PlanFileError  # noqa: E402
 from ..escape import output  # noqa: E402
 from ..render import FORMATS  # noqa: E402
@@ -51,8 +51,8 @@ EXIT_OK, EXIT_ERROR, EXIT_CHANGES, EXIT_INTERRUPTED = 0, 1, 2, 130
 #
 # Everything a command prints or writes goes through out(), err() or save(): plan text,
 # Markdown and JSON, exec and test reports, JUnit and plan files, progress and error
-# messages. Each passes the text through sensitive.scrub, which replaces every value
-# registered with sensitive.remember (every environment the command touches, before its
+# messages. Each passes the text through scrubber.scrub, which replaces every value
+# registered with scrubber.remember (every environment the command touches, before its
 # first output) in each form an output can carry. The other channels take the same net:
 # retry lines (client.api.stderr_line), log records (sensitive installs a record factory),
 # the comment body (forge.comments), and files of a repo (export, pull), which are refused

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..api.words import count
-from ..core.sensitive import scrub
+from ..core.scrubber import scrub
 from ..errors import CesyncError, detail_lines
 from . import (
     EXIT_CHANGES,

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from ..core.sensitive import scrub
+from ..core.scrubber import scrub
 from ..escape import output
 
 __all__ = ["GLOBAL_OPTIONS", "configure_logging", "verbose_option"]

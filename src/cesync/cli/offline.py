@@ -138,7 +138,7 @@ def _prefixed(problems: list[Problem], prefix: Path | None) -> list[Problem]:
 def _validate_one(
     directory: Path, envs: tuple[str, ...], prefix: Path | None, variables: dict[str, str], strict: bool
 ) -> tuple[list[Problem], list[Problem]]:
-    from ..core.sensitive import remember
+    from ..core.scrubber import remember
     from ..repo.credentials import lint_credentials
     from ..repo.repo import load_repo
 

@@ -42,7 +42,7 @@ from ..api.jsonvalue import JsonValueError, loads
 from ..api.kinds import ResourceKind, by_collection, kind_of_name
 from ..api.paths import api_version
 from ..api.resource import Resource
-from ..core.sensitive import clip, scrub
+from ..core.scrubber import clip, scrub
 from ..errors import ApiError, BadReply, CesyncError, TransportError
 from .pacing import Pacer, Quota, is_quota_refusal
 from .replies import quota_limit, quota_line, retry_delay, retry_line, to_error, transient

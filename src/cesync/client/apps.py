@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.sensitive import clip
+from ..core.scrubber import clip
 from ..errors import BY_STATUS, ApiError, BadReply, NotFound
 from .api import CesClient, Written
 

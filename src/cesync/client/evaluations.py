@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..api.resource import ID_RE
-from ..core.sensitive import clip
+from ..core.scrubber import clip
 from ..errors import BadReply
 from .api import CesClient
 from .apps import Polling, wait_operation

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..api.jsonvalue import value_at
-from .sensitive import clip
+from .scrubber import clip
 
 __all__ = ["REPORT_FORMAT", "Finding", "Outcome", "Report", "RunOutcome", "build_report", "judge_result"]
 

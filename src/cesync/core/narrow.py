@@ -8,7 +8,7 @@ from typing import Any
 
 from ..errors import PlanFileError
 from .plan import Change, Plan
-from .sensitive import scrub
+from .scrubber import scrub
 
 _EXECUTED = ("action", "name", "etag", "body", "body_hash", "update_mask", "depends_on", "deferred", "patch_after")
 

@@ -6,18 +6,20 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import secrets
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 from ..api.resource import Resource
 from .plan import Plan
-from .sensitive import scrub
+from .scrubber import scrub
 
 
 def desired_digest(env: str, app: str, desired: list[Resource], key: bytes = b"") -> str:
     """Keyed hash of the rendered desired configuration, sensitive fields unmasked (what apply would send).
 
-    HMAC-SHA256 under key (cesync.core.sensitive.binding_key) of json.dumps({"env": env, "app": app,
+    HMAC-SHA256 under key (binding_key below) of json.dumps({"env": env, "app": app,
     "resources": [[kind, id, body], ...]}, sort_keys=True), fed one resource at a time: the whole
     text at once (and its bytes) was the peak of a 10,000-tool plan's memory.
     """
@@ -59,3 +61,37 @@ def seal_matches(plan: Plan, key: bytes) -> bool:
     if [c["body"] for c in public["changes"]] != as_read:
         return False
     return hmac.compare_digest(plan.seal.encode(), seal_of(plan, key).encode())
+
+
+# --- the keyed hashes of sensitive values (see core/sensitive.py) -------------------------
+
+
+def new_salt() -> str:
+    return secrets.token_hex(16)
+
+
+def seal(values: Mapping[str, str], salt: str, key: bytes) -> dict[str, str]:
+    """NAME -> keyed hash of its value (see the module docstring)."""
+    out: dict[str, str] = {}
+    for name in sorted(values):
+        stretched = hashlib.scrypt(values[name].encode(), salt=bytes.fromhex(salt) + name.encode(), n=2**14, r=8, p=1, dklen=32)
+        out[name] = "hmac-sha256:" + hmac.new(key, stretched, hashlib.sha256).hexdigest()
+    return out
+
+
+def binding_key(values: Mapping[str, str], salt: str, key: bytes) -> bytes:
+    """The key of a saved plan's digest, body hashes and seal: ``HMAC-SHA256(key, scrypt(values, salt))``.
+
+    They cover the unmasked bodies, so they are keyed like the values' own hashes: testing a
+    guess of a value costs a scrypt, and with CESYNC_PLAN_KEY set it cannot be done at all.
+    Without sensitive values there is nothing to stretch (the bodies are in the file).
+    """
+    material = json.dumps(sorted(values.items())).encode()
+    stretched = (
+        hashlib.scrypt(material, salt=bytes.fromhex(salt) + b"cesync-plan", n=2**14, r=8, p=1, dklen=32) if values else b""
+    )
+    return hmac.new(key, b"cesync plan binding\0" + stretched, hashlib.sha256).digest()
+
+
+def same(a: str, b: str) -> bool:
+    return hmac.compare_digest(a.encode(), b.encode())

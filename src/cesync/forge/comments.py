@@ -28,7 +28,7 @@ from urllib.parse import quote
 
 import httpx
 
-from ..core.sensitive import clip, scrub
+from ..core.scrubber import clip, scrub
 from ..errors import CesyncError
 
 __all__ = ["FORGES", "CommentTarget", "Forge", "GitHub", "GitLab", "find_target", "run_link", "upsert_comment"]
@@ -328,7 +328,7 @@ def _pr_number(event_path: Path) -> int | None:
 def upsert_comment(target: CommentTarget, marker: str, body: str, *, transport: httpx.BaseTransport | None = None) -> str:
     """Edit the comment holding marker, or create it; returns 'created' or 'updated'.
 
-    The body takes the same safety net as the terminal (sensitive.scrub): a comment is
+    The body takes the same safety net as the terminal (scrubber.scrub): a comment is
     public to everyone who can read the pull request."""
     body = scrub(body)
     try:

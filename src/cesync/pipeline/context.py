@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 from ..api.resource import Resource
 from ..client.connect import endpoint_for
-from ..core.planseal import desired_digest
-from ..core.sensitive import binding_key, remember
+from ..core.planseal import binding_key, desired_digest
+from ..core.scrubber import remember
 from ..core.yamlfile import Path_
 from ..errors import CesyncError
 from ..repo.config import EMBEDDED
@@ -43,7 +43,7 @@ class Context:
         return desired_digest(self.env.name, self.env.parent, self.desired, key)
 
     def binding_key(self, salt: str) -> bytes:
-        """The key of a saved plan's digest, body hashes and seal (cesync.core.sensitive.binding_key)."""
+        """The key of a saved plan's digest, body hashes and seal (cesync.core.planseal.binding_key)."""
         return binding_key(self.secrets, salt, plan_key())
 
     @property

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from ..api.resource import Resource
 from ..core.plan import Plan
 from ..core.planbuild import build_plan
-from ..core.sensitive import remember
+from ..core.scrubber import remember
 from ..core.targets import resolve_targets
 from ..core.yamlout import to_yaml
 from ..errors import CesyncError

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 
 from ..api.jsonvalue import value_at
 from ..api.resource import Resource
-from ..core.sensitive import field_paths, input_only_fields, input_only_values, remember
+from ..core.scrubber import remember
+from ..core.sensitive import field_paths, input_only_fields, input_only_values
 from ..core.yamlfile import Path_
 from ..repo.repo import EnvTarget, Repo
 

@@ -16,7 +16,8 @@ from ..core.passes.compare import writes_of
 from ..core.passes.drift import maybe_drifted
 from ..core.plan import Plan
 from ..core.planbuild import run_passes
-from ..core.sensitive import KEY_ENV, new_salt, seal
+from ..core.planseal import new_salt, seal
+from ..core.sensitive import KEY_ENV
 from ..core.targets import resolve_targets, target_keys
 from ..repo.keys import plan_key
 from ..repo.loading import SourceFile

@@ -31,7 +31,7 @@ from ..api.kinds import ResourceKind, by_collection
 from ..api.resource import Resource
 from ..core.diff import diff_resource
 from ..core.documents import unreadable
-from ..core.sensitive import occurrences
+from ..core.scrubber import occurrences
 from ..errors import Problem
 from ..repo.environments import EnvTarget
 from ..repo.files import write_files

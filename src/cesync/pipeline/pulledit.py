@@ -35,7 +35,7 @@ from ..core.roundtrip import (
     merge_map,
     merge_seq,
 )
-from ..core.sensitive import clip
+from ..core.scrubber import clip
 from ..core.walk import specs_along, written_order
 from ..core.yamlfile import Path_
 from ..core.yamlout import _block_safe

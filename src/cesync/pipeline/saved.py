@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 from ..core.narrow import narrow
 from ..core.plan import Plan
 from ..core.planbuild import run_passes
-from ..core.planseal import seal_matches
-from ..core.sensitive import KEY_ENV, same, seal
+from ..core.planseal import same, seal, seal_matches
+from ..core.sensitive import KEY_ENV
 from ..errors import PlanFileError
 from ..repo.keys import plan_key
 from .context import Context
@@ -59,7 +59,7 @@ async def narrow_saved(
 def check_saved(ctx: Context, saved: Plan) -> bytes:
     """The checks that need no connection: environment, endpoint, sensitive values, the seal, the repo digest.
 
-    Returns the plan's binding key (cesync.core.sensitive.binding_key), made from this
+    Returns the plan's binding key (cesync.core.planseal.binding_key), made from this
     process's CESYNC_PLAN_KEY and sensitive values, never from what the file says."""
     if saved.environment != ctx.env.name or saved.app != ctx.env.parent:
         raise PlanFileError(f"the plan is for {saved.environment} ({saved.app}), not {ctx.env.name} ({ctx.env.parent})")

@@ -8,7 +8,7 @@ from ..api.kinds import APP, THE_APP, by_snapshot_field
 from ..api.resource import Resource
 from ..core.plan import Plan
 from ..core.planbuild import build_plan
-from ..core.sensitive import clip
+from ..core.scrubber import clip
 from ..errors import CesyncError, NotFound
 from ..repo.repo import ID_RE, EnvTarget, Repo
 from ..sync.remote import read_remote

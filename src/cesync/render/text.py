@@ -8,7 +8,8 @@ from typing import Any
 
 from ..api.words import count
 from ..core.plan import RESENT, Change, Plan
-from ..core.sensitive import CHANGED, clip
+from ..core.scrubber import clip
+from ..core.sensitive import CHANGED
 from ..escape import one_line, terminal
 from .common import (
     IGNORED_HEAD,

@@ -26,7 +26,7 @@ from ..core import parsecache
 from ..core.checks import Finding, check_body, lint_keys, server_made, suggest
 from ..core.fieldpath import data_path, position
 from ..core.references import Ref, cycles, names_in
-from ..core.sensitive import remember
+from ..core.scrubber import remember
 from ..core.yamlfile import Document, Path_
 from ..errors import CesyncError, ConfigError, Problem
 from ..models import TOOL_TYPES
@@ -92,7 +92,7 @@ class Repo:
 
         Every command resolves its environment before its first output: from here on the
         sensitive values of every environment (not just this one: diff and rollback show
-        another's) are never printed (:func:`cesync.core.sensitive.remember`).
+        another's) are never printed (:func:`cesync.core.scrubber.remember`).
         """
         remember(self.every_sensitive_value())
         return resolve_env(self.config, self.config_doc, name, self.overrides)

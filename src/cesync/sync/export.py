@@ -28,7 +28,7 @@ from ..api.kinds import DRAFT_VERSION, KINDS, REF_ONLY, ResourceKind, by_collect
 from ..api.resource import ID_RE, Resource
 from ..core.documents import url_back
 from ..core.normalize import DOCUMENT_FIELDS, canonical
-from ..core.sensitive import MIN_SCRUB, leaks
+from ..core.scrubber import MIN_SCRUB, leaks
 from ..core.walk import SpecWalker, written_order
 from ..core.yamlout import to_yaml
 from ..errors import CesyncError

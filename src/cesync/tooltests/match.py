@@ -8,7 +8,7 @@ from typing import Any
 
 from jsonpath_ng.parser import parse as jsonpath  # cxas-scrapi's parser: its paths mean the same here
 
-from ..core.sensitive import clip
+from ..core.scrubber import clip
 from ..core.subset import Difference, subset_differences
 from ..errors import ApiError
 from .schema import REGEX, Case, Expectation
