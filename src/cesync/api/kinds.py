@@ -103,6 +103,8 @@ class ResourceKind:
     bare_document_names: bool = False
     run_by_eval: bool = False  # what cesync eval runs (runEvaluation names evaluations)
     serves: tuple[str, ...] = ()  # fields naming the versions it serves; none, or versions/-: the draft
+    converses: bool = False  # a conversation is in one (agents): what a golden's tools and a deployment reach
+    checks_turns: bool = False  # checks every turn of the agent or app naming it (guardrails)
     figure: str = "rectangle"  # cesync graph's shape: stadium, subroutine, hexagon, circle, parallelogram, flag
     # How a sentence says one and several of them, where counts are printed to people
     # ("1 evaluation expectation", "2 scheduled evaluation runs"); machine outputs keep name and
@@ -178,9 +180,6 @@ class ResourceKind:
             if ID_RE.match(toolset) and ID_RE.match(rid):
                 return rid
         return None
-
-
-# --- per-kind hooks -----------------------------------------------------------------------
 
 
 def _execution_defaults(out: dict[str, Any]) -> None:
@@ -327,6 +326,7 @@ _ENTRIES = (
         rank=2,
         references={"action.transferAgent.agent": ("agents",)},
         deferrable=frozenset({"action"}),
+        checks_turns=True,
         figure="hexagon",
     ),
     ResourceKind(
@@ -343,6 +343,7 @@ _ENTRIES = (
             "transferRules.childAgent": ("agents",),
         },
         deferrable=frozenset({"tools", "toolsets", "childAgents", "guardrails", "transferRules"}),
+        converses=True,
         figure="stadium",
     ),
     ResourceKind(

@@ -172,7 +172,7 @@ def _release_problems(repo: Repo) -> list[Problem]:
 
     folder = repo.root / FOLDER
     found: list[Problem] = []
-    deployments = {f.id for f in repo.files if f.kind.name == "deployment"}
+    deployments = {f.id for f in repo.files if f.kind.serves}  # a schedule moves what a deployment serves
     for path in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
         try:
             load_release(repo.root, path.stem)

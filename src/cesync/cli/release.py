@@ -54,7 +54,7 @@ def release(
         raise CesyncError(f"--deployment: {exc}") from None
     ctx = open_context(directory, env_name, endpoint, cli_vars(var_pairs, var_files))
     _, spec = load_release(ctx.repo.root, deployment)
-    if not any(d.kind.name == "deployment" and d.id == deployment for d in ctx.desired):
+    if not any(d.kind.serves and d.id == deployment for d in ctx.desired):
         raise CesyncError(f"--deployment {deployment}: the repo has no deployments/{deployment}.yaml for '{ctx.env.name}'")
 
     def say(event: dict[str, Any]) -> None:

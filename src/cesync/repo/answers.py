@@ -32,7 +32,7 @@ def python_tools(files: list[SourceFile]) -> set[str]:
     for src in files:
         data = src.doc.data if isinstance(src.doc.data, dict) else {}
         function = data.get("pythonFunction")
-        if src.kind.name != "tool" or not isinstance(function, dict):
+        if not src.kind.named_by_type or not isinstance(function, dict):  # a tool: its type holds the function
             continue
         names |= {n for n in (src.id, function.get("name"), data.get("displayName")) if isinstance(n, str) and n}
     return names
@@ -45,7 +45,7 @@ def python_answer_warnings(files: list[SourceFile], cases: list[Case]) -> list[P
         return []
     found: list[Problem] = []
     for src in files:
-        if src.kind.name != "evaluation":
+        if not src.kind.run_by_eval:  # an evaluation: its golden expects the answers
             continue
         for at, tool, response in _golden_responses(src.doc.data, ()):
             stray = _stray(response)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from ..api.kinds import ResourceKind
 from ..core.release import ReleaseSpec
 from ..core.yamlfile import load_text, read_text
 from ..errors import ConfigError, Problem
@@ -22,9 +23,9 @@ FOLDER = "releases"
 RELEASED = ("appVersion", "experimentConfig")
 
 
-def released_fields(root: Path, kind: str, rid: str) -> tuple[str, ...]:
-    """RELEASED for a deployment that has releases/ID.yaml; () for anything else."""
-    return RELEASED if kind == "deployment" and (root / FOLDER / f"{rid}.yaml").is_file() else ()
+def released_fields(root: Path, kind: ResourceKind, rid: str) -> tuple[str, ...]:
+    """RELEASED for a deployment (a kind that serves versions) that has releases/ID.yaml; () for anything else."""
+    return RELEASED if kind.serves and (root / FOLDER / f"{rid}.yaml").is_file() else ()
 
 
 def load_release(root: Path, deployment: str) -> tuple[str, ReleaseSpec]:

@@ -133,7 +133,7 @@ class Repo:
         from .releases import released_fields
 
         for f in self.files:
-            owned_by_release = released_fields(self.root, f.kind.name, f.id)
+            owned_by_release = released_fields(self.root, f.kind, f.id)
             paths = tuple(dict.fromkeys([*d.get(f.kind.name, []), *e.get(f.kind.name, []), *f.ignore, *owned_by_release]))
             if paths:
                 rules[f.key] = paths
