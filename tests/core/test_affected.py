@@ -59,3 +59,43 @@ def test_a_changed_tool_risks_exactly_the_goldens_that_call_it(calls: list[list[
     app = [res("tool", t, {}) for t in "abcd"] + [res("evaluation", f"e{i}", golden(*ts)) for i, ts in enumerate(calls)]
     found = affected([f"tool/{changed}"], app, P).get(f"tool/{changed}", {}).get("evaluations", [])
     assert found == sorted(f"e{i}" for i, ts in enumerate(calls) if changed in ts)
+
+
+def test_the_walk_follows_the_registry_references_and_stops_at_an_agent() -> None:
+    """An agent tool runs its agent; an evaluation expectation is part of the golden; a toolset's holder
+    is exercised; an agent reached is exercised with its guardrails, not with the tools it may call."""
+    app = [
+        res("app", "app", {"rootAgent": f"{P}/agents/root", "guardrails": [f"{P}/guardrails/app-wide"]}),
+        res("agent", "root", {"toolsets": [{"toolset": f"{P}/toolsets/crm"}]}),
+        res("agent", "helper", {"tools": [f"{P}/tools/other"], "guardrails": [f"{P}/guardrails/g"]}),
+        res("tool", "ask-helper", {"agentTool": {"agent": f"{P}/agents/helper"}}),
+        res("evaluationExpectation", "polite", {}),
+        res(
+            "evaluation",
+            "e",
+            {
+                "golden": {
+                    "evaluationExpectations": [f"{P}/evaluationExpectations/polite"],
+                    "turns": [
+                        {
+                            "steps": [
+                                {"expectation": {"toolCall": {"tool": f"{P}/tools/ask-helper"}}},
+                                {"expectation": {"toolCall": {"toolsetTool": {"toolset": f"{P}/toolsets/crm"}}}},
+                            ]
+                        }
+                    ],
+                }
+            },
+        ),
+    ]
+    assert exercised(app, P)["evaluation/e"] == {
+        "tool/ask-helper",
+        "agent/helper",
+        "guardrail/g",
+        "toolset/crm",
+        "agent/root",
+        "guardrail/app-wide",
+        "evaluationExpectation/polite",
+    }
+    found = affected(["evaluationExpectation/polite", "tool/other", "agent/helper"], app, P)
+    assert found == {"evaluationExpectation/polite": {"evaluations": ["e"]}, "agent/helper": {"evaluations": ["e"]}}

@@ -13,8 +13,9 @@ that serve the draft, and the evaluations that call the tool.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from ..api.kinds import APP, DRAFT_VERSION, KINDS, by_collection
@@ -49,9 +50,22 @@ class Graph:
         """Each node that uses one of keys, directly or through others, with its distance (keys: 0)."""
         return _walk(self, keys, depth, upward=True)
 
-    def dependencies(self, keys: Iterable[Key], depth: int | None = None) -> dict[Key, int]:
-        """Each node one of keys uses, directly or through others, with its distance (keys: 0)."""
-        return _walk(self, keys, depth, upward=False)
+    def dependencies(
+        self, keys: Iterable[Key], depth: int | None = None, through: Callable[[Key], bool] | None = None
+    ) -> dict[Key, int]:
+        """Each node one of keys uses, directly or through others, with its distance (keys: 0); with
+        through, only through the nodes it holds true of (the others are reached, not passed)."""
+        return _walk(self, keys, depth, upward=False, through=through)
+
+    @cached_property
+    def _nexts(self) -> tuple[dict[Key, list[Key]], dict[Key, list[Key]]]:
+        """(what each node uses, what uses each node): built once, as a walk per evaluation reads them."""
+        down: dict[Key, list[Key]] = {}
+        up: dict[Key, list[Key]] = {}
+        for link in self.links:
+            down.setdefault(link.source, []).append(link.target)
+            up.setdefault(link.target, []).append(link.source)
+        return down, up
 
     def around(self, keys: Iterable[Key], depth: int | None = None) -> Graph:
         """The neighbourhood of keys: what uses them and what they use, up to depth links away.
@@ -130,16 +144,15 @@ def values_at(node: Any, path: list[str]) -> Iterator[str]:
             stack.append((item[path[depth]], depth + 1))
 
 
-def _walk(graph: Graph, keys: Iterable[Key], depth: int | None, *, upward: bool) -> dict[Key, int]:
-    nexts: dict[Key, list[Key]] = {}
-    for link in graph.links:
-        a, b = (link.target, link.source) if upward else (link.source, link.target)
-        nexts.setdefault(a, []).append(b)
+def _walk(
+    graph: Graph, keys: Iterable[Key], depth: int | None, *, upward: bool, through: Callable[[Key], bool] | None = None
+) -> dict[Key, int]:
+    nexts = graph._nexts[1 if upward else 0]
     seen = {k: 0 for k in keys}
     queue = deque(seen)
     while queue:
         key = queue.popleft()
-        if depth is not None and seen[key] >= depth:
+        if (depth is not None and seen[key] >= depth) or (through is not None and seen[key] and not through(key)):
             continue
         for other in nexts.get(key, ()):
             if other not in seen:

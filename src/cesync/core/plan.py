@@ -113,7 +113,7 @@ class Plan:
     record_notes: tuple[str, ...] = ()  # records ignored (and why), or that records are not sealed
     # what the plan touches: changed resources and what uses them (core.graph.impact: nodes, links)
     impact: dict[str, Any] = field(default_factory=lambda: {"nodes": [], "links": []})
-    # per changed tool, toolset, agent or guardrail ("kind/id"): the evaluations and tool tests that
+    # per changed resource ("kind/id"): the evaluations and tool tests that
     # exercise it (core.affected): {"evaluations": [ids], "toolTests": [ids]}; eval --affected-by reads it
     affected: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     seal: str = ""  # keyed hash of everything else in the saved file (see bind)

@@ -1,4 +1,4 @@
-"""The affected pass: for each changed tool, toolset, agent or guardrail, the evaluations and tool
+"""The affected pass: for each changed resource, the evaluations and tool
 tests that exercise it (``cesync.core.affected``), read from the app as the plan leaves it: the
 repo's resources, and the app's where only the app has one (what the plan deletes) (pure)."""
 
