@@ -6,6 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cesync.api.kinds import KINDS, THE_APP
+from cesync.api.resource import Resource
 from cesync.core.policy import (
     PolicyError,
     PolicyFile,
@@ -121,16 +123,19 @@ APP = "projects/p/locations/l/apps/a"
 
 def test_served_agents_follow_child_agents_and_agent_tools_only_with_a_deployment() -> None:
     remote = [
-        ("app", "app", {"rootAgent": f"{APP}/agents/root"}),
-        ("agent", "root", {"childAgents": [f"{APP}/agents/child"], "tools": [f"{APP}/tools/as-agent"]}),
-        ("agent", "child", {}),
-        ("tool", "as-agent", {"agentTool": {"agent": f"{APP}/agents/via-tool"}}),
-        ("agent", "via-tool", {}),
-        ("agent", "alone", {}),
+        Resource(THE_APP, "app", {"rootAgent": f"{APP}/agents/root", "guardrails": [f"{APP}/guardrails/stop"]}),
+        Resource(KINDS["agent"], "root", {"childAgents": [f"{APP}/agents/child"], "tools": [f"{APP}/tools/as-agent"]}),
+        Resource(KINDS["agent"], "child", {}),
+        Resource(KINDS["tool"], "as-agent", {"agentTool": {"agent": f"{APP}/agents/via-tool"}}),
+        Resource(KINDS["agent"], "via-tool", {}),
+        Resource(KINDS["guardrail"], "stop", {"action": {"transferAgent": {"agent": f"{APP}/agents/human"}}}),
+        Resource(KINDS["agent"], "human", {}),
+        Resource(KINDS["agent"], "alone", {}),
     ]
     assert served_agents(remote, APP) == []
-    assert served_agents([*remote, ("deployment", "web", {})], APP) == [
+    assert served_agents([*remote, Resource(KINDS["deployment"], "web", {})], APP) == [
         f"{APP}/agents/child",
+        f"{APP}/agents/human",  # a guardrail of the app hands the conversation to it
         f"{APP}/agents/root",
         f"{APP}/agents/via-tool",
     ]

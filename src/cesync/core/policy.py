@@ -36,7 +36,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ..api.kinds import KINDS
+from ..api.resource import Resource
 from ..errors import CesyncError
+from .graph import build_graph
 
 __all__ = [
     "SCOPES",
@@ -348,37 +351,15 @@ def _fired(rules: Sequence[CompiledRule], test: PolicyTest) -> list[str]:
     return sorted({f.rule for f in findings})
 
 
-def served_agents(remote: Sequence[tuple[str, str, dict[str, Any]]], parent: str) -> list[str]:
-    """The agents an app's deployments reach: with any deployment, the root agent and every agent it
-    reaches through the names its agents and tools hold (child agents, transfer rules, agent tools)."""
-    if not any(kind == "deployment" for kind, _, _ in remote):
+def served_agents(remote: Iterable[Resource], parent: str) -> list[str]:
+    """The agents an app's deployments reach: with any deployment (a kind that serves), every agent
+    the app reaches through its references (core.graph): its root agent, and child agents, transfer
+    rules, agent tools and guardrails' transfers from there."""
+    present = list(remote)
+    app = next((r.key for r in present if r.kind.singleton), None)
+    if app is None or not any(r.kind.serves for r in present):
         return []
-    pattern = re.compile(re.escape(parent) + r"/(?:agents|tools|toolsets)/[A-Za-z0-9_-]+")
-    bodies = {f"{parent}/{kind}s/{rid}": body for kind, rid, body in remote if kind in ("agent", "tool", "toolset")}
-    app = next((body for kind, _, body in remote if kind == "app"), {})
-    root = app.get("rootAgent") if isinstance(app, dict) else None
-    if not isinstance(root, str) or not root:
-        return []
-    seen: set[str] = set()
-    stack = [root]
-    while stack:
-        name = stack.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        stack.extend(m.group(0) for m in pattern.finditer(_strings(bodies.get(name, {}))))
-    return sorted(n for n in seen if "/agents/" in n)
-
-
-def _strings(body: Any) -> str:
-    out: list[str] = []
-    stack = [body]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, str):
-            out.append(item)
-    return "\n".join(out)
+    reached = build_graph(present, parent).dependencies([app])
+    return sorted(
+        kind.resource_name(parent, rid) for name, rid in reached if (kind := KINDS.get(name)) is not None and kind.converses
+    )

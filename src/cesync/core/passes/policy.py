@@ -25,6 +25,6 @@ def policy(plan: Plan, given: PlanInput) -> Plan:
     # nothing (a tear-down deletes the deployment with the agents it served)
     going = {c.name for c in plan.changes if c.action == "delete" and c.kind.serves}
     staying = [r for r in given.remote if r.kind.resource_name(given.parent, r.id) not in going]
-    served = served_agents([(r.kind.name, r.id, r.body) for r in staying], given.parent)
+    served = served_agents(staying, given.parent)
     found += evaluate_changes(given.policy_rules, plan.public(), given.labels, served)
     return replace(plan, policy=tuple(found), labels=tuple(given.labels))
