@@ -5,7 +5,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cesync.escape import output
 from cesync.render.release import event_line, render_release_markdown, render_release_text
+from tests.hostile_text import hostile, markdown_problems, terminal_and_ci_problems
 
 APP = "projects/p/locations/l/apps/a"
 
@@ -45,3 +47,15 @@ def test_a_version_name_cannot_add_markup(version: str) -> None:
     for line in md.splitlines()[2:]:  # after the heading: every app text shown plain
         assert "<script" not in line.lower()
     assert all(ch not in event_line({"event": "rollback", "serving": version}) for ch in "`<>|*_[]\n")
+
+
+@given(version=hostile.filter(lambda t: "/" not in t), deployment=hostile.filter(lambda t: "/" not in t))
+def test_a_hostile_server_s_names_are_data_in_every_channel(version: str, deployment: str) -> None:
+    """A version or deployment name a hostile server sends (a console user's ids are CES's
+    [a-z0-9-]) in the release report: no mention, link, HTML or fake line of theirs in the
+    Markdown, nothing a terminal or CI runner would act on in the text."""
+    data = report(version)
+    data["deployment"] = f"{APP}/deployments/{deployment}"
+    data["events"] = [*data["events"], {"event": "done", "message": version}]  # type: ignore[list-item]
+    assert markdown_problems(render_release_markdown(data)) == []
+    assert terminal_and_ci_problems(output(render_release_text(data))) == []

@@ -1,11 +1,13 @@
 """A release (pipeline.release.ReleaseResult as data) for people: its events as lines, and as Markdown (pure).
 
-Every version and deployment name is the app's text: shown without markup (render.common)."""
+Every version and deployment name is the app's text: shown without markup (render.common), and
+in Markdown only inside code (escape.md_code), where a mention or a link of a server's is text."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..escape import md_cell, md_code
 from .common import _plain
 
 __all__ = ["event_line", "render_release_markdown", "render_release_text", "schedule_lines"]
@@ -71,9 +73,9 @@ def render_release_markdown(data: dict[str, Any]) -> str:
         "| step | traffic | hold |",
         "|---:|---|---:|",
     ]
-    lines += [f"| {s['step']}/{s['of']} | {_shares(s['traffic'])} | {s['holdSeconds']:g}s |" for s in data["schedule"]]
+    lines += [f"| {s['step']}/{s['of']} | {md_cell(_shares(s['traffic']))} | {s['holdSeconds']:g}s |" for s in data["schedule"]]
     if data["events"]:
         lines += ["", "<details><summary>What happened</summary>", ""]
-        lines += [f"- {event_line(e)}" for e in data["events"]]
+        lines += [f"- {md_code(event_line(e))}" for e in data["events"]]
         lines += ["", "</details>"]
     return "\n".join(lines) + "\n"
