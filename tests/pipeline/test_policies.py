@@ -40,7 +40,7 @@ def test_a_denied_plan_shows_the_rule_everywhere_and_apply_writes_nothing(repo: 
     ]
     md = cesync("plan", "--dir", str(repo), *PROD, "--format", "markdown").stdout
     assert "> **Policy:** apply will refuse this plan: denied by prod-tool-timeout" in md
-    assert "- **deny** `prod-tool-timeout` on `tool/order-status`: waits up to 45s" in md
+    assert "- **deny** `prod-tool-timeout` on `tool/order-status`: `waits up to 45s" in md
     applied = cesync("apply", "--dir", str(repo), *PROD, "--auto-approve")
     assert applied.returncode == 1
     assert "policy denies this plan (prod-tool-timeout on tool/order-status" in applied.stderr

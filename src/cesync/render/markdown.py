@@ -49,7 +49,7 @@ def render_markdown(plan: Plan, *, max_chars: int | None = None, full_plan: str 
         f"App `{plan.app}`" + (f" at {_endpoint(plan)}" if where(plan) else ""),
         "",
     ]
-    head += [f"> **{line.split(': ', 1)[0]}:** {line.split(': ', 1)[1]}" for line in notices(plan) if line]
+    head += [_notice(line) for line in notices(plan) if line]
     head += [""] if notices(plan) else []
     head += [
         "| create | update | delete | unmanaged |",
@@ -66,7 +66,11 @@ def render_markdown(plan: Plan, *, max_chars: int | None = None, full_plan: str 
         head.append("")
     if plan.policy:
         head += ["**Policy checks:**", ""]
-        head += [f"- **{verdict}** `{rule}` on `{subject}`: {message}" for verdict, rule, subject, message in policy_lines(plan)]
+        # a message may be made from change.before, the app's copy a console user writes: code
+        head += [
+            f"- **{verdict}** {md_code(rule)} on {md_code(subject)}: {md_code(message)}"
+            for verdict, rule, subject, message in policy_lines(plan)
+        ]
         head.append("")
     tail: list[str] = []
     if plan.validation:
@@ -122,6 +126,12 @@ def _impact(plan: Plan) -> list[str]:
         "</details>",
         "",
     ]
+
+
+def _notice(line: str) -> str:
+    """A notice as a quote; a record's (it names a version as the server gave it) as code."""
+    what, said = line.split(": ", 1)
+    return f"> **{what}:** {md_code(said) if what == 'Records' else said}"
 
 
 def _join(head: list[str], sections: list[str], tail: list[str]) -> str:
