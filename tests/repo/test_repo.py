@@ -560,3 +560,22 @@ def test_a_list_field_says_what_the_file_holds(tmp_path: Path, written: str, sai
     billing.write_text("\n".join([*kept, written]) + "\n")
     problems = [str(p) for p in load_repo(root).validate() if p.file == "agents/billing.yaml"]
     assert any(said in p for p in problems), problems
+
+
+def test_resolving_an_environment_registers_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Repo.env only resolves; the command hands the sensitive values to the scrubber itself
+    (Repo.scrub_sensitive_values), so no registration hides in a lookup."""
+    from cesync.core import scrubber
+
+    config = "version: 1\ndefaults:\n  sensitive: [API_KEY]\nenvironments:\n  local: {endpoint: embedded, project: p, location: us, app: a}\n"
+    root = make_repo(tmp_path, {"cesync.yaml": config})
+    monkeypatch.setenv("CESYNC_VAR_API_KEY", "sk-resolve-only-1234")
+    scrubber.forget()
+    try:
+        repo = load_repo(root)
+        repo.env("local")
+        assert not scrubber.known() and "sk-resolve-only-1234" in scrubber.scrub("sk-resolve-only-1234")
+        repo.scrub_sensitive_values()
+        assert scrubber.scrub("key sk-resolve-only-1234") == "key (sensitive)"
+    finally:
+        scrubber.forget()

@@ -91,6 +91,7 @@ def export(
     else:
         repo = load_repo(directory, resources=False)
         repo.overrides = cli_vars(var_pairs, var_files)
+        repo.scrub_sensitive_values()  # before the command's first output
         env, root = repo.env(env_name), repo.root
         config_text = (repo.root / CONFIG_FILE).read_text(encoding="utf-8")
         # A sensitive value the app holds is written back as its ${NAME}, never as a literal.
@@ -204,6 +205,7 @@ def diff_cmd(
     """
     repo = load_repo(directory)  # its files say which fields hold sensitive values
     repo.overrides = cli_vars(var_pairs, var_files)
+    repo.scrub_sensitive_values()  # before the command's first output
     a, b = repo.env(from_env), repo.env(to_env)
     config_text = (repo.root / CONFIG_FILE).read_text(encoding="utf-8")
     secrets = repo.sensitive_values(a)  # FROM's go back to their ${NAME} and render as TO's: neither is printed

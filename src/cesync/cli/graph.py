@@ -69,6 +69,7 @@ def graph(
         raise click.UsageError("--depth goes with --focus")
     repo = load_repo(directory)
     repo.overrides = cli_vars(var_pairs, var_files)
+    repo.scrub_sensitive_values()  # before the command's first output
     name = env_name or os.environ.get("CESYNC_ENV") or (repo.env_names[0] if repo.env_names else None)
     env = repo.env(name)
     resources = _live(directory, env.name, endpoint, repo.overrides) if live else repo.render(env)

@@ -144,6 +144,7 @@ def _validate_one(
 
     repo = load_repo(directory)
     repo.overrides = variables
+    repo.scrub_sensitive_values()  # before the command's first output
     names = list(envs) or repo.env_names
     for name in names:
         env = repo.env(name)  # unknown names fail here with the list of known ones

@@ -104,6 +104,7 @@ def _delete(name: str, directory: Path, env_name: str | None, endpoint: str | No
     from ..repo.repo import load_repo
 
     repo = load_repo(directory, resources=False)
+    repo.scrub_sensitive_values()  # before the command's first output
     env = preview_env(repo.env(env_name), name)
 
     async def run() -> bool:

@@ -62,6 +62,7 @@ def promote(
     if source == target:
         raise CesyncError("--from and --to name the same environment")
     repo = load_repo(directory, resources=False)
+    repo.scrub_sensitive_values()  # before the command's first output
     src = repo.env(source)
     repo.env(target)  # an unknown --to is an error before any connection
 

@@ -129,6 +129,7 @@ async def _tools_session(
                 f"--strict: the repo does not render, so the deployed tools cannot be compared with it: {exc}"
             ) from None
         repo = load_repo(directory, resources=False)
+        repo.scrub_sensitive_values()  # before the command's first output
         env = repo.env(env_name) if preview is None else preview_env(repo.env(env_name), preview)
         err(f"warning: the deployed tools were not compared with the repo (it does not render: {str(exc).splitlines()[0]})")
         async with connect(env, repo.root, override=endpoint) as client:
@@ -255,6 +256,7 @@ def test_cmd(
 ) -> None:
     """Run the tool tests in tests/*.yaml against the environment's app (--local: against the repo)."""
     repo = load_repo(directory, resources=False)
+    repo.scrub_sensitive_values()  # before the command's first output
     env = repo.env(env_name)
     cases = load_tests(repo.root, pattern)
     if affected_by is not None:

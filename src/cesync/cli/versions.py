@@ -27,6 +27,7 @@ def versions(directory: Path, env_name: str | None, endpoint: str | None, fmt: s
     from ..repo.repo import load_repo
 
     repo = load_repo(directory, resources=False)
+    repo.scrub_sensitive_values()  # before the command's first output
     env = repo.env(env_name)
 
     async def run() -> list[dict[str, object]]:
@@ -72,6 +73,7 @@ def rollback(
         err("warning: --yes is deprecated; use --auto-approve (as for apply)")
         yes = True
     repo = load_repo(directory)  # its files say which fields hold sensitive values, in the snapshot too
+    repo.scrub_sensitive_values()  # before the command's first output
     env = repo.env(env_name)
 
     async def run() -> tuple[list[str], str]:

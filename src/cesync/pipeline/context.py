@@ -82,6 +82,7 @@ def open_context(
     """
     repo = load_repo(directory)
     repo.overrides = dict(variables or {})
+    repo.scrub_sensitive_values()  # before the command's first output
     env = repo.env(env_name)
     if preview is not None:
         from .preview import preview_env

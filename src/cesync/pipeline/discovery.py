@@ -37,6 +37,7 @@ def find_apps(root: Path, env_names: set[str] | None = None) -> list[dict[str, s
             raise ConfigError([dataclasses.replace(p, file=f"{rel.as_posix()}/{p.file}") for p in exc.problems]) from exc
         if repo.root != config.parent.resolve():
             continue  # its cesync.yaml went away meanwhile: load_repo found the one above
+            repo.scrub_sensitive_values()  # before the command's first output
         for name in repo.env_names:
             if env_names and name not in env_names:
                 continue

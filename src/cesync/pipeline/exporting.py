@@ -101,6 +101,7 @@ def plan_folder(
     """Render the repo in folder for one environment and plan it against remote (no API calls)."""
     repo = load_repo(folder)
     repo.overrides = dict(variables or {})
+    repo.scrub_sensitive_values()  # before the command's first output
     env = repo.env(env_name)
     secrets = repo.sensitive_values(env)
     remember(secrets.values())

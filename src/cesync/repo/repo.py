@@ -88,14 +88,14 @@ class Repo:
         return list(self.config.environments)
 
     def env(self, name: str | None) -> EnvTarget:
-        """Resolve --env (or CESYNC_ENV); required when there is more than one environment.
-
-        Every command resolves its environment before its first output: from here on the
-        sensitive values of every environment (not just this one: diff and rollback show
-        another's) are never printed (:func:`cesync.core.scrubber.remember`).
-        """
-        remember(self.every_sensitive_value())
+        """Resolve --env (or CESYNC_ENV); required when there is more than one environment."""
         return resolve_env(self.config, self.config_doc, name, self.overrides)
+
+    def scrub_sensitive_values(self) -> None:
+        """Hand the process scrubber (core/scrubber.py) the value of every variable any environment
+        marks sensitive (not just the command's: diff and rollback show another's). Every command
+        calls it before its first output, once its --var values are set."""
+        remember(self.every_sensitive_value())
 
     def every_sensitive_value(self) -> list[str]:
         """The value of each variable any environment marks sensitive, in every environment that gives one."""
