@@ -44,6 +44,7 @@ from ..client.api import Written
 from ..client.apps import Polling, create_app
 from ..core.applock import LOCK_FIELDS, is_locked, lock_change
 from ..core.diff import diff_resource, same
+from ..core.passes.renames import unnamed
 from ..core.plan import Action, Change, Plan
 from ..errors import Aborted, AlreadyExists, ApiError, CesyncError, FailedPrecondition, NotFound
 
@@ -280,28 +281,16 @@ class _Run:
             except ApiError:
                 continue
             now = diff_resource(c.kind, c.id, c.body, current).before
-            if now is not None and same(_unnamed(now, gone.name), _unnamed(read, gone.name)):
+            if now is not None and same(unnamed(now, gone.name), unnamed(read, gone.name)):
                 self.fresh_etag[c.name] = str(current.get("etag", ""))
 
     async def _overwritten(self, c: Change, written: Written) -> str:
-        """What another author wrote to c between the read before the write and the write itself
-        (the changelogs: the server could not refuse the write), worded as a conflict; "" if nothing."""
-        from ..sync.changelog import overwritten, writes_since
+        """Another author's write to c between the read before the write and the write itself, as a
+        conflict's words ("" if none): sync.changelog.overwrite_report."""
+        from ..sync.changelog import overwrite_report
 
-        read_time, read_etag = self.read_at[c.name]
-        try:
-            entries = await writes_since(self.client, self.plan.app, c.name, read_time)
-        except ApiError:
-            entries = None
-        others = overwritten(entries or [], read_etag, written.etag or str(written.body.get("etag", "")))
-        if not others:
-            return ""
-        said = "; ".join(f"{e.author} at {e.at} ({e.fields or e.action})" for e in others)
-        return (
-            f"written, over a change made between cesync's read and its write: {said}. A {c.kind}'s etag is output "
-            "only, so the server could not refuse the write: that change is overwritten; put it in the repo (cesync "
-            "pull) or make it again"
-        )
+        etag = written.etag or str(written.body.get("etag", ""))
+        return await overwrite_report(self.client, self.plan.app, c.name, str(c.kind), self.read_at[c.name], etag)
 
     def _same_as_planned(self, c: Change, current: dict[str, Any]) -> bool:
         """Whether the app is as the plan read it (both sides canonical and unmasked: Change.read)."""
@@ -375,17 +364,6 @@ def _failure(c: Change, exc: ApiError, lost_reply: bool) -> tuple[Status, str]:
             return FAILED, f"{exc.message} (a {c.kind}'s delete has no force: change what uses it first)"
         return FAILED, f"{exc.message} (pass --force-delete to delete it anyway and remove those references)"
     return FAILED, str(exc)
-
-
-def _unnamed(data: Any, name: str) -> Any:
-    """data without the list items that are, or hold, name (what a forced delete of name removes), and
-    without a list left empty by that (canonical form has no empty lists)."""
-    if isinstance(data, dict):
-        out = {k: _unnamed(v, name) for k, v in data.items()}
-        return {k: v for k, v in out.items() if v != [] or data[k] == []}
-    if isinstance(data, list):
-        return [_unnamed(x, name) for x in data if x != name and not (isinstance(x, dict) and name in json.dumps(x))]
-    return data
 
 
 def _forceable(kind: ResourceKind) -> bool:

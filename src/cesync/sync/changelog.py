@@ -14,7 +14,7 @@ from typing import Any
 from ..client import CesClient
 from ..errors import NotFound, PermissionDenied
 
-__all__ = ["Entry", "nanos", "overwritten", "writes_since"]
+__all__ = ["Entry", "nanos", "overwrite_report", "overwritten", "writes_since"]
 
 MAX_PAGES = 5  # oldest first from the read: the apply's own write follows within moments
 MAX_TEXT = 200  # a server's words, bounded before anything prints them
@@ -93,3 +93,23 @@ def overwritten(entries: list[Entry], read_etag: str, written_etag: str) -> list
         return []
     start = next((i + 1 for i in range(ours - 1, -1, -1) if read_etag and entries[i].etag == read_etag), 0)
     return [e for e in entries[start:ours] if e.author != entries[ours].author]
+
+
+async def overwrite_report(client: CesClient, parent: str, resource: str, kind: str, read: tuple[str, str], etag: str) -> str:
+    """What another author wrote to resource between apply's read of it (read: its updateTime and
+    etag) and apply's write (which left etag), worded as a conflict; "" if nothing can be said."""
+    from ..errors import ApiError
+
+    try:
+        entries = await writes_since(client, parent, resource, read[0])
+    except ApiError:
+        entries = None
+    others = overwritten(entries or [], read[1], etag)
+    if not others:
+        return ""
+    said = "; ".join(f"{e.author} at {e.at} ({e.fields or e.action})" for e in others)
+    return (
+        f"written, over a change made between cesync's read and its write: {said}. A {kind}'s etag is output "
+        "only, so the server could not refuse the write: that change is overwritten; put it in the repo (cesync "
+        "pull) or make it again"
+    )

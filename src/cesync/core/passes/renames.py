@@ -11,13 +11,15 @@ after the old one goes, as any create after a delete."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from typing import Any
 
 from ..plan import Change, Plan
 from . import PlanInput
 from .compare import written_references
 
-__all__ = ["renames"]
+__all__ = ["renames", "unnamed"]
 
 
 def renames(plan: Plan, given: PlanInput) -> Plan:
@@ -56,3 +58,15 @@ def _renamed(c: Change, d: Change, given: PlanInput) -> tuple[Change, Change]:
         depends_on=tuple(sorted({*c.depends_on, d.name})),
     )
     return created, replace(d, note=note, first=True, force=not outside, depends_on=())
+
+
+def unnamed(data: Any, name: str) -> Any:
+    """data without the list items that are, or hold, name (what a forced delete of name removes from
+    the resources naming it), and without a list left empty by that (canonical form has none): apply
+    compares a resource so with the plan's read of it to take the etag the force left."""
+    if isinstance(data, dict):
+        out = {k: unnamed(v, name) for k, v in data.items()}
+        return {k: v for k, v in out.items() if v != [] or data[k] == []}
+    if isinstance(data, list):
+        return [unnamed(x, name) for x in data if x != name and not (isinstance(x, dict) and name in json.dumps(x))]
+    return data
