@@ -14,6 +14,7 @@ theirs), JUnit (parses) and JSON (parses).
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Any
 import httpx
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 
 from cesync.core.plan import Plan
 from cesync.emulator.server import BackgroundServer
@@ -209,3 +211,68 @@ def test_a_hostile_server_s_resources_are_data(tmp_path: Path, text: str, key: s
         # a process of its own: -vv sets the loggers of the process it runs in
         verbose = cesync_process("plan", "--dir", str(repo), "--endpoint", server.url, "-vv")
         assert terminal_and_ci_problems(verbose.stdout + verbose.stderr) == [], verbose.stderr
+
+
+# What cesync's Mermaid is made of (render/graph.py): every label quoted, its text plain
+# characters and entity codes only, so no id can close a label, the fence or the diagram.
+_LABEL = r'"[A-Za-z0-9 _.,/#;\-]*"'
+_MERMAID_LINE = re.compile(
+    rf"^(flowchart LR|  n\d+[\[\(\{{>/]{{1,2}}{_LABEL}[\]\)\}}/]{{1,2}}|  more\[{_LABEL}\]"
+    rf"|  n\d+ -->\|{_LABEL}\| n\d+|  classDef [a-z]+ [a-z0-9:#,\-]+|  class [n0-9,]+ [a-z]+)$"
+)
+_DOT_LINE = re.compile(
+    r'^(digraph app \{|  rankdir=LR;|  node \[.*\];|  (n\d+|more) \[label="(?:[^"\\]|\\.)*".*\];|  n\d+ -> n\d+ \[label="[a-z, ]*"\];|\})$'
+)
+
+
+@SLOW
+@given(
+    ids=st.lists(st.from_regex(r"[a-z][a-z0-9_-]{0,20}", fullmatch=True), min_size=1, max_size=3, unique=True),
+    text=hostile,
+    bad_id=hostile.filter(lambda t: "/" not in t),
+)
+def test_a_hostile_server_s_text_is_data_in_the_graph_and_the_plan_s_picture(
+    tmp_path: Path, ids: list[str], text: str, bad_id: str
+) -> None:
+    """cesync graph --live in every format, and the plan comment's picture of what it touches
+    (the app's tools deleted with --prune, an agent that uses them), from a server whose display
+    names and descriptions are hostile: Mermaid and DOT stay made of cesync's lines only, JSON
+    keeps each id as sent. An id that is not CES's (letters, digits, '-', '_') is refused before
+    any picture is drawn, and the refusal shows it escaped."""
+    from tests.helpers import make_repo
+    from tests.hostile import APP
+
+    served = list(ids)
+
+    def answer(method: str, path: str, query: dict[str, str]) -> tuple[int, bytes]:
+        tools = [
+            {"name": f"{APP}/tools/{rid}", "displayName": text, "clientFunction": {"name": "t", "description": text}}
+            for rid in served
+        ]
+        agent = {"name": f"{APP}/agents/{ids[0]}", "displayName": text, "instruction": text, "tools": [t["name"] for t in tools]}
+        if path == APP:
+            return 200, json.dumps({"name": APP, "displayName": text}).encode()
+        if path == f"{APP}/tools":
+            return 200, json.dumps({"tools": tools}).encode()
+        if path == f"{APP}/agents":
+            return 200, json.dumps({"agents": [agent]}).encode()
+        return 200, b"{}"
+
+    repo = make_repo(Path(tempfile.mkdtemp(dir=tmp_path)), {})
+    with HostileServer(answer) as server:
+        d = ("--dir", str(repo), "--endpoint", server.url)
+        drawn = _printed("graph", "--live", *d, "--format", "mermaid", code=0)
+        assert [line for line in drawn.splitlines() if not _MERMAID_LINE.match(line)] == [], drawn
+        drawn = _printed("graph", "--live", *d, "--format", "dot", code=0)
+        assert [line for line in drawn.splitlines() if not _DOT_LINE.match(line)] == [], drawn
+        data = json.loads(_printed("graph", "--live", *d, "--format", "json", code=0))
+        assert {n["id"] for n in data["nodes"] if n["kind"] == "tool"} == set(ids)
+        comment = _printed("plan", *d, "--prune", "--format", "markdown", code=0)
+        assert markdown_problems(comment) == [], comment
+        picture = comment.split("```mermaid\n", 1)[1].split("\n```", 1)[0]
+        assert [line for line in picture.splitlines() if not _MERMAID_LINE.match(line)] == [], picture
+        _printed("plan", *d, "--prune", code=0)
+        served.append(bad_id)
+        for fmt in ("mermaid", "dot", "json"):
+            _printed("graph", "--live", *d, "--format", fmt, code=1)
+        _printed("plan", *d, "--prune", "--format", "markdown", code=1)
