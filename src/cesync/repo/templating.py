@@ -77,8 +77,9 @@ def substitute(
             return match.group(0)
         value = env.var(name)
         if value is None:
-            # the names the repo and the command line give, never the process's: a typo is the likely cause
-            hint = suggest(name, sorted({*env.vars, *env.overrides}))
+            # the names the repo and the command line give, never the process's: a typo is the likely cause,
+            # unless cesync.yaml declares the name sensitive (then it is right, only its value is missing)
+            hint = "" if name in env.sensitive else suggest(name, sorted({*env.vars, *env.overrides}))
             own, shared = env_var_name(env.name, name), VAR_ENV_PREFIX + name
             if name in env.sensitive:  # its value never belongs in cesync.yaml (validate warns there)
                 said = (
