@@ -12,6 +12,8 @@ from cesync.api.resource import Resource
 from cesync.core.plan import Plan
 from cesync.core.planbuild import build_plan
 from cesync.render.common import unified, unmanaged_groups
+from cesync.render.markdown import render_markdown
+from cesync.render.text import render_text
 
 PARENT = "projects/p/locations/us/apps/a"
 IDS = st.sets(st.sampled_from(["a", "b", "c", "d", "e", "f"]), max_size=6)
@@ -66,3 +68,13 @@ def test_a_change_no_line_diff_shows_is_said_in_words(lines: list[str], final: b
         shown = unified(remote, lf, "pythonFunction.pythonCode")[2:]
         said = "line endings only" in shown[0] or "newline at the end" in shown[0] if shown else False
         assert said or any(line.startswith(("+", "-")) for line in shown), (remote, lf, shown)
+
+
+@given(prune_unmanaged=st.booleans(), destroy=st.booleans())
+def test_a_plan_without_changes_says_what_that_means(prune_unmanaged: bool, destroy: bool) -> None:
+    """A finished tear-down has nothing to delete, but the app no longer matches the repo: the
+    text and Markdown plans must not say it does."""
+    plan = dataclasses.replace(build_plan("dev", PARENT, [], [], prune=True), destroy=destroy, prune_unmanaged=prune_unmanaged)
+    for shown in (render_text(plan), render_markdown(plan)):
+        assert ("matches the repo" in shown) is not destroy
+        assert ("is left in the app" in shown) is destroy

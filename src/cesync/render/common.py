@@ -61,6 +61,15 @@ def where(plan: Plan) -> str:
     return "the embedded emulator" if plan.endpoint == "embedded" else plan.endpoint
 
 
+def unchanged(plan: Plan) -> str:
+    """What a plan without changes means: a tear-down has nothing left to delete, and the app
+    does not match the repo then (the repo still defines everything)."""
+    if plan.destroy:
+        whose = "Nothing it can delete" if plan.prune_unmanaged else "Nothing cesync owns"
+        return f"No changes. {whose} is left in the app."
+    return "No changes. The app matches the repo."
+
+
 def notices(plan: Plan) -> list[str]:
     """What a reader must not miss before the changes: a partial plan, a plan apply will refuse."""
     out = []

@@ -26,6 +26,7 @@ from .common import (
     policy_lines,
     summary,
     touched,
+    unchanged,
     unified,
     unmanaged_groups,
     where,
@@ -58,7 +59,7 @@ def render_markdown(plan: Plan, *, max_chars: int | None = None, full_plan: str 
         "",
     ]
     if not plan.changes:
-        head += ["**No changes.** The app matches the repo.", ""]
+        head += [f"**No changes.** {unchanged(plan).removeprefix('No changes. ')}", ""]
     head += _impact(plan)
     if plan.affected:
         head += ["**At risk** (evaluations and tool tests that exercise a changed resource):", ""]

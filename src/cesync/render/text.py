@@ -24,6 +24,7 @@ from .common import (
     policy_lines,
     summary,
     touched,
+    unchanged,
     unified,
     unmanaged_groups,
     validation_lines,
@@ -57,7 +58,7 @@ def render_text(plan: Plan, *, color: bool = False) -> str:
     lines += [paint(line, "bold") for line in notices(plan)]
     lines += texts(list(plan.changes))
     if not plan.changes:
-        lines.append("No changes. The app matches the repo.")
+        lines.append(unchanged(plan))
         lines.append("")
     for why, names in unmanaged_groups(plan):
         lines.append(paint(f"{count(len(names), 'remote resource')} not in the repo ({why}):", "dim"))
