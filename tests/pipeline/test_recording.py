@@ -206,6 +206,30 @@ def test_a_record_cannot_steer_promote_to_an_unreviewed_commit(tmp_path: Path, s
 # --- a write the server cannot guard, checked afterwards (pipeline/apply.py, sync/changelog.py) ----
 
 
+DEPLOYMENT = "displayName: Web\nchannelProfile:\n  channelType: WEB_UI\n  webWidgetConfig:\n    webWidgetTitle: %s\n"
+
+
+def test_a_console_edit_of_a_deployment_overwritten_mid_apply_is_a_conflict(tmp_path: Path, server: BackgroundServer) -> None:
+    """A Deployment's etag is output only too: the same check after its write."""
+    root = make_repo(tmp_path, {"deployments/web.yaml": DEPLOYMENT % "Hi"})
+    env = emulator_env(server.host)
+    assert cesync("apply", "--auto-approve", cwd=root, env=env).returncode == 0
+    (root / "deployments" / "web.yaml").write_text(DEPLOYMENT % "Hello", encoding="utf-8")
+
+    def console(method: str, path: str) -> Iterable[Injected]:
+        if method == "PATCH" and path.startswith(f"/v1/{APP}/deployments/web?"):
+            return [
+                Injected("PATCH", f"/v1/{APP}/deployments/web?updateMask=displayName", {"displayName": "Mine"}, "bob@example.com")
+            ]
+        return []
+
+    server.hooks.before_write = console
+    done = cesync("apply", "--auto-approve", cwd=root, env=env)
+    server.hooks.before_write = None
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "bob@example.com at " in done.stdout and "(displayName)" in done.stdout
+
+
 @pytest.mark.parametrize("when", ["between read and write", "none"])
 def test_a_console_edit_of_the_app_overwritten_mid_apply_is_a_conflict(
     tmp_path: Path, server: BackgroundServer, when: str
