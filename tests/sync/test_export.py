@@ -61,6 +61,9 @@ def test_export_then_plan_shows_no_changes(bot: Path, tmp_path: Path, emulator: 
     plan = cesync("plan", "--dir", str(out), "--env", env, "--endpoint", emulator.url, "--detailed-exitcode")
     assert plan.returncode == 0, plan.stdout + plan.stderr
     assert "No changes" in plan.stdout
+    # cesync.yaml goes along, and with it the policies folder it names: the app holds no policy.
+    policies = sorted(p.relative_to(bot).as_posix() for p in (bot / "policies").rglob("*.yaml"))
+    assert policies and all((out / p).read_text() == (bot / p).read_text() for p in policies)
     # What made the environment concrete went back to its portable form.
     orders = (out / "toolsets" / "orders.yaml").read_text()
     assert "url: ${ORDERS_URL}" in orders and "projects/${SECRETS_PROJECT}/secrets" in orders

@@ -19,7 +19,7 @@ from ..client import connect
 from ..client.connect import embedded_state, endpoint_for
 from ..core.plan import Plan
 from ..errors import CesyncError
-from ..pipeline.exporting import config_for, export_app, plan_files, plan_folder, target_for_app
+from ..pipeline.exporting import config_for, export_app, plan_files, plan_folder, policy_files, target_for_app
 from ..repo.config import EMBEDDED, ENV_NAME
 from ..repo.files import write_tree
 from ..repo.repo import CONFIG_FILE, load_repo
@@ -84,6 +84,7 @@ def export(
 ) -> None:
     """Write the whole app (settings, agents, guardrails, tools and the rest) as a cesync repo (adoption)."""
     secrets: dict[str, str] = {}
+    carried: dict[str, str] = {}
     if app_name:
         name = _env_name(env_name or "default")
         env, root = target_for_app(name, app_name, endpoint, cli_vars(var_pairs, var_files)), out
@@ -96,12 +97,14 @@ def export(
         config_text = (repo.root / CONFIG_FILE).read_text(encoding="utf-8")
         # A sensitive value the app holds is written back as its ${NAME}, never as a literal.
         secrets = repo.sensitive_values(env)
+        carried = policy_files(repo)  # its cesync.yaml goes along, and with it the policies it names
 
     async def run() -> tuple[ExportedRepo, list[Resource]]:
         async with connect(env, root, override=endpoint) as client:
             return await export_app(client, env, config_text, targets, sensitive=secrets)
 
     exported, remote = asyncio.run(run())
+    exported.files.update(carried)
     if (out / ".gitignore").exists():
         exported.files.pop(".gitignore", None)
     state = embedded_state(root, env.name)

@@ -14,8 +14,9 @@ from ..core.plan import Plan
 from ..core.planbuild import build_plan
 from ..core.scrubber import remember
 from ..core.targets import resolve_targets
+from ..core.yamlfile import read_text
 from ..core.yamlout import to_yaml
-from ..errors import CesyncError
+from ..errors import CesyncError, ConfigError, Problem
 from ..repo.files import write_tree
 from ..repo.repo import EnvTarget, Repo, load_repo
 from ..sync.export import ExportedRepo, export_repo, modeline
@@ -44,6 +45,25 @@ def config_for(env: EnvTarget) -> str:
     if env.vars:
         fields["vars"] = dict(sorted(env.vars.items()))
     return modeline("cesync", 0) + to_yaml({"version": 1, "environments": {env.name: fields}})
+
+
+def policy_files(repo: Repo) -> dict[str, str]:
+    """The files of the policies folder the repo's cesync.yaml names (path in the repo -> text), as
+    export carries them: the export copies cesync.yaml, so it must hold the folder that names, or
+    the exported repo would not load. The app holds no policy; they are the repo's own."""
+    folder = repo.config.policies
+    base = repo.root / folder if folder else None
+    if base is None or not base.is_dir():
+        return {}
+    root = repo.root.resolve()
+    files: dict[str, str] = {}
+    for path in sorted(p for p in base.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()):
+        display = path.relative_to(repo.root).as_posix()
+        text = read_text(path, display, root=root)
+        if isinstance(text, Problem):
+            raise ConfigError([text])
+        files[display] = text
+    return files
 
 
 async def export_app(
