@@ -135,3 +135,13 @@ def test_a_format_1_record_that_read_ownership_off_its_snapshot_owns_nothing() -
     del named["notOwned"]
     record = parse_record(version({"description": MARKER + json.dumps(named)}, snapshot), KIND_OF)
     assert record is not None and record.owned == frozenset({"tool/a"})
+
+
+@given(depth=st.integers(900, 40_000), inner=st.booleans())
+def test_a_version_s_record_nested_deep_is_no_record(depth: int, inner: bool) -> None:
+    """A console user can make a version whose description holds the marker and JSON nested
+    tens of thousands deep (outside, or in the signed text): no record, never RecursionError,
+    which stopped every plan, apply and drift check of the app."""
+    deep = "[" * depth + "]" * depth
+    line = json.dumps({"r": deep}) if inner else deep
+    assert parse_record({"name": "v", "description": f"x\n{MARKER}{line}"}, {}) is None

@@ -34,6 +34,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..api.jsonvalue import loads as json_loads
 from ..api.resource import Resource
 from .normalize import canonical
 
@@ -207,7 +208,7 @@ def parse_record(version: dict[str, Any], kind_of: dict[str, str]) -> AppliedRec
     if line is None:
         return None
     try:
-        outer = json.loads(line[len(MARKER) :])
+        outer = json_loads(line[len(MARKER) :])  # a console user writes versions: bounded depth
         if not isinstance(outer, dict):
             return None
         snapshot = version.get("snapshot") if isinstance(version.get("snapshot"), dict) else {}
@@ -218,7 +219,7 @@ def parse_record(version: dict[str, Any], kind_of: dict[str, str]) -> AppliedRec
         signed = outer.get("r")
         if not isinstance(signed, str):
             return None
-        data = json.loads(signed)
+        data = json_loads(signed)
         if not isinstance(data, dict) or data.get("v") != FORMAT:
             return None
         owned = _unpack(str(data["owned"]))
