@@ -175,3 +175,17 @@ def test_very_verbose_never_logs_the_access_token(tmp_path: Path) -> None:
         except (HPACKError, ValueError, SyntaxError):  # not a header block: nothing to read back
             continue
         assert not any("tok-1" in str(v) for _, v in decoded), decoded
+
+
+def test_verbose_apply_says_each_decision(tmp_path: Path) -> None:
+    """One line per decision, from the module that made it: what was compared, pruned, ordered, applied."""
+    root = make_repo(tmp_path, {"tools/extra.yaml": "clientFunction:\n  name: extra\n"})
+    first = cesync_in_process("apply", "--dir", str(root), "--env", "local", "--auto-approve", "-v")
+    assert first.returncode == 0, first.stderr
+    assert "cesync.core.passes.compare: plan: tool extra: create (not in the app)" in first.stderr
+    assert "cesync.pipeline.applying: apply: local: 3 change(s), parallelism 8, force False" in first.stderr
+    (root / "tools" / "extra.yaml").unlink()
+    second = cesync_in_process("apply", "--dir", str(root), "--env", "local", "--auto-approve", "--prune", "-v")
+    assert second.returncode == 0, second.stderr
+    assert "cesync.core.passes.ownership: plan: tool extra: in the app, not in the repo: delete (prune)" in second.stderr
+    assert "cesync.core.passes.order: plan: deletes in this order: tool/extra" in second.stderr

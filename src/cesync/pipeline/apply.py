@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from dataclasses import fields as dataclass_fields
@@ -49,6 +50,8 @@ from ..core.plan import Action, Change, Plan
 from ..errors import Aborted, AlreadyExists, ApiError, CesyncError, FailedPrecondition, NotFound
 
 __all__ = ["ApplyResult", "Outcome", "apply_plan"]
+
+log = logging.getLogger(__name__)
 
 Status = Literal["done", "failed", "conflict", "skipped", "not started"]
 DONE: Status = "done"
@@ -255,9 +258,11 @@ class _Run:
             self.read_at[c.name] = (str(current.get("updateTime", "")), str(current.get("etag", "")))
             return False
         if current is not None and _as_sent(c, current):
+            log.debug("apply: %s %s: read before the write, already as sent: done without a write", c.kind, c.id)
             outcome.status, outcome.message = DONE, "already applied: it was already as this apply wanted"
             outcome.etag = str(current.get("etag", ""))
             return True
+        log.debug("apply: %s %s: read before the write, it changed since the plan: conflict, nothing new starts", c.kind, c.id)
         outcome.status = CONFLICT
         outcome.message = (
             "deleted since the plan; plan again"
@@ -325,7 +330,15 @@ class _Run:
         except NotFound:
             current = None
         if _as_sent(c, current):
+            log.debug("apply: %s %s %s: read back after %s, as sent: done", c.action, c.kind, c.id, type(written.error).__name__)
             return Written(current or {}, None, True)
+        log.debug(
+            "apply: %s %s %s: read back after %s, not as sent: a real conflict",
+            c.action,
+            c.kind,
+            c.id,
+            type(written.error).__name__,
+        )
         return written
 
 

@@ -22,6 +22,7 @@ The file editing is pulledit.py's (one resource's file) on core/roundtrip.py (th
 from __future__ import annotations
 
 import difflib
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,8 @@ from ..sync.export import export_repo
 from .pulledit import Editor
 
 __all__ = ["PullResult", "pull_changes", "unified_diffs", "verify"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -90,6 +93,7 @@ def pull_changes(
         r = remote_by.get(d.key)
         src = sources[d.key]
         if r is None:
+            log.debug("pull: %s %s: not in the app: %s", d.kind, d.id, "its file goes (--prune)" if prune else "its file stays")
             result.gone.append(f"{d.kind}/{d.id} ({src.doc.file})")
             if prune:
                 result.files[src.doc.file] = None
@@ -101,14 +105,17 @@ def pull_changes(
         if not mask:
             continue
         if bad := unreadable(r.body):
+            log.debug("pull: %s %s: the app's copy cannot be read: its file stays", d.kind, d.id)
             result.notes.append(_unreadable_note(r, bad))
             result.conflicted.append(f"{d.kind}/{d.id}")
             continue
         # A conflict leaves this resource's file as it is; every other resource is still pulled.
         before = dict(result.files)
         if editor.resource(src, d, r, mask) and not _kept_secret_out(repo.root, before, result, secrets or {}):
+            log.debug("pull: %s %s: %s written back into %s", d.kind, d.id, ", ".join(mask), src.doc.file)
             result.updated.append(f"{d.kind}/{d.id}")
         else:
+            log.debug("pull: %s %s: a conflict in %s: its file stays", d.kind, d.id, src.doc.file)
             result.conflicted.append(f"{d.kind}/{d.id}")
     # The app's settings come back only into an app.yaml the repo has (a repo may leave them to the console).
     new = [r for r in remote if r.key not in sources and take(r.kind, r.id) and not r.kind.singleton]

@@ -11,6 +11,7 @@ its ``file:line:col`` before anything is reported.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -63,6 +64,8 @@ __all__ = [
     "SourceFile",
     "load_repo",
 ]
+
+log = logging.getLogger(__name__)
 
 SERVER_SET = {"name", "etag"}
 
@@ -195,6 +198,7 @@ class Repo:
         problems += self._skip_problems(env)
         for src, (body, found, refs) in zip(self.files, renders, strict=True):
             if src.key in env.skip:
+                log.debug("render: %s %s: left out of %s (environments.%s.skip)", src.kind, src.id, env.name, env.name)
                 continue  # this environment does not have it (environments.<name>.skip)
             problems += found
             for at, target in names_in(body, env.parent) if env.skip and body is not None else ():
