@@ -108,3 +108,22 @@ def test_the_merge_request_pipeline_runs_for_every_file_cesync_reads() -> None:
             paths = changes.get("paths", []) if isinstance(changes, dict) else changes
             missed = [p for p in read_by_cesync(BOT) if not any(glob_regex(c).match(p) for c in paths)]
             assert not missed, f"{name}: a merge request that changes only these gets no run: {missed}"
+
+
+HOOKS = Path(__file__).resolve().parents[2] / ".pre-commit-hooks.yaml"
+
+
+@pytest.mark.parametrize("hook", ["cesync-validate", "cesync-fmt"])
+@pytest.mark.parametrize("prefix", ["", "apps/support-bot/"])
+def test_every_file_cesync_reads_starts_the_pre_commit_hooks(hook: str, prefix: str) -> None:
+    """A commit that changes only an agent, app.yaml, a guardrail or an OpenAPI file anywhere must
+    run validate and fmt: pre-commit runs a hook only for staged files its `files` regex searches."""
+    (spec,) = [h for h in YAML(typ="safe").load(HOOKS.read_text()) if h["id"] == hook]
+    files, exclude = re.compile(spec.get("files", "")), spec.get("exclude")
+    if hook == "cesync-fmt":  # what fmt rewrites: cesync.yaml and every kind's files
+        read = ["cesync.yaml", *(str(f.path.relative_to(BOT)) for f in load_repo(BOT).files)]
+    else:
+        read = [*read_by_cesync(BOT), "openapi/orders.yaml", "shared/specs/crm.json"]
+    missed = [p for p in read if not files.search(prefix + p) or (exclude and re.search(exclude, prefix + p))]
+    assert not missed, f"{hook}: a commit that changes only these does not run it: {missed}"
+    assert "tool and toolset" not in spec["description"]  # every kind is validated and formatted
