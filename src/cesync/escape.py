@@ -32,7 +32,11 @@ __all__ = ["ci_log", "md_cell", "md_code", "md_fence", "one_line", "output", "te
 # C0 but tab and line feed, DEL, C1; and the Unicode format controls that reorder or hide
 # text on screen ("Trojan Source", CVE-2021-42574): bidi embeddings, overrides and isolates,
 # the marks, zero-width characters, line and paragraph separators, the byte-order mark.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+# A carriage return that ends a line (CRLF: a Windows file's diff, pull --dry-run) moves nothing
+# the next line does not: only a lone one, which draws over its line, is shown.
+_CONTROL = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]|\r(?!\n)"
+)
 # The colours cesync's own text renderer writes (render/text.py COLORS and RESET): kept by output().
 _OWN_SGR = re.compile("\x1b\\[(?:0|1|2|31|32|33)m")
 # GitHub's runner trims a line's leading white space, Unicode's included (.NET TrimStart), before it looks for '::'.
@@ -46,7 +50,7 @@ def _shown(match: re.Match[str]) -> str:
 
 
 def terminal(text: str) -> str:
-    """text with every control character shown as an escape; tabs and line breaks kept."""
+    """text with every control character shown as an escape; tabs and line breaks (LF, CRLF) kept."""
     return _CONTROL.sub(_shown, text)
 
 
