@@ -13,8 +13,10 @@ theirs), JUnit (parses) and JSON (parses).
 
 from __future__ import annotations
 
+import io
 import json
 import re
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -276,3 +278,34 @@ def test_a_hostile_server_s_text_is_data_in_the_graph_and_the_plan_s_picture(
         for fmt in ("mermaid", "dot", "json"):
             _printed("graph", "--live", *d, "--format", fmt, code=1)
         _printed("plan", *d, "--prune", "--format", "markdown", code=1)
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@given(message=hostile, field=hostile)
+def test_a_server_s_error_is_data_on_the_apply_progress_bar(message: str, field: str) -> None:
+    """On a terminal apply prints each outcome above its progress bar (rich), not through
+    cli.out: a server's error message and its field violations reach the screen there."""
+    from unittest import mock
+
+    from cesync.api.kinds import KINDS
+    from cesync.cli.core import _Progress
+    from cesync.pipeline.apply import Outcome
+
+    violation = {
+        "@type": "type.googleapis.com/google.rpc.BadRequest",
+        "fieldViolations": [{"field": field, "description": message}],
+    }
+    screen = _Terminal()
+    with mock.patch.object(sys, "stdout", screen):
+        progress = _Progress(1, enabled=True)
+        assert progress.bar is not None  # the terminal's path, not the CI log's
+        progress.bar.console.file = screen
+        progress.event(Outcome(KINDS["tool"], "t", "update", "failed", message, details=[violation]))
+        progress.close()
+    # what rich itself writes to draw and clear the bar: colours, erase line, cursor up, cursor shown
+    own = re.sub(r"\x1b\[[0-9;]*m|\x1b\[2K|\x1b\[1A|\x1b\[\?25[lh]|\r", "", screen.getvalue())
+    assert terminal_and_ci_problems(own) == [], own

@@ -17,6 +17,7 @@ import click
 from ..api.words import count
 from ..core.scrubber import scrub
 from ..errors import CesyncError, detail_lines
+from ..escape import output
 from . import (
     EXIT_CHANGES,
     EXIT_ERROR,
@@ -427,10 +428,12 @@ class _Progress:
         locate = self.locate
         where = (lambda f: locate(o.kind, o.id, f)) if locate is not None else None
         details = [scrub("    " + d) for d in detail_lines(o.details, where)]
+        # rich prints escape sequences as given (it drops only a few C0 codes), and wraps a long line
+        # into new lines, one of which may then start with '::' (a pseudo-terminal in CI): neither
         if self.bar is not None:
-            self.bar.console.print(line, markup=False, highlight=False)
+            self.bar.console.print(output(line), markup=False, highlight=False, soft_wrap=True)
             for d in details:
-                self.bar.console.print(d, markup=False, highlight=False)
+                self.bar.console.print(output(d), markup=False, highlight=False, soft_wrap=True)
             self.bar.update(self.task, advance=1, description=f"applying {self.pace()}")
         else:
             out(f"{line}  {self.pace()}")
