@@ -309,3 +309,27 @@ def test_a_server_s_error_is_data_on_the_apply_progress_bar(message: str, field:
     # what rich itself writes to draw and clear the bar: colours, erase line, cursor up, cursor shown
     own = re.sub(r"\x1b\[[0-9;]*m|\x1b\[2K|\x1b\[1A|\x1b\[\?25[lh]|\r", "", screen.getvalue())
     assert terminal_and_ci_problems(own) == [], own
+
+
+@SLOW
+@given(text=hostile)
+def test_a_server_s_quota_and_retry_answers_are_data(tmp_path: Path, text: str) -> None:
+    """The lines cesync prints while it waits (quota: which metric and limit; retry: the status)
+    are written to stderr by the client itself, not through cli.err: a server's 429 metadata
+    and its status names must be inert there too."""
+    from tests.helpers import make_repo
+
+    info = {
+        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+        "reason": "RATE_LIMIT_EXCEEDED",  # a quota refusal: the client paces and says over which metric
+        "metadata": {"quota_metric": text, "quota_limit_value": text},
+    }
+    answers = iter([(429, "RESOURCE_EXHAUSTED"), (429, "RESOURCE_EXHAUSTED"), (503, text)])
+
+    def answer(method: str, path: str, query: dict[str, str]) -> tuple[int, bytes]:
+        code, status = next(answers, (404, "NOT_FOUND"))
+        return code, json.dumps({"error": {"code": code, "status": status, "message": text, "details": [info]}}).encode()
+
+    repo = make_repo(Path(tempfile.mkdtemp(dir=tmp_path)), {})
+    with HostileServer(answer) as server:
+        _printed("plan", "--dir", str(repo), "--endpoint", server.url)

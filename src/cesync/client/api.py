@@ -44,6 +44,7 @@ from ..api.paths import api_version
 from ..api.resource import Resource
 from ..core.scrubber import clip, scrub
 from ..errors import ApiError, BadReply, CesyncError, TransportError
+from ..escape import output
 from .pacing import Pacer, Quota, is_quota_refusal
 from .replies import quota_limit, quota_line, retry_delay, retry_line, to_error, transient
 
@@ -96,7 +97,8 @@ class Written:
 
 
 def stderr_line(line: str) -> None:
-    print(scrub(line), file=sys.stderr, flush=True)  # looked up per call: a progress bar may redirect stderr
+    # a quota line names the server's metric and limit: inert as everything cli.err prints
+    print(output(scrub(line)), file=sys.stderr, flush=True)  # looked up per call: a progress bar may redirect stderr
 
 
 def _verify(base_url: str) -> ssl.SSLContext | bool:
