@@ -250,12 +250,34 @@ def test_an_indentation_mistake_is_said_in_words(keys: list[str], data: st.DataO
         ("a: [1, 2\nc: 2\n", "f.yaml:1:4", "'[' is not closed"),
         ("a: 'x\nb: 2\n", "f.yaml:1:4", "no closing quote"),
         ("a:\n  - x\n - y\n", "f.yaml:3:2", "indented differently"),
+        ("displayName: [\n", "f.yaml:2:1", "never closed: add its ']' or '}'"),
+        ("a: 1\nb: 2\na: 3\n", "f.yaml:3:1", "the key 'a' is written twice"),
+        ("a: @x\n", "f.yaml:1:4", "cannot start with '@'"),
+        ("a: `x`\n", "f.yaml:1:4", "cannot start with '`'"),
     ],
 )
 def test_parser_mistakes_point_where_they_begin(text: str, where: str, words: str) -> None:
     found = load_text(text, "f.yaml")
     assert not isinstance(found, Document)
     assert str(found).startswith(where) and words in found.message, found
+
+
+@given(
+    st.recursive(st.integers(0, 9), lambda c: st.lists(c, max_size=3) | st.dictionaries(st.sampled_from("abc"), c, max_size=3)),
+    st.data(),
+)
+def test_a_file_cut_off_inside_brackets_is_said_in_words(value: object, data: st.DataObject) -> None:
+    """An editor that saved half a line (`tools: [`): the end of the file, and what is missing."""
+    import json
+
+    text = "top: " + json.dumps(value)
+    openers = [i for i, ch in enumerate(text) if ch in "[{"]
+    if not openers:
+        return
+    cut = data.draw(st.sampled_from(openers))
+    found = load_text(text[: cut + 1] + "\n", "f.yaml")
+    assert not isinstance(found, Document)
+    assert not any(w in found.message for w in PARSER_WORDS), found.message
 
 
 # --- the limits of every document, the app's copies included (issue #34 findings 1 and 2) -------

@@ -239,6 +239,17 @@ _PARSER_WORDS: tuple[tuple[re.Pattern[str], str, bool], ...] = tuple(
         (r"while parsing a flow mapping", "this '{' is not closed by a '}' (or a ',' is missing between its entries)", True),
         (r"while parsing a flow sequence", "this '[' is not closed by a ']' (or a ',' is missing between its items)", True),
         (r"while scanning a quoted scalar found unexpected end", "this quoted text has no closing quote", True),
+        (
+            r"while parsing a flow node expected the node content, but found '<stream end>'",
+            "the file ends inside a '[' or '{' that is never closed: add its ']' or '}'",
+            False,
+        ),
+        (r'found duplicate key "(.*)" with value', r"the key '\1' is written twice in one mapping: keep one", False),
+        (
+            r"found character '(.)' that cannot start any token",
+            r"a value cannot start with '\1' (YAML reserves it): put the value in quotes",
+            False,
+        ),
     )
 )
 
@@ -246,8 +257,8 @@ _PARSER_WORDS: tuple[tuple[re.Pattern[str], str, bool], ...] = tuple(
 def _in_words(what: str) -> tuple[str, bool]:
     """The parser's message in the words of _PARSER_WORDS (its own when none fits), and where to point."""
     for pattern, words, at_context in _PARSER_WORDS:
-        if pattern.search(what):
-            return words, at_context
+        if found := pattern.search(what):
+            return found.expand(words), at_context
     return what or "not YAML", False
 
 
