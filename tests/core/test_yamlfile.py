@@ -340,3 +340,21 @@ def test_a_document_within_the_limits_is_read(depth: int, form: str) -> None:
 
     data = load_data(_nested(depth, form))
     assert data["openapi"] == "3.0.0"
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("openapi: 3.0.3\npaths: {\n", "at line 3: the file ends inside a '[' or '{' that is never closed"),
+        ("openapi: 3.0.3\nservers: [{url: x}\ninfo: {}\n", "at line 2: this '[' is not closed by a ']'"),
+        ("openapi: 3.0.3\nopenapi: 3.1.0\n", "at line 2: the key 'openapi' is written twice"),
+    ],
+)
+def test_a_document_inside_a_resource_is_said_in_the_same_words(text: str, words: str) -> None:
+    """An OpenAPI file a toolset includes: the repo file's words, not the parser's."""
+    from cesync.core.yamlfile import Unreadable, load_data
+
+    with pytest.raises(Unreadable) as raised:
+        load_data(text)
+    assert words in str(raised.value), raised.value
+    assert not any(w in str(raised.value) for w in PARSER_WORDS)

@@ -35,7 +35,7 @@ CASES = [
         "duplicate-key",
         "tools/x.yaml",
         "clientFunction: {name: a}\nclientFunction: {name: b}\n",
-        "tools/x.yaml:2:1: invalid YAML: while constructing a mapping",
+        "tools/x.yaml:2:1: invalid YAML: the key 'clientFunction' is written twice in one mapping",
     ),
     ("list-not-mapping", "tools/x.yaml", "- a\n- b\n", "tools/x.yaml:1:1: a tool file must be a mapping"),
     ("app-not-mapping", "app.yaml", "- a\n", "app.yaml:1:1: an app file must be a mapping"),

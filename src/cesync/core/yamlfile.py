@@ -288,10 +288,13 @@ def load_data(text: str) -> Any:
         return data
     try:
         data = yamlconfig.safe().load(text)
-    except YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
+    except MarkedYAMLError as exc:  # in the words a repo file's mistake is said in
+        what, at_context = _in_words(_squash(" ".join(s for s in (exc.context, exc.problem) if s)))
+        mark = (exc.context_mark or exc.problem_mark) if at_context else (exc.problem_mark or exc.context_mark)
         where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise Unreadable(f"not valid JSON or YAML{where}: {_squash(str(getattr(exc, 'problem', None) or exc))}") from None
+        raise Unreadable(f"not valid JSON or YAML{where}: {what}") from None
+    except YAMLError as exc:
+        raise Unreadable(f"not valid JSON or YAML: {_squash(str(exc))}") from None
     except RecursionError:  # over_limits passes what its parser cannot read, for ruamel's message
         raise Unreadable(DEEP_SAID) from None
     try:
