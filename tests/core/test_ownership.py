@@ -11,7 +11,15 @@ from hypothesis import strategies as st
 from cesync.api.kinds import KINDS
 from cesync.api.resource import Resource
 from cesync.core.normalize import canonical
-from cesync.core.ownership import DIFFERS, UNSEALED, drift_by_sums, foreign_references, other_owners, record_trust
+from cesync.core.ownership import (
+    DIFFERS,
+    UNSEALED,
+    drift_by_sums,
+    foreign_references,
+    made_before,
+    other_owners,
+    record_trust,
+)
 from cesync.core.plan import Change, Plan
 from cesync.core.record import record_key, resource_sum
 from cesync.errors import CesyncError
@@ -98,3 +106,33 @@ def test_a_ref_to_another_owner_names_the_owner_its_records_say(said: str, whose
     others = {} if whose == "no other owner's" else {"tool/b1": "billing"}
     found = foreign_references([], [remote("b1")], P, others, {"tool/b1": ("agents/front.yaml", said)})
     assert found == ([f"agents/front.yaml: {{ref: tools/b1, owner: {said}}}: the app's records make it {whose}"] if whose else [])
+
+
+def stamp(nanos: int, digits: int) -> str:
+    """nanos after 2026-01-01T00:00:00Z as CES prints a time, with digits of fraction (0: none)."""
+    import datetime
+
+    whole = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(seconds=nanos // 10**9)
+    fraction = f"{nanos % 10**9:09d}"[:digits]
+    return whole.strftime("%Y-%m-%dT%H:%M:%S") + (f".{fraction}" if digits else "") + "Z"
+
+
+@given(
+    made=st.lists(st.integers(0, 5 * 10**9).map(lambda n: n - n % 1000), min_size=1, max_size=6),
+    record=st.integers(0, 5 * 10**9).map(lambda n: n - n % 1000),
+    digits=st.sampled_from([6, 9]),
+)
+def test_a_record_owns_nothing_the_app_made_after_its_version(made: list[int], record: int, digits: int) -> None:
+    """A hand-made resource that took the id of one cesync pruned is newer than every record that
+    owned the id: those records do not make it cesync's. Times compare as times, whatever the
+    precision each is printed with (a string compare puts '42.5Z' before '42Z')."""
+    tools = [Resource(TOOL, f"t{i}", {"createTime": stamp(n, digits)}) for i, n in enumerate(made)]
+    owned = {f"tool/t{i}" for i in range(len(made))} | {"tool/absent"}
+    kept = made_before(owned, tools, stamp(record, 0 if record % 10**9 == 0 else 9))
+    assert kept == {"tool/absent"} | {f"tool/t{i}" for i, n in enumerate(made) if n <= record}
+
+
+def test_a_time_that_cannot_be_read_leaves_ownership_alone() -> None:
+    tools = [Resource(TOOL, "t", {"createTime": "yesterday"})]
+    assert made_before({"tool/t"}, tools, "2026-01-01T00:00:00Z") == {"tool/t"}
+    assert made_before({"tool/t"}, [Resource(TOOL, "t", {"createTime": "2027-01-01T00:00:00Z"})], "") == {"tool/t"}

@@ -388,3 +388,21 @@ def test_pull_keeps_a_reference_to_another_owner_as_written(tmp_path: Path, serv
     text = (support / "agents" / "front.yaml").read_text(encoding="utf-8")
     assert "instruction: Hello." in text and "{ref: tools/b1, owner: billing}" in text
     assert cesync("validate", cwd=support).returncode == 0
+
+
+def test_deleting_the_newest_record_does_not_make_a_later_hand_made_tool_owned(tmp_path: Path, server: BackgroundServer) -> None:
+    """A console user deletes the newest record (an app version) after making a tool by hand with
+    the id of one cesync pruned before: the record before it, sealed and genuine, owns that id.
+    A record owns nothing the app made after the record's version: the hand-made tool stays."""
+    root = make_repo(tmp_path, {"tools/one.yaml": tool("one"), "tools/gone.yaml": tool("gone")})
+    env = {**emulator_env(server.host), **KEY}
+    assert cesync("apply", "--auto-approve", cwd=root, env=env).returncode == 0
+    (root / "tools" / "gone.yaml").unlink()
+    assert cesync("apply", "--auto-approve", "--prune", cwd=root, env=env).returncode == 0
+    assert "gone" not in tools_of(server)
+    api(server, "POST", f"{APP}/tools", hand_made("gone").body, toolId="gone")
+    api(server, "DELETE", newest_record(server)["name"])
+    plan = cesync("plan", "--prune", "--format", "json", cwd=root, env=env)
+    assert not [c for c in json.loads(plan.stdout)["changes"] if c["action"] == "delete"], plan.stdout
+    assert cesync("apply", "--auto-approve", "--prune", cwd=root, env=env).returncode == 0
+    assert "gone" in tools_of(server)

@@ -9,7 +9,9 @@
 
 from __future__ import annotations
 
+import datetime
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
@@ -20,7 +22,7 @@ from .normalize import canonical
 from .plan import Change, Plan
 from .record import resource_sum
 
-__all__ = ["UNSEALED", "drift_by_sums", "foreign_references", "other_owners", "record_trust"]
+__all__ = ["UNSEALED", "drift_by_sums", "foreign_references", "made_before", "other_owners", "record_trust"]
 
 UNSEALED = (
     "no record key (CESYNC_RECORD_KEY or CESYNC_PLAN_KEY) is set, so applied records are taken as written: "
@@ -28,6 +30,42 @@ UNSEALED = (
     "hide drift from this plan, and choose the commit cesync promote lays out (within the reviewed branch)"
 )
 DIFFERS = "(differs from what cesync applied)"
+
+
+_STAMP = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)")
+
+
+def _stamp(text: object) -> tuple[datetime.datetime, int] | None:
+    """An RFC 3339 time as CES prints one (any fraction up to nanoseconds): (seconds, nanos); None if not one."""
+    found = _STAMP.fullmatch(text) if isinstance(text, str) else None
+    if found is None:
+        return None
+    zone = "+00:00" if found.group(3) == "Z" else found.group(3)
+    try:
+        whole = datetime.datetime.fromisoformat(found.group(1) + zone)
+    except ValueError:
+        return None
+    return whole.astimezone(datetime.timezone.utc), int((found.group(2) or "0").ljust(9, "0"))
+
+
+def made_before(owned: Iterable[str], remote: Iterable[Resource], record_time: str) -> frozenset[str]:
+    """owned less what the app made after the record's version was made (record_time, its createTime).
+
+    Every resource an apply creates or adopts exists before the version holding its record is
+    made, so one the app made later is not the one that record names: its id was taken again by
+    someone else (a console user, after cesync deleted the first, then deleted the newer records
+    that said so). Both times are CES's own clock. A time that cannot be read leaves the key owned."""
+    mine = frozenset(owned)
+    since = _stamp(record_time)
+    if since is None:
+        return mine
+    later = set()
+    for r in remote:
+        key = f"{r.kind.name}/{r.id}"
+        made = _stamp(r.body.get("createTime")) if key in mine else None
+        if made is not None and made > since:
+            later.add(key)
+    return mine - later
 
 
 def other_owners(plan: Plan, others: Mapping[str, str], owner: str, defined: Iterable[str] = ()) -> Plan:

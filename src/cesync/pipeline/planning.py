@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..api.kinds import APP, by_snapshot_field
 from ..api.resource import Resource
+from ..core.ownership import made_before
 from ..core.passes import PlanInput, RecordsInput, SafetyLimits, SealInput
 from ..core.passes.compare import writes_of
 from ..core.passes.drift import maybe_drifted
@@ -172,7 +173,7 @@ def plan_input(
         destroy=ctx.destroy,
         ignore=ctx.ignore,
         resend_input_only=resend_input_only,
-        owned=record.owned if record is not None else frozenset(),
+        owned=made_before(record.owned, read.remote, record.time) if record is not None else frozenset(),
         base=base_of(record),
         record=record.version if record is not None else "",
         authors=read.authors,
