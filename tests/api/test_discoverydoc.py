@@ -228,3 +228,41 @@ def test_any_document_is_merged_or_refused_with_a_value_error(props: dict[str, A
     finally:
         descriptors.use_documents({})
     assert descriptors.revision() == "20261016"
+
+
+# --- a big document costs time in proportion to its size, never more ---------------------------
+
+BIG = 30_000  # 30 times what rev 20261016 adds to the protos in either document
+
+
+def _many(kind: str) -> dict[str, Any]:
+    doc = installed("v1")
+    schemas = dict(doc["schemas"])
+    settings_props = dict(schemas["ModelSettings"]["properties"])
+    if kind == "enum values":
+        level = dict(settings_props["thinkingLevel"])
+        level["enum"] = [*level["enum"], *(f"LEVEL_{i}" for i in range(BIG))]
+        settings_props["thinkingLevel"] = level
+    elif kind == "fields":
+        settings_props.update({f"zz{i}": {"type": "string"} for i in range(BIG)})
+    elif kind == "enum fields":
+        settings_props.update({f"zz{i}": {"type": "string", "enum": ["A_UNSPECIFIED", f"V{i}"]} for i in range(BIG // 3)})
+    else:  # new schemas, each referred to once
+        settings_props.update({f"zz{i}": {"$ref": f"Fresh{i}"} for i in range(BIG)})
+        schemas.update({f"Fresh{i}": {"id": f"Fresh{i}", "type": "object", "properties": {}} for i in range(BIG)})
+    schemas["ModelSettings"] = {**schemas["ModelSettings"], "properties": settings_props}
+    return {**doc, "schemas": schemas, "revision": "29990101"}
+
+
+@pytest.mark.parametrize("kind", ["enum values", "fields", "enum fields", "schemas"])
+def test_a_document_with_many_additions_merges_in_linear_time(kind: str) -> None:
+    """A named document is the repo's: 20,000 enum values made validate run past two minutes (each
+    value's number was the max of all before it), as did many fields and new schemas. Linear, each
+    kind merges in about a second; quadratic, in many minutes: the bound is far from both."""
+    import time
+
+    doc = _many(kind)
+    started = time.perf_counter()
+    _, _, merged = discoverydoc.merge(descriptors.file_set(), _facts("v1"), doc, descriptors.PACKAGE)
+    assert time.perf_counter() - started < 30
+    assert len(merged.fields) + len(merged.enum_values) >= BIG // 3

@@ -159,6 +159,9 @@ class _Merger:
         self.index = _Index(fds, package)
         self.mapped: dict[str, str] = {}  # message full name -> schema id
         self.made: dict[str, str] = {}  # schema id -> full name of a message made from it
+        self.first_mapped: dict[str, str] = {}  # schema id -> the first message mapped to it
+        self.numbers: dict[str, int] = {}  # message full name -> the last field number it was given
+        self.scopes: dict[str, tuple[set[str], set[str]]] = {}  # message -> (nested names, its enums' values)
         # The snapshot keeps facts of some messages only (v1beta's: the evaluation kinds'; its App's are v1's).
         self.recorded = set(facts.get("messages", {}))
         # A path parameter is in the URL, never in the request schema: not a field the document dropped.
@@ -182,6 +185,7 @@ class _Merger:
         if full in self.mapped or schema_id not in self.schemas:
             return
         self.mapped[full] = schema_id
+        self.first_mapped.setdefault(schema_id, full)
         props = self.schemas[schema_id].get("properties", {})
         for f in self.index.messages[full].field:
             prop = props.get(f.json_name)
@@ -258,10 +262,13 @@ class _Merger:
         if enum is None:
             return
         have = {v.name for v in enum.value}
+        number = max(v.number for v in enum.value)
         added: dict[str, Any] = self.facts.setdefault("enum_values", {}).setdefault(enum_full, {})
         for name in values:
             if name not in have:
-                enum.value.add(name=name, number=max(v.number for v in enum.value) + 1)
+                have.add(name)
+                number += 1
+                enum.value.add(name=name, number=number)
                 added[name] = {"source": self.source, "revision": self.revision}
                 self.out.enum_values.append(f"{enum_full.removeprefix(self.package + '.')}.{name}")
         if not added:
@@ -271,7 +278,10 @@ class _Merger:
 
     def _add_field(self, full: str, msg: descriptor_pb2.DescriptorProto, json_name: str, prop: dict[str, Any]) -> None:
         name = snake(json_name)
-        number = max((f.number for f in msg.field), default=0) + 1
+        if full not in self.numbers:
+            self.numbers[full] = max((f.number for f in msg.field), default=0)
+        self.numbers[full] += 1
+        number = self.numbers[full]
         f = msg.field.add(name=name, json_name=json_name, number=number, label=FD.LABEL_OPTIONAL)
         self._type_field(full, msg, f, prop)
         text = str(prop.get("description", ""))
@@ -294,6 +304,8 @@ class _Merger:
         elif prop.get("type") == "object" and isinstance(prop.get("additionalProperties"), dict) and not _is_struct(prop):
             entry_name = _camel(f.json_name) + "Entry"
             entry = msg.nested_type.add(name=entry_name)
+            if full in self.scopes:
+                self.scopes[full][0].add(entry_name)
             entry.options.map_entry = True
             entry.field.add(name="key", json_name="key", number=1, label=FD.LABEL_OPTIONAL, type=FD.TYPE_STRING)
             value = entry.field.add(name="value", json_name="value", number=2, label=FD.LABEL_OPTIONAL)
@@ -340,16 +352,25 @@ class _Merger:
             file.dependency[:] = sorted(file.dependency)
 
     def _enum_for(self, full: str, msg: descriptor_pb2.DescriptorProto, name: str, values: list[str]) -> str:
-        taken = {e.name for e in msg.enum_type} | {m.name for m in msg.nested_type}
+        if full not in self.scopes:  # kept up to date below: counted once, not on every new enum
+            self.scopes[full] = (
+                {e.name for e in msg.enum_type} | {m.name for m in msg.nested_type},
+                {v.name for e in msg.enum_type for v in e.value},
+            )
+        taken, value_names = self.scopes[full]
         while name in taken:
             name += "Value"
+        taken.add(name)
         scope, scope_name = msg, full
-        if {v.name for e in msg.enum_type for v in e.value} & set(values):
+        if value_names & set(values):
             # Enum values are scoped by the message that holds the enum, not by the enum: a second
             # enum with a value name the first has ("TYPE_UNSPECIFIED") gets a message of its own.
             scope = msg.nested_type.add(name=name + "Values")
+            taken.add(scope.name)
             scope_name = f"{full}.{scope.name}"
             self.index.messages[scope_name] = scope
+        else:
+            value_names.update(values)
         enum = scope.enum_type.add(name=name)
         for number, value in enumerate(values):
             enum.value.add(name=value, number=number)
@@ -359,9 +380,8 @@ class _Merger:
 
     def _message_for(self, schema_id: str, holder: str) -> str:
         """The package message for a schema: the one it is matched to, else one made from it."""
-        for full, sid in self.mapped.items():
-            if sid == schema_id:
-                return full
+        if schema_id in self.first_mapped:
+            return self.first_mapped[schema_id]
         if schema_id in self.made:
             return self.made[schema_id]
         name = schema_id
@@ -376,6 +396,7 @@ class _Merger:
         self.index.top[name] = full
         self.made[schema_id] = full
         self.mapped[full] = schema_id
+        self.first_mapped.setdefault(schema_id, full)
         self._facts_of(full).update({"doc": str(schema.get("description", "")), "source": self.source, "revision": self.revision})
         self.out.messages.append(full)
         for json_name, prop in schema.get("properties", {}).items():
