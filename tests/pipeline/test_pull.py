@@ -352,6 +352,25 @@ def test_line_endings_and_bom_survive_a_pull(tmp_path: Path, emulator: Backgroun
     plan_is_empty(root, emulator)
 
 
+@pytest.mark.parametrize("name", ["python code (include)", "yaml schema title (include)", "json schema title (include)"])
+def test_an_included_crlf_file_keeps_its_line_endings(tmp_path: Path, emulator: BackgroundServer, name: str) -> None:
+    """A .py or OpenAPI file checked out with CRLF (git autocrlf on Windows): a pull changes the
+    edited line only, never every line's ending."""
+    edit = EDITS[name]
+    root, parent = fresh_repo(tmp_path, emulator)
+    included = root / edit.file
+    included.write_bytes(included.read_bytes().replace(b"\r\n", b"\n").replace(b"\n", b"\r\n"))
+    before = included.read_bytes()
+    console_edit(emulator, f"{parent}/{edit.resource}", edit.mask, edit.make("Console"))
+    r = cli("pull", "--dir", str(root), "--endpoint", emulator.url)
+    assert r.exit_code == 0, r.output
+    after = included.read_bytes()
+    assert after != before
+    assert after.count(b"\n") == after.count(b"\r\n"), "the included file lost its CRLF line endings"
+    assert len(set(after.splitlines()) - set(before.splitlines())) == 1, after
+    plan_is_empty(root, emulator)
+
+
 def test_pull_writes_only_inside_the_repo(tmp_path: Path) -> None:
     # A pull request can commit a symlinked folder (code -> ~/.ssh) or a symlink named like pull's
     # temporary file; a later pull must not write through either.

@@ -218,13 +218,19 @@ class Editor:
     def _include(self, current: CommentedMap, value: Any, full: Path_) -> None:
         target = (self.parent_dir / str(current["file"])).resolve()
         rel = str(target.relative_to(self.root.resolve()))
-        old = self.result.files.get(rel) or target.read_text(encoding="utf-8")
-        text = str(value)
+        staged = self.result.files.get(rel)
+        if staged is None:
+            with open(target, encoding="utf-8", newline="") as fh:  # as on disk: CRLF seen, not translated
+                staged = fh.read()
+        # A CRLF checkout (git autocrlf) keeps CRLF: the edit is one line, not every line's ending.
+        crlf = "\r\n" in staged
+        old = staged.replace("\r\n", "\n")
+        text = str(value).replace("\r\n", "\n")
         if full[-1] in DOCUMENT_FIELDS:
             text = self._env_var_back(full, text)
             text = document_text(old, text, rel)
         if text != old:
-            self.result.files[rel] = text
+            self.result.files[rel] = text.replace("\n", "\r\n") if crlf else text
 
     def _spec_at(self, path: Path_) -> FieldSpec | None:
         found = list(specs_along(self.src.kind.model, [str(p) for p in path]))
