@@ -128,3 +128,29 @@ def test_idle_connections_stay_open_as_long_as_at_googles_front_ends(monkeypatch
     serve("127.0.0.1", 0, None, FaultConfig(), log_requests=False)
     configured.append(BackgroundServer().server.config.timeout_keep_alive)
     assert configured == [KEEP_ALIVE_SECONDS, KEEP_ALIVE_SECONDS] and KEEP_ALIVE_SECONDS >= 600  # the GFE backend's is 600 s
+
+
+def test_a_page_s_request_path_is_logged_inert() -> None:
+    """`cesync emulator` logs each request's path to the terminal it runs in, the refused ones too.
+    A page can send any path (the browser percent-encodes it, the server decodes it): its escape
+    sequences and line breaks are logged escaped, never sent to the terminal or a CI runner."""
+    from urllib.parse import quote
+
+    from tests.hostile_text import FRAGMENTS, terminal_and_ci_problems
+
+    args = [sys.executable, "-m", "cesync.cli", "emulator", "--port", "0"]
+    with subprocess.Popen(args, stderr=subprocess.PIPE, text=True, env={**os.environ, "NO_COLOR": "1"}) as proc:
+        assert proc.stderr is not None
+        try:
+            found = re.search(r"http://127\.0\.0\.1:(\d+)", proc.stderr.readline())
+            assert found
+            with httpx.Client(base_url=f"http://127.0.0.1:{found[1]}", timeout=30) as client:
+                for fragment in FRAGMENTS:
+                    request = client.build_request("POST", "/x", content=b"{}", headers={"Origin": "https://attacker.example"})
+                    request.url = request.url.copy_with(raw_path=quote(f"/v1/{fragment}?{fragment}", safe="/").encode())
+                    assert client.send(request).status_code == 403
+        finally:
+            proc.send_signal(signal.SIGINT)
+            logged = proc.communicate(timeout=30)[1]
+    assert logged.count("-> 403") == len(FRAGMENTS), logged  # each request logged ...
+    assert terminal_and_ci_problems(logged) == [], logged  # ... inert

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
+import re
 import socket
 import threading
 import time
@@ -61,10 +62,23 @@ class RequestLog:
             await self.app(scope, receive, sending)
         finally:
             query = scope.get("query_string", b"").decode("latin-1")
-            path = scope.get("path", "") + (f"?{query}" if query else "")
+            path = _inert(scope.get("path", "") + (f"?{query}" if query else ""))
             self.log.info(
                 "%s %s -> %s in %.0f ms", scope.get("method"), path, status[0] or "-", (time.monotonic() - started) * 1000
             )
+
+
+# CI runners' commands that need no line of their own: GitHub's legacy ``##[name]``, Azure's
+# ``##vso[``, GitLab's section markers (cesync.escape holds cesync's own; the emulator shares none).
+_CI_MARK = re.compile(r"##(?=\[|vso\[)|section_(?=start:|end:)")
+
+
+def _inert(text: str) -> str:
+    """A request's path as the log shows it: what does not print (escape sequences, line breaks,
+    bidi controls) as \\uXXXX, and no CI runner command. Any web page can send a request (the
+    refused ones are logged too) with any path, which the server percent-decodes."""
+    shown = "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
+    return _CI_MARK.sub(lambda m: "\\u0023#" if m.group().startswith("#") else "section\\u005f", shown)
 
 
 # What a web page can make a browser send without asking the server first (a CORS "simple"
