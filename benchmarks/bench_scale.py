@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench import CESYNC, ENV, PARENT, compile_cesync, emulator, set_latency
+from bench import CESYNC, ENV, PARENT, Emulator, compile_cesync, emulator, set_latency
 from generate import generate
 
 HERE = Path(__file__).parent
@@ -48,10 +48,14 @@ class Run:
     seconds: float
     rss_mb: float
     cpu: float
+    server_cpu: float = 0.0  # the emulator's CPU seconds meanwhile (it shares the machine's cores)
 
 
-def launched(cmd: list[str], env: dict[str, str] | None = None, ok: tuple[int, ...] = (0,)) -> Run:
-    """cmd through launch.py: wall seconds, its own peak RSS, CPU."""
+def launched(
+    cmd: list[str], env: dict[str, str] | None = None, ok: tuple[int, ...] = (0,), server: Emulator | None = None
+) -> Run:
+    """cmd through launch.py: wall seconds, its own peak RSS, CPU (and the emulator's, given it)."""
+    before = server.cpu() if server else 0.0
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         full = {**os.environ, **KEY, **(env or {})}
         done = subprocess.run(
@@ -60,7 +64,7 @@ def launched(cmd: list[str], env: dict[str, str] | None = None, ok: tuple[int, .
         result = json.loads(Path(out.name).read_text() or "{}") if done.returncode == 0 else {}
     if result.get("code") not in ok:
         raise SystemExit(f"{' '.join(cmd)} exited {result.get('code')}:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
-    return Run(result["seconds"], result["rss_mb"], result["cpu"])
+    return Run(result["seconds"], result["rss_mb"], result["cpu"], server.cpu() - before if server else 0.0)
 
 
 def collections() -> list[str]:
@@ -92,6 +96,9 @@ class Figures:
     def cpu(self, name: str) -> float:
         return statistics.median(r.cpu for r in self.runs[name])
 
+    def server_cpu(self, name: str) -> float:
+        return statistics.median(r.server_cpu for r in self.runs[name])
+
 
 def measure(n: int, opts: argparse.Namespace, work: Path) -> Figures:
     root = generate(work / f"repo{n}", n, agents=True)
@@ -115,9 +122,9 @@ def measure(n: int, opts: argparse.Namespace, work: Path) -> Figures:
         original = edited.read_text()
         for r in range(opts.repeats):
             for name, cmd in floors.items():
-                runs.setdefault(name, []).append(launched(cmd))
-            runs.setdefault("plan, cold", []).append(launched(plan, OFF))
-            runs.setdefault("plan, warm", []).append(launched(plan))
+                runs.setdefault(name, []).append(launched(cmd, server=emu))
+            runs.setdefault("plan, cold", []).append(launched(plan, OFF, server=emu))
+            runs.setdefault("plan, warm", []).append(launched(plan, server=emu))
             runs.setdefault("validate, cold", []).append(launched(validate, OFF))
             runs.setdefault("validate, warm", []).append(launched(validate))
             edited.write_text(original + f"# changed in round {r}\n")  # a text the cache has not seen
@@ -127,9 +134,10 @@ def measure(n: int, opts: argparse.Namespace, work: Path) -> Figures:
     figures = Figures(runs)
     for name in runs:
         times = ", ".join(f"{r.seconds:.2f}" for r in sorted(runs[name], key=lambda r: r.seconds))
+        server = figures.server_cpu(name)
         print(
             f"{name:28} {figures.median(name):7.2f} s  (runs {times}; CPU {figures.cpu(name):.2f} s;"
-            f" peak RSS {figures.rss(name):.0f} MB)",
+            f"{f' emulator CPU {server:.2f} s;' if server else ''} peak RSS {figures.rss(name):.0f} MB)",
             flush=True,
         )
     return figures
@@ -165,8 +173,8 @@ def report(sizes: dict[int, Figures], start: tuple[float, float]) -> int:
             f"      {n}: validate warm / parse floor {f.median('validate, warm') / parsed:.2f}x; one file changed / cold "
             f"{f.median('validate, one file changed') / f.median('validate, cold'):.2f}x"
         )
-        rss = f.rss("plan, cold")
-        check(f"{n}: plan peak RSS, ten records kept", f"{rss:.0f} MB", "< 400 MB", rss < 400)
+        rss = max(f.rss("plan, cold"), f.rss("plan, warm"))
+        check(f"{n}: plan peak RSS (cold or warm), ten records", f"{rss:.0f} MB", "< 400 MB", rss < 400)
     if len(sizes) > 1:
         small, large = min(sizes), max(sizes)
         for name in ("plan, cold", "plan, warm", "validate, cold"):
@@ -176,7 +184,8 @@ def report(sizes: dict[int, Figures], start: tuple[float, float]) -> int:
         rss_growth = sizes[large].rss("plan, cold") / sizes[small].rss("plan, cold")
         print(f"      {small}->{large}: plan peak RSS growth {rss_growth:.1f}x")
     validate_s, python_s = start
-    check("validate of a small repo / python -c pass", f"{validate_s / python_s:.1f}x ({validate_s:.2f} s)", "close", True)
+    ratio = validate_s / python_s
+    check("validate of a small repo / python -c pass", f"{ratio:.1f}x ({validate_s:.2f} s)", "<= 3x (close)", ratio <= 3)
     return 1 if failed else 0
 
 
