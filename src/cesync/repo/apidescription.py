@@ -45,7 +45,7 @@ CACHE_FOLDER = Path(".cesync") / "discovery"
 VERSIONS = ("v1", "v1beta")
 MAX_FILE = 16 * 1024 * 1024
 Fetch = Callable[[str], dict[str, Any]]  # API version -> the live discovery document (CesyncError when none)
-_CACHED = re.compile(r"^ces\.(v1|v1beta)\.(\d{8,14})\.json$")
+_CACHED = re.compile(r"^ces\.(v1|v1beta)\.(\d{8,14})\.json\Z")
 
 
 def _live(version: str) -> dict[str, Any]:
