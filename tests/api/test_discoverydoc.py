@@ -247,9 +247,10 @@ def _many(kind: str) -> dict[str, Any]:
         settings_props.update({f"zz{i}": {"type": "string"} for i in range(BIG)})
     elif kind == "enum fields":
         settings_props.update({f"zz{i}": {"type": "string", "enum": ["A_UNSPECIFIED", f"V{i}"]} for i in range(BIG // 3)})
-    else:  # new schemas, each referred to once
-        settings_props.update({f"zz{i}": {"$ref": f"Fresh{i}"} for i in range(BIG)})
-        schemas.update({f"Fresh{i}": {"id": f"Fresh{i}", "type": "object", "properties": {}} for i in range(BIG)})
+    else:  # new schemas, each referred to once, each with a field
+        settings_props.update({f"zz{i}": {"$ref": f"Fresh{i}"} for i in range(2 * BIG)})
+        fresh = {"properties": {"inner": {"type": "string"}}, "type": "object"}
+        schemas.update({f"Fresh{i}": {"id": f"Fresh{i}", **fresh} for i in range(2 * BIG)})
     schemas["ModelSettings"] = {**schemas["ModelSettings"], "properties": settings_props}
     return {**doc, "schemas": schemas, "revision": "29990101"}
 

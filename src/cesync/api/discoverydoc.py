@@ -159,6 +159,7 @@ class _Merger:
         self.index = _Index(fds, package)
         self.mapped: dict[str, str] = {}  # message full name -> schema id
         self.made: dict[str, str] = {}  # schema id -> full name of a message made from it
+        self.made_names: set[str] = set()  # the values of made, looked up once per new field
         self.first_mapped: dict[str, str] = {}  # schema id -> the first message mapped to it
         self.numbers: dict[str, int] = {}  # message full name -> the last field number it was given
         self.scopes: dict[str, tuple[set[str], set[str]]] = {}  # message -> (nested names, its enums' values)
@@ -288,7 +289,7 @@ class _Merger:
         stated = behaviors_of(text)
         if prop.get("readOnly") and "OUTPUT_ONLY" not in stated:
             stated.append("OUTPUT_ONLY")
-        if full in self.recorded or full in self.made.values():
+        if full in self.recorded or full in self.made_names:
             self._facts_of(full)["fields"][name] = {
                 "behaviors": stated,
                 "doc": text,
@@ -395,6 +396,7 @@ class _Merger:
         self.index.file_of[full] = file
         self.index.top[name] = full
         self.made[schema_id] = full
+        self.made_names.add(full)
         self.mapped[full] = schema_id
         self.first_mapped.setdefault(schema_id, full)
         self._facts_of(full).update({"doc": str(schema.get("description", "")), "source": self.source, "revision": self.revision})
