@@ -236,3 +236,26 @@ def test_generated_replies_are_results_or_cesync_errors(
 
     with contextlib.suppress(CesyncError):
         asyncio.run(run())
+
+
+@pytest.mark.parametrize("expression", ["-" * 100_000 + "1", "not " * 100_000 + "1"])
+def test_a_tool_s_code_too_complex_to_parse_is_no_internal_error(tmp_path: Path, expression: str) -> None:
+    """A tool whose pythonCode Python's parser gives up on (MemoryError, not SyntaxError), sent
+    without the function name CES fills in: cesync names the tool after its first function when
+    it reads it, and that parse ended plan with 'internal error: MemoryError'."""
+    from tests.helpers import make_repo
+
+    code = f"def f(x: int) -> int:\n    return {expression}\n"
+    tool = {"name": f"{APP}/tools/t", "pythonFunction": {"pythonCode": code}}
+
+    def answer(method: str, path: str, query: dict[str, str]) -> tuple[int, bytes]:
+        if path == APP:
+            return 200, APP_BODY
+        if path == f"{APP}/tools":
+            return 200, json.dumps({"tools": [tool]}).encode()
+        return 200, b"{}"
+
+    repo = make_repo(tmp_path, {})
+    with HostileServer(answer) as server:
+        r = cesync("plan", "--dir", str(repo), "--endpoint", server.url)
+    assert "internal error" not in r.stderr and r.returncode == 0, r.stderr

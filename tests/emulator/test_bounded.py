@@ -120,3 +120,14 @@ def test_a_request_body_nested_30000_deep_is_invalid_argument(served: str) -> No
     answer = httpx.post(f"{served}/tools", params={"toolId": "deep"}, content=body, headers={"content-type": "application/json"})
     assert answer.status_code == 400, answer.text
     assert "nested deeper than" in answer.json()["error"]["message"]
+
+
+def test_a_python_tool_too_complex_to_parse_is_a_clear_error(served: str) -> None:
+    """Python's parser gives up on 100,000 unary minus signs with MemoryError, not SyntaxError:
+    creating the tool was an internal error (500), as its schema would be."""
+    code = "def f(x: int) -> int:\n    return " + "-" * 100_000 + "1\n"
+    made = httpx.post(f"{served}/tools", params={"toolId": "complex"}, json={"pythonFunction": {"pythonCode": code}})
+    assert made.status_code < 500, made.text
+    if made.status_code == 200:
+        schema = httpx.post(f"{served}:retrieveToolSchema", json={"tool": f"{APP}/tools/complex"})
+        assert schema.status_code == 400 and "too complex" in schema.json()["error"]["message"], schema.text

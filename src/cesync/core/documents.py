@@ -121,6 +121,12 @@ _OPENAPI_FIELDS = ("openApiTool", "openApiToolset")
 @functools.cache  # one entry per distinct code of the repo: memory grows with resources
 @functools.partial(parsecache.cached, b"p")  # kept between runs (a SyntaxError is raised again, not kept)
 def _top_functions(code: str) -> tuple[str, ...]:
-    """Cached by content: every environment (and both sides of a diff) checks the same code."""
-    tree = ast.parse(code)
+    """Cached by content: every environment (and both sides of a diff) checks the same code.
+    ValueError for code too complex for Python's parser: the code may be a server's or the app's
+    (a console user's), and the parser stops on deep nesting with MemoryError or RecursionError,
+    not SyntaxError, which nothing should take for the end of the run."""
+    try:
+        tree = ast.parse(code)
+    except (MemoryError, RecursionError):
+        raise ValueError("the code is too complex for Python's parser (nested too deep)") from None
     return tuple(n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))

@@ -46,6 +46,8 @@ def _python(code: str, name: str | None) -> tuple[dict[str, Any], dict[str, Any]
         tree = ast.parse(code)
     except SyntaxError as exc:
         raise RpcError("FAILED_PRECONDITION", f"the tool's code does not parse: {exc.msg} (line {exc.lineno})") from None
+    except (MemoryError, RecursionError):  # how Python's parser gives up on nesting too deep for it
+        raise RpcError("FAILED_PRECONDITION", "the tool's code does not parse: too complex for Python's parser") from None
     functions = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     fn = next((f for f in functions if f.name == name), functions[0] if functions else None)
     if fn is None:

@@ -65,7 +65,7 @@ def first_function(code: str) -> tuple[str | None, str | None]:
     that resends unchanged code does not parse it again; each create parses its own)."""
     try:
         tree = ast.parse(code)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, MemoryError, RecursionError):  # the last two: nesting too deep for the parser
         return None, None
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
