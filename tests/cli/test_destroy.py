@@ -94,3 +94,15 @@ def test_destroy_refuses_what_would_not_tear_down(tmp_path: Path, emulator: Back
     assert cesync("plan", *common, "--out", str(saved)).returncode == 0
     mixed = cesync("apply", str(saved), *common, "--destroy", "--auto-approve")
     assert mixed.returncode == 1 and "not a tear-down" in mixed.stderr
+
+
+def test_a_tear_down_of_an_app_that_does_not_exist_writes_nothing(tmp_path: Path) -> None:
+    """A retired environment already deleted in the console (or never applied): there is nothing of
+    cesync's to delete, and no record to write; 'create app version ... NOT_FOUND' and exit 1 was
+    the answer."""
+    root = _repo(tmp_path)
+    with BackgroundServer() as emulator:  # apps are not made on first use: this one does not exist
+        done = cesync("destroy", "--dir", str(root), "--endpoint", emulator.url, "--auto-approve")
+        assert done.returncode == 0, done.stderr
+        assert "NOT_FOUND" not in done.stderr and "Applied record" not in done.stdout
+        assert httpx.get(f"{emulator.url}/v1/{APP}").status_code == 404  # not created by the tear-down either

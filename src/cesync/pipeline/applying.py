@@ -168,6 +168,11 @@ async def _nothing_to_do(client: CesClient, ctx: Context, plan: Plan, options: A
     if plan.targets:  # a partial apply never speaks for the whole commit
         log.debug("apply: no changes, a --target apply: no record")
         return noop
+    if ctx.destroy and not plan.record:
+        # a tear-down where cesync never applied (or of an app already deleted): it owned nothing,
+        # and a record owning nothing would say no more, in an app that may not exist to hold it
+        log.debug("apply: a tear-down with nothing of cesync's in the app: no record")
+        return noop
     # the first apply of a repo that already matches (an export, an import-archive) adopts it; a
     # later one records the commit and ownership the app now matches, if they moved
     made = await (record_if_moved(client, ctx, plan) if plan.record else record_apply(client, ctx, plan, None))
