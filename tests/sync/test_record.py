@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import itertools
 from collections.abc import Iterator
@@ -139,3 +140,75 @@ def test_stopping_at_the_first_record_leaves_no_list_pending(
         loop.close()
     gc.collect()  # an async generator left open is finalised here, and says so through asyncio's logger
     assert not [r for r in caplog.records if "destroyed" in r.getMessage()], caplog.text
+
+
+@functools.cache
+def _packed(names: int) -> str:
+    import base64
+    import zlib
+
+    return base64.b64encode(zlib.compress("\n".join(f"tool/x{i:07d}" for i in range(names)).encode(), 1)).decode()
+
+
+def _hostile(namespace: str, names: int) -> dict[str, Any]:
+    """A version a console user made: a record of format 2 whose owned list inflates to names names."""
+    import json
+
+    packed = _packed(names)
+    signed = json.dumps(
+        {"v": 2, "env": "dev", "commit": "", "digest": "", "cesync": "", "at": "", "owned": packed, "ns": namespace}
+    )
+    return {"displayName": "x", "description": "x\ncesync-record: " + json.dumps({"r": signed})}
+
+
+@pytest.mark.parametrize("keyed", [True, False])
+def test_hostile_records_cost_a_plan_little(
+    server: BackgroundServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keyed: bool
+) -> None:
+    """Versions whose records inflate to huge owned lists, one per made-up owner: with a key none is
+    inflated (each fails its seal first); without one, at most MAX_OWNERS are, each bounded, or the
+    plan stops with a clear message."""
+    import zlib
+
+    from cesync.errors import CesyncError
+    from cesync.sync.record import MAX_OWNERS, read_records
+
+    monkeypatch.delenv("CESYNC_PLAN_KEY", raising=False)
+    if keyed:
+        monkeypatch.setenv("CESYNC_RECORD_KEY", "pipeline secret")
+    else:
+        monkeypatch.delenv("CESYNC_RECORD_KEY", raising=False)
+    env = target("dev", f"app-{next(APPS)}")
+    inflated: list[int] = []
+    real = zlib.decompressobj
+
+    class Counting:
+        def __init__(self) -> None:
+            self.inner = real()
+
+        def decompress(self, data: bytes, limit: int = 0) -> bytes:
+            out = self.inner.decompress(data, limit)
+            inflated.append(len(out))
+            return out
+
+        @property
+        def unconsumed_tail(self) -> bytes:
+            return self.inner.unconsumed_tail
+
+    async def go() -> None:
+        async with CesClient(server.url) as client:
+            await write_record(client, env, tmp_path, digest="d", owned=["tool/t1"], keep=10, commit="")
+            for i in range(MAX_OWNERS + 1):
+                await create_version(client, env.parent, _hostile(f"o{i}", 100_000))
+            monkeypatch.setattr(zlib, "decompressobj", Counting)
+            try:
+                view = await read_records(client, env)
+            except CesyncError as exc:
+                assert not keyed and "owners" in str(exc)
+                return
+            assert view.record is not None and view.record.owned == frozenset({"tool/t1"})
+            if keyed:
+                assert not view.others and len(view.ignored) == MAX_OWNERS + 1
+
+    asyncio.run(go())
+    assert sum(inflated) <= (0 if keyed else MAX_OWNERS) * (2 << 20) + 1000, sum(inflated)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import functools
 import hashlib
 import hmac
 import json
@@ -54,7 +55,7 @@ MARKER = "cesync-record: "
 FORMAT = 2
 LEGACY = 1  # format 1: unsealed; its "snapshot minus notOwned" form is read as owning nothing
 MAX_DISPLAY = 100
-MAX_OWNED_BYTES = 16 << 20
+MAX_OWNED_BYTES = 2 << 20  # about 60,000 resources' names
 # A sealed record is written just before the version holding it is made; a version made later than
 # this after its record's own time holds a copy of it (the clocks of CI and CES may differ a little).
 COPY_WINDOW = datetime.timedelta(minutes=10)
@@ -70,15 +71,33 @@ class AppliedRecord:
     digest: str  # the plan's digest of the rendered repo (core.planseal.desired_digest)
     cesync_version: str
     time: str  # the version's createTime
-    owned: frozenset[str] = field(default_factory=frozenset)  # "kind/id" of what cesync owns
+    packed_owned: str = ""  # "kind/id" of what cesync owns, as the record holds them (see owned)
     dirty: bool = False  # the checkout had uncommitted changes
     snapshot: dict[str, Any] = field(default_factory=dict)  # AppSnapshot: the app after the apply
     namespace: str = ""  # the owner (cesync.yaml owner:) that wrote it; "" for a repo that names none
     written_at: str = ""  # when cesync wrote it (its own clock; sealed)
-    sums: Mapping[str, str] = field(default_factory=dict)  # "kind/id" -> resource_sum after the apply
+    packed_sums: str = ""  # the keyed hashes as the record holds them (see sums)
     seal: str = ""  # HMAC over app, signed and written_at ("" unsealed)
     signed: str = ""  # the record's JSON the seal covers, as read
     legacy: bool = False  # format 1 (written before records were sealed)
+
+    # A record is read whole only once it is the one wanted: a version's head is parsed (and its seal
+    # checked) without inflating what it owns, which a console user can make as large as the limit.
+    @functools.cached_property
+    def owned(self) -> frozenset[str]:
+        """ "kind/id" of what cesync owns (empty when the list cannot be read: a damaged record owns nothing)."""
+        try:
+            return _unpack(self.packed_owned) if self.packed_owned else frozenset()
+        except (ValueError, zlib.error, UnicodeDecodeError):
+            return frozenset()
+
+    @functools.cached_property
+    def sums(self) -> Mapping[str, str]:
+        """ "kind/id" -> resource_sum of each owned resource after the apply ({} when unreadable)."""
+        try:
+            return _unpack_sums(self.packed_sums, self.owned) if self.packed_sums else {}
+        except (ValueError, zlib.error):
+            return {}
 
 
 def _pack(keys: Iterable[str]) -> str:
@@ -222,18 +241,19 @@ def parse_record(version: dict[str, Any], kind_of: dict[str, str]) -> AppliedRec
         data = json_loads(signed)
         if not isinstance(data, dict) or data.get("v") != FORMAT:
             return None
-        owned = _unpack(str(data["owned"]))
-        sums = _unpack_sums(str(data["sums"]), owned) if "sums" in data else {}
+        packed, packed_sums = data["owned"], data.get("sums", "")
+        if not isinstance(packed, str) or not isinstance(packed_sums, str):
+            return None
         return AppliedRecord(
             env=str(data["env"]),
             commit=str(data.get("commit", "")),
             digest=str(data.get("digest", "")),
             cesync_version=str(data.get("cesync", "")),
-            owned=owned,
+            packed_owned=packed,
             dirty=bool(data.get("dirty", False)),
             namespace=str(data.get("ns", "")),
             written_at=str(data.get("at", "")),
-            sums=sums,
+            packed_sums=packed_sums,
             seal=str(outer.get("seal", "")),
             signed=signed,
             version=common.version,
@@ -248,13 +268,13 @@ def _legacy(data: dict[str, Any], common: _Common) -> AppliedRecord:
     """A format-1 record (unsealed). Its "notOwned" form read ownership off the snapshot, which holds
     whatever anyone made during that apply too: such a record owns nothing (prune then deletes less,
     never something made by hand), and the next apply names what cesync owns from the repo."""
-    owned = frozenset() if "notOwned" in data else _unpack(str(data.get("owned", "")))
+    packed = "" if "notOwned" in data else str(data.get("owned", ""))
     return AppliedRecord(
         env=str(data["env"]),
         commit=str(data.get("commit", "")),
         digest=str(data.get("digest", "")),
         cesync_version=str(data.get("cesync", "")),
-        owned=owned,
+        packed_owned=packed,
         dirty=bool(data.get("dirty", False)),
         legacy=True,
         version=common.version,

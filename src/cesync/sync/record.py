@@ -29,13 +29,14 @@ from ..api.kinds import KINDS
 from ..client import CesClient
 from ..client.apps import create_version, get_version
 from ..core.record import AppliedRecord, parse_record, record_body, record_key, untrusted
-from ..errors import ApiError, NotFound, PermissionDenied
+from ..errors import ApiError, CesyncError, NotFound, PermissionDenied
 from ..repo.keys import record_secret
 from ..repo.repo import EnvTarget
 from .snapshot import commit_of
 
 __all__ = [
     "KIND_OF",
+    "MAX_OWNERS",
     "RecordView",
     "changes_since",
     "current_key",
@@ -63,6 +64,7 @@ _VERSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.~-]*", re.ASCII)  # a name fro
 # "name" and "create_time" (AIP-132: "desc" reverses), pageSize is the page's bound.
 NEWEST_FIRST = "create_time desc"
 HEAD_PAGE = 20  # an env's newest record is nearly always among the newest few versions
+MAX_OWNERS = 16  # other repos sharing one app: a few teams, not hundreds
 # The system parameter every Google API takes (the discovery document's top-level "fields":
 # "Selector specifying which fields to include in a partial response"): a version without its snapshot.
 HEAD_FIELDS = "appVersions(name,displayName,description,createTime),nextPageToken"
@@ -180,6 +182,17 @@ async def read_records(client: CesClient, env: EnvTarget, owner: str = "") -> Re
     for r in (parse_record(h, KIND_OF) for h in heads):
         if r is not None and r.namespace != owner and r.namespace not in newest and not untrusted(r, key):
             newest[r.namespace] = r
+            if len(newest) > MAX_OWNERS:  # each is read whole: without a key, anyone can make thousands
+                raise CesyncError(
+                    f"the app {env.parent} holds trusted records of more than {MAX_OWNERS} other owners (cesync.yaml "
+                    "owner), each of which plan would read"
+                    + (
+                        "; without a record key anyone who can create an app version writes them: set "
+                        "CESYNC_RECORD_KEY (or CESYNC_PLAN_KEY) in the pipeline"
+                        if not key
+                        else ""
+                    )
+                )
     others = {k: ns for ns, r in sorted(newest.items(), reverse=True) for k in r.owned}
     record = None
     for r in mine:
