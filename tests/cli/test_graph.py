@@ -95,6 +95,15 @@ def test_live_draws_the_app_as_it_runs(tmp_path: Path) -> None:
     assert ("app/app", "agent/front", "rootAgent") in live & offline
 
 
+def test_live_of_an_app_that_does_not_exist_says_so_and_nothing_of_writing(tmp_path: Path) -> None:
+    """graph writes no file: its error must not say 'nothing was written', as pull's and export's do."""
+    root = make_repo(tmp_path, {})
+    done = cesync("graph", "--live", cwd=root)
+    assert done.returncode == 1
+    assert "does not exist (check project, location and app)" in done.stderr
+    assert "written" not in done.stderr and "Traceback" not in done.stderr
+
+
 def test_a_plan_of_a_changed_tool_shows_the_agents_deployments_and_evaluations_it_touches(example: Path) -> None:
     from tests.render.test_graph import fences
 

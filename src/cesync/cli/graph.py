@@ -99,6 +99,6 @@ def _live(directory: Path, env_name: str, endpoint: str | None, variables: dict[
 
     async def run() -> list[Resource]:
         async with ctx.client() as client:
-            return await read_existing(client, ctx.env.parent)
+            return await read_existing(client, ctx.env.parent, writes=False)  # graph only draws
 
     return asyncio.run(run())

@@ -85,9 +85,14 @@ async def read_remote(client: CesClient, parent: str, left_out: list[str] | None
     return [Resource(THE_APP, APP, app)] + [r for kind, items in listed.items() for r in items if kind.managed(r.body)]
 
 
-async def read_existing(client: CesClient, parent: str, left_out: list[str] | None = None) -> list[Resource]:
-    """read_remote for commands that write files from the app: a missing app is an error, not an empty app."""
+async def read_existing(
+    client: CesClient, parent: str, left_out: list[str] | None = None, *, writes: bool = True
+) -> list[Resource]:
+    """read_remote for commands that draw or write files from the app: a missing app is an error, not an empty app.
+
+    writes: whether the command writes files (pull, export), so the error says none was written."""
     remote = await read_remote(client, parent, left_out)
     if not remote:
-        raise CesyncError(f"the app {parent} does not exist (check project, location and app); nothing was written")
+        said = "; nothing was written" if writes else ""
+        raise CesyncError(f"the app {parent} does not exist (check project, location and app){said}")
     return remote
