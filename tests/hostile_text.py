@@ -15,6 +15,7 @@ from markdown_it import MarkdownIt
 # What each channel has been driven by: terminal sequences that move the cursor, erase lines,
 # link (OSC 8) or back up; CI workflow commands (GitHub, its legacy form, Azure, GitLab
 # sections); Markdown and HTML that fake a paragraph, beacon, mention or close a block;
+# GitLab quick actions;
 # characters XML cannot hold; Unicode controls that reorder text.
 FRAGMENTS = [
     "\x1b[1A\x1b[2K",
@@ -46,6 +47,8 @@ FRAGMENTS = [
     "</details></summary>",
     "<!--",
     "# heading",
+    "\n/merge\n",
+    "\n/assign @attacker\n/approve",
 ]
 
 hostile = st.builds(
@@ -105,6 +108,9 @@ def markdown_problems(text: str, *, no_changes: bool = False) -> list[str]:
             walk(t.children or [])
 
     walk(_MD.parse(text))
+    # GitLab runs a comment's quick actions (/merge, /approve) from lines that start with '/',
+    # outside code blocks, for notes posted through its API too
+    problems += [f"a GitLab quick action {line!r}" for line in text.split("\n") if line.startswith("/")]
     if strong[0] > int(no_changes):
         problems.append("a 'No changes.' cesync did not write")
     return problems
