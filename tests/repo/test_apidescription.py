@@ -228,6 +228,26 @@ def test_fetch_false_keeps_cesync_offline(tmp_path: Path, served: tuple[str, lis
     assert len(load_repo(root).validate()) == 3 and asked == []
 
 
+def test_a_fetch_that_failed_says_why_in_each_unknown_field(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Online but refused (a 403, a proxy the fetch does not use): the problem said only "run where
+    cesync can fetch it", which the user believed they did."""
+    monkeypatch.delenv(apidescription.OFFLINE_VAR)
+
+    def refused(version: str) -> dict[str, Any]:
+        raise CesyncError(f"https://ces.googleapis.com/$discovery/rest?version={version} answered HTTP 403")
+
+    monkeypatch.setattr(apidescription, "_live", refused)
+    root = repo(tmp_path, api="")
+    problems = [str(p) for p in load_repo(root).validate()]
+    assert len(problems) == 3, problems
+    assert all(
+        "fetching it failed: https://ces.googleapis.com/$discovery/rest?version=v1 answered HTTP 403" in p for p in problems
+    )
+    descriptors.use_documents({})
+    monkeypatch.setenv(apidescription.OFFLINE_VAR, "1")
+    assert not any("fetching it failed" in str(p) for p in load_repo(root).validate())  # nothing tried: nothing said
+
+
 @pytest.mark.parametrize(
     "url",
     ["http://ces.googleapis.com/$discovery/rest?version=v1", "https://ces.googleapis.com.evil.example/x", "https://127.0.0.1/x"],

@@ -138,6 +138,20 @@ def on_change(hook: Callable[[], None]) -> None:
     _on_change.append(hook)
 
 
+_unavailable: list[str] = []  # why the newer description asked for could not be had (empty: none asked, or had)
+
+
+def note_unavailable(reason: str | None) -> None:
+    """Remember why a newer description could not be had (cesync.repo.apidescription's live fetch),
+    for the problem of each field the description lacks to say; None forgets it."""
+    _unavailable[:] = [reason] if reason else []
+
+
+def unavailable() -> str | None:
+    """Why the last newer description asked for could not be had, or None."""
+    return _unavailable[0] if _unavailable else None
+
+
 def is_newer() -> bool:
     """Whether use_documents merged a newer document in."""
     return bool(_newer)

@@ -247,6 +247,7 @@ def unknown_field_advice(message_name: str = "") -> str:
         f"CES API revision {descriptors.revision()} (the newest description{of} cesync has) lacks it. If CES has it "
         "now, give cesync a newer description: name Google's discovery document in cesync.yaml "
         "(api: {discovery: {v1: FILE}}), or run where cesync can fetch it from ces.googleapis.com"
+        + (f" (fetching it failed: {why})" if (why := descriptors.unavailable()) else "")
     )
 
 

@@ -65,6 +65,7 @@ def settle(
 ) -> None:
     """Put the description the repo needs in use (see the module's text); problems appended.
     ``fetch``: how to get the live document (default: from ces.googleapis.com)."""
+    descriptors.note_unavailable(None)
     if config.api.discovery:
         documents = _named(root, config, config_doc, problems)
         _use(documents, problems, config_doc)
@@ -86,16 +87,20 @@ def settle(
         return
     fetch = fetch or _live
     fetched: dict[str, dict[str, Any]] = {}
+    failed: list[str] = []
     for version in VERSIONS:
         try:
             document = fetch(version)
-        except CesyncError:
-            continue  # offline, or no such version: each unknown field says what to do
+        except CesyncError as exc:
+            failed.append(str(exc))
+            continue  # offline, or no such version: each unknown field says what to do, and why
         if int(document["revision"]) > int(descriptors.revision() or 0):
             fetched[version] = document
     if fetched:
         _save(root, fetched)
         _use(fetched, problems, config_doc)
+    elif failed:
+        descriptors.note_unavailable(failed[0][:300])
 
 
 def _wanted(files: list[SourceFile]) -> list[str]:
