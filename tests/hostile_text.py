@@ -28,6 +28,8 @@ FRAGMENTS = [
     "\x07",
     "\x01",
     "\u202e",
+    "ok\U000e0020\U000e0061\U000e0070\U000e0070\U000e006c\U000e0079",  # Unicode tag characters: text no terminal draws
+    "\xad\u180e\ufff9",
     "\n::add-mask::Apply\n",
     "\n  ::stop-commands::pwned\n",
     "\n\u00a0::error::forged\n",
@@ -59,7 +61,9 @@ hostile = st.builds(
 )
 
 OWN_COLOURS = re.compile("\x1b\\[(?:0|1|2|31|32|33)m")
-CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+CONTROL = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]"
+)
 
 
 def terminal_and_ci_problems(text: str, *, colour: bool = False) -> list[str]:

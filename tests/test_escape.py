@@ -71,3 +71,13 @@ def test_xml_holds_any_text_once_escaped(text: str) -> None:
     ET.SubElement(root, "failure", message=text).text = text
     parsed = ET.fromstring(ET.tostring(xml_tree(root), encoding="unicode"))
     assert parsed.get("name") == xml_text(text)
+
+
+@given(text=hostile)
+def test_an_escape_inside_a_json_string_reads_back_as_the_text(text: str) -> None:
+    """The last pass runs over --format json too: each escape it writes is JSON's own, so a JSON
+    string's value is unchanged (astral characters as surrogate pairs, as json.dumps writes them)."""
+    import json
+
+    written = json.dumps(text, ensure_ascii=False)
+    assert json.loads(output(written)) == text

@@ -31,11 +31,15 @@ __all__ = ["ci_log", "md_cell", "md_code", "md_fence", "one_line", "output", "te
 
 # C0 but tab and line feed, DEL, C1; and the Unicode format controls that reorder or hide
 # text on screen ("Trojan Source", CVE-2021-42574): bidi embeddings, overrides and isolates,
-# the marks, zero-width characters, line and paragraph separators, the byte-order mark.
+# the marks, zero-width characters, line and paragraph separators, the byte-order mark; and the
+# format characters no terminal draws that can carry text unseen: the soft hyphen, the Mongolian
+# vowel separator, interlinear annotation marks, and the tag characters (U+E0000 block) that
+# spell ASCII invisibly ("ASCII smuggling").
 # A carriage return that ends a line (CRLF: a Windows file's diff, pull --dry-run) moves nothing
 # the next line does not: only a lone one, which draws over its line, is shown.
 _CONTROL = re.compile(
-    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]|\r(?!\n)"
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u2069"
+    "\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]|\r(?!\n)"
 )
 # The colours cesync's own text renderer writes (render/text.py COLORS and RESET): kept by output().
 _OWN_SGR = re.compile("\x1b\\[(?:0|1|2|31|32|33)m")
@@ -46,7 +50,11 @@ _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def _shown(match: re.Match[str]) -> str:
-    return f"\\u{ord(match.group()):04x}"
+    code = ord(match.group())
+    if code > 0xFFFF:  # as JSON writes it, a surrogate pair: the escape stays valid in a JSON string
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+    return f"\\u{code:04x}"
 
 
 def terminal(text: str) -> str:
