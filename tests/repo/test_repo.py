@@ -44,7 +44,7 @@ CASES = [
         "wrong-scalar",
         "tools/x.yaml",
         "clientFunction: {name: 3}\n",
-        "tools/x.yaml:1:24: clientFunction.name: Input should be a valid string",
+        "tools/x.yaml:1:24: clientFunction.name: must be text (got the number 3; quote it to keep it as text: '3')",
     ),
     (
         "unknown-snake",

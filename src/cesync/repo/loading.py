@@ -158,7 +158,21 @@ def display_path(path: Path, root: Path) -> str:
 
 
 def type_name(value: Any) -> str:
-    return {dict: "a mapping", list: "a list", str: "a string", type(None): "empty"}.get(type(value), type(value).__name__)
+    named = {dict: "a mapping", list: "a list", str: "a string", type(None): "empty", bool: "true or false"}
+    return named.get(type(value)) or (f"the number {value}" if isinstance(value, int | float) else type(value).__name__)
+
+
+# What a field of each type takes, in the words of the files (pydantic's own names its classes:
+# "a valid dictionary or instance of LlmAgent").
+_MUST_BE = {
+    "string_type": "must be text",
+    "int_type": "must be a whole number",
+    "float_type": "must be a number",
+    "bool_type": "must be true or false",
+    "dict_type": "must be a mapping",
+    "model_type": "must be a mapping",
+    "list_type": "must be a list",
+}
 
 
 def validate_model(model: type[BaseModel], data: Any, doc: Document) -> tuple[Any, list[Problem]]:
@@ -234,11 +248,15 @@ def pydantic_problem(err: Any, doc: Document, offset: Path_ = (), model: type[Ba
         # What the file holds there, not what templating made of it: a {ref: ...} mapping is a
         # string by the time the model reads it, and "got a string" sent people looking for one.
         written = _written(doc.data, path)
-        given = type_name(written if written is not _ABSENT else err.get("input"))
-        if err["type"] == "list_type":
-            msg = "must be a list"
-            if isinstance(written, dict) and set(written) == {"ref"}:
-                given = f"one {{ref: {written['ref']}}}; write it as a list item, [{{ref: {written['ref']}}}]"
+        value = written if written is not _ABSENT else err.get("input")
+        given = type_name(value)
+        msg = _MUST_BE[err["type"]]
+        if err["type"] == "list_type" and isinstance(written, dict) and set(written) == {"ref"}:
+            given = f"one {{ref: {written['ref']}}}; write it as a list item, [{{ref: {written['ref']}}}]"
+        elif err["type"] == "string_type" and isinstance(value, bool | int | float):
+            given += f"; quote it to keep it as text: '{str(value).lower() if isinstance(value, bool) else value}'"
+        elif err["type"] == "bool_type" and isinstance(value, str):
+            given += f" '{value}'; write true or false (YAML 1.2 reads yes, no, on and off as text)"
         msg = f"{msg} (got {given})"
     return doc.problem(path, f"{dotted}: {msg}" if dotted else msg)
 
