@@ -41,10 +41,10 @@ class Graph:
     links: tuple[Link, ...]
 
     def uses(self, key: Key) -> list[Key]:
-        return [link.target for link in self.links if link.source == key]
+        return list(self._nexts[0].get(key, ()))
 
     def used_by(self, key: Key) -> list[Key]:
-        return [link.source for link in self.links if link.target == key]
+        return list(self._nexts[1].get(key, ()))
 
     def dependents(self, keys: Iterable[Key], depth: int | None = None) -> dict[Key, int]:
         """Each node that uses one of keys, directly or through others, with its distance (keys: 0)."""
@@ -59,7 +59,8 @@ class Graph:
 
     @cached_property
     def _nexts(self) -> tuple[dict[Key, list[Key]], dict[Key, list[Key]]]:
-        """(what each node uses, what uses each node): built once, as a walk per evaluation reads them."""
+        """(what each node uses, what uses each node), in link order: built once, as core.affected
+        asks them of every evaluation."""
         down: dict[Key, list[Key]] = {}
         up: dict[Key, list[Key]] = {}
         for link in self.links:
