@@ -87,3 +87,28 @@ def test_a_refused_question_writes_nothing(tmp_path: Path) -> None:
 def test_what_a_saved_plan_fixes_cannot_change_at_apply(options: ApplyOptions, message: str) -> None:
     with pytest.raises(CesyncError, match=message):
         check_saved_flags(Plan(environment="local", app=PARENT, digest=""), options)
+
+
+@pytest.mark.parametrize("allow", [False, True])
+def test_a_rule_a_pass_adds_stops_apply(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, allow: bool) -> None:
+    """A new pass in the chain (docs/architecture.md, "Adding a plan rule") that refuses a plan
+    stops apply before any write, as the mass-change guard does, unless --allow-mass-change."""
+    from dataclasses import replace
+
+    from cesync.core import planbuild
+    from cesync.core.passes import PlanInput
+
+    def no_new_tools(plan: Plan, given: PlanInput) -> Plan:
+        made = [c.id for c in plan.changes if c.kind.name == "tool" and c.action == "create"]
+        return replace(plan, refused=f"creates tool {', '.join(made)}") if made else plan
+
+    monkeypatch.setattr(planbuild, "PASSES", (*planbuild.PASSES[:-1], no_new_tools, planbuild.PASSES[-1]))
+    root, transport = make_repo(tmp_path, _tools(1)), EmbeddedTransport()
+    run = _apply(root, transport, ApplyOptions(allow_mass_change=allow), QuietHooks())
+    if allow:
+        assert asyncio.run(run).result.ok
+        assert asyncio.run(_names(transport)) == {"greet", "t0"}
+    else:
+        with pytest.raises(UnsafePlanError, match="creates tool greet, t0"):
+            asyncio.run(run)
+        assert asyncio.run(_names(transport)) == set()

@@ -79,9 +79,10 @@ def start(given: PlanInput) -> Plan:
     )
 
 
-def run_passes(given: PlanInput, passes: Sequence[Pass] = PASSES) -> Plan:
+def run_passes(given: PlanInput, passes: Sequence[Pass] | None = None) -> Plan:
+    """The plan of given, through passes (default: PASSES, as it is when called)."""
     plan = start(given)
-    for step in passes:
+    for step in PASSES if passes is None else passes:
         plan = step(plan, given)
     log.debug("plan: %s: %d change(s), %d unmanaged", given.env, len(plan.changes), len(plan.unmanaged))
     return plan

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.plan import Plan
 from ..core.safety import check_safety
-from ..errors import ApiError, CesyncError
+from ..errors import ApiError, CesyncError, UnsafePlanError
 from .apply import ApplyResult, apply_plan
 from .context import Context
 from .planning import make_plan
@@ -134,6 +134,8 @@ async def apply_env(
     if not current.has_changes:
         return Applied(current, await _nothing_to_do(client, ctx, current, options, hooks), changed=False)
     refuse_denied(current)
+    if current.refused and not options.allow_mass_change:  # a pass's refusal (the guard's, or a rule's)
+        raise UnsafePlanError(current.refused)
     safety = ctx.repo.config.safety
     check_safety(current, safety.maxChangeFraction, safety.minResources, options.allow_mass_change, safety.maxUpdateFraction)
     hooks.confirm(current)
