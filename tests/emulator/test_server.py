@@ -154,3 +154,20 @@ def test_a_page_s_request_path_is_logged_inert() -> None:
             logged = proc.communicate(timeout=30)[1]
     assert logged.count("-> 403") == len(FRAGMENTS), logged  # each request logged ...
     assert terminal_and_ci_problems(logged) == [], logged  # ... inert
+
+
+@settings(max_examples=60, deadline=None)
+@given(address=st.ip_addresses().filter(lambda a: not a.is_loopback), bound=st.sampled_from(["0.0.0.0", "::"]))
+def test_a_page_at_any_address_is_not_the_wildcard_emulator_s_own(address: object, bound: str) -> None:
+    """Bound to 0.0.0.0 or ::, the emulator answers any address of its machine as Host, but an
+    Origin is a page's: one at http://203.0.113.9:8765 (the attacker's server, on the same port) is
+    not the emulator's, which serves no page. Older browsers send no Sec-Fetch-Site to stop it."""
+    guard = LocalOnly(None, bound, 8765, admin=False)
+    shown = f"[{address}]" if ":" in str(address) else str(address)
+
+    def said(headers: dict[str, str]) -> tuple[int, str, str] | None:
+        return guard.refusal({"type": "http", "path": "/v1/x", "headers": [(k.encode(), v.encode()) for k, v in headers.items()]})
+
+    assert said({"host": "127.0.0.1:8765", "origin": f"http://{shown}:8765"}) is not None
+    assert said({"host": f"{shown}:8765"}) is None  # a client of the machine's network, as --host asked
+    assert said({"host": "127.0.0.1:8765", "origin": "http://127.0.0.1:8765"}) is None

@@ -98,8 +98,10 @@ class LocalOnly:
     - ``Host`` must name the address it was bound to (``localhost`` and the loopback addresses
       for a loopback bind, any address literal for a wildcard one) with its port: a page whose
       DNS name is rebound to 127.0.0.1 sends its own name and is refused;
-    - an ``Origin`` other than the emulator's own, or ``Sec-Fetch-Site`` other than same-origin
-      or none, is refused (a browser sends them with every cross-site request);
+    - an ``Origin`` other than the emulator's own (on a wildcard bind: the loopback addresses,
+      not any address, which a page on the attacker's server at the same port would have), or
+      ``Sec-Fetch-Site`` other than same-origin or none, is refused (a browser sends them with
+      every cross-site request);
     - a body typed text/plain, form or multipart is refused: the API reads JSON, and those are
       the types a page may POST without a preflight;
     - ``/admin`` (state, faults, injected fields) answers only when started with ``admin``.
@@ -109,20 +111,24 @@ class LocalOnly:
         self.app, self.port, self.admin = app, port, admin
         self.host = host.strip("[]").lower()
 
-    def _our_host(self, value: str) -> bool:
+    def _our_host(self, value: str, *, page: bool = False) -> bool:
+        """value (host[:port]) names this emulator; page: as a page's Origin, where a wildcard bind's
+        "any address" does not hold (an address of the attacker's is a page's, not the emulator's)."""
         host, _, port = value.rpartition(":") if not value.endswith("]") else (value, "", "")
         if not host:
             host, port = value, ""
         if (port or "80") != str(self.port):
             return False
         host = host.strip("[]").lower()
-        if host == self.host or host == "localhost":
+        if (host == self.host and not (page and host in _WILDCARD)) or host == "localhost":
             return True
         try:
             address = ipaddress.ip_address(host)
         except ValueError:
             return False  # a DNS name other than the bound one: a rebinding page
-        return self.host in _WILDCARD or (address.is_loopback and _is_loopback(self.host))
+        if self.host in _WILDCARD:
+            return address.is_loopback or not page
+        return address.is_loopback and _is_loopback(self.host)
 
     def refusal(self, scope: Any) -> tuple[int, str, str] | None:
         """(HTTP status, RPC status, message) when the request is not served; None when it is."""
@@ -131,7 +137,8 @@ class LocalOnly:
         if host is not None and not self._our_host(host):
             return 403, "PERMISSION_DENIED", f"Host {host!r} is not this emulator's address (it serves its own machine only)"
         origin = headers.get("origin")
-        if origin is not None and not (origin.startswith(("http://", "https://")) and self._our_host(origin.split("://", 1)[1])):
+        page = origin.split("://", 1)[1] if origin is not None and origin.startswith(("http://", "https://")) else None
+        if origin is not None and not (page is not None and self._our_host(page, page=True)):
             return 403, "PERMISSION_DENIED", f"a request from the web page at {origin!r} (the emulator serves no web page)"
         site = headers.get("sec-fetch-site")
         if site is not None and site not in ("same-origin", "none"):
