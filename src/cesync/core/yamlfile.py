@@ -46,6 +46,7 @@ from ..api.jsonvalue import loads as json_loads
 from ..errors import Problem
 from . import parsecache
 from .limits import BOMB_SAID, DEEP_SAID, MAX_DEPTH, MAX_NODES, TEXT_PER_NODE, Unreadable, check_json_nodes, over_limits
+from .yamlwords import in_words
 
 __all__ = [
     "MAX_DEPTH",
@@ -197,8 +198,7 @@ def _load_rt(text: str, display: str) -> Document | Problem:
     try:
         node = yaml.load(text)
     except MarkedYAMLError as exc:
-        what, at_context = _in_words(_squash(" ".join(s for s in (exc.context, exc.problem) if s)))
-        mark = (exc.context_mark or exc.problem_mark) if at_context else (exc.problem_mark or exc.context_mark)
+        what, mark = in_words(exc)
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         return Problem(display, line, col, f"invalid YAML: {what}")
     except YAMLError as exc:
@@ -216,50 +216,6 @@ def _load_rt(text: str, display: str) -> Document | Problem:
     except RecursionError:
         return Problem(display, 1, 1, "document nested too deeply")
     return Document(display, data, positions)
-
-
-# The parser's own words for the mistakes people make, said as what to fix; (pattern, words,
-# whether the parser's context mark, where the construct began, is the better position).
-_PARSER_WORDS: tuple[tuple[re.Pattern[str], str, bool], ...] = tuple(
-    (re.compile(pattern), words, at_context)
-    for pattern, words, at_context in (
-        (r"found character '\\t'", "tab character: YAML indents with spaces only", False),
-        (
-            r"while parsing a block (mapping|collection) expected <block end>",
-            "this line is indented differently from the lines above it: the keys of one mapping, "
-            "and the items of one list, start in the same column",
-            False,
-        ),
-        (
-            r"mapping values are not allowed here",
-            "a ':' here starts a key where none can be: indent the line under its key, or quote a value that holds ': '",
-            False,
-        ),
-        (r"while scanning a simple key could not find expected ':'", "this line is not 'key: value' (a missing ':'?)", True),
-        (r"while parsing a flow mapping", "this '{' is not closed by a '}' (or a ',' is missing between its entries)", True),
-        (r"while parsing a flow sequence", "this '[' is not closed by a ']' (or a ',' is missing between its items)", True),
-        (r"while scanning a quoted scalar found unexpected end", "this quoted text has no closing quote", True),
-        (
-            r"while parsing a flow node expected the node content, but found '<stream end>'",
-            "the file ends inside a '[' or '{' that is never closed: add its ']' or '}'",
-            False,
-        ),
-        (r'found duplicate key "(.*)" with value', r"the key '\1' is written twice in one mapping: keep one", False),
-        (
-            r"found character '(.)' that cannot start any token",
-            r"a value cannot start with '\1' (YAML reserves it): put the value in quotes",
-            False,
-        ),
-    )
-)
-
-
-def _in_words(what: str) -> tuple[str, bool]:
-    """The parser's message in the words of _PARSER_WORDS (its own when none fits), and where to point."""
-    for pattern, words, at_context in _PARSER_WORDS:
-        if found := pattern.search(what):
-            return found.expand(words), at_context
-    return what or "not YAML", False
 
 
 @functools.partial(parsecache.cached, b"d")  # the limits checked once per text, not on every run
@@ -289,8 +245,7 @@ def load_data(text: str) -> Any:
     try:
         data = yamlconfig.safe().load(text)
     except MarkedYAMLError as exc:  # in the words a repo file's mistake is said in
-        what, at_context = _in_words(_squash(" ".join(s for s in (exc.context, exc.problem) if s)))
-        mark = (exc.context_mark or exc.problem_mark) if at_context else (exc.problem_mark or exc.context_mark)
+        what, mark = in_words(exc)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise Unreadable(f"not valid JSON or YAML{where}: {what}") from None
     except YAMLError as exc:
