@@ -157,6 +157,9 @@ def _validate_one(
     warnings += _answer_warnings(repo)
     problems += _release_problems(repo)
     if not problems:  # the policies judge what renders: only a repo that renders cleanly
+        from ..repo.toolids import unknown_tool_ids
+
+        warnings += unknown_tool_ids(repo.files)
         denied, warned = _policy_problems(repo, names)
         problems += denied
         warnings += warned
