@@ -68,7 +68,8 @@ def unknown_tool_ids(files: list[SourceFile]) -> list[Problem]:
             for j, tid in enumerate(wanted if isinstance(wanted, list) else []):
                 if isinstance(tid, str) and tid not in (ids or set()):
                     close = difflib.get_close_matches(tid, sorted(ids or ()), n=1, cutoff=0.6)
-                    hint = f"; did you mean '{close[0]}'?" if close else f" (its operations: {', '.join(sorted(ids or ()))})"
+                    listed = ", ".join(sorted(ids or ())) or "none"
+                    hint = f"; did you mean '{close[0]}'?" if close else f" (its operations: {listed})"
                     said = (
                         f"{WARNING}toolsets/{rid} has no tool '{tid}'{hint}: an OpenAPI toolset's tools are its "
                         "operations, by operationId, and CES takes any id here, so the agent would be without it"
