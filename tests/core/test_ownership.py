@@ -13,6 +13,7 @@ from cesync.api.resource import Resource
 from cesync.core.normalize import canonical
 from cesync.core.ownership import (
     DIFFERS,
+    MAX_IGNORED_SHOWN,
     UNSEALED,
     drift_by_sums,
     foreign_references,
@@ -136,3 +137,16 @@ def test_a_time_that_cannot_be_read_leaves_ownership_alone() -> None:
     tools = [Resource(TOOL, "t", {"createTime": "yesterday"})]
     assert made_before({"tool/t"}, tools, "2026-01-01T00:00:00Z") == {"tool/t"}
     assert made_before({"tool/t"}, [Resource(TOOL, "t", {"createTime": "2027-01-01T00:00:00Z"})], "") == {"tool/t"}
+
+
+@given(count=st.integers(0, 3000))
+def test_a_flood_of_ignored_records_is_named_a_few_then_counted(count: int) -> None:
+    """A console user can make thousands of versions that look like records: the plan (and the
+    comment a bot posts of it) names the newest few and counts the rest."""
+    ignored = [f"ignored the applied record in {P}/versions/v{i}: it is not sealed" for i in range(count)]
+    notes = record_trust(plan(), ignored, "CESYNC_RECORD_KEY").record_notes
+    shown = min(count, MAX_IGNORED_SHOWN)
+    assert list(notes[:shown]) == ignored[:shown]
+    assert len(notes) == shown + (count > shown)
+    if count > shown:
+        assert notes[-1] == f"and {count - shown} more records ignored"

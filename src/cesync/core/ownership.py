@@ -22,7 +22,7 @@ from .normalize import canonical
 from .plan import Change, Plan
 from .record import resource_sum
 
-__all__ = ["UNSEALED", "drift_by_sums", "foreign_references", "made_before", "other_owners", "record_trust"]
+__all__ = ["MAX_IGNORED_SHOWN", "UNSEALED", "drift_by_sums", "foreign_references", "made_before", "other_owners", "record_trust"]
 
 UNSEALED = (
     "no record key (CESYNC_RECORD_KEY or CESYNC_PLAN_KEY) is set, so applied records are taken as written: "
@@ -157,7 +157,15 @@ def drift_by_sums(plan: Plan, remote: Iterable[Resource], sums: Mapping[str, str
     return replace(plan, changes=tuple(judged(c) for c in plan.changes))
 
 
+MAX_IGNORED_SHOWN = 10  # a console user can make thousands of versions that look like records
+
+
 def record_trust(plan: Plan, ignored: Iterable[str], key_from: str) -> Plan:
-    """plan with notes on its records: each ignored (why), and, with no key, what that lets anyone steer."""
-    notes = tuple(ignored) + (() if key_from else (UNSEALED,))
+    """plan with notes on its records: each ignored (why; the newest MAX_IGNORED_SHOWN, then how
+    many more), and, with no key, what that lets anyone steer."""
+    every = list(ignored)
+    shown = every[:MAX_IGNORED_SHOWN]
+    if len(every) > len(shown):
+        shown.append(f"and {len(every) - len(shown)} more records ignored")
+    notes = tuple(shown) + (() if key_from else (UNSEALED,))
     return replace(plan, record_notes=notes) if notes else plan
