@@ -171,3 +171,15 @@ def test_a_page_at_any_address_is_not_the_wildcard_emulator_s_own(address: objec
     assert said({"host": "127.0.0.1:8765", "origin": f"http://{shown}:8765"}) is not None
     assert said({"host": f"{shown}:8765"}) is None  # a client of the machine's network, as --host asked
     assert said({"host": "127.0.0.1:8765", "origin": "http://127.0.0.1:8765"}) is None
+
+
+def test_a_body_without_a_type_is_refused_as_a_page_could_send_it(server: BackgroundServer) -> None:
+    """fetch(url, {method: "POST", mode: "no-cors", body: new Blob([json])}) sends a body with no
+    Content-Type: a request a page makes without a preflight. Every JSON client names its type."""
+    url = f"{server.url}/v1/{APP}/tools"
+    untyped = httpx.post(url, params={"toolId": "untyped"}, content=b'{"clientFunction": {"name": "x"}}')
+    assert untyped.status_code == 415 and "Content-Type" in untyped.json()["error"]["message"], untyped.text
+    assert httpx.get(f"{url}/untyped").status_code == 404  # nothing written
+    typed = httpx.post(url, params={"toolId": "typed"}, json={"clientFunction": {"name": "x"}})
+    assert typed.status_code == 200, typed.text
+    assert httpx.post(f"{server.url}/v1/{APP}/tools/typed:nothing").status_code != 415  # no body, no type needed

@@ -102,8 +102,8 @@ class LocalOnly:
       not any address, which a page on the attacker's server at the same port would have), or
       ``Sec-Fetch-Site`` other than same-origin or none, is refused (a browser sends them with
       every cross-site request);
-    - a body typed text/plain, form or multipart is refused: the API reads JSON, and those are
-      the types a page may POST without a preflight;
+    - a body typed text/plain, form or multipart, or not typed at all, is refused: the API reads
+      JSON, and those are the bodies a page may POST without a preflight;
     - ``/admin`` (state, faults, injected fields) answers only when started with ``admin``.
     """
 
@@ -146,6 +146,9 @@ class LocalOnly:
         media = headers.get("content-type", "").split(";")[0].strip().lower()
         if media in _SIMPLE_BODIES:
             return 415, "INVALID_ARGUMENT", f"a {media} body: the API reads JSON (Content-Type: application/json)"
+        has_body = headers.get("content-length", "0").strip() not in ("", "0") or "transfer-encoding" in headers
+        if not media and has_body:  # a page's fetch() of an untyped Blob: no preflight either
+            return 415, "INVALID_ARGUMENT", "a body without a Content-Type: the API reads JSON (Content-Type: application/json)"
         path = scope.get("path", "")
         if not self.admin and (path == "/admin" or path.startswith("/admin/")):
             return 404, "NOT_FOUND", "the /admin hooks are off: start the emulator with --admin to set up tests through them"
