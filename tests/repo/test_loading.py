@@ -57,3 +57,13 @@ def test_a_value_of_the_wrong_type_is_said_in_words(
 def test_a_yaml_type_surprise_says_how_to_write_it(tmp_path: Path, text: str, hint: str) -> None:
     problems = [str(p) for p in load_repo(make_repo(tmp_path, {"guardrails/g.yaml": text})).validate()]
     assert any(hint in p for p in problems), problems
+
+
+@pytest.mark.parametrize(("value", "newer"), [("SYNC", False), ("SYNCHRONUS", False), ("STREAMING", True)])
+def test_an_enum_typo_is_not_sent_looking_for_a_newer_api(tmp_path: Path, value: str, newer: bool) -> None:
+    """'SYNC' for SYNCHRONOUS is a typo: the advice to fetch a newer API description is for a value
+    that could be newer than cesync (#33), not for the start of one it knows."""
+    tool = f"pythonFunction: {{name: f, pythonCode: 'def f(): pass'}}\nexecutionType: {value}\n"
+    problems = [str(p) for p in load_repo(make_repo(tmp_path, {"tools/t.yaml": tool})).validate()]
+    (said,) = [p for p in problems if "executionType" in p]
+    assert ("newer description" in said) is newer, said

@@ -294,7 +294,11 @@ def _enum_message(err: Any) -> str:
     given = err.get("input")
     close = difflib.get_close_matches(str(given).upper(), allowed, n=1, cutoff=0.4) if isinstance(given, str) else []
     hint = f"; did you mean '{close[0]}'?" if close else ""
-    sure = isinstance(given, str) and difflib.get_close_matches(given.upper(), allowed, n=1, cutoff=0.8)
+    # a close spelling, or the start of one value (SYNC for SYNCHRONOUS): a typo, not a newer value
+    sure = isinstance(given, str) and (
+        difflib.get_close_matches(given.upper(), allowed, n=1, cutoff=0.8)
+        or (len(given) >= 3 and len([a for a in allowed if a.startswith(given.upper())]) == 1)
+    )
     newer = ""
     if not sure and isinstance(given, str) and re.fullmatch(r"[A-Z][A-Z0-9_]*", given):
         newer = f"; {unknown_field_advice()}"  # written like a value of the API's: perhaps newer than cesync
