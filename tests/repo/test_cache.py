@@ -181,3 +181,20 @@ def test_credential_warnings_are_the_same_from_the_cache(tmp_path: Path) -> None
     said = [cesync("validate", "--dir", str(root), env=e) for e in (KEY, KEY, OFF)]
     assert "leaky.yaml:1:" in said[0].stderr + said[0].stdout
     assert len({(r.returncode, r.stdout, r.stderr) for r in said}) == 1
+
+
+def test_a_cesync_folder_that_leads_out_of_the_repo_is_neither_read_nor_written(tmp_path: Path) -> None:
+    root = generate(tmp_path / "repo", 10, agents=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (root / ".cesync").symlink_to(elsewhere, target_is_directory=True)
+    assert cesync("validate", "--dir", str(root), env=KEY).returncode == 0
+    assert not any(elsewhere.rglob("*"))
+
+
+def test_a_cache_file_that_is_no_regular_file_is_not_read(tmp_path: Path) -> None:
+    root = generate(tmp_path / "repo", 10, agents=True)
+    (root / CACHE_FILE).parent.mkdir(parents=True)
+    (root / CACHE_FILE).symlink_to("/dev/zero")
+    r = cesync("validate", "--dir", str(root), env=KEY)
+    assert r.returncode == 0, r.stderr

@@ -23,6 +23,8 @@ import logging
 import marshal
 import os
 import secrets
+import stat
+import sys
 from pathlib import Path
 
 from .. import __version__
@@ -72,8 +74,23 @@ def _key() -> bytes | None:
     return key if len(key) == KEY_BYTES else None
 
 
+def _inside(root: Path, folder: Path) -> bool:
+    """Whether folder (made if missing) is in the repo: a .cesync that is a symlink elsewhere is not,
+    and nothing is made through one."""
+    try:
+        top = root.resolve()
+        for part in (folder.parent, folder):  # .cesync, then .cesync/cache
+            if part.is_symlink() or (part.exists() and not part.resolve().is_relative_to(top)):
+                return False
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder.resolve().is_relative_to(top)
+    except OSError:
+        return False
+
+
 def _header() -> bytes:
-    return FORMAT + __version__.encode() + b"\n"
+    # Python's version too: ast.parse of one text can succeed on one and fail on another
+    return FORMAT + f"{__version__} python {sys.version_info[0]}.{sys.version_info[1]}".encode() + b"\n"
 
 
 def load_cache(root: Path) -> ParseCache | None:
@@ -82,11 +99,16 @@ def load_cache(root: Path) -> ParseCache | None:
     if os.environ.get("CESYNC_CACHE", "").lower() in ("off", "0", "no", "false"):
         return None
     path = root / CACHE_FILE
-    try:
-        with path.open("rb") as f:
-            raw = f.read(MAX_BYTES + 1)
+    try:  # the repo's file, not where a symlink in it points, and never more than MAX_BYTES of it
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
         return ParseCache()  # none yet: no key needed until one is written
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BYTES or not _inside(root, path.parent):
+            log.debug("parse cache %s: not a regular file of the repo, or too large; not used", path)
+            return ParseCache()
+        raw = f.read(MAX_BYTES + 1)
     key = _key()
     if key is None:
         return None
@@ -119,6 +141,9 @@ def save_cache(root: Path, cache: ParseCache | None) -> None:
     if key is None:
         return
     path = root / CACHE_FILE
+    if not _inside(root, path.parent):
+        log.debug("parse cache not written: %s leads outside the repo (a symlink?)", path.parent)
+        return
     body = marshal.dumps(cache.used, 4)
     header = _header()
     signed = hmac.new(key, header, hashlib.sha256)
