@@ -3,11 +3,12 @@
 Each history is a seeded sequence of what happens to one app shared by two repos, owners
 ``billing`` and ``support``, each with tools of its own, applied in random order with and without
 ``--prune``, while a console user makes and deletes tools by hand (between runs and, through the
-emulator's write hook, in the middle of an apply). Now and then one repo defines a tool the other
-applied, which must be refused. The invariants, checked on the app after every step:
+emulator's write hook, in the middle of an apply) and deletes a repo's newest record. Now and then
+one repo defines a tool the other applied, which must be refused. The invariants, checked on the app after every step:
 
 - an apply of one repo deletes only tools that repo applied and no longer defines: never the
-  other repo's (not even under ``--prune-unmanaged``), never one made by hand (unless
+  other repo's (under ``--prune-unmanaged`` only while a console user's deletion of the other's
+  records left them unrecorded, as docs/ownership.md says), never one made by hand (unless
   ``--prune-unmanaged`` says to);
 - an apply that one repo's files tried to take from the other fails and leaves the tool as it was;
 - after an apply that succeeded, the same repo's plan is empty (``--detailed-exitcode`` 0).
@@ -58,6 +59,8 @@ class Repo:
     root: Path
     ids: list[str]
     applied: set[str] = field(default_factory=set)  # in the app because this repo's apply made it
+    unrecorded: bool = False  # a console user deleted its newest record since its last apply
+    ids_since_record: set[str] = field(default_factory=set)  # what its deleted records named
 
     def defined(self) -> set[str]:
         return {p.stem for p in (self.root / "tools").glob("*.yaml")}
@@ -119,10 +122,10 @@ class History:
                 self.hand.discard(tid)
                 self.log.append(f"console: delete {tid}")
 
-    def apply(self) -> None:
+    def apply(self, repo: Repo | None = None) -> None:
         """One repo's apply, maybe with --prune, a console user making a tool at a random write of it;
         then that repo's plan, which must be empty when the apply succeeded."""
-        repo = self.rng.choice(self.repos)
+        repo = repo or self.rng.choice(self.repos)
         hooks = self.server.hooks
         at, tid, writes = self.rng.randrange(1, 4), self.rng.choice(HAND_IDS), 0
 
@@ -132,12 +135,15 @@ class History:
             return [Injected("POST", f"/v1/{self.app}/tools?toolId={tid}", hand_body(tid))] if writes == at else []
 
         roll = self.rng.random()
-        prune = ["--prune", "--prune-unmanaged", "--allow-mass-change"] if roll < 0.15 else ["--prune"] if roll < 0.7 else []
+        prune = ["--prune", "--prune-unmanaged"] if roll < 0.15 else ["--prune"] if roll < 0.7 else []
         before = self.app_tools()
         hooks.answered.clear()
         hooks.before_write = during
         try:
-            done = cesync("apply", "--auto-approve", "--env", repo.env, *prune, cwd=repo.root, env=self.env)
+            # the mass-change guard (an emptied repo pruning) is not what is judged here
+            done = cesync(
+                "apply", "--auto-approve", "--allow-mass-change", "--env", repo.env, *prune, cwd=repo.root, env=self.env
+            )
         finally:
             hooks.before_write = None
         if any(status == 200 for _, status, _ in hooks.answered):
@@ -150,6 +156,10 @@ class History:
         if "--prune-unmanaged" in prune:  # asked to delete what nobody owns: hand-made tools may go
             self.hand -= gone
             gone -= set(HAND_IDS)
+            for other in self.repos:  # and what a repo applied after the newest record a console user left it
+                if other is not repo and other.unrecorded:
+                    other.applied -= gone
+                    gone -= other.ids_since_record
         if gone - repo.applied:
             self.fail(f"{repo.owner}'s apply deleted what it never applied: {sorted(gone - repo.applied)}\n{done.stdout}")
         if gone & repo.defined():
@@ -157,18 +167,35 @@ class History:
         if done.returncode != 0:
             self.fail(f"{repo.owner}'s apply failed: {done.stdout}{done.stderr}")
         repo.applied = (repo.applied - gone) | repo.defined()
+        repo.unrecorded, repo.ids_since_record = False, set()
         # what a console user made during it is no change of this repo's (unless --prune-unmanaged asks)
         own = prune[:1]
         again = cesync("plan", "--env", repo.env, *own, "--detailed-exitcode", cwd=repo.root, env=self.env)
         if again.returncode != 0:
             self.fail(f"{repo.owner}'s plan after its own apply is not empty (exit {again.returncode}):\n{again.stdout}")
 
+    def record_delete(self) -> None:
+        """A console user deletes one repo's newest record (an app version): that repo's older record
+        (or none) speaks for it until its next apply."""
+        repo = self.rng.choice(self.repos)
+        answer = httpx.get(f"{self.server.url}/v1/{self.app}/versions", params={"pageSize": 1000})
+        mine = [
+            v
+            for v in answer.json().get("appVersions", [])
+            if "cesync-record: " in v.get("description", "") and f'\\"ns\\":\\"{repo.owner}\\"' in v["description"]
+        ]
+        if mine:
+            newest = max(mine, key=lambda v: v["createTime"])
+            if self.console("DELETE", newest["name"]) == 200:
+                repo.unrecorded, repo.ids_since_record = True, repo.ids_since_record | set(repo.ids)
+                self.log.append(f"console: delete {repo.owner}'s newest record")
+
     def take_other(self) -> None:
         """One repo gains a file for a tool the other applied: its plan and apply are refused, and the
         tool is left as it was; then the file goes again."""
         repo, other = self.rng.sample(self.repos, 2)
         theirs = sorted(other.applied & set(self.app_tools()))
-        if not theirs:
+        if not theirs or other.unrecorded:  # with its records deleted, nothing says whose it is
             return
         tid = self.rng.choice(theirs)
         path = repo.root / "tools" / f"{tid}.yaml"
@@ -196,11 +223,10 @@ def test_two_repos_never_delete_or_adopt_each_others_or_hand_made_tools(
 ) -> None:
     history = History(seed, server, tmp_path)
     steps = [history.repo_edit, history.repo_edit, history.hand_create, history.hand_delete, history.apply, history.apply]
-    steps += [history.take_other]
+    steps += [history.take_other, history.record_delete]
     for _ in range(STEPS):
         history.rng.choice(steps)()
         history.check()
-    for repo in history.repos:  # each repo's last prune with the repo as it ended
-        history.repos = [repo, repo]
-        history.apply()
+    for repo in history.repos:  # each repo's last apply with the repo as it ended
+        history.apply(repo)
         history.check()
