@@ -164,3 +164,17 @@ def test_a_version_s_record_nested_deep_is_no_record(depth: int, inner: bool) ->
     deep = "[" * depth + "]" * depth
     line = json.dumps({"r": deep}) if inner else deep
     assert parse_record({"name": "v", "description": f"x\n{MARKER}{line}"}, {}) is None
+
+
+@given(namespace=st.text(max_size=60))
+def test_a_record_naming_an_owner_cesync_yaml_could_not_is_none(namespace: str) -> None:
+    """A record's owner is what some repo's cesync.yaml says (a short lowercase name): a record
+    naming any other (control characters, markup, a megabyte) is none of cesync's."""
+    import re
+
+    body = record_body(APP, "dev", "", False, "", "x", ["tool/t"], written_at="2026-01-01T00:00:00+00:00", namespace=namespace)
+    found = parse_record(version(body), KIND_OF)
+    if namespace == "" or re.fullmatch(r"[a-z][a-z0-9-]{0,39}", namespace):
+        assert found is not None and found.namespace == namespace
+    else:
+        assert found is None

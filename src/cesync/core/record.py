@@ -30,6 +30,7 @@ import functools
 import hashlib
 import hmac
 import json
+import re
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -55,6 +56,7 @@ MARKER = "cesync-record: "
 FORMAT = 2
 LEGACY = 1  # format 1: unsealed; its "snapshot minus notOwned" form is read as owning nothing
 MAX_DISPLAY = 100
+OWNER = re.compile(r"[a-z][a-z0-9-]{0,39}", re.ASCII)  # cesync.yaml owner (repo/config.py), which a record's "ns" repeats
 MAX_OWNED_BYTES = 2 << 20  # about 60,000 resources' names
 # A sealed record is written just before the version holding it is made; a version made later than
 # this after its record's own time holds a copy of it (the clocks of CI and CES may differ a little).
@@ -241,9 +243,11 @@ def parse_record(version: dict[str, Any], kind_of: dict[str, str]) -> AppliedRec
         data = json_loads(signed)
         if not isinstance(data, dict) or data.get("v") != FORMAT:
             return None
-        packed, packed_sums = data["owned"], data.get("sums", "")
-        if not isinstance(packed, str) or not isinstance(packed_sums, str):
+        packed, packed_sums, namespace = data["owned"], data.get("sums", ""), data.get("ns", "")
+        if not isinstance(packed, str) or not isinstance(packed_sums, str) or not isinstance(namespace, str):
             return None
+        if namespace and not OWNER.fullmatch(namespace):
+            return None  # no cesync.yaml could name this owner: not a record cesync wrote
         return AppliedRecord(
             env=str(data["env"]),
             commit=str(data.get("commit", "")),
@@ -251,7 +255,7 @@ def parse_record(version: dict[str, Any], kind_of: dict[str, str]) -> AppliedRec
             cesync_version=str(data.get("cesync", "")),
             packed_owned=packed,
             dirty=bool(data.get("dirty", False)),
-            namespace=str(data.get("ns", "")),
+            namespace=namespace,
             written_at=str(data.get("at", "")),
             packed_sums=packed_sums,
             seal=str(outer.get("seal", "")),
