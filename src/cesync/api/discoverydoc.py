@@ -91,10 +91,6 @@ def snake(json_name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", json_name).lower()
 
 
-def _camel(name: str) -> str:
-    return name[:1].upper() + name[1:]
-
-
 @dataclass
 class Merged:
     """What :func:`merge` added and found, for reports and the tests."""
@@ -303,7 +299,7 @@ class _Merger:
             f.label = FD.LABEL_REPEATED
             self._type_value(full, msg, f, dict(prop.get("items", {})))
         elif prop.get("type") == "object" and isinstance(prop.get("additionalProperties"), dict) and not _is_struct(prop):
-            entry_name = _camel(f.json_name) + "Entry"
+            entry_name = f.json_name[:1].upper() + f.json_name[1:] + "Entry"
             entry = msg.nested_type.add(name=entry_name)
             if full in self.scopes:
                 self.scopes[full][0].add(entry_name)
@@ -330,7 +326,7 @@ class _Merger:
             return
         if prop.get("enum"):
             f.type = FD.TYPE_ENUM
-            f.type_name = "." + self._enum_for(full, msg, _camel(f.json_name), prop["enum"])
+            f.type_name = "." + self._enum_for(full, msg, f.json_name[:1].upper() + f.json_name[1:], prop["enum"])
             return
         kind = _SCALARS.get((str(prop.get("type")), prop.get("format")))
         if kind is None:

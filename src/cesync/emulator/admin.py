@@ -9,10 +9,11 @@ from starlette.requests import Request
 from .calls import json_body
 from .dispatch import APP_RE
 from .errors import RpcError
+from .extras import extras
 from .faults import FaultMiddleware
 from .quota import READ_METRIC, WRITE_METRIC
 from .resources import COLLECTIONS
-from .wire import extras, printed
+from .wire import printed
 from .writes import stamp
 
 if TYPE_CHECKING:

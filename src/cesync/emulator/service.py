@@ -13,11 +13,12 @@ from .calls import ID_RE, api_version, page_args, query
 from .errors import RpcError
 from .evaluations import EvaluationService
 from .execute import Executor
+from .extras import Extra, extras, without
 from .guards import locked, locked_error
 from .operations import Operations
 from .quota import QuotaConfig, QuotaState
 from .store import Store, page_token
-from .wire import Extra, Parsed, Printed, extras, kind, without
+from .wire import Parsed, Printed, kind
 from .writes import apply_mask, checked_parsed, with_extras
 
 Extras = list[Extra]  # module names: inside Emulator, "list" is its list method

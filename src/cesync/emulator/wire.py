@@ -34,21 +34,17 @@ __all__ = [
     "RESOURCES",
     "TOOLSET_TYPES",
     "TOOL_TYPES",
-    "Extra",
     "Parsed",
     "Printed",
     "checked",
     "descriptor",
     "duration_nanos",
     "etag_honoured",
-    "extras",
-    "graft",
     "mask_paths",
     "parse",
     "printed",
     "split_known",
     "to_data",
-    "without",
     "without_input_only",
 ]
 
@@ -282,89 +278,6 @@ def split_known(collection: str, data: dict[str, Any]) -> tuple[dict[str, Any], 
     return {k: v for k, v in data.items() if k in table}, {k: v for k, v in data.items() if k not in table}
 
 
-ExtraPath = tuple[str | int, ...]
-
-
-@dataclass(frozen=True)
-class Extra:
-    """A field the snapshot lacks (a newer API's), found at any depth: where, in which message, its value."""
-
-    path: ExtraPath  # keys and list indices down to the field, the field's own name last
-    message: str  # full name of the message that holds it
-    value: Any
-
-
-def extras(collection: str, data: dict[str, Any]) -> list[Extra]:
-    """Every field of ``data`` its message lacks, wherever it sits (list items and map values included)."""
-    found: list[Extra] = []
-    _extras(descriptor(collection), data, (), found)
-    return found
-
-
-def _extras(desc: Descriptor, value: Any, path: ExtraPath, found: list[Extra]) -> None:
-    if not isinstance(value, dict):
-        return
-    table = _fields(desc)
-    for key, item in value.items():
-        f = table.get(key)
-        if f is None:
-            found.append(Extra((*path, key), desc.full_name, item))
-            continue
-        if f.message_type is None or f.message_type.full_name in OPAQUE:
-            continue
-        if _is_map(f):
-            target = f.message_type.fields_by_name["value"].message_type
-            if target is not None and target.full_name not in OPAQUE and isinstance(item, dict):
-                for k, v in item.items():
-                    _extras(target, v, (*path, key, k), found)
-        elif f.is_repeated:
-            for i, v in enumerate(item if isinstance(item, list) else []):
-                _extras(f.message_type, v, (*path, key, i), found)
-        else:
-            _extras(f.message_type, item, (*path, key), found)
-
-
-def without(data: dict[str, Any], found: list[Extra]) -> dict[str, Any]:
-    """``data`` without these fields (copied along their paths only: data itself is left as it is)."""
-    out: Any = data
-    for extra in found:
-        out = _removed(out, extra.path)
-    return dict(out)
-
-
-def _removed(node: Any, path: ExtraPath) -> Any:
-    head, rest = path[0], path[1:]
-    if isinstance(node, dict):
-        out = dict(node)
-        if rest:
-            out[head] = _removed(node[head], rest)
-        else:
-            out.pop(head, None)
-        return out
-    if isinstance(node, list) and isinstance(head, int):
-        items = list(node)
-        items[head] = _removed(node[head], rest)
-        return items
-    return node
-
-
-def graft(data: dict[str, Any], found: list[Extra]) -> dict[str, Any]:
-    """``data`` with these fields put back where they were (an item or map entry that is gone takes its own along)."""
-    for extra in found:
-        node: Any = data
-        for step in extra.path[:-1]:
-            if isinstance(node, dict) and isinstance(step, str):
-                node = node.setdefault(step, {})
-            elif isinstance(node, list) and isinstance(step, int) and step < len(node):
-                node = node[step]
-            else:
-                node = None
-                break
-        if isinstance(node, dict):
-            node[str(extra.path[-1])] = extra.value
-    return data
-
-
 def to_data(message: Message) -> dict[str, Any]:
     """The proto3 JSON form (camelCase, enum names, defaults omitted) as a dict."""
     return json_format.MessageToDict(message)
@@ -393,6 +306,8 @@ class Parsed:
 def printed(collection: str, data: dict[str, Any]) -> Printed:
     """Print a resource's data once per write, in both enum encodings, as json_format prints its message.
     Fields the API lacks (``/admin/inject``) pass through as given, at any depth."""
+    from .extras import extras, graft, without  # extras.py reads this module's descriptor helpers
+
     desc = descriptor(collection)
     known, extra = split_known(collection, data)
     nested = extras(collection, known)

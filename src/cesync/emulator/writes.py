@@ -8,8 +8,9 @@ from typing import Any
 
 from ..api import behaviour as fb
 from .errors import RpcError
+from .extras import Extra, graft
 from .store import first_function, new_etag, now
-from .wire import TOOL_TYPES, Extra, Parsed, checked, graft, kind
+from .wire import TOOL_TYPES, Parsed, checked, kind
 
 
 def apply_mask(stored: dict[str, Any], body: dict[str, Any], paths: list[str]) -> dict[str, Any]:
