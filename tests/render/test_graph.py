@@ -118,6 +118,14 @@ def test_a_large_graph_is_cut_marked_nodes_first_and_says_how_many_more() -> Non
     assert parsed["ok"] and len(parsed["nodes"]) == 11
 
 
+def test_an_unfocused_cut_keeps_the_most_linked_resources() -> None:
+    loose = tuple(("tool", f"a{i}") for i in range(10))  # first by kind and name, linked to nothing
+    hub = ("agent", "z")
+    used = tuple(("tool", f"u{i}") for i in range(3))
+    graph = Graph((*loose, *used, hub), tuple(Link(hub, u, "tools") for u in used))
+    assert set(cut(graph, 4).graph.nodes) == {hub, *used}
+
+
 def test_json_is_the_whole_graph() -> None:
     graph = Graph((("tool", "a"), ("agent", "b")), (Link(("agent", "b"), ("tool", "a"), "tools"),))
     assert json.loads(to_json(graph, marks={("tool", "a"): "update"})) == {

@@ -62,12 +62,18 @@ class Cut:
 
 
 def cut(graph: Graph, limit: int | None, marks: Mapping[Key, str] | None = None) -> Cut:
-    """At most limit nodes: the marked ones first (by MARKS), then the rest in graph order."""
+    """At most limit nodes: the marked ones first (by MARKS), then the most linked (a picture of
+    the app's hubs, its agents and the tools many use, not of the first tools by name), then the
+    rest in graph order."""
     if limit is None or len(graph.nodes) <= limit:
         return Cut(graph, 0)
     marks = marks or {}
     rank = {m: i for i, m in enumerate(MARKS)}
-    ordered = sorted(graph.nodes, key=lambda k: rank.get(marks.get(k, ""), len(MARKS)))
+    degree: dict[Key, int] = {}
+    for link in graph.links:
+        degree[link.source] = degree.get(link.source, 0) + 1
+        degree[link.target] = degree.get(link.target, 0) + 1
+    ordered = sorted(graph.nodes, key=lambda k: (rank.get(marks.get(k, ""), len(MARKS)), -degree.get(k, 0)))
     kept = graph.only(ordered[: max(limit, 1)])
     return Cut(kept, len(graph.nodes) - len(kept.nodes))
 
