@@ -22,8 +22,9 @@ import pytest
 from google.api_core.client_options import ClientOptions
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import ces_v1, ces_v1beta
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 
+from cesync.api.descriptors import field_facts
 from cesync.api.kinds import KINDS
 from cesync.api.resource import Resource
 from cesync.client import CesClient, RetryPolicy
@@ -133,7 +134,9 @@ async def _round(server: BackgroundServer, parent: str, kind: str, a: dict[str, 
 
 
 # Fields of our model that the published protos (google-cloud-ces) do not have: AgentTool.agent is
-# documented on the API's reference pages only (models/overlay.py).
+# documented on the API's reference pages only (models/overlay.py). Fields the description took
+# from a discovery document or the seeds (newer than the protos) the official client cannot read
+# back at all; official_view leaves them out of what it compares.
 NOT_IN_OFFICIAL = {"AgentTool.agent"}
 WELL_KNOWN = "google.protobuf."
 
@@ -144,7 +147,8 @@ def official_view(value: dict[str, Any], descriptor: Any, dropped: set[str]) -> 
     for key, item in value.items():
         field = descriptor.fields_by_camelcase_name.get(key)
         if field is None:
-            dropped.add(f"{descriptor.name}.{key}")
+            if field_facts(descriptor.full_name, key).get("source", "proto") == "proto":  # newer fields aside
+                dropped.add(f"{descriptor.name}.{key}")
             continue
         sub = field.message_type
         if sub is None or sub.full_name.startswith(WELL_KNOWN):
@@ -177,6 +181,22 @@ def _read_official(client: Any, kind: str, name: str) -> dict[str, Any]:
 
 @PROFILE
 @given(case=resource_bodies(kinds=V1BETA_KINDS))
+@example(  # a field newer than the protos (ModelSettings.thinkingLevel, rev 20261016), deep in a tool
+    case=(
+        "tool",
+        (
+            {"clientFunction": {"name": "X"}},
+            {
+                "dataStoreTool": {
+                    "name": "X",
+                    "modalityConfigs": [
+                        {"modalityType": "TEXT", "rewriterConfig": {"modelSettings": {"thinkingLevel": "DEFAULT"}}}
+                    ],
+                }
+            },
+        ),
+    )
+)
 def test_plan_apply_read_back(
     server: BackgroundServer,
     official: ces_v1.AgentServiceClient,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
+from ..api.kinds import by_collection
 from ..core.documents import parse_document
 from ..errors import Problem
 from .credentials import WARNING
@@ -58,12 +59,14 @@ def unknown_tool_ids(files: list[SourceFile]) -> list[Problem]:
     found: list[Problem] = []
     for src in files:
         data = src.doc.data
-        entries = data.get("toolsets") if src.kind.name == "agent" and isinstance(data, dict) else None
+        names_toolsets = "toolsets.toolset" in src.kind.references  # the agent: toolsets with toolIds
+        entries = data.get("toolsets") if names_toolsets and isinstance(data, dict) else None
         for i, entry in enumerate(entries if isinstance(entries, list) else []):
             ref = entry.get("toolset") if isinstance(entry, dict) else None
             named = ref.get("ref") if isinstance(ref, dict) else None
             collection, _, rid = named.partition("/") if isinstance(named, str) else ("", "", "")
-            ids = tools.get(rid) if collection == "toolsets" else None
+            holder = by_collection(collection)
+            ids = tools.get(rid) if holder is not None and holder.holds_tools else None
             wanted = entry.get("toolIds") if ids is not None else None
             for j, tid in enumerate(wanted if isinstance(wanted, list) else []):
                 if isinstance(tid, str) and tid not in (ids or set()):
