@@ -22,7 +22,8 @@ settings.load_profile("cesync")
 
 # Whole-product runs (the command line end to end, the tour, Google's clients, a release, a guide
 # followed in a copy of the source): marked slow, so `pytest -m "not slow"` is the one-minute loop
-# over the pure modules and the pipelines' own tests. By file, each with what makes it slow.
+# over the pure modules (api, models, core, render, the repo's reading). By file, each with what
+# makes it slow; the whole suite (CI) runs everything.
 SLOW_FILES = {
     "tests/test_gitops.py": "the product as a team runs it, command by command",
     "tests/test_gitops_promises.py": "the product as a team runs it, command by command",
@@ -35,6 +36,24 @@ SLOW_FILES = {
     "tests/emulator/test_scrapi.py": "Google's cxas-scrapi against the emulator",
 }
 SLOW_FIXTURES = {"tour"}  # the tour's 20 s run
+# Whole folders whose subject is I/O or a server: the pipelines and commands against the emulator,
+# the emulator itself, the HTTP client and forges against loopback servers, the sync of an app,
+# Google's clients and Terraform's samples, the docs' examples; and a few files that do the same.
+SLOW_DIRS = {
+    "tests/pipeline/": "each pipeline against the emulator",
+    "tests/emulator/": "the emulator over HTTP, its sandbox's processes",
+    "tests/cli/": "the commands end to end",
+    "tests/sync/": "an app read, exported and recorded through the emulator",
+    "tests/client/": "the HTTP client against loopback servers",
+    "tests/forge/": "the forges' APIs on loopback",
+    "tests/property/": "generated bodies applied and read back through Google's client",
+    "tests/evidence/": "Google's documents and Terraform's samples through the emulator",
+    "tests/docs/": "the docs' pages and examples, run",
+    "tests/tooltests/test_run.py": "tool tests run against the emulator and in the sandbox",
+    "tests/repo/test_cache.py": "generated repos planned warm, cold and without the cache",
+    "tests/repo/test_apidescription.py": "newer descriptions validated, applied and planned",
+    "tests/core/test_channels.py": "each command that prints a sensitive value's neighbours, run",
+}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -45,7 +64,8 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         where = Path(str(item.path)).resolve().relative_to(ROOT).as_posix()
-        if where in SLOW_FILES or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+        slow_dir = any(where.startswith(d) for d in SLOW_DIRS)
+        if where in SLOW_FILES or slow_dir or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
 
 

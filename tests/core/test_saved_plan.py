@@ -289,6 +289,7 @@ def tampered(draw: st.DrawFn, original: dict[str, Any]) -> tuple[str, dict[str, 
     return f"change {i} {field}", data
 
 
+@pytest.mark.slow  # saved plans applied through the emulator
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_any_tampered_change_is_refused(world: tuple[Path, EmbeddedTransport, dict[str, Any]], data: st.DataObject) -> None:
@@ -308,6 +309,7 @@ PLAN_FIELDS = {
 }
 
 
+@pytest.mark.slow  # saved plans applied through the emulator
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_tampered_plan_fields_never_widen(world: tuple[Path, EmbeddedTransport, dict[str, Any]], data: st.DataObject) -> None:

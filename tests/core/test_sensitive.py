@@ -104,6 +104,7 @@ def forge() -> Iterator[Any]:
     server.shutdown()
 
 
+@pytest.mark.slow  # every command of the product, run
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(old=secret, new=secret)
 def test_secret_never_appears_in_any_channel(old: str, new: str, forge: Any, caplog: pytest.LogCaptureFixture) -> None:
