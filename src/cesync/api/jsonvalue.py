@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["MAX_DEPTH", "JsonValueError", "check_depth", "loads", "value_at"]
+__all__ = ["MAX_DEPTH", "JsonValueError", "check_depth", "has_path", "loads", "value_at"]
 
 MAX_DEPTH = 200
 
@@ -46,6 +46,20 @@ def check_depth(value: Any, limit: int = MAX_DEPTH) -> None:
                 if depth >= limit:
                     raise JsonValueError(f"nested deeper than {limit} levels")
                 push((child, depth + 1))
+
+
+def has_path(data: Any, path: Iterable[str | int]) -> bool:
+    """Whether path leads to a value in JSON data (null included): where a problem can point."""
+    for part in path:
+        if isinstance(data, dict):
+            if part not in data:
+                return False
+            data = data[part]
+        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+            data = data[part]
+        else:
+            return False
+    return True
 
 
 def value_at(data: Any, path: Iterable[str | int]) -> Any:

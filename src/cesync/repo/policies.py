@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from ..api.jsonvalue import has_path
 from ..core.policy import CompiledRule, PolicyFile, compile_rules
 from ..core.yamlfile import Document, load_text, read_text
 from ..errors import ConfigError, Problem
@@ -62,21 +63,10 @@ def _parse(doc: Document, problems: list[Problem]) -> PolicyFile | None:
     except ValidationError as exc:
         for e in exc.errors():
             loc = tuple(p for p in e["loc"] if isinstance(p, (str, int)))
-            while loc and not _exists(doc.data, loc):  # a missing key: point at the mapping that lacks it
+            while loc and not has_path(doc.data, loc):  # a missing key: point at the mapping that lacks it
                 loc = loc[:-1]
             problems.append(doc.problem(loc, _said(e["msg"], e["loc"])))
         return None
-
-
-def _exists(data: object, loc: tuple[str | int, ...]) -> bool:
-    for part in loc:
-        if isinstance(data, dict) and part in data:
-            data = data[part]
-        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
-            data = data[int(part)]
-        else:
-            return False
-    return True
 
 
 def _said(msg: str, loc: tuple[object, ...]) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from ..api.jsonvalue import has_path
 from ..api.kinds import ResourceKind
 from ..core.release import ReleaseSpec
 from ..core.yamlfile import load_text, read_text
@@ -48,19 +49,8 @@ def load_release(root: Path, deployment: str) -> tuple[str, ReleaseSpec]:
         problems = []
         for e in exc.errors():
             loc = tuple(p for p in e["loc"] if isinstance(p, (str, int)))
-            while loc and not _has(doc.data, loc):
+            while loc and not has_path(doc.data, loc):
                 loc = loc[:-1]
             where = ".".join(str(p) for p in e["loc"])
             problems.append(doc.problem(loc, f"{where}: {e['msg'].removeprefix('Value error, ')}"))
         raise ConfigError(problems) from None
-
-
-def _has(data: object, loc: tuple[str | int, ...]) -> bool:
-    for part in loc:
-        if isinstance(data, dict) and part in data:
-            data = data[part]
-        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
-            data = data[int(part)]
-        else:
-            return False
-    return True
