@@ -1,10 +1,11 @@
-"""The safety net on everything cesync prints or logs (the process's scrubber).
+"""The safety net on everything cesync prints or logs: a :class:`Scrubber`, one per command run.
 
 Every known sensitive value, in every form an output can carry (:func:`forms`), is replaced in
-whatever cesync prints or logs (:func:`scrub`), for values of at least :data:`MIN_SCRUB`
-characters; a file cesync writes (export, pull) that would hold one is refused instead
-(:func:`leaks`). The values are remembered once per process, by the command before its first
-output (:func:`remember`), and a log record factory scrubs every log message.
+whatever cesync prints or logs (:meth:`Scrubber.scrub`), for values of at least
+:data:`MIN_SCRUB` characters; a file cesync writes (export, pull) that would hold one is
+refused instead (:meth:`Scrubber.leaks`). The command line makes the scrubber of a run, tells
+it the values (the environment's, before the first output) and hands it to what prints, logs
+or writes (pure: the values come in as arguments, nothing here reads an environment).
 """
 
 from __future__ import annotations
@@ -16,11 +17,8 @@ from typing import Any
 
 from .sensitive import MASK, MIN_SCRUB
 
-__all__ = ["MIN_SCRUB", "clip", "forget", "forms", "known", "leaks", "occurrences", "remember", "scrub"]
+__all__ = ["MIN_SCRUB", "Scrubber", "clip", "forget", "forms", "known", "leaks", "occurrences", "remember", "scrub"]
 
-_KNOWN: set[str] = set()
-_ORDER: list[str] = []  # _KNOWN, longest first (one form may contain another); made again by remember()
-_factory_installed = False
 MIN_BASE64 = 8  # shorter base64 fragments would match ordinary text (ids, etags)
 
 
@@ -77,42 +75,46 @@ def _repr_in_quotes(value: str, quote: str) -> str:
     return inner.replace("\\" + other, other).replace(quote, "\\" + quote)
 
 
-def remember(values: Iterable[str]) -> None:
-    """Values this process must never print, log or write (from here on), in every form."""
-    global _ORDER
-    for v in values:
-        if len(v) >= MIN_SCRUB:
-            _KNOWN.update(forms(v))
-    _ORDER = sorted(_KNOWN, key=len, reverse=True)
-    _install_log_filter()
+class Scrubber:
+    """The sensitive values one command run must never print, log or write, in every form.
 
+    Safe to read from another thread while remember() runs (a log record of the read-ahead):
+    remember() replaces the tuple of forms whole."""
 
-def forget() -> None:
-    global _ORDER
-    _KNOWN.clear()
-    _ORDER = []
+    def __init__(self, values: Iterable[str] = ()) -> None:
+        self._known: frozenset[str] = frozenset()
+        self._order: tuple[str, ...] = ()  # the forms, longest first (one form may contain another)
+        self.remember(values)
 
+    def remember(self, values: Iterable[str]) -> None:
+        """Values this run must never print, log or write (from here on), in every form."""
+        found = {f for v in values if len(v) >= MIN_SCRUB for f in forms(v)}
+        if found - self._known:
+            known = self._known | found
+            self._known, self._order = known, tuple(sorted(known, key=len, reverse=True))
 
-def known() -> bool:
-    """Whether any value has been remembered."""
-    return bool(_KNOWN)
+    def known(self) -> bool:
+        """Whether any value has been remembered."""
+        return bool(self._known)
 
+    def scrub(self, text: str, values: Iterable[str] = ()) -> str:
+        """text with every known (and given) sensitive value, in any of its forms, replaced by (sensitive)."""
+        extra = [f for v in values if len(v) >= MIN_SCRUB for f in forms(v)]
+        order = sorted({*self._order, *extra}, key=len, reverse=True) if extra else self._order
+        for v in order:  # longest first: one value may contain another
+            if v in text:
+                text = text.replace(v, MASK)
+        return text
 
-def scrub(text: str, values: Iterable[str] = ()) -> str:
-    """text with every known (and given) sensitive value, in any of its forms, replaced by (sensitive)."""
-    extra = [f for v in values if len(v) >= MIN_SCRUB for f in forms(v)]
-    order = sorted({*_ORDER, *extra}, key=len, reverse=True) if extra else _ORDER
-    for v in order:  # longest first: one value may contain another
-        if v in text:
-            text = text.replace(v, MASK)
-    return text
+    def clip(self, text: str, limit: int) -> str:
+        """text cut to limit characters ("..." at the end), scrubbed before the cut: a sensitive value
+        that the cut would split leaves no prefix of itself for the final scrub to miss."""
+        text = self.scrub(text)
+        return text if len(text) <= limit else text[: limit - 3] + "..."
 
-
-def clip(text: str, limit: int) -> str:
-    """text cut to limit characters ("..." at the end), scrubbed before the cut: a sensitive value
-    that the cut would split leaves no prefix of itself for the final scrub to miss."""
-    text = scrub(text)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    def leaks(self, text: str, values: Iterable[str] = ()) -> bool:
+        """Whether text holds a known (or given) value in any form: for files, which are refused, not masked."""
+        return self.scrub(text, values) != text
 
 
 def occurrences(text: str, value: str) -> int:
@@ -124,9 +126,35 @@ def occurrences(text: str, value: str) -> int:
     return count
 
 
+# The process-wide scrubber of the callers not yet handed a Scrubber of their run.
+_process = Scrubber()
+_factory_installed = False
+
+
+def remember(values: Iterable[str]) -> None:
+    _process.remember(values)
+    _install_log_filter()
+
+
+def forget() -> None:
+    global _process
+    _process = Scrubber()
+
+
+def known() -> bool:
+    return _process.known()
+
+
+def scrub(text: str, values: Iterable[str] = ()) -> str:
+    return _process.scrub(text, values)
+
+
+def clip(text: str, limit: int) -> str:
+    return _process.clip(text, limit)
+
+
 def leaks(text: str, values: Iterable[str] = ()) -> bool:
-    """Whether text holds a known (or given) value in any form: for files, which are refused, not masked."""
-    return scrub(text, values) != text
+    return _process.leaks(text, values)
 
 
 def _install_log_filter() -> None:
@@ -139,7 +167,7 @@ def _install_log_filter() -> None:
 
     def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
         record = previous(*args, **kwargs)
-        if _KNOWN:
+        if _process.known():
             message = record.getMessage()
             clean = scrub(message)
             if clean != message:
