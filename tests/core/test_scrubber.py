@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import html
 import json
 import threading
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cesync.core.scrubber import Scrubber, occurrences
+from cesync.core.scrubber import CUT, Scrubber, clip, occurrences
 from cesync.core.sensitive import MASK
 
 VALUE = "sk-scrubber-4821"
@@ -62,6 +63,26 @@ def test_clip_scrubs_before_the_cut(before: str, limit: int) -> None:
     shown = Scrubber([value]).clip(repr(before + value + " and more"), limit)
     assert len(shown) <= limit
     assert not any(value[:k] in shown for k in range(2, len(value) + 1)), shown
+
+
+@given(before=st.text(st.sampled_from("ab.-' "), max_size=40), limit=st.integers(4, 80))
+def test_a_cut_anywhere_in_any_form_leaves_no_start_of_the_value(before: str, limit: int) -> None:
+    """clip is pure: the channel's scrub masks the start of a value a cut kept, in each form."""
+    value = "Zq9W'x7Kv\"3Lp2"
+    s = Scrubber([value])
+    cut = clip(before + value + " and more", limit)
+    shown = [s.scrub(clip(before + spelled + " and more", limit)) for spelled in (value, repr(value), json.dumps(value))]
+    shown += [s.scrub(f"said {cut!r}"), s.scrub(json.dumps({"said": cut})), s.scrub(html.escape(cut))]
+    for text in shown:
+        assert not any(value[:k] in text or json.dumps(value[:k])[1:-1] in text for k in range(2, len(value) + 1)), text
+
+
+def test_a_cut_keeps_ordinary_text() -> None:
+    s = Scrubber([VALUE])
+    assert clip("abcdefghij", 8) == "abcde" + CUT and clip("abc", 8) == "abc"
+    assert s.scrub("loading... done") == "loading... done"
+    assert s.scrub(f"said {VALUE[:6]}{CUT}") == f"said {MASK}{CUT}"
+    assert not s.leaks(f"said {VALUE[:6]}{CUT}")  # a file is refused for a whole value only
 
 
 def test_occurrences_ignores_the_remembered_values() -> None:

@@ -17,8 +17,9 @@ from typing import Any
 
 from .sensitive import MASK, MIN_SCRUB
 
-__all__ = ["MIN_SCRUB", "Scrubber", "clip", "forget", "forms", "known", "leaks", "occurrences", "remember", "scrub"]
+__all__ = ["CUT", "MIN_SCRUB", "Scrubber", "clip", "forget", "forms", "known", "leaks", "occurrences", "remember", "scrub"]
 
+CUT = "..."  # what clip() puts where it cut
 MIN_BASE64 = 8  # shorter base64 fragments would match ordinary text (ids, etags)
 
 
@@ -98,23 +99,69 @@ class Scrubber:
         return bool(self._known)
 
     def scrub(self, text: str, values: Iterable[str] = ()) -> str:
-        """text with every known (and given) sensitive value, in any of its forms, replaced by (sensitive)."""
-        extra = [f for v in values if len(v) >= MIN_SCRUB for f in forms(v)]
-        order = sorted({*self._order, *extra}, key=len, reverse=True) if extra else self._order
-        for v in order:  # longest first: one value may contain another
-            if v in text:
-                text = text.replace(v, MASK)
-        return text
+        """text with every known (and given) sensitive value, in any of its forms, replaced by (sensitive),
+        and the start of one that a cut (:func:`clip`) split as well."""
+        order = self._forms(values)
+        return _mask_cut_starts(_mask(text, order), order)
 
     def clip(self, text: str, limit: int) -> str:
-        """text cut to limit characters ("..." at the end), scrubbed before the cut: a sensitive value
-        that the cut would split leaves no prefix of itself for the final scrub to miss."""
-        text = self.scrub(text)
-        return text if len(text) <= limit else text[: limit - 3] + "..."
+        """text scrubbed, then cut to limit characters (:func:`clip`)."""
+        return clip(self.scrub(text), limit)
 
     def leaks(self, text: str, values: Iterable[str] = ()) -> bool:
-        """Whether text holds a known (or given) value in any form: for files, which are refused, not masked."""
-        return self.scrub(text, values) != text
+        """Whether text holds a known (or given) value in any form: for files, which are refused, not masked
+        (whole forms only: a file's own "..." after two letters that begin a value is no leak)."""
+        return _mask(text, self._forms(values)) != text
+
+    def _forms(self, values: Iterable[str]) -> tuple[str, ...]:
+        """The known forms and those of values, longest first (one form may contain another)."""
+        extra = {f for v in values if len(v) >= MIN_SCRUB for f in forms(v)}
+        return tuple(sorted({*self._order, *extra}, key=len, reverse=True)) if extra - self._known else self._order
+
+
+def clip(text: str, limit: int) -> str:
+    """text cut to limit characters, :data:`CUT` at the end.
+
+    Pure: it needs no values. A cut may split a sensitive value and keep its first characters,
+    which no whole form matches; :meth:`Scrubber.scrub`, on every channel, masks those too (the
+    end of the text before each :data:`CUT` that begins a known form)."""
+    return text if len(text) <= limit else text[: limit - len(CUT)] + CUT
+
+
+def _mask(text: str, order: Iterable[str]) -> str:
+    for v in order:
+        if v in text:
+            text = text.replace(v, MASK)
+    return text
+
+
+def _mask_cut_starts(text: str, order: tuple[str, ...]) -> str:
+    """text with the end of each piece before a CUT masked where it begins a form (two characters
+    or more: one tells nothing of a value, two may begin an ordinary word and are masked all the
+    same; the cost of a cut that kept a value's start is a word masked for nothing)."""
+    if CUT not in text or not order:
+        return text
+    pieces = text.split(CUT)
+    for i, piece in enumerate(pieces[:-1]):
+        k = _longest_start(piece, order)
+        if k:
+            pieces[i] = piece[:-k] + MASK
+    return CUT.join(pieces)
+
+
+def _longest_start(piece: str, order: tuple[str, ...]) -> int:
+    """The length of the longest end of piece (2 characters or more) that is the start of a form."""
+    best, last = 0, piece[-1:]
+    if not last:
+        return 0
+    for form in order:
+        j = form.rfind(last, 0, min(len(form), len(piece)))  # piece ends with form[: j + 1]?
+        while j + 1 > max(best, 1):
+            if piece.endswith(form[: j + 1]):
+                best = j + 1
+                break
+            j = form.rfind(last, 0, j)
+    return best
 
 
 def occurrences(text: str, value: str) -> int:
@@ -147,10 +194,6 @@ def known() -> bool:
 
 def scrub(text: str, values: Iterable[str] = ()) -> str:
     return _process.scrub(text, values)
-
-
-def clip(text: str, limit: int) -> str:
-    return _process.clip(text, limit)
 
 
 def leaks(text: str, values: Iterable[str] = ()) -> bool:
