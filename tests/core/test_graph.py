@@ -1,15 +1,32 @@
-"""cesync.core.graph: links from the registry's reference fields, and what a change reaches."""
+"""cesync.core.graph: links from the registry's reference fields, what a change reaches, and the
+walks of any graph (rounds, levels, the cycle search)."""
 
 from __future__ import annotations
 
+import graphlib
+from collections.abc import Callable
+from itertools import islice, pairwise
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from cesync.api.kinds import APP, KINDS, THE_APP
 from cesync.api.resource import Resource
-from cesync.core.graph import Graph, Key, Link, build_graph, graph_of, impact, values_at
+from cesync.core.graph import (
+    CycleSearch,
+    Graph,
+    Key,
+    Link,
+    build_graph,
+    graph_of,
+    has_cycle,
+    impact,
+    levels,
+    rounds,
+    values_at,
+)
 
 PARENT = "projects/p/locations/us/apps/a"
 
@@ -178,3 +195,119 @@ def test_impact_marks_changes_and_what_uses_them_with_the_app_s_links_for_what_g
 
 def test_no_change_touches_nothing() -> None:
     assert impact({}, [Resource(KINDS["tool"], "t", {})], [], PARENT) == {"nodes": [], "links": []}
+
+
+# --- the walks of any graph ---------------------------------------------------------------
+
+
+def test_rounds_levels_and_cycles() -> None:
+    graph = {"a": ["b", "c"], "b": ["c"], "c": [], "d": []}
+    assert rounds(graph, key=str) == [["c", "d"], ["b"], ["a"]]
+    assert levels(graph) == {"c": 0, "d": 0, "b": 1, "a": 2}
+    assert not has_cycle(graph)
+    assert has_cycle({**graph, "c": ["a"]})
+    with pytest.raises(graphlib.CycleError):
+        rounds({**graph, "c": ["a"]}, key=str)
+
+
+def _restarted(graph: dict[int, set[int]], breaks: list[int]) -> list[list[int]]:
+    """The loops a search finds that starts over after each break, keeping what it explored: the
+    plain form the resumed search must agree with. The i-th loop is broken at its edge
+    breaks[i] (counted from the closing edge back); with no break left, the search stops."""
+    found: list[list[int]] = []
+    done: set[int] = set()
+    for first in sorted(graph):
+        while first not in done:
+            trail, pending, loop = [first], [iter(sorted(graph[first]))], None
+            while pending and loop is None:
+                target = next(pending[-1], None)
+                if target is None:
+                    done.add(trail.pop())
+                    pending.pop()
+                elif target in trail:
+                    loop = [*trail[trail.index(target) :], target]
+                elif target not in done:
+                    trail.append(target)
+                    pending.append(iter(sorted(graph[target])))
+            if loop is None:
+                break
+            found.append(loop)
+            if len(found) > len(breaks):
+                return found
+            source, target = _edge(loop, breaks[len(found) - 1])
+            graph[source].discard(target)
+    return found
+
+
+def _edge(loop: list[int], back: int) -> tuple[int, int]:
+    pairs = list(pairwise(loop))
+    return pairs[-1 - back % len(pairs)]
+
+
+small_graphs = st.integers(1, 8).flatmap(
+    lambda n: st.fixed_dictionaries({i: st.sets(st.integers(0, n - 1), max_size=3) for i in range(n)})
+)
+
+
+@given(small_graphs, st.lists(st.integers(0, 5), max_size=30))
+def test_the_resumed_search_finds_the_loops_a_restarted_one_does(graph: dict[int, set[int]], breaks: list[int]) -> None:
+    graph = {n: ts - {n} for n, ts in graph.items()}
+    expected = _restarted({n: set(ts) for n, ts in graph.items()}, breaks)
+    search = CycleSearch(graph, key=int)
+    found: list[list[int]] = []
+    while (loop := search.next()) is not None:
+        nodes = loop.nodes()
+        assert list(loop.edges()) == list(reversed(list(pairwise(nodes))))
+        found.append(nodes)
+        if len(found) > len(breaks):
+            break
+        source, target = _edge(nodes, breaks[len(found) - 1])
+        graph[source].discard(target)
+        search.cut(source)
+    assert found == expected
+    if len(found) <= len(breaks):
+        assert not has_cycle(graph)  # every loop found was broken, and no other is left
+
+
+@given(small_graphs)
+def test_a_search_that_cuts_nothing_takes_each_edge_once(graph: dict[int, set[int]]) -> None:
+    search = CycleSearch(graph, key=int)
+    closing = []
+    while (loop := search.next()) is not None:
+        closing.append(loop.nodes()[-2:])
+    assert search.steps == sum(map(len, graph.values()))
+    assert bool(closing) == has_cycle({n: ts - {n} for n, ts in graph.items()}) or any(n in ts for n, ts in graph.items())
+
+
+def _chain(n: int) -> dict[int, set[int]]:
+    """0 -> 1 -> ... -> n-1, and every node after 0 back to 0: n-1 loops, the longest n nodes long."""
+    return {i: ({0} if i else set()) | ({i + 1} if i + 1 < n else set()) for i in range(n)}
+
+
+def _pairs(n: int) -> dict[int, set[int]]:
+    """n pairs naming each other: n loops of two."""
+    return {i: {i ^ 1} for i in range(2 * n)}
+
+
+@pytest.mark.parametrize(
+    "shape,back",
+    [(_chain, 0), (_pairs, 0), (_pairs, 1)],  # each loop broken at its closing edge, or at the one before
+    ids=["a chain, each loop broken where it closes", "pairs, likewise", "pairs, broken below the end of the trail"],
+)
+def test_breaking_every_loop_takes_each_edge_a_bounded_number_of_times(
+    shape: Callable[[int], dict[int, set[int]]], back: int
+) -> None:
+    """Work linear in the edges however many loops: a search that began again after each break
+    walked the chain again (n loops of up to n nodes)."""
+    for n in (1_000, 4_000):
+        graph = shape(n)
+        edges = sum(map(len, graph.values()))
+        search = CycleSearch(graph, key=int)
+        loops = 0
+        while (loop := search.next()) is not None:
+            loops += 1
+            source, target = next(islice(loop.edges(), back, None))
+            graph[source].discard(target)
+            search.cut(source)
+        assert loops == (n - 1 if shape is _chain else n) and not has_cycle(graph)
+        assert search.steps <= 2 * edges, (n, search.steps, edges)

@@ -1,4 +1,5 @@
-"""The app as a graph: its resources, and the references between them (pure).
+"""The reference graph (pure): the app's resources and the references between them, and the
+walks every graph of references takes (order, levels, rounds, cycles).
 
 A link ``A -> B`` says that A uses B: an agent names a tool in ``tools``, the app names its
 root agent, a golden calls a tool, a deployment serves the app's draft or a version. The links
@@ -8,20 +9,42 @@ same table ``{ref:}`` is checked against, so a kind that gains a reference gains
 What a change touches is what uses it, directly or through others: a changed tool reaches
 the agents that list it, their parent agents, the app whose root they are, the deployments
 that serve the draft, and the evaluations that call the tool.
+
+The walks take any graph as a mapping from each node to the nodes it waits for (its edges):
+the plan's order of writes and deletes (core/order.py, core/passes/order.py) and validate's
+cycles (core/references.py) go through them. Ordering is the standard library's
+``graphlib.TopologicalSorter``; cycles are found by one depth-first search that goes on
+after each cycle is broken (:class:`CycleSearch`), so an app of 10,000 resources costs one
+walk however many cycles it holds.
 """
 
 from __future__ import annotations
 
+import graphlib
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from ..api.kinds import APP, DRAFT_VERSION, KINDS, by_collection
 from ..api.resource import Resource
 
-__all__ = ["VERSION", "Graph", "Key", "Link", "build_graph", "graph_of", "impact", "values_at"]
+__all__ = [
+    "VERSION",
+    "CycleSearch",
+    "Graph",
+    "Key",
+    "Link",
+    "Loop",
+    "build_graph",
+    "graph_of",
+    "has_cycle",
+    "impact",
+    "levels",
+    "rounds",
+    "values_at",
+]
 
 Key = tuple[str, str]  # (kind name, id); versions are ("version", id): not a kind cesync writes
 VERSION = "version"
@@ -198,3 +221,118 @@ def graph_of(data: dict[str, Any]) -> tuple[Graph, dict[Key, str]]:
 def _split(text: str) -> Key:
     kind, _, rid = text.partition("/")
     return (kind, rid)
+
+
+# --- the walks of any graph: node -> the nodes it waits for ---------------------------------
+
+N = TypeVar("N", bound=Hashable)
+
+
+def has_cycle(graph: Mapping[N, Iterable[N]]) -> bool:
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError:
+        return True
+    return False
+
+
+def rounds(graph: Mapping[N, Iterable[N]], key: Callable[[N], Any]) -> list[list[N]]:
+    """The nodes in rounds: each round what waits only for earlier rounds, sorted by key.
+    graphlib.CycleError when the graph has a cycle."""
+    sorter = graphlib.TopologicalSorter(graph)
+    sorter.prepare()
+    out: list[list[N]] = []
+    while sorter.is_active():
+        ready = sorted(sorter.get_ready(), key=key)
+        out.append(ready)
+        sorter.done(*ready)
+    return out
+
+
+def levels(graph: Mapping[N, Iterable[N]]) -> dict[N, int]:
+    """Per node, the longest chain of edges below it (0: waits for nothing); the graph is acyclic."""
+    return {n: i for i, batch in enumerate(rounds(graph, key=lambda n: 0)) for n in batch}
+
+
+class Loop(Generic[N]):
+    """A cycle :class:`CycleSearch` found: the end of its trail from ``start``, closed by the edge
+    from the trail's last node back to its node at ``start``. Read it before the next search."""
+
+    def __init__(self, trail: list[N], start: int) -> None:
+        self._trail = trail
+        self._start = start
+
+    def nodes(self) -> list[N]:
+        """[a, b, ..., a]."""
+        return [*self._trail[self._start :], self._trail[self._start]]
+
+    def edges(self) -> Iterator[tuple[N, N]]:
+        """Its edges from the closing one back: taken one at a time, a caller that stops at the
+        first it can break costs no more than that edge's distance from the end."""
+        trail, start = self._trail, self._start
+        yield trail[-1], trail[start]
+        for i in range(len(trail) - 1, start, -1):
+            yield trail[i - 1], trail[i]
+
+
+class CycleSearch(Generic[N]):
+    """Every cycle of a graph in one depth-first search, starts and edges taken in key order:
+    ``next()`` gives the next edge that closes a cycle, as a :class:`Loop`, or None. A caller that
+    breaks it removes edges of one node of the loop from the graph and says so with ``cut(node)``;
+    the search goes on from that node, not from the start: nodes already explored stay explored
+    (removing edges never puts one on a cycle), and the trail below the node is still a path.
+
+    graph: node -> its edges (edges to nodes outside the graph are ignored); the search reads
+    the caller's removals from it. Each edge is taken once, except that a cut below the end of
+    the trail leaves the nodes above it to be taken again from what still leads to them;
+    ``steps`` counts the edges taken."""
+
+    def __init__(self, graph: Mapping[N, Collection[N]], key: Callable[[N], Any]) -> None:
+        self.graph = graph
+        self.key = key
+        self.starts = iter(sorted(graph, key=key))
+        self.done: set[N] = set()
+        self.trail: list[N] = []
+        self.at: dict[N, int] = {}  # the trail's nodes, by their place on it
+        self.pending: list[Iterator[N]] = []  # per node of the trail, the edges not yet taken
+        self.steps = 0
+
+    def _enter(self, node: N) -> None:
+        self.at[node] = len(self.trail)
+        self.trail.append(node)
+        self.pending.append(iter(sorted(self.graph[node], key=self.key)))
+
+    def _leave(self) -> N:
+        self.pending.pop()
+        node = self.trail.pop()
+        del self.at[node]
+        return node
+
+    def next(self) -> Loop[N] | None:
+        while True:
+            if not self.trail:
+                first = next((n for n in self.starts if n not in self.done), None)
+                if first is None:
+                    return None
+                self._enter(first)
+            node = self.trail[-1]
+            target = next(self.pending[-1], None)
+            if target is None:
+                self.done.add(self._leave())
+                continue
+            self.steps += 1
+            if target not in self.graph[node]:  # cut after its edges were listed
+                continue
+            if target in self.at:
+                return Loop(self.trail, self.at[target])
+            if target not in self.done and target in self.graph:
+                self._enter(target)
+
+    def cut(self, node: N) -> None:
+        """The caller removed edges of node, a node of the last loop. When one of them is the edge
+        the trail goes on by, the search goes back to node; the nodes after it are not explored
+        yet, and are reached again from what still leads to them."""
+        place = self.at[node]
+        if place + 1 < len(self.trail) and self.trail[place + 1] not in self.graph[node]:
+            while len(self.trail) > place + 1:
+                self._leave()

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from itertools import pairwise
 
 from ..errors import ConfigError, Problem
-from .refgraph import CycleSearch, levels
+from .graph import CycleSearch, levels
 
 __all__ = ["Node", "Placed", "order"]
 
@@ -60,17 +59,16 @@ def order(nodes: list[Node], app: str = "") -> dict[str, Placed]:
     deferred: dict[str, set[str]] = {n.name: set() for n in nodes}
     search = CycleSearch(via, key=str)
     while (loop := search.next()) is not None:
-        edge = next(
-            ((s, t) for s, t in reversed(list(pairwise(loop))) if via[s][t] <= by_name[s].deferrable),
-            None,
-        )
+        # the reference that closes the loop is let go first, then the one before it
+        edge = next(((s, t) for s, t in loop.edges() if via[s][t] <= by_name[s].deferrable), None)
         if edge is None:
-            text = " -> ".join(loop)
+            text = " -> ".join(loop.nodes())
             raise ConfigError([Problem("(references)", 1, 1, f"reference cycle: {text}; remove one reference")])
         source = edge[0]
         deferred[source] |= via[source][edge[1]]
         for t in [t for t, fields in via[source].items() if fields <= deferred[source]]:
             del via[source][t]
+        search.cut(source)
     placed_at = levels({n: [t for t in targets if t in via] for n, targets in via.items()})
     out: dict[str, Placed] = {}
     for n in nodes:

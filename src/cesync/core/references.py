@@ -14,21 +14,12 @@ from typing import Any
 
 from ..api.kinds import KINDS, names_pattern
 from ..errors import Problem
-from .refgraph import has_cycle
+from .graph import CycleSearch, has_cycle
 from .yamlfile import Path_
 
-__all__ = ["Edge", "Key", "Ref", "cycles", "names_in"]
+__all__ = ["Key", "Ref", "cycles", "names_in"]
 
 Key = tuple[str, str]  # (kind, id)
-
-
-@dataclass(frozen=True, order=True)
-class Edge:
-    source: Key
-    target: Key
-    file: str
-    line: int
-    col: int
 
 
 @dataclass(frozen=True)
@@ -59,46 +50,22 @@ def names_in(data: Any, parent: str) -> Iterator[tuple[Path_, Key]]:
 def cycles(refs: list[Ref]) -> list[Problem]:
     """One problem per reference that closes a cycle, at that reference's position."""
     graph: dict[Key, set[Key]] = {}
+    closing: dict[tuple[Key, Key], list[Ref]] = {}
     for r in refs:
-        if r.source != r.target:
+        if r.source != r.target:  # a resource naming itself is no ordering problem
             graph.setdefault(r.source, set()).add(r.target)
+            closing.setdefault((r.source, r.target), []).append(r)
     if not has_cycle(graph):
         return []
-    edges = [Edge(r.source, r.target, p.file, p.line, p.col) for r in refs for p in (r.at(),)]
-    return _closing(edges)
-
-
-def _closing(edges: list[Edge]) -> list[Problem]:
-    graph: dict[Key, list[Edge]] = {}
-    for e in sorted(set(edges)):
-        if e.source != e.target:  # a resource naming itself is no ordering problem
-            graph.setdefault(e.source, []).append(e)
-    done: set[Key] = set()
     problems: list[Problem] = []
-    for start in sorted(graph):
-        if start in done:
-            continue
-        trail: list[Key] = [start]  # depth-first, without recursion: chains may be long
-        pending: list[Iterator[Edge]] = [iter(graph.get(start, []))]
-        while pending:
-            edge = next(pending[-1], None)
-            if edge is None:
-                done.add(trail.pop())
-                pending.pop()
-                continue
-            if edge.target in trail:
-                loop = [*trail[trail.index(edge.target) :], edge.target]
-                text = " -> ".join(f"{k}/{i}" for k, i in loop)
-                problems.append(
-                    Problem(
-                        edge.file,
-                        edge.line,
-                        edge.col,
-                        f"reference cycle: {text}; this reference closes it. A resource must exist before the ones "
-                        "that reference it, so CES cannot create these in any order: remove one reference",
-                    )
-                )
-            elif edge.target not in done:
-                trail.append(edge.target)
-                pending.append(iter(graph.get(edge.target, [])))
+    search = CycleSearch(graph, key=lambda k: k)
+    while (loop := search.next()) is not None:  # nothing is cut: each closing reference is reported
+        nodes = loop.nodes()
+        text = " -> ".join(f"{k}/{i}" for k, i in nodes)
+        message = (
+            f"reference cycle: {text}; this reference closes it. A resource must exist before the ones "
+            "that reference it, so CES cannot create these in any order: remove one reference"
+        )
+        at = sorted({(p.file, p.line, p.col) for r in closing[(nodes[-2], nodes[-1])] for p in (r.at(),)})
+        problems += [Problem(file, line, col, message) for file, line, col in at]
     return problems

@@ -12,8 +12,8 @@ import graphlib
 import logging
 from dataclasses import replace
 
+from ..graph import rounds
 from ..plan import Change, Plan
-from ..refgraph import rounds
 from . import PlanInput
 from .compare import written_references
 
@@ -44,7 +44,7 @@ def order(plan: Plan, given: PlanInput) -> Plan:
 
 def _delete_order(deletes: list[Change]) -> list[Change]:
     """Reverse dependency order: a resource is deleted after everything that references it, in
-    rounds (core/refgraph.py), each round in the order deletes come in. Deletes that name each
+    rounds (core/graph.py), each round in the order deletes come in. Deletes that name each
     other in a cycle (none is expected: output-only references are left out) go one at a time,
     the first of them first, so that apply tries them rather than refusing them all."""
     index = {c.name: i for i, c in enumerate(deletes)}
