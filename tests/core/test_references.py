@@ -9,6 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cesync.api.kinds import KINDS
+from cesync.core.references import names, names_in
 from cesync.errors import Problem
 from cesync.repo.repo import load_repo
 from tests.helpers import cesync, make_repo
@@ -119,3 +121,18 @@ def test_a_ref_to_the_wrong_kind_is_refused_where_it_stands(tmp_path: Path, rel:
     }
     problems = load_repo(make_repo(tmp_path, files)).validate()
     assert [(f"{p.file}:{p.line}:{p.col}", belongs in p.message) for p in problems] == [(f"{rel}:{at}", True)], problems
+
+
+NAMED = st.sampled_from([f"{APP}/tools/t", f"{APP}/toolsets/s", f"see {APP}/agents/a-1 there", f"{APP}/apps/x", "text"])
+bodies = st.recursive(
+    NAMED | st.integers() | st.none(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["a", "b"]), inner, max_size=2),
+    max_leaves=8,
+)
+
+
+@given(bodies)
+def test_names_are_what_names_in_finds_without_paths(body: object) -> None:
+    """The plan's reading (names) and validate's (names_in, with positions) are one rule."""
+    found = {f"{APP}/{KINDS[kind].collection}/{rid}" for _, (kind, rid) in names_in(body, APP)}
+    assert names(body, APP) == found

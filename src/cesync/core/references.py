@@ -1,9 +1,11 @@
-"""References between the repo's tools and toolsets: the graph, and its cycles with positions.
+"""References by name between the app's resources, and validate's cycles with positions.
 
-A reference is any full name of one of this app's tools or toolsets in a rendered file
-(a ``{ref: tools/x}`` or a name written out), the same rule the plan orders creates by.
-A cycle can never be created in any order, so ``validate`` reports it at the reference
-that closes it.
+A reference is any full name of one of this app's resources in a body or a rendered file
+(a ``{ref: tools/x}`` or a name written out): the rule the plan orders creates and deletes by
+(core/passes/compare.py, core/passes/order.py) and validate checks cycles by, found here
+for both. A cycle can never be created in any order, so ``validate`` reports it at the
+reference that closes it. The app's picture (core/graph.py) reads only the registry's
+declared reference fields instead.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from ..errors import Problem
 from .graph import CycleSearch, has_cycle
 from .yamlfile import Path_
 
-__all__ = ["Key", "Ref", "cycles", "names_in"]
+__all__ = ["Key", "Ref", "cycles", "names", "names_in"]
 
 Key = tuple[str, str]  # (kind, id)
 
@@ -45,6 +47,23 @@ def names_in(data: Any, parent: str) -> Iterator[tuple[Path_, Key]]:
         elif isinstance(item, str) and parent in item:
             for collection, rid in pattern.findall(item):
                 yield path, (kind_of[collection], rid)
+
+
+def names(data: Any, parent: str) -> set[str]:
+    """The full names of this app's resources that ``data`` holds: what names_in finds, without the
+    paths, which would double the cost of a walk the plan takes of every body."""
+    pattern = names_pattern(parent)
+    found: set[str] = set()
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str) and parent in item:
+            found.update(m.group(0) for m in pattern.finditer(item))
+    return found
 
 
 def cycles(refs: list[Ref]) -> list[Problem]:

@@ -5,7 +5,8 @@ app.yaml) becomes a create or an update when it differs from the app, placed aft
 references (``cesync.core.order``); every deletable resource of the app that the repo lacks
 becomes a delete, with the resources that reference it. Which of those stay is for the
 passes after this one (targets, ownership). References are found in the bodies as full
-resource names of the same app (``{app}/tools/x``, ``{app}/toolsets/y``)."""
+resource names of the same app (``{app}/tools/x``, ``{app}/toolsets/y``), by the rule validate
+checks cycles by (``cesync.core.references``)."""
 
 from __future__ import annotations
 
@@ -14,16 +15,17 @@ from dataclasses import replace
 from typing import Any
 
 from ...api import behaviour as fb
-from ...api.kinds import APP, THE_APP, names_pattern
+from ...api.kinds import APP, THE_APP
 from ...api.resource import Resource
 from ..diff import FieldChange, diff_resource
 from ..documents import unreadable
 from ..order import Node, order
 from ..plan import RESENT, Change, Plan
+from ..references import names
 from ..sensitive import input_only_fields
 from . import PlanInput
 
-__all__ = ["compare", "references", "writes_of", "written_references"]
+__all__ = ["compare", "writes_of", "written_references"]
 
 log = logging.getLogger(__name__)
 
@@ -106,30 +108,14 @@ def _delete(r: Resource, given: PlanInput) -> Change:
     )
 
 
-def references(body: Any, parent: str) -> set[str]:
-    """Full names of this app's tools and toolsets that appear anywhere in a body."""
-    found: set[str] = set()
-    pattern = names_pattern(parent)
-    stack = [body]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, str) and parent in item:
-            found.update(m.group(0) for m in pattern.finditer(item))
-    return found
-
-
 def written_references(resource: Resource, parent: str) -> set[str]:
     """The names a remote resource holds in the fields a request writes: an output-only field the
     server keeps (an evaluation's evaluationDatasets, the datasets that list it) is no reference of
     its own, and read as one it makes a cycle between two deletes that would wait on each other."""
     output_only = fb.fields(resource.kind.model_name, fb.OUTPUT_ONLY)
-    return references({k: v for k, v in resource.body.items() if k not in output_only}, parent)
+    return names({k: v for k, v in resource.body.items() if k not in output_only}, parent)
 
 
 def _field_refs(body: dict[str, Any], parent: str) -> dict[str, frozenset[str]]:
     """Per top-level field, the full names of this app's resources it holds."""
-    return {k: frozenset(found) for k, v in body.items() if (found := references(v, parent))}
+    return {k: frozenset(found) for k, v in body.items() if (found := names(v, parent))}
