@@ -11,6 +11,7 @@ checks cycles by (``cesync.core.references``)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -25,7 +26,7 @@ from ..references import names
 from ..sensitive import input_only_fields
 from . import PlanInput
 
-__all__ = ["compare", "writes_of", "written_references"]
+__all__ = ["compare", "named_by", "writes_of"]
 
 log = logging.getLogger(__name__)
 
@@ -108,12 +109,18 @@ def _delete(r: Resource, given: PlanInput) -> Change:
     )
 
 
-def written_references(resource: Resource, parent: str) -> set[str]:
-    """The names a remote resource holds in the fields a request writes: an output-only field the
-    server keeps (an evaluation's evaluationDatasets, the datasets that list it) is no reference of
-    its own, and read as one it makes a cycle between two deletes that would wait on each other."""
-    output_only = fb.fields(resource.kind.model_name, fb.OUTPUT_ONLY)
-    return names({k: v for k, v in resource.body.items() if k not in output_only}, parent)
+def named_by(resources: Iterable[Resource], parent: str) -> dict[str, set[str]]:
+    """For each full name, the full names of the resources that hold it in a field a request writes
+    (the app's, for deletes and renames): an output-only field the server keeps (an evaluation's
+    evaluationDatasets, the datasets that list it) is no reference of its own, and read as one it
+    makes a cycle between two deletes that would wait on each other."""
+    out: dict[str, set[str]] = {}
+    for r in resources:
+        output_only = fb.fields(r.kind.model_name, fb.OUTPUT_ONLY)
+        name = r.kind.resource_name(parent, r.id)
+        for target in names({k: v for k, v in r.body.items() if k not in output_only}, parent):
+            out.setdefault(target, set()).add(name)
+    return out
 
 
 def _field_refs(body: dict[str, Any], parent: str) -> dict[str, frozenset[str]]:

@@ -15,7 +15,7 @@ from dataclasses import replace
 from ..graph import rounds
 from ..plan import Change, Plan
 from . import PlanInput
-from .compare import written_references
+from .compare import named_by
 
 __all__ = ["order"]
 
@@ -28,14 +28,8 @@ def order(plan: Plan, given: PlanInput) -> Plan:
     )
     deletes = [c for c in plan.changes if c.action == "delete"]
     if deletes:
-        named_by: dict[str, set[str]] = {}
-        for x in given.remote:
-            name = x.kind.resource_name(given.parent, x.id)
-            for ref in written_references(x, given.parent):
-                named_by.setdefault(ref, set()).add(name)
-        deletes = [
-            replace(c, depends_on=() if c.first else tuple(sorted(named_by.get(c.name, set()) - {c.name}))) for c in deletes
-        ]
+        naming = named_by(given.remote, given.parent)
+        deletes = [replace(c, depends_on=() if c.first else tuple(sorted(naming.get(c.name, set()) - {c.name}))) for c in deletes]
         deletes.sort(key=lambda c: (-len(c.depends_on), -c.kind.rank, c.id))
         deletes = _delete_order(deletes)
         log.debug("plan: deletes in this order: %s", ", ".join(c.key for c in deletes))

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..plan import Change, Plan
 from . import PlanInput
-from .compare import written_references
+from .compare import named_by
 
 __all__ = ["renames", "unnamed"]
 
@@ -25,13 +25,18 @@ __all__ = ["renames", "unnamed"]
 def renames(plan: Plan, given: PlanInput) -> Plan:
     changes = list(plan.changes)
     deletes = [i for i, c in enumerate(changes) if c.action == "delete"]
+    naming: dict[str, set[str]] | None = None  # the app's bodies read once, at the first rename that asks
     for i, c in enumerate(changes):
         if c.action != "create":
             continue
         for j in deletes:
             d = changes[j]
             if d.kind == c.kind and d.before == c.after and not d.note:
-                changes[i], changes[j] = _renamed(c, d, given) if c.kind.unique_name else _noted(c, d)
+                if c.kind.unique_name:
+                    naming = named_by(given.remote, given.parent) if naming is None else naming
+                    changes[i], changes[j] = _renamed(c, d, given, naming.get(d.name, set()))
+                else:
+                    changes[i], changes[j] = _noted(c, d)
                 break
     return replace(plan, changes=tuple(changes))
 
@@ -40,12 +45,12 @@ def _noted(c: Change, d: Change) -> tuple[Change, Change]:
     return replace(c, note=f"rename of {d.id} (created before the old one is deleted)"), replace(d, note=f"renamed to {c.id}")
 
 
-def _renamed(c: Change, d: Change, given: PlanInput) -> tuple[Change, Change]:
-    """The old one deleted first: the kind's names are unique in the app."""
-    defined = {x.key for x in given.desired}
-    referrers = [r for r in given.remote if r.key != (d.kind.name, d.id) and d.name in written_references(r, given.parent)]
-    naming = sorted(r.kind.resource_name(given.parent, r.id) for r in referrers)
-    outside = sorted(r.kind.resource_name(given.parent, r.id) for r in referrers if r.key not in defined)
+def _renamed(c: Change, d: Change, given: PlanInput, named: set[str]) -> tuple[Change, Change]:
+    """The old one deleted first: the kind's names are unique in the app; named: the names of
+    the app's resources that name it."""
+    defined = {x.kind.resource_name(given.parent, x.id) for x in given.desired}
+    naming = sorted(named - {d.name})
+    outside = [n for n in naming if n not in defined]
     why = f"a {c.kind.singular}'s display name is unique in the app, so {d.id} goes first"
     note = f"renamed to {c.id}; deleted before {c.id} is created ({why}"
     if outside:
