@@ -358,3 +358,50 @@ def test_a_document_inside_a_resource_is_said_in_the_same_words(text: str, words
         load_data(text)
     assert words in str(raised.value), raised.value
     assert not any(w in str(raised.value) for w in PARSER_WORDS)
+
+
+def _load_data_two_parses(text: str) -> Any:
+    """load_data's YAML path spelt the long way: every text's events counted (over_limits), then parsed."""
+    from cesync.core.limits import over_limits
+    from cesync.core.yamlfile import Unreadable, load_data
+
+    if (over := over_limits(text)) is not None:
+        raise Unreadable(over)
+    return load_data.__wrapped__(text)  # the same text again: now under the limits, whichever way it is read
+
+
+_ANCHORED = st.recursive(
+    st.sampled_from(["x", "'y'", "long " * 80, "1", "[]", "{}", "*a", "*b", "&a q", "&b [*a, *a]"]),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4).map(lambda xs: "[" + ", ".join(xs) + "]"),
+        st.lists(st.tuples(st.sampled_from(["k", "m", "*a", "&a n", "x" * 300]), inner), max_size=4).map(
+            lambda kv: (
+                "{" + ", ".join(f"{k}{i}: {v}" if not k.startswith("*") else f"{k} : {v}" for i, (k, v) in enumerate(kv)) + "}"
+            )
+        ),
+        st.tuples(st.sampled_from(["&a", "&b"]), inner).map(" ".join),
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(parts=st.lists(_ANCHORED, min_size=1, max_size=6), limit=st.integers(1, 60), depth=st.integers(1, 6))
+def test_load_data_reads_once_what_two_parses_read(parts: list[str], limit: int, depth: int) -> None:
+    """One parse whose walk counts nodes as over_limits does gives each text the data or the refusal
+    that counting its events first gave, at any node and depth limit (aliases, keys and long text included)."""
+    from cesync.core import limits, yamlfile
+    from cesync.core.yamlfile import Unreadable, load_data
+
+    text = "".join(f"f{i}: {part}\n" for i, part in enumerate(parts))
+    outcomes = []
+    with pytest.MonkeyPatch.context() as patch:
+        for module in (limits, yamlfile):
+            patch.setattr(module, "MAX_NODES", limit)
+            patch.setattr(module, "MAX_DEPTH", depth)
+        for read in (load_data.__wrapped__, _load_data_two_parses):
+            try:
+                outcomes.append(("data", read(text)))
+            except Unreadable as exc:
+                outcomes.append(("unreadable", str(exc)))
+    assert outcomes[0] == outcomes[1]

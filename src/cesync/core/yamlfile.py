@@ -4,9 +4,11 @@ The repo's files (:func:`load_text`, keeping every key's and value's position) a
 documents inside resource bodies, the app's own copies included (:func:`load_data`: an
 OpenAPI schema a console user wrote), are read under the same limits: size, nodes (an
 alias counts as the nodes it stands for), and depth. The limits are checked on the parser's
-event stream before any tree is built (:func:`over_limits`, a loop, no recursion), so an
-alias bomb or a document nested 30,000 deep is refused at once, and everything after the
-load can walk the data recursively: nothing deeper than :data:`MAX_DEPTH` gets that far.
+event stream before any tree is built (:func:`over_limits`, a loop, no recursion), or, on the
+libyaml path, by the walk from libyaml's node graph (aliases shared, so as small as the text)
+to plain data, which counts as over_limits does and stops at either limit; so an alias bomb
+or a document nested 30,000 deep is refused at once, and everything after the load can walk
+the data recursively: nothing deeper than :data:`MAX_DEPTH` gets that far.
 
 The rest of cesync sees plain dicts, lists and scalars; a :class:`Positions` table
 maps a data path (the tuple pydantic uses for ``loc``) to its 1-based line and
@@ -237,9 +239,11 @@ def load_data(text: str) -> Any:
         else:
             check_json_nodes(data)
             return data
+    data, nodes = _fast(text)
+    if data is not SLOW and nodes <= MAX_NODES:
+        return data  # libyaml read it, within the depth: over_limits would find nothing (one parse, not two)
     if (over := over_limits(text)) is not None:
         raise Unreadable(over)
-    data = fast_load(text)
     if data is not SLOW:
         return data
     try:
@@ -365,29 +369,35 @@ class _NodeLoader(CParser, BaseResolver):
 @functools.partial(parsecache.cached, b"y", uncachable=SLOW)  # from the parse cache when it knows the text
 def fast_load(text: str) -> Any:
     """The plain data of one YAML document as ruamel (YAML 1.2) reads it, or SLOW."""
+    return _fast(text)[0]
+
+
+def _fast(text: str) -> tuple[Any, int]:
+    """fast_load's data (or SLOW), and its nodes as over_limits counts them (a key is a node of its own)."""
     if not LIBYAML or ("%" in text and re.search(r"^%", text, re.M)):
-        return SLOW  # a directive (%YAML 1.1 changes the rules)
+        return SLOW, 0  # a directive (%YAML 1.1 changes the rules)
     if "\t" in text:
-        return SLOW  # libyaml and ruamel disagree on tabs as white space ('a: \t' is null to one, an error to the other)
+        return SLOW, 0  # libyaml and ruamel disagree on tabs as white space ('a: \t' is null to one, an error to the other)
     if _BLOCK_HEADER_COMMENT.search(text):
-        return SLOW  # 'a: >#': a comment without a space before it is an error to ruamel, '' to libyaml
+        return SLOW, 0  # 'a: >#': a comment without a space before it is an error to ruamel, '' to libyaml
     loader = _NodeLoader(text)
     try:
         node = loader.get_single_node()
-        return None if node is None else _data(node)
+        return (None, 0) if node is None else _data(node)
     except (_Slow, PyYAMLError, RecursionError, UnicodeError, ValueError):
-        return SLOW
+        return SLOW, 0
     finally:
         loader.dispose()
 
 
-def _data(root: Any) -> Any:
-    """The node graph as plain data; _Slow for anything outside the common subset.
+def _data(root: Any) -> tuple[Any, int]:
+    """The node graph as plain data, and its nodes as over_limits counts them (each alias as what
+    it names, expanded here too: count plus one per key); _Slow for anything outside the common subset.
 
     One closure over a local counter: this walk meets every node of every document
     (most of them scalars, handled inline), so it avoids a call per scalar.
     """
-    count = 0
+    count = keys = 0
 
     def scalar(node: Any) -> Any:
         nonlocal count
@@ -404,7 +414,7 @@ def _data(root: Any) -> Any:
         return value
 
     def walk(node: Any, depth: int = 1) -> Any:
-        nonlocal count
+        nonlocal count, keys
         kind = node.__class__
         if kind is ScalarNode:
             return scalar(node)
@@ -415,6 +425,7 @@ def _data(root: Any) -> Any:
             if node.tag != _MAP:
                 raise _Slow
             out: dict[str, Any] = {}
+            keys += len(node.value)
             for key_node, value_node in node.value:
                 if key_node.__class__ is not ScalarNode or key_node.tag not in (_PLAIN, _STR):
                     raise _Slow
@@ -431,7 +442,8 @@ def _data(root: Any) -> Any:
             return [scalar(v) if v.__class__ is ScalarNode else walk(v, depth + 1) for v in node.value]
         raise _Slow
 
-    return walk(root)
+    data = walk(root)
+    return data, count + keys
 
 
 @functools.lru_cache(maxsize=8192)
