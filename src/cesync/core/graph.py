@@ -256,7 +256,8 @@ def levels(graph: Mapping[N, Iterable[N]]) -> dict[N, int]:
 
 class Loop(Generic[N]):
     """A cycle :class:`CycleSearch` found: the end of its trail from ``start``, closed by the edge
-    from the trail's last node back to its node at ``start``. Read it before the next search."""
+    from the trail's last node back to its node at ``start``. It reads the search's trail, so it
+    is read before the next cut or search."""
 
     def __init__(self, trail: list[N], start: int) -> None:
         self._trail = trail
