@@ -7,10 +7,9 @@ lint checks, for every environment and on both sides of the diff.
 from __future__ import annotations
 
 import ast
-import contextlib
 import functools
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import parsecache
 from .yamlfile import load_data
@@ -25,12 +24,23 @@ def parse_document(text: str) -> Any:
     Cached by content: one plan meets the same schema in the render check and on both
     sides of the diff. The result is shared, so callers must not modify it.
     """
-    derived = _SUBSTITUTED.get(text, _NOT_DERIVED)
-    return derived if derived is not _NOT_DERIVED else _parse_document(text)
+    found = _SUBSTITUTED.get(text, _NOT_DERIVED)
+    if found is _NOT_DERIVED:
+        return _parse_document(text)
+    return _derived(text, found) if isinstance(found, _Recipe) else found
 
 
-# The data of documents made by substitute_url, by their text: both sides of the diff
-# parse the substituted text, whose data is known from the unsubstituted one's.
+class _Recipe(NamedTuple):
+    """How substitute_url made a text: its data is derived from the source's when first asked for."""
+
+    source: str
+    placeholder: str
+    url: str
+
+
+# The documents made by substitute_url, by their text: the recipe until its data is asked for
+# (validate never asks: it checks the unsubstituted text), then the data derived from the
+# unsubstituted one's; both sides of the diff parse the substituted text.
 _SUBSTITUTED: dict[str, Any] = {}
 _NOT_DERIVED = object()
 
@@ -54,9 +64,20 @@ def substitute_url(text: str, placeholder: str, url: str) -> str:
     """text with placeholder replaced by url; its data is derived without parsing it again."""
     out = text.replace(placeholder, url)
     if out not in _SUBSTITUTED and _PLAIN_URL.fullmatch(url):
-        with contextlib.suppress(ValueError, _KeyPlaceholder):  # else parsed from the text when asked
-            _SUBSTITUTED[out] = _substituted(_parse_document(text), placeholder, url)
+        _SUBSTITUTED[out] = _Recipe(text, placeholder, url)
     return out
+
+
+def _derived(text: str, recipe: _Recipe) -> Any:
+    """text's data from its recipe's source, kept in place of the recipe; a source that cannot be
+    read, or holds the placeholder in a key, leaves text to be parsed itself."""
+    try:
+        data = _substituted(_parse_document(recipe.source), recipe.placeholder, recipe.url)
+    except (ValueError, _KeyPlaceholder):
+        _SUBSTITUTED.pop(text, None)
+        return _parse_document(text)
+    _SUBSTITUTED[text] = data
+    return data
 
 
 class _KeyPlaceholder(Exception):
@@ -68,7 +89,8 @@ def _substituted(data: Any, placeholder: str, url: str) -> Any:
 
     Copy on write: a mapping or list none of whose strings holds the placeholder is the
     parsed one itself, so the two documents share it (less memory, and the diff sees
-    one object on both sides).
+    one object on both sides). Strings are handled in the loops: most values are strings,
+    and a call for each was most of the walk.
     """
     if isinstance(data, str):
         return data.replace(placeholder, url) if placeholder in data else data
@@ -77,15 +99,37 @@ def _substituted(data: Any, placeholder: str, url: str) -> Any:
         for k, v in data.items():
             if isinstance(k, str) and placeholder in k:
                 raise _KeyPlaceholder
-            new = _substituted(v, placeholder, url)
-            if new is not v:
-                if copy is None:
-                    copy = dict(data)
-                copy[k] = new
+            if isinstance(v, str):
+                if placeholder not in v:
+                    continue
+                new = v.replace(placeholder, url)
+            elif isinstance(v, (dict, list)):
+                new = _substituted(v, placeholder, url)
+                if new is v:
+                    continue
+            else:
+                continue
+            if copy is None:
+                copy = dict(data)
+            copy[k] = new
         return data if copy is None else copy
     if isinstance(data, list):
-        items = [_substituted(v, placeholder, url) for v in data]
-        return data if all(a is b for a, b in zip(items, data, strict=True)) else items
+        items: list[Any] | None = None
+        for i, v in enumerate(data):
+            if isinstance(v, str):
+                if placeholder not in v:
+                    continue
+                new = v.replace(placeholder, url)
+            elif isinstance(v, (dict, list)):
+                new = _substituted(v, placeholder, url)
+                if new is v:
+                    continue
+            else:
+                continue
+            if items is None:
+                items = list(data)
+            items[i] = new
+        return data if items is None else items
     return data
 
 
