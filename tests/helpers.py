@@ -37,7 +37,7 @@ def cesync(
     """The command line run in this process: click's CliRunner over ``cesync.cli.main``, its
     output and error streams captured apart, env set (a None value unsets) and cwd entered for
     the call only, as a new process would have them. What a process leaves behind is undone
-    after: the sensitive values it remembered and the working directory.
+    after: the working directory (each run's scrubber is its own and goes with it).
 
     A Python exception escaping the command is raised here (a subprocess would have printed a
     traceback), so "never a traceback" stays checked. Tests about the process itself (signals,
@@ -46,18 +46,15 @@ def cesync(
     from click.testing import CliRunner
 
     from cesync.cli import main
-    from cesync.core import scrubber
 
     overrides: dict[str, str | None] = {"NO_COLOR": "1", "CES_EMULATOR_HOST": None, **(env or {})}
     before = os.getcwd()
-    scrubber.forget()
     try:
         if cwd is not None:
             os.chdir(cwd)
         result = CliRunner().invoke(main, list(args), input=stdin, env=overrides)
     finally:
         os.chdir(before)
-        scrubber.forget()
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout, result.stderr)

@@ -19,6 +19,7 @@ from google.auth.credentials import AnonymousCredentials
 from google.cloud import ces_v1
 from google.protobuf import field_mask_pb2
 
+from cesync.core.scrubber import Scrubber
 from cesync.emulator.server import BackgroundServer
 from tests.conftest import EXAMPLES
 from tests.helpers import cesync_in_process as cesync
@@ -342,7 +343,7 @@ def test_the_whole_app_applies_through_lost_replies_and_retries(bot: Path, seed:
     transport = EmbeddedTransport(faults=faults)
 
     async def go() -> tuple[list[str], bool]:
-        ctx = open_context(bot, "local")
+        ctx = open_context(bot, "local", scrubber=Scrubber())
         lines: list[str] = []
         retry = RetryPolicy(attempts=12, initial=0.001, maximum=0.01)
         async with CesClient("http://emu", transport=transport, retry=retry, notify=lines.append) as c:

@@ -9,6 +9,7 @@ import pytest
 
 from cesync.client.auth import TRUSTED_HOSTS_VAR, GoogleAuth
 from cesync.client.connect import connect, endpoint_for
+from cesync.core.scrubber import Scrubber
 from cesync.errors import CesyncError
 from cesync.repo.repo import EnvTarget
 from tests.google_fake import service_account_file
@@ -50,7 +51,7 @@ def test_bad_override_names_the_option() -> None:
 
 
 def _auth(env: EnvTarget, tmp_path: Path) -> object:
-    client = connect(env, tmp_path)
+    client = connect(env, tmp_path, scrubber=Scrubber())
     try:
         return client.http.auth
     finally:
@@ -68,7 +69,7 @@ def test_emulators_get_none(tmp_path: Path) -> None:
 
 def test_untrusted_https_is_refused_unless_the_process_trusts_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(CesyncError, match=r"ces\.corp\.example.*CESYNC_TRUSTED_HOSTS"):
-        connect(target("https://ces.corp.example"), tmp_path)
+        connect(target("https://ces.corp.example"), tmp_path, scrubber=Scrubber())
     monkeypatch.setenv(TRUSTED_HOSTS_VAR, "ces.corp.example")
     assert isinstance(_auth(target("https://ces.corp.example"), tmp_path), GoogleAuth)
 
@@ -81,7 +82,7 @@ def test_the_embedded_emulator_has_no_app_until_it_is_created(tmp_path: Path) ->
     parent = "projects/p/locations/us/apps/a"
 
     async def run() -> tuple[object, object, object]:
-        async with connect(env, tmp_path) as client:
+        async with connect(env, tmp_path, scrubber=Scrubber()) as client:
             before = await get_app(client, parent)
             created = await create_app(client, parent, {"displayName": "A"})
             return before, created.error, await get_app(client, parent)
@@ -120,7 +121,7 @@ def test_the_quota_paced_to(
     doc = load_text("version: 1\n", "cesync.yaml")
     assert isinstance(doc, Document)
     env = resolve_env(config, doc, "prod", {})
-    client = connect(env, tmp_path)
+    client = connect(env, tmp_path, scrubber=Scrubber())
     try:
         assert (client.quota.writes_per_minute, client.quota.reads_per_minute) == expected
         assert client.writes.ceiling == (expected[0] / 60 if expected[0] else None)
@@ -153,7 +154,7 @@ def test_endpoint_emulator_in_the_environment_reads_the_variable(monkeypatch: py
 def test_an_https_override_with_the_variable_set_still_gets_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Only the endpoint the variable named is treated as an emulator (anonymous), not every endpoint while it is set."""
     monkeypatch.setenv("CES_EMULATOR_HOST", "127.0.0.1:9")
-    client = connect(target(), tmp_path, override="https://ces.us.rep.googleapis.com")
+    client = connect(target(), tmp_path, override="https://ces.us.rep.googleapis.com", scrubber=Scrubber())
     try:
         assert isinstance(client.http.auth, GoogleAuth)
     finally:

@@ -3,8 +3,8 @@
 The commands here (rollback, diff, exec, test, export, pull) are the ones whose output
 comes from somewhere other than the repo's own render: a version's snapshot, another
 environment's app, a tool's answer, the app's text written back into files. Each runs in
-process (fast enough for generated cases) with the registry of known values emptied before
-every command, so a command passes only if it registers what it touches itself.
+process (fast enough for generated cases); every run makes a scrubber of its own, so a
+command passes only if it tells that scrubber what it touches itself.
 
 Values are generated with quotes of both kinds, backslashes, unicode, newlines and YAML,
 JSON and shell specials, short (the 4-character floor) and long; positions: alone, glued
@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from cesync.cli import main
-from cesync.core.scrubber import forget, forms, leaks, remember, scrub
+from cesync.core.scrubber import Scrubber, forms
 from cesync.core.sensitive import MASK
 from tests.helpers import FIXTURES
 
@@ -66,29 +66,21 @@ def encodings(v: str) -> list[str]:
 @settings(max_examples=150, deadline=None)
 @given(v=value, before=st.text(CHARS, max_size=8), after=st.text(CHARS, max_size=8))
 def test_every_encoding_is_scrubbed(v: str, before: str, after: str) -> None:
-    forget()
-    remember([v])
-    try:
-        for spelled in encodings(v):
-            text = before + spelled + after
-            cleaned = scrub(text)
-            assert MASK in cleaned and v not in cleaned, (spelled, text)
-            assert leaks(text)
-    finally:
-        forget()
+    s = Scrubber([v])
+    for spelled in encodings(v):
+        text = before + spelled + after
+        cleaned = s.scrub(text)
+        assert MASK in cleaned and v not in cleaned, (spelled, text)
+        assert s.leaks(text)
 
 
 def test_python_repr_of_a_value_with_both_quotes() -> None:
     # Finding 7: repr() escapes the quote it is written in: 'abc\'def"ghi'
     v = "abc'def\"ghi"
-    forget()
-    remember([v])
-    try:
-        assert repr(v) == "'abc\\'def\"ghi'"
-        assert scrub(f"got {v!r}") == f"got '{MASK}'"
-        assert scrub(f"got {[v]!r} and {json.dumps({'a': v})}") == f'got [\'{MASK}\'] and {{"a": "{MASK}"}}'
-    finally:
-        forget()
+    s = Scrubber([v])
+    assert repr(v) == "'abc\\'def\"ghi'"
+    assert s.scrub(f"got {v!r}") == f"got '{MASK}'"
+    assert s.scrub(f"got {[v]!r} and {json.dumps({'a': v})}") == f'got [\'{MASK}\'] and {{"a": "{MASK}"}}'
 
 
 def test_short_forms_are_left_alone() -> None:
@@ -145,13 +137,12 @@ def yaml_quoted(v: str) -> str:
 
 
 class Cli:
-    """The CLI in process, the registry emptied before each command; every output kept."""
+    """The CLI in process, each command with a scrubber of its own; every output kept."""
 
     def __init__(self) -> None:
         self.seen: list[str] = []
 
     def __call__(self, *args: str, code: int | None = 0, stdin: str | None = None, env: dict[str, str] | None = None) -> str:
-        forget()
         result = CliRunner().invoke(
             main, list(args), env={"NO_COLOR": "1", "CES_EMULATOR_HOST": None, **(env or {})}, input=stdin
         )

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from cesync.client import CesClient
 from cesync.core.plan import Plan
 from cesync.core.planseal import binding_key, seal_of
+from cesync.core.scrubber import Scrubber
 from cesync.core.sensitive import MASK
 from cesync.emulator import EmbeddedTransport
 from cesync.emulator.server import BackgroundServer
@@ -54,7 +55,7 @@ def keyed() -> Iterator[None]:
 
 async def _plan(root: Path, transport: httpx.AsyncBaseTransport, **kw: Any) -> Plan:
     async with CesClient("http://emu", transport=transport) as c:
-        return await make_plan(open_context(root, "local"), c, **kw)
+        return await make_plan(open_context(root, "local", scrubber=Scrubber()), c, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +71,7 @@ def world(
 
     async def first() -> None:
         async with CesClient("http://emu", transport=transport) as c:
-            assert (await apply_plan(c, await make_plan(open_context(root, "local"), c))).ok
+            assert (await apply_plan(c, await make_plan(open_context(root, "local", scrubber=Scrubber()), c))).ok
 
     asyncio.run(first())
     note = root / "tools" / "note.yaml"
@@ -87,7 +88,7 @@ def world(
 
 def _check(root: Path, data: dict[str, Any]) -> None:
     """check_saved: what apply does before it opens any connection."""
-    check_saved(open_context(root, "local"), Plan.from_json(json.dumps(data)))
+    check_saved(open_context(root, "local", scrubber=Scrubber()), Plan.from_json(json.dumps(data)))
 
 
 def _apply(world: tuple[Path, EmbeddedTransport, dict[str, Any], dict[str, Any]], data: dict[str, Any]) -> Plan:
@@ -95,7 +96,7 @@ def _apply(world: tuple[Path, EmbeddedTransport, dict[str, Any], dict[str, Any]]
 
     async def run() -> Plan:
         async with CesClient("http://emu", transport=transport) as c:
-            return await narrow_saved(open_context(root, "local"), c, Plan.from_json(json.dumps(data)))
+            return await narrow_saved(open_context(root, "local", scrubber=Scrubber()), c, Plan.from_json(json.dumps(data)))
 
     return asyncio.run(run())
 
@@ -103,7 +104,7 @@ def _apply(world: tuple[Path, EmbeddedTransport, dict[str, Any], dict[str, Any]]
 def _forged(data: dict[str, Any], guess: bytes) -> dict[str, Any]:
     """The attacker's new seal, made with a guessed CESYNC_PLAN_KEY and the real secret (the worst case)."""
     plan = Plan.from_json(json.dumps(data))
-    return {**data, "seal": seal_of(plan, binding_key({"API_KEY": SECRET}, plan.sensitive.salt, guess))}
+    return {**data, "seal": seal_of(plan, scrub=str, key=binding_key({"API_KEY": SECRET}, plan.sensitive.salt, guess))}
 
 
 def test_the_plans_as_made_apply(world: tuple[Path, EmbeddedTransport, dict[str, Any], dict[str, Any]]) -> None:

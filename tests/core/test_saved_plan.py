@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from cesync.client import CesClient
 from cesync.core.plan import Plan
 from cesync.core.planseal import binding_key, seal_of
+from cesync.core.scrubber import Scrubber
 from cesync.emulator import EmbeddedTransport
 from cesync.errors import CesyncError, PlanFileError
 from cesync.pipeline.context import Context, open_context
@@ -50,7 +51,7 @@ async def _apply_all(root: Path, transport: httpx.AsyncBaseTransport) -> None:
     from cesync.pipeline.apply import apply_plan
     from cesync.pipeline.recording import record_apply
 
-    ctx = open_context(root, "local")
+    ctx = open_context(root, "local", scrubber=Scrubber())
     async with CesClient("http://emu", transport=transport) as c:
         plan = await make_plan(ctx, c)
         result = await apply_plan(c, plan)
@@ -61,7 +62,7 @@ async def _apply_all(root: Path, transport: httpx.AsyncBaseTransport) -> None:
 
 
 def _ctx(root: Path) -> Context:
-    return open_context(root, "local")
+    return open_context(root, "local", scrubber=Scrubber())
 
 
 async def _plan(root: Path, transport: httpx.AsyncBaseTransport, prune: bool = True) -> Plan:
@@ -93,7 +94,7 @@ def resealed(data: dict[str, Any], key: bytes = b"") -> dict[str, Any]:
     """The file sealed again by its editor: without CESYNC_PLAN_KEY (or sensitive values) the seal is
     a checksum anyone can recompute, and what follows must still hold."""
     plan = Plan.from_json(json.dumps(data))
-    return {**data, "seal": seal_of(plan, binding_key({}, plan.sensitive.salt, key))}
+    return {**data, "seal": seal_of(plan, scrub=str, key=binding_key({}, plan.sensitive.salt, key))}
 
 
 def _run(

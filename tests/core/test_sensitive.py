@@ -29,7 +29,6 @@ from cesync.api.kinds import KINDS
 from cesync.api.resource import Resource
 from cesync.cli import main
 from cesync.core.planbuild import build_plan
-from cesync.core.scrubber import forget
 from cesync.core.sensitive import CHANGED, MASK
 from cesync.emulator.server import BackgroundServer
 from cesync.emulator.store import Store
@@ -111,7 +110,6 @@ def test_secret_never_appears_in_any_channel(old: str, new: str, forge: Any, cap
     if old == new:
         new += "-rotated"
     caplog.set_level(logging.DEBUG)
-    forget()
     with tempfile.TemporaryDirectory() as tmp:
         root = _repo(Path(tmp))
         run = Runner(root, caplog)
@@ -145,7 +143,6 @@ def test_secret_never_appears_in_any_channel(old: str, new: str, forge: Any, cap
         store = Store(root / ".cesync" / "local.sqlite")  # the emulator's state is SQLite: read it as JSON
         state = json.dumps(store.snapshot())
         store.close()
-    forget()
     assert new in state or json.dumps(new)[1:-1] in state  # the value did reach the app
     for value in (old, new):
         for text in seen:
@@ -153,19 +150,26 @@ def test_secret_never_appears_in_any_channel(old: str, new: str, forge: Any, cap
             assert json.dumps(value)[1:-1] not in text
 
 
-def test_log_records_are_scrubbed(caplog: pytest.LogCaptureFixture, tmp_path: Path) -> None:
+def test_log_records_are_scrubbed(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """open_context tells the run's scrubber the environment's values; the CLI's log handler,
+    bound to that scrubber, scrubs a library's record (no global record factory)."""
+    from cesync.cli.logs import configure_logging
+    from cesync.core.scrubber import Scrubber
     from cesync.pipeline.context import open_context
 
     root = _repo(tmp_path)
     os.environ["CESYNC_VAR_API_KEY"] = "sk-logged-value-123"
+    run = Scrubber()
     try:
-        open_context(root, "local")
-        with caplog.at_level(logging.DEBUG):
-            logging.getLogger("httpx").debug("request body %s", {"url": "x?key=sk-logged-value-123"})
-        assert "sk-logged-value-123" not in caplog.text and MASK in caplog.text
+        open_context(root, "local", scrubber=run)
+        configure_logging(2, run)
+        logging.getLogger("httpx").debug("request body %s", {"url": "x?key=sk-logged-value-123"})
+        logged = capsys.readouterr().err
+        assert "sk-logged-value-123" not in logged and MASK in logged
     finally:
         del os.environ["CESYNC_VAR_API_KEY"]
-        forget()
+        configure_logging(0, Scrubber())
+        logging.getLogger().setLevel(logging.WARNING)
 
 
 # --- a server that echoes the request body in its 400 -------------------------------------------

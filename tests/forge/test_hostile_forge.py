@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cesync.core.scrubber import Scrubber
 from cesync.errors import CesyncError
 from cesync.forge.comments import CommentTarget, upsert_comment
 from tests.hostile import HostileServer
@@ -40,14 +41,14 @@ def _forge(comments: Any, user: Any = None, write: tuple[int, bytes] = (201, b"{
 def test_an_edit_goes_only_to_a_comment_id_the_api_gave_as_a_number(comment_id: Any) -> None:
     comments = [{"id": comment_id, "body": MARKER + "\nold", "user": BOT}]
     with HostileServer(_forge(comments)) as server, pytest.raises(CesyncError, match="comment id"):
-        upsert_comment(_target(server, "github"), MARKER, MARKER + "\nnew")
+        upsert_comment(_target(server, "github"), MARKER, MARKER + "\nnew", scrubber=Scrubber())
     assert [m for m, _, _ in server.requests if m in ("PATCH", "PUT", "POST")] == []
 
 
 def test_a_numbered_comment_of_ours_is_edited_at_its_own_url() -> None:
     comments = [{"id": 42, "body": MARKER + "\nold", "user": BOT}]
     with HostileServer(_forge(comments, write=(200, b"{}"))) as server:
-        assert upsert_comment(_target(server, "github"), MARKER, MARKER + "\nnew") == "updated"
+        assert upsert_comment(_target(server, "github"), MARKER, MARKER + "\nnew", scrubber=Scrubber()) == "updated"
     assert ("PATCH", "/repos/o/r/issues/comments/42") in [(m, p) for m, p, _ in server.requests]
 
 
@@ -85,4 +86,4 @@ def test_generated_forge_replies_end_in_a_result_or_a_clear_error(
 ) -> None:
     server.answer = _forge(comments, user, write)
     with contextlib.suppress(CesyncError):
-        assert upsert_comment(_target(server, provider), MARKER, MARKER + "\nnew") in ("created", "updated")
+        assert upsert_comment(_target(server, provider), MARKER, MARKER + "\nnew", scrubber=Scrubber()) in ("created", "updated")

@@ -10,6 +10,7 @@ import pytest
 
 from cesync.client import CesClient, RetryPolicy
 from cesync.core.plan import Plan
+from cesync.core.scrubber import Scrubber
 from cesync.emulator import EmbeddedTransport
 from cesync.errors import CesyncError, UnsafePlanError
 from cesync.pipeline.applying import Applied, ApplyOptions, QuietHooks, apply_env, check_saved_flags
@@ -32,7 +33,7 @@ class Refusing(QuietHooks):
 
 async def _apply(root: Path, transport: EmbeddedTransport, options: ApplyOptions, hooks: QuietHooks) -> Applied:
     async with CesClient("http://emu", transport=transport, retry=FAST) as client:
-        return await apply_env(open_context(root, "local"), client, None, options, hooks)
+        return await apply_env(open_context(root, "local", scrubber=Scrubber()), client, None, options, hooks)
 
 
 async def _names(transport: EmbeddedTransport) -> set[str]:

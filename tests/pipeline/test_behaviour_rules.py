@@ -12,6 +12,7 @@ import pytest
 
 from cesync.api import behaviour as fb
 from cesync.core.plan import Plan
+from cesync.core.scrubber import Scrubber
 from cesync.emulator.server import BackgroundServer
 from cesync.errors import CesyncError
 from cesync.pipeline.apply import ApplyResult, apply_plan
@@ -47,13 +48,13 @@ def _repo(tmp_path: Path, server: BackgroundServer, files: dict[str, str]) -> Pa
 
 
 async def _plan(root: Path, **kw: object) -> Plan:
-    ctx = open_context(root, "local")
+    ctx = open_context(root, "local", scrubber=Scrubber())
     async with ctx.client() as c:
         return await make_plan(ctx, c, **kw)  # type: ignore[arg-type]
 
 
 async def _apply(plan: Plan, root: Path) -> ApplyResult:
-    ctx = open_context(root, "local")
+    ctx = open_context(root, "local", scrubber=Scrubber())
     async with ctx.client() as c:
         return await apply_plan(c, plan)
 

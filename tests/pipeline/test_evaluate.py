@@ -16,6 +16,7 @@ from google.api_core.client_options import ClientOptions
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import ces_v1beta
 
+from cesync.core.scrubber import Scrubber
 from cesync.emulator.server import BackgroundServer
 from tests.fake_forge import Forge, serve
 from tests.helpers import cesync_in_process, make_repo
@@ -233,7 +234,7 @@ def test_an_operation_that_fails_is_an_api_error_naming_the_run(tmp_path: Path, 
 
     root = make_repo(tmp_path, {"evaluations/greets.yaml": GOLDEN})
     assert run(root, server, "apply", "--auto-approve")[0] == 0
-    ctx = open_context(root, "local", server.url)
+    ctx = open_context(root, "local", server.url, scrubber=Scrubber())
     lines: list[str] = []
 
     def notify(line: str) -> None:  # the first progress line: the run exists, its operation is not done

@@ -22,6 +22,7 @@ from cesync.core.plan import Plan
 from cesync.core.planbuild import build_plan
 from cesync.core.planseal import desired_digest
 from cesync.core.safety import check_safety
+from cesync.core.scrubber import Scrubber
 from cesync.emulator import EmbeddedTransport, FaultConfig
 from cesync.emulator.app import create_app
 from cesync.emulator.server import BackgroundServer
@@ -46,7 +47,7 @@ def example(tmp_path: Path, name: str = "support-bot") -> Path:
 async def plan_apply(root: Path, env: str, transport: httpx.AsyncBaseTransport, **kw: Any) -> tuple[Plan, ApplyResult, Plan]:
     from cesync.pipeline.recording import record_apply
 
-    ctx = open_context(root, env)
+    ctx = open_context(root, env, scrubber=Scrubber())
     async with CesClient("http://emu", transport=transport, retry=FAST) as c:
         first = await make_plan(ctx, c)
         result = await apply_plan(c, first, **kw)
@@ -104,13 +105,13 @@ def test_drift_from_the_official_client(tmp_path: Path) -> None:
 
 
 async def _apply_via(root: Path, url: str) -> None:
-    ctx = open_context(root, "local", url)
+    ctx = open_context(root, "local", url, scrubber=Scrubber())
     async with ctx.client(retry=FAST) as c:
         await apply_plan(c, await make_plan(ctx, c))
 
 
 async def _plan_via(root: Path, url: str) -> Plan:
-    ctx = open_context(root, "local", url)
+    ctx = open_context(root, "local", url, scrubber=Scrubber())
     async with ctx.client(retry=FAST) as c:
         return await make_plan(ctx, c)
 
@@ -141,7 +142,7 @@ def test_unknown_remote_fields_are_noted_and_survive(tmp_path: Path) -> None:
 
 
 async def _plan(root: Path, transport: httpx.AsyncBaseTransport, env: str = "local", **kw: Any) -> Plan:
-    ctx = open_context(root, env)
+    ctx = open_context(root, env, scrubber=Scrubber())
     async with CesClient("http://emu", transport=transport, retry=FAST) as c:
         return await make_plan(ctx, c, **kw)
 

@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from cesync.core.release import PREVIOUS_ID, TARGET_ID
+from cesync.core.scrubber import Scrubber
 from cesync.emulator.server import BackgroundServer
 from cesync.pipeline.context import open_context
 from cesync.pipeline.release import ReleaseRefused, ReleaseResult, release
@@ -64,7 +65,7 @@ def repo(tmp_path: Path, server: BackgroundServer) -> Path:
 
 
 def run(repo: Path, server: BackgroundServer, clock: FakeClock, **kw: Any) -> ReleaseResult:
-    ctx = open_context(repo, "local", server.url)
+    ctx = open_context(repo, "local", server.url, scrubber=Scrubber())
     _, spec = load_release(repo, "web")
 
     async def go() -> ReleaseResult:

@@ -563,19 +563,15 @@ def test_a_list_field_says_what_the_file_holds(tmp_path: Path, written: str, sai
 
 
 def test_resolving_an_environment_registers_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Repo.env only resolves; the command hands the sensitive values to the scrubber itself
-    (Repo.scrub_sensitive_values), so no registration hides in a lookup."""
-    from cesync.core import scrubber
+    """Repo.env and the value lookups only resolve: the repo holds no scrubber, and the pipeline
+    tells the run's scrubber itself (pipeline.masking.remember_sensitive)."""
+    import cesync.repo.repo as repo_module
 
     config = "version: 1\ndefaults:\n  sensitive: [API_KEY]\nenvironments:\n  local: {endpoint: embedded, project: p, location: us, app: a}\n"
     root = make_repo(tmp_path, {"cesync.yaml": config})
     monkeypatch.setenv("CESYNC_VAR_API_KEY", "sk-resolve-only-1234")
-    scrubber.forget()
-    try:
-        repo = load_repo(root)
-        repo.env("local")
-        assert not scrubber.known() and "sk-resolve-only-1234" in scrubber.scrub("sk-resolve-only-1234")
-        repo.scrub_sensitive_values()
-        assert scrubber.scrub("key sk-resolve-only-1234") == "key (sensitive)"
-    finally:
-        scrubber.forget()
+    repo = load_repo(root)
+    env = repo.env("local")
+    assert repo.sensitive_values(env) == {"API_KEY": "sk-resolve-only-1234"}
+    assert repo.every_sensitive_value() == ["sk-resolve-only-1234"]
+    assert not any("scrubber" in name.lower() or "scrub" in name for name in [*vars(repo_module), *dir(repo)])

@@ -18,6 +18,7 @@ from cesync.api.kinds import KINDS
 from cesync.api.resource import Resource
 from cesync.client import CesClient
 from cesync.core.planbuild import build_plan
+from cesync.core.scrubber import Scrubber
 from cesync.emulator import EmbeddedTransport
 from cesync.emulator.server import BackgroundServer
 from cesync.errors import CesyncError
@@ -214,7 +215,7 @@ def test_references_in_lists_round_trip() -> None:
     text = exported.files["tools/s.yaml"]
     assert "{ref: versions/help}" in text and "$${literal} in ${REGION}" in text
     app = Resource(KINDS["app"], "app", {"name": APP, "displayName": "a"})  # the app exists
-    plan = plan_files(exported.files, "local", [app, Resource(KINDS["tool"], "s", remote[0].body)])
+    plan = plan_files(exported.files, "local", [app, Resource(KINDS["tool"], "s", remote[0].body)], scrubber=Scrubber())
     assert not plan.has_changes, [c.fields for c in plan.changes]
 
 
@@ -226,7 +227,7 @@ def test_a_deployment_of_the_draft_app_round_trips() -> None:
     exported = export_repo(remote, parent=APP, variables={}, urls={}, config_text=config)
     assert "appVersion: {ref: versions/-}" in exported.files["deployments/web.yaml"]
     app = Resource(KINDS["app"], "app", {"name": APP, "displayName": "a"})
-    plan = plan_files(exported.files, "local", [app, remote[0]])
+    plan = plan_files(exported.files, "local", [app, remote[0]], scrubber=Scrubber())
     assert not plan.has_changes, [c.fields for c in plan.changes]
 
 
@@ -274,7 +275,7 @@ def test_generated_tools_export_and_plan_without_changes(body: dict[str, Any], d
     )
     resources = [Resource(r.kind, r.id, r.body) for r in remote_now]
     exported = export_repo(resources, parent=parent, variables={"V": value}, urls={}, config_text=config)
-    plan = plan_files(exported.files, "h", remote_now)
+    plan = plan_files(exported.files, "h", remote_now, scrubber=Scrubber())
     assert not plan.has_changes, (exported.files["tools/t.yaml"], plan.changes)
 
 

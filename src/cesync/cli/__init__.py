@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar  # noqa: E402
 import click  # noqa: E402
 
 from .. import __version__  # noqa: E402
-from ..core.scrubber import scrub  # noqa: E402
+from ..core.scrubber import Scrubber  # noqa: E402
 from ..errors import ApiError, CesyncError, ConfigError, PlanFileError  # noqa: E402
 from ..escape import output  # noqa: E402
 from ..render import FORMATS  # noqa: E402
@@ -49,28 +49,30 @@ EXIT_OK, EXIT_ERROR, EXIT_CHANGES, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 # --- the one output path -------------------------------------------------------------------------
 #
-# Everything a command prints or writes goes through out(), err() or save(): plan text,
-# Markdown and JSON, exec and test reports, JUnit and plan files, progress and error
-# messages. Each passes the text through scrubber.scrub, which replaces every value
-# registered with scrubber.remember (every environment the command touches, before its
-# first output) in each form an output can carry. The other channels take the same net:
-# retry lines (client.api.stderr_line), log records (sensitive installs a record factory),
-# the comment body (forge.comments), and files of a repo (export, pull), which are refused
-# rather than masked. A future --verbose or log handler must write through err() (or
-# scrub each record itself); tests/core/test_channels.py keeps the command modules from
-# writing any other way.
+# Everything a command prints or writes (plan text, Markdown and JSON, reports, JUnit and plan
+# files, progress and error messages) goes through out(), err() or save(), each through the run's
+# Scrubber (made with its root context), told every sensitive value before the first output. The
+# command hands the same one to the other channels: retry lines (the client's notify), log lines
+# (cli.logs), the comment body, and a repo's files (export, pull), refused rather than masked.
+# tests/core/test_channels.py keeps the command modules from writing any other way.
+
+
+def scrubber(ctx: click.Context | None = None) -> Scrubber:
+    """This run's Scrubber, the root context's object; outside a run (no context) an empty one."""
+    ctx = ctx or click.get_current_context(silent=True)
+    return (ctx.find_object(Scrubber) if ctx else None) or Scrubber()
 
 
 def err(message: str, **kw: Any) -> None:
     """A message on stderr, scrubbed and made inert (see above)."""
-    click.echo(output(scrub(message)), err=True, **kw)
+    click.echo(output(scrubber().scrub(message)), err=True, **kw)
 
 
 def out(message: str, **kw: Any) -> None:
     """Everything a command prints goes through here: sensitive values never reach a terminal or
     log, and text from outside never drives one (escape.output: no terminal control, no line a
     CI runner reads as a command)."""
-    click.echo(output(scrub(message)), **kw)
+    click.echo(output(scrubber().scrub(message)), **kw)
 
 
 def handled(fn: F) -> F:
@@ -258,6 +260,7 @@ class _Main(click.Group):
                 formatter.write_dl([(n, " ".join((c.short_help or c.help or "").split("\n\n")[0].split())) for n, c in commands])
 
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        kwargs.setdefault("obj", Scrubber())  # the run's (see scrubber()): every subcommand's context shares it
         with _our_exit_codes():
             return super().make_context(*args, **kwargs)
 
@@ -478,7 +481,7 @@ def print_plan(plan: Plan, fmt: str) -> None:
 def save(path: Path, text: str) -> None:
     """A report or plan file (JUnit, plan --out), scrubbed like the terminal."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, scrub(text))
+    atomic_write(path, scrubber().scrub(text))
 
 
 def load_plan(path: Path) -> Plan:

@@ -38,6 +38,7 @@ from . import (
     handled,
     main,
     print_plan,
+    scrubber,
     target_option,
     var_options,
 )
@@ -92,7 +93,9 @@ def export(
     else:
         repo = load_repo(directory, resources=False)
         repo.overrides = cli_vars(var_pairs, var_files)
-        repo.scrub_sensitive_values()  # before the command's first output
+        from ..pipeline.masking import remember_sensitive
+
+        remember_sensitive(scrubber(), repo)  # before the command's first output
         env, root = repo.env(env_name), repo.root
         config_text = (repo.root / CONFIG_FILE).read_text(encoding="utf-8")
         # A sensitive value the app holds is written back as its ${NAME}, never as a literal.
@@ -100,8 +103,8 @@ def export(
         carried = policy_files(repo)  # its cesync.yaml goes along, and with it the policies it names
 
     async def run() -> tuple[ExportedRepo, list[Resource]]:
-        async with connect(env, root, override=endpoint) as client:
-            return await export_app(client, env, config_text, targets, sensitive=secrets)
+        async with connect(env, root, override=endpoint, scrubber=scrubber()) as client:
+            return await export_app(client, env, config_text, targets, sensitive=secrets, scrubber=scrubber())
 
     exported, remote = asyncio.run(run())
     exported.files.update(carried)
@@ -116,7 +119,7 @@ def export(
         exported.files[f".cesync/{env.name}.json"] = json.dumps(Store(state).snapshot())  # JSON: its first use makes the database
 
     def round_trip(staged: Path) -> None:  # export must round-trip; say so loudly where it does not
-        for change in plan_folder(staged, env.name, remote, variables=dict(env.overrides)).changes:
+        for change in plan_folder(staged, env.name, remote, variables=dict(env.overrides), scrubber=scrubber()).changes:
             fields = ", ".join(f.path for f in change.fields) or change.action
             err(f"warning: {change.kind} {change.id} does not round-trip exactly ({fields}); check it by hand")
 
@@ -157,7 +160,12 @@ def import_archive(source: Path, out: Path, env_name: str, app_name: str | None,
     exported = export_repo(resources, parent=env.parent, variables=env.vars, urls={}, config_text=config_text)
     checked: list[Plan] = []
     # The result must load and validate before it is moved into place.
-    write_tree(out, exported.files, force=force, verify=lambda staged: checked.append(plan_folder(staged, env.name, [])))
+    write_tree(
+        out,
+        exported.files,
+        force=force,
+        verify=lambda staged: checked.append(plan_folder(staged, env.name, [], scrubber=scrubber())),
+    )
     for note in contents.notes + exported.notes:
         err(f"note: {note}")
     say(
@@ -208,19 +216,26 @@ def diff_cmd(
     """
     repo = load_repo(directory)  # its files say which fields hold sensitive values
     repo.overrides = cli_vars(var_pairs, var_files)
-    repo.scrub_sensitive_values()  # before the command's first output
+    from ..pipeline.masking import remember_sensitive
+
+    remember_sensitive(scrubber(), repo)  # before the command's first output
     a, b = repo.env(from_env), repo.env(to_env)
     config_text = (repo.root / CONFIG_FILE).read_text(encoding="utf-8")
     secrets = repo.sensitive_values(a)  # FROM's go back to their ${NAME} and render as TO's: neither is printed
 
     async def run() -> tuple[ExportedRepo, list[Resource]]:
-        async with connect(a, repo.root, override=endpoint) as ca, connect(b, repo.root, override=endpoint) as cb:
-            exporting = export_app(ca, a, config_text, sensitive=secrets)
+        async with (
+            connect(a, repo.root, override=endpoint, scrubber=scrubber()) as ca,
+            connect(b, repo.root, override=endpoint, scrubber=scrubber()) as cb,
+        ):
+            exporting = export_app(ca, a, config_text, sensitive=secrets, scrubber=scrubber())
             (exported, _), remote_b = await asyncio.gather(exporting, read_remote(cb, b.parent))
             return exported, remote_b
 
     exported, remote_b = asyncio.run(run())
-    result = plan_files(exported.files, b.name, remote_b, prune=True, variables=repo.overrides, hidden_by=repo)
+    result = plan_files(
+        exported.files, b.name, remote_b, prune=True, variables=repo.overrides, hidden_by=repo, scrubber=scrubber()
+    )
     result = dataclasses.replace(result, endpoint=endpoint_for(b, endpoint))  # TO's header names where it was read, as plan's
     not_promotion = (
         f"This compares the live apps; it is not a promotion: 'cesync promote --from {a.name} --to {b.name}' "

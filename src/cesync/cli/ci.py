@@ -19,6 +19,7 @@ from . import (
     load_plan,
     main,
     out,
+    scrubber,
 )
 
 
@@ -49,13 +50,13 @@ def comment(planfile: Path, provider: str | None, number: int | None, max_chars:
         body = render_eval_markdown(report)
         if len(body) > max_chars:
             body = body[: max_chars - 80].rsplit("\n", 1)[0] + "\n\n(cut to fit: the whole report is in the CI job's output)\n"
-        result = upsert_comment(target, EVAL_MARKER.format(env=report.environment, app=report.app), body)
+        result = upsert_comment(target, EVAL_MARKER.format(env=report.environment, app=report.app), body, scrubber=scrubber())
         out(f"{result} the evaluation comment for '{report.environment}' on #{target.number}")
         return
     saved = load_plan(planfile)
     target = find_target(os.environ, provider=provider, number=number)
     body = render_markdown(saved, max_chars=max_chars, full_plan=full_plan or run_link(os.environ) or "the CI job's artifacts")
-    result = upsert_comment(target, MARKER.format(env=saved.environment, app=saved.app), body)
+    result = upsert_comment(target, MARKER.format(env=saved.environment, app=saved.app), body, scrubber=scrubber())
     out(f"{result} the plan comment for '{saved.environment}' on #{target.number}")
 
 
@@ -71,7 +72,7 @@ def comment(planfile: Path, provider: str | None, number: int | None, max_chars:
 @handled
 def matrix(root: Path, envs: tuple[str, ...]) -> None:
     """List every (app folder, environment) under ROOT as JSON, for a CI matrix."""
-    entries = find_apps(root, set(envs) or None)
+    entries = find_apps(root, set(envs) or None, scrubber=scrubber())
     if not entries:
         raise CesyncError(f"no cesync.yaml{' with environment ' + ', '.join(envs) if envs else ''} under {root}")
     out(json.dumps(entries))

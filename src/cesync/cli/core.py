@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..api.words import count
-from ..core.scrubber import scrub
 from ..errors import CesyncError, detail_lines
 from ..escape import output
 from . import (
@@ -34,6 +33,7 @@ from . import (
     out,
     print_plan,
     save,
+    scrubber,
     target_option,
     var_options,
 )
@@ -139,7 +139,7 @@ def plan(
     from ..pipeline.context import open_context
     from ..pipeline.planning import read_plan
 
-    ctx = open_context(directory, env_name, endpoint, cli_vars(var_pairs, var_files), read_ahead=True)
+    ctx = open_context(directory, env_name, endpoint, cli_vars(var_pairs, var_files), read_ahead=True, scrubber=scrubber())
     prune = _tear_down(ctx, destroy, prune)
     result = asyncio.run(
         read_plan(
@@ -262,7 +262,14 @@ def apply(
         root, branch = config_repo.root, config_repo.config.promote.reviewedBranch
         source = click.get_current_context().with_resource(commit_tree(root, saved.commit, branch))
     # a saved plan is checked before any connection; without one, the app is read while the repo renders, as plan does
-    ctx = open_context(source, env_name or (saved.environment if saved else None), endpoint, variables, read_ahead=saved is None)
+    ctx = open_context(
+        source,
+        env_name or (saved.environment if saved else None),
+        endpoint,
+        variables,
+        read_ahead=saved is None,
+        scrubber=scrubber(),
+    )
     if saved is not None and saved.commit:
         ctx.state_root, ctx.promotion = root, (saved.promoted_from, saved.commit)
     if destroy and saved is not None and not saved.destroy:
@@ -424,10 +431,10 @@ class _Progress:
             return
         o.reported = True
         self.count += 1
-        line = scrub(f"{o.status}: {o.action} {o.kind.label(o.id)}" + (f" ({o.message})" if o.message else ""))
+        line = scrubber().scrub(f"{o.status}: {o.action} {o.kind.label(o.id)}" + (f" ({o.message})" if o.message else ""))
         locate = self.locate
         where = (lambda f: locate(o.kind, o.id, f)) if locate is not None else None
-        details = [scrub("    " + d) for d in detail_lines(o.details, where)]
+        details = [scrubber().scrub("    " + d) for d in detail_lines(o.details, where)]
         # rich prints escape sequences as given (it drops only a few C0 codes), and wraps a long line
         # into new lines, one of which may then start with '::' (a pseudo-terminal in CI): neither
         if self.bar is not None:

@@ -16,7 +16,21 @@ import click
 
 from ..core.evalreport import Report
 from ..errors import CesyncError
-from . import EXIT_ERROR, cli_vars, dir_option, endpoint_option, env_option, err, handled, load_plan, main, out, save, var_options
+from . import (
+    EXIT_ERROR,
+    cli_vars,
+    dir_option,
+    endpoint_option,
+    env_option,
+    err,
+    handled,
+    load_plan,
+    main,
+    out,
+    save,
+    scrubber,
+    var_options,
+)
 
 FORMATS = ("text", "json", "markdown")
 
@@ -80,7 +94,7 @@ def eval_cmd(
         if not only:
             out(f"{affected_by} puts no evaluation at risk: nothing to run")
             return
-    ctx = open_context(directory, env_name, endpoint, cli_vars(var_pairs, var_files), preview=preview_name)
+    ctx = open_context(directory, env_name, endpoint, cli_vars(var_pairs, var_files), preview=preview_name, scrubber=scrubber())
     choose(ctx.desired, tags, only)  # no evaluations, an unknown tag: said before anything is asked of the API
     if runs == 1 and min_pass_rate != 1.0:
         raise CesyncError("--min-pass-rate needs --runs N (N > 1): one run passes or not")

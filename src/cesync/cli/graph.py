@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from . import cli_vars, dir_option, endpoint_option, err, handled, main, out, var_options
+from . import cli_vars, dir_option, endpoint_option, err, handled, main, out, scrubber, var_options
 
 if TYPE_CHECKING:
     from ..api.resource import Resource
@@ -69,7 +69,9 @@ def graph(
         raise click.UsageError("--depth goes with --focus")
     repo = load_repo(directory)
     repo.overrides = cli_vars(var_pairs, var_files)
-    repo.scrub_sensitive_values()  # before the command's first output
+    from ..pipeline.masking import remember_sensitive
+
+    remember_sensitive(scrubber(), repo)  # before the command's first output
     name = env_name or os.environ.get("CESYNC_ENV") or (repo.env_names[0] if repo.env_names else None)
     env = repo.env(name)
     resources = _live(directory, env.name, endpoint, repo.overrides) if live else repo.render(env)
@@ -95,7 +97,7 @@ def _live(directory: Path, env_name: str, endpoint: str | None, variables: dict[
     from ..pipeline.context import open_context
     from ..sync.remote import read_existing
 
-    ctx = open_context(directory, env_name, endpoint, variables)
+    ctx = open_context(directory, env_name, endpoint, variables, scrubber=scrubber())
 
     async def run() -> list[Resource]:
         async with ctx.client() as client:

@@ -19,6 +19,7 @@ from . import (
     handled,
     main,
     out,
+    scrubber,
     var_options,
 )
 from . import out as say  # where a command's --out folder is called out
@@ -61,7 +62,7 @@ def validate(
     if recursive:
         from ..pipeline.discovery import find_apps
 
-        folders = sorted({directory / e["dir"] for e in find_apps(directory)})
+        folders = sorted({directory / e["dir"] for e in find_apps(directory, scrubber=scrubber())})
     if not folders:
         raise CesyncError(f"no cesync.yaml under {directory}")
     problems: list[Problem] = []
@@ -138,17 +139,17 @@ def _prefixed(problems: list[Problem], prefix: Path | None) -> list[Problem]:
 def _validate_one(
     directory: Path, envs: tuple[str, ...], prefix: Path | None, variables: dict[str, str], strict: bool
 ) -> tuple[list[Problem], list[Problem]]:
-    from ..core.scrubber import remember
+    from ..pipeline.masking import remember_sensitive
     from ..repo.credentials import lint_credentials
     from ..repo.repo import load_repo
 
     repo = load_repo(directory)
     repo.overrides = variables
-    repo.scrub_sensitive_values()  # before the command's first output
+    remember_sensitive(scrubber(), repo)  # before the command's first output
     names = list(envs) or repo.env_names
     for name in names:
         env = repo.env(name)  # unknown names fail here with the list of known ones
-        remember(repo.sensitive_values(env).values())  # before rendering: a problem message must not print one
+        remember_sensitive(scrubber(), repo, repo.sensitive_values(env))  # before rendering: a problem message must not print one
     problems = repo.validate(names) + _test_problems(repo)
     from ..repo.environments import shared_apps
     from ..repo.loading import misplaced_files

@@ -21,6 +21,7 @@ from . import (
     main,
     out,
     print_plan,
+    scrubber,
     var_options,
 )
 
@@ -62,7 +63,7 @@ def preview(
     from ..pipeline.preview import check_preview, mark_desired
     from .core import _run_apply
 
-    ctx = open_context(directory, env_name, endpoint, cli_vars(var_pairs, var_files), preview=name)
+    ctx = open_context(directory, env_name, endpoint, cli_vars(var_pairs, var_files), preview=name, scrubber=scrubber())
     ctx.desired = mark_desired(ctx.desired, ctx.env, name)
     parent = ctx.env.parent
 
@@ -104,11 +105,13 @@ def _delete(name: str, directory: Path, env_name: str | None, endpoint: str | No
     from ..repo.repo import load_repo
 
     repo = load_repo(directory, resources=False)
-    repo.scrub_sensitive_values()  # before the command's first output
+    from ..pipeline.masking import remember_sensitive
+
+    remember_sensitive(scrubber(), repo)  # before the command's first output
     env = preview_env(repo.env(env_name), name)
 
     async def run() -> bool:
-        async with connect(env, repo.root, override=endpoint) as client:
+        async with connect(env, repo.root, override=endpoint, scrubber=scrubber()) as client:
             return await delete_preview(client, env, name, env.parent)
 
     deleted = asyncio.run(run())

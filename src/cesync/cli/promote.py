@@ -24,6 +24,7 @@ from . import (
     main,
     print_plan,
     save,
+    scrubber,
     var_options,
 )
 
@@ -62,21 +63,23 @@ def promote(
     if source == target:
         raise CesyncError("--from and --to name the same environment")
     repo = load_repo(directory, resources=False)
-    repo.scrub_sensitive_values()  # before the command's first output
+    from ..pipeline.masking import remember_sensitive
+
+    remember_sensitive(scrubber(), repo)  # before the command's first output
     src = repo.env(source)
     repo.env(target)  # an unknown --to is an error before any connection
 
     ignored: list[str] = []
 
     async def commit() -> str:
-        async with connect(src, repo.root, override=endpoint) as client:
+        async with connect(src, repo.root, override=endpoint, scrubber=scrubber()) as client:
             return await applied_commit(client, src, repo.config.owner or "", ignored)
 
     sha = asyncio.run(commit())
     for line in ignored:
         err(f"warning: {line}")
     with commit_tree(repo.root, sha, repo.config.promote.reviewedBranch) as folder:
-        ctx = open_context(folder, target, endpoint, cli_vars(var_pairs, var_files))
+        ctx = open_context(folder, target, endpoint, cli_vars(var_pairs, var_files), scrubber=scrubber())
         ctx.state_root, ctx.promotion = repo.root, (source, sha)
 
         async def plan_it() -> Plan:

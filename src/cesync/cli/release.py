@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from ..errors import CesyncError
-from . import EXIT_ERROR, cli_vars, dir_option, endpoint_option, env_option, err, handled, main, out, var_options
+from . import EXIT_ERROR, cli_vars, dir_option, endpoint_option, env_option, err, handled, main, out, scrubber, var_options
 
 
 @main.command()
@@ -52,7 +52,7 @@ def release(
         check_segment(deployment, "deployment")
     except ValueError as exc:
         raise CesyncError(f"--deployment: {exc}") from None
-    ctx = open_context(directory, env_name, endpoint, cli_vars(var_pairs, var_files))
+    ctx = open_context(directory, env_name, endpoint, cli_vars(var_pairs, var_files), scrubber=scrubber())
     _, spec = load_release(ctx.repo.root, deployment)
     if not any(d.kind.serves and d.id == deployment for d in ctx.desired):
         raise CesyncError(f"--deployment {deployment}: the repo has no deployments/{deployment}.yaml for '{ctx.env.name}'")

@@ -11,7 +11,7 @@ import click
 
 from ..api.words import count
 from ..errors import CesyncError, ConfigError
-from . import cli_vars, dir_option, endpoint_option, env_option, err, handled, main, out, target_option, var_options
+from . import cli_vars, dir_option, endpoint_option, env_option, err, handled, main, out, scrubber, target_option, var_options
 
 if TYPE_CHECKING:
     from ..api.resource import Resource
@@ -52,7 +52,7 @@ def pull(
     from ..repo.files import write_files
     from ..sync.remote import read_existing
 
-    ctx = open_context(directory, env_name, endpoint, cli_vars(var_pairs, var_files))
+    ctx = open_context(directory, env_name, endpoint, cli_vars(var_pairs, var_files), scrubber=scrubber())
 
     left_out: list[str] = []
 
@@ -73,14 +73,24 @@ def pull(
     selected = resolve_targets(targets, {d.key for d in ctx.desired} | {r.key for r in remote})
     # fields left to the console (ignoreChanges) take the app's value first: pull never writes them back
     desired, _ = leave_to_console(ctx.desired, remote, ctx.ignore, ctx.env.parent)
-    result = pull_changes(ctx.repo, ctx.env, desired, remote, wanted=selected, prune=prune, inline=inline, secrets=ctx.secrets)
+    result = pull_changes(
+        ctx.repo,
+        ctx.env,
+        desired,
+        remote,
+        wanted=selected,
+        prune=prune,
+        inline=inline,
+        secrets=ctx.secrets,
+        scrubber=ctx.scrubber,
+    )
     # A resource with a conflict stays as it is (and is not expected to plan empty); the rest is pulled.
     wanted = target_keys(selected)
     if result.conflicted:
         wanted = (wanted or {f"{d.kind}/{d.id}" for d in ctx.desired} | {f"{r.kind}/{r.id}" for r in remote}) - set(
             result.conflicted
         )
-    left = verify(ctx.repo.root, result.files, ctx.env, remote, wanted)
+    left = verify(ctx.repo.root, result.files, ctx.env, remote, wanted, ctx.scrubber)
     if left:
         raise CesyncError(
             "pull cannot reproduce the app exactly; nothing was written. Still different after the edit: " + "; ".join(left)

@@ -37,6 +37,7 @@ from . import (
     main,
     out,
     save,
+    scrubber,
     var_options,
 )
 
@@ -117,22 +118,24 @@ async def _tools_session(
     if local and preview:
         raise CesyncError("give --local or --preview, not both")
     if local:
-        ctx = open_context(directory, env_name, endpoint, variables)
+        ctx = open_context(directory, env_name, endpoint, variables, scrubber=scrubber())
         async with local_app(ctx) as client:
             yield client, ctx.env.parent, await tool_names(client, ctx.env.parent)
         return
     try:
-        ctx = open_context(directory, env_name, endpoint, variables, preview=preview)
+        ctx = open_context(directory, env_name, endpoint, variables, preview=preview, scrubber=scrubber())
     except CesyncError as exc:
         if strict:
             raise CesyncError(
                 f"--strict: the repo does not render, so the deployed tools cannot be compared with it: {exc}"
             ) from None
         repo = load_repo(directory, resources=False)
-        repo.scrub_sensitive_values()  # before the command's first output
+        from ..pipeline.masking import remember_sensitive
+
+        remember_sensitive(scrubber(), repo)  # before the command's first output
         env = repo.env(env_name) if preview is None else preview_env(repo.env(env_name), preview)
         err(f"warning: the deployed tools were not compared with the repo (it does not render: {str(exc).splitlines()[0]})")
-        async with connect(env, repo.root, override=endpoint) as client:
+        async with connect(env, repo.root, override=endpoint, scrubber=scrubber()) as client:
             yield client, env.parent, await tool_names(client, env.parent)
         return
     async with ctx.client() as client:
@@ -256,7 +259,9 @@ def test_cmd(
 ) -> None:
     """Run the tool tests in tests/*.yaml against the environment's app (--local: against the repo)."""
     repo = load_repo(directory, resources=False)
-    repo.scrub_sensitive_values()  # before the command's first output
+    from ..pipeline.masking import remember_sensitive
+
+    remember_sensitive(scrubber(), repo)  # before the command's first output
     env = repo.env(env_name)
     cases = load_tests(repo.root, pattern)
     if affected_by is not None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from ..errors import ApiError, CesyncError
-from . import dir_option, endpoint_option, env_option, err, format_option, handled, main, out, print_plan
+from . import dir_option, endpoint_option, env_option, err, format_option, handled, main, out, print_plan, scrubber
 
 
 @main.command()
@@ -27,11 +27,13 @@ def versions(directory: Path, env_name: str | None, endpoint: str | None, fmt: s
     from ..repo.repo import load_repo
 
     repo = load_repo(directory, resources=False)
-    repo.scrub_sensitive_values()  # before the command's first output
+    from ..pipeline.masking import remember_sensitive
+
+    remember_sensitive(scrubber(), repo)  # before the command's first output
     env = repo.env(env_name)
 
     async def run() -> list[dict[str, object]]:
-        async with connect(env, repo.root, override=endpoint) as client:
+        async with connect(env, repo.root, override=endpoint, scrubber=scrubber()) as client:
             return await list_versions(client, env.parent)
 
     found = asyncio.run(run())
@@ -73,11 +75,13 @@ def rollback(
         err("warning: --yes is deprecated; use --auto-approve (as for apply)")
         yes = True
     repo = load_repo(directory)  # its files say which fields hold sensitive values, in the snapshot too
-    repo.scrub_sensitive_values()  # before the command's first output
+    from ..pipeline.masking import remember_sensitive
+
+    remember_sensitive(scrubber(), repo)  # before the command's first output
     env = repo.env(env_name)
 
     async def run() -> tuple[list[str], str]:
-        async with connect(env, repo.root, override=endpoint) as client:
+        async with connect(env, repo.root, override=endpoint, scrubber=scrubber()) as client:
             name, preview = await restore_plan(client, env, version, repo)
             # its header names where the app was read, as every plan's does (docs/environments.md)
             print_plan(dataclasses.replace(preview, endpoint=endpoint_for(env, endpoint)), fmt)

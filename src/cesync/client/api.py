@@ -42,7 +42,7 @@ from ..api.jsonvalue import JsonValueError, loads
 from ..api.kinds import ResourceKind, by_collection, kind_of_name
 from ..api.paths import api_version
 from ..api.resource import Resource
-from ..core.scrubber import clip, scrub
+from ..core.scrubber import Scrubber, clip
 from ..errors import ApiError, BadReply, CesyncError, TransportError
 from ..escape import output
 from .pacing import Pacer, Quota, is_quota_refusal
@@ -96,9 +96,13 @@ class Written:
         return self.body
 
 
-def stderr_line(line: str) -> None:
+def stderr_line(line: str, scrubber: Scrubber) -> None:
     # a quota line names the server's metric and limit: inert as everything cli.err prints
-    print(output(scrub(line)), file=sys.stderr, flush=True)  # looked up per call: a progress bar may redirect stderr
+    print(output(scrubber.scrub(line)), file=sys.stderr, flush=True)  # looked up per call: a progress bar may redirect stderr
+
+
+def _unscrubbed_line(line: str) -> None:  # a client not made by connect(), which gives the run's scrubber
+    stderr_line(line, Scrubber())
 
 
 def _verify(base_url: str) -> ssl.SSLContext | bool:
@@ -148,7 +152,7 @@ class CesClient:
         retry: RetryPolicy | None = None,
         timeout: float = 60.0,
         max_connections: int = 32,
-        notify: Callable[[str], None] = stderr_line,
+        notify: Callable[[str], None] = _unscrubbed_line,
         quota: Quota | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,

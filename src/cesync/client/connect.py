@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -11,6 +12,7 @@ from ..repo.config import EMBEDDED, EMULATOR, normalize_endpoint
 from ..repo.environments import EnvTarget
 
 if TYPE_CHECKING:
+    from ..core.scrubber import Scrubber
     from .api import CesClient, RetryPolicy
     from .pacing import Quota
 
@@ -100,12 +102,21 @@ def embedded_state(root: Path, env_name: str) -> Path:
 
 
 def connect(
-    env: EnvTarget, root: Path, *, override: str | None = None, retry: RetryPolicy | None = None, max_connections: int = 32
+    env: EnvTarget,
+    root: Path,
+    *,
+    override: str | None = None,
+    retry: RetryPolicy | None = None,
+    max_connections: int = 32,
+    scrubber: Scrubber,
 ) -> CesClient:
-    from .api import CesClient, RetryPolicy  # here, not at import: endpoint_for needs no HTTP library
+    """The client of env's endpoint; its retry and quota lines go to standard error through the
+    run's scrubber (they quote the server's messages, which may echo a request body)."""
+    from .api import CesClient, RetryPolicy, stderr_line  # here, not at import: endpoint_for needs no HTTP library
     from .auth import GoogleAuth, check_trusted, default_credentials
 
     endpoint = endpoint_for(env, override)
+    notify = functools.partial(stderr_line, scrubber=scrubber)
     if retry is None and os.environ.get("CESYNC_RETRY_ATTEMPTS", "").isdigit():
         retry = RetryPolicy(attempts=max(1, int(os.environ["CESYNC_RETRY_ATTEMPTS"])))
     if endpoint == EMBEDDED:
@@ -115,11 +126,16 @@ def connect(
         # as in CES, the app exists once created: apply creates it (CreateApp), nothing invents it
         transport = EmbeddedTransport(state=state, auto_create_apps=False)
         quota = quota_for(env, google=False)
-        return CesClient("http://embedded", transport=transport, retry=retry, max_connections=max_connections, quota=quota)
+        return CesClient(
+            "http://embedded", transport=transport, retry=retry, max_connections=max_connections, quota=quota, notify=notify
+        )
     host = os.environ.get(EMULATOR_HOST_VAR)
     if endpoint.startswith("http://") or (host and endpoint == _host_url(host)):  # an emulator: anonymous
-        return CesClient(endpoint, retry=retry, max_connections=max_connections, quota=quota_for(env, google=False))
+        return CesClient(
+            endpoint, retry=retry, max_connections=max_connections, quota=quota_for(env, google=False), notify=notify
+        )
     check_trusted(endpoint)  # before credentials are looked up and before any connection is opened
     credentials = default_credentials(env.impersonate_service_account, env.quota_project)
     auth = GoogleAuth(credentials, env.quota_project)
-    return CesClient(endpoint, auth=auth, retry=retry, max_connections=max_connections, quota=quota_for(env, google=True))
+    quota = quota_for(env, google=True)
+    return CesClient(endpoint, auth=auth, retry=retry, max_connections=max_connections, quota=quota, notify=notify)

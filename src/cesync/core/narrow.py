@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from ..errors import PlanFileError
 from .plan import Change, Plan
-from .scrubber import scrub
 
 _EXECUTED = ("action", "name", "etag", "body", "body_hash", "update_mask", "depends_on", "deferred", "patch_after")
 
 
-def narrow(saved: Plan, fresh: Plan, *, prune: bool | None = None, gone: frozenset[str] = frozenset()) -> Plan:
+def narrow(
+    saved: Plan, fresh: Plan, *, prune: bool | None = None, gone: frozenset[str] = frozenset(), scrub: Callable[[str], str]
+) -> Plan:
     """What a saved plan may do: its changes, each exactly as the repo and the app give it now.
+
+    scrub: the run's (Scrubber.scrub), as plan --out wrote the file: fresh is compared as it
+    would be saved.
 
     fresh is the plan recomputed at apply time from the repo (same digest) and the app,
     with the saved plan's prune setting. Every saved change must equal its recomputed
@@ -35,10 +40,10 @@ def narrow(saved: Plan, fresh: Plan, *, prune: bool | None = None, gone: frozens
     if saved.sensitive.fields != fresh.sensitive.fields:
         raise PlanFileError("the plan's list of sensitive fields differs from the repo's: refusing; make a new plan")
     by_key = {c.key: c for c in fresh.changes}
-    public = {c["kind"] + "/" + c["id"]: c for c in _as_saved(fresh)["changes"]}
+    public = {c["kind"] + "/" + c["id"]: c for c in _as_saved(fresh, scrub)["changes"]}
     seen: set[str] = set()
     kept_gone: list[Change] = []
-    for i, (c, raw) in enumerate(zip(saved.changes, _as_saved(saved)["changes"], strict=True)):
+    for i, (c, raw) in enumerate(zip(saved.changes, _as_saved(saved, scrub)["changes"], strict=True)):
         what = f"change {i + 1} ({c.action} {c.kind} {c.id})"
         _inside_app(c, saved.app, what)
         if c.key in seen:
@@ -78,7 +83,7 @@ def narrow(saved: Plan, fresh: Plan, *, prune: bool | None = None, gone: frozens
     return replace(fresh, changes=changes, prune=saved.prune if prune is None else prune)
 
 
-def _as_saved(plan: Plan) -> dict[str, Any]:
+def _as_saved(plan: Plan, scrub: Callable[[str], str]) -> dict[str, Any]:
     """The plan's data as plan --out writes it: masked, and every known sensitive value scrubbed
     (a remote body, a delete's before, may hold one)."""
     data: dict[str, Any] = json.loads(scrub(json.dumps(plan.public())))

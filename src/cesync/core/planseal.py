@@ -7,13 +7,12 @@ import hashlib
 import hmac
 import json
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
 from ..api.resource import Resource
 from .plan import Plan
-from .scrubber import scrub
 
 
 def desired_digest(env: str, app: str, desired: list[Resource], key: bytes = b"") -> str:
@@ -36,31 +35,32 @@ def _keyed(key: bytes, data: Any) -> str:
     return "hmac-sha256:" + hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
 
 
-def bind(plan: Plan, key: bytes) -> Plan:
+def bind(plan: Plan, key: bytes, scrub: Callable[[str], str]) -> Plan:
     """The plan with each change's unmasked body hashed and the whole file sealed, under key.
+    scrub: the run's (Scrubber.scrub), as plan --out will write the file.
 
     The seal covers every field the file holds (environment, app, endpoint, digest, prune,
     targets, managed, every change with its body hash, the sensitive-field list and hashes),
     so an edit of any of them is refused before apply opens a connection (see seal_matches).
     """
     changes = tuple(replace(c, body_hash=_keyed(key, c.body) if c.body is not None else "") for c in plan.changes)
-    return replace(plan, changes=changes, seal=seal_of(replace(plan, changes=changes), key))
+    return replace(plan, changes=changes, seal=seal_of(replace(plan, changes=changes), key, scrub))
 
 
-def seal_of(plan: Plan, key: bytes) -> str:
+def seal_of(plan: Plan, key: bytes, scrub: Callable[[str], str]) -> str:
     """The keyed hash of everything the saved file holds but its seal, as the file holds it: with
     every known sensitive value scrubbed, as plan --out writes it (a remote body may hold one)."""
     text = json.dumps(replace(plan, seal="").public(), sort_keys=True, separators=(",", ":"))
     return "hmac-sha256:" + hmac.new(key, scrub(text).encode(), hashlib.sha256).hexdigest()
 
 
-def seal_matches(plan: Plan, key: bytes) -> bool:
+def seal_matches(plan: Plan, key: bytes, scrub: Callable[[str], str]) -> bool:
     """A saved plan's seal is right, and its masked fields hold only the mask (the seal sees them masked)."""
     public = plan.public()
     as_read = [json.loads(json.dumps(c.body)) for c in plan.changes]
     if [c["body"] for c in public["changes"]] != as_read:
         return False
-    return hmac.compare_digest(plan.seal.encode(), seal_of(plan, key).encode())
+    return hmac.compare_digest(plan.seal.encode(), seal_of(plan, key, scrub).encode())
 
 
 # --- the keyed hashes of sensitive values (see core/sensitive.py) -------------------------

@@ -28,7 +28,7 @@ from urllib.parse import quote
 
 import httpx
 
-from ..core.scrubber import clip, scrub
+from ..core.scrubber import Scrubber, clip
 from ..errors import CesyncError
 
 __all__ = ["FORGES", "CommentTarget", "Forge", "GitHub", "GitLab", "find_target", "run_link", "upsert_comment"]
@@ -325,12 +325,14 @@ def _pr_number(event_path: Path) -> int | None:
     return int(number) if isinstance(number, int) else None
 
 
-def upsert_comment(target: CommentTarget, marker: str, body: str, *, transport: httpx.BaseTransport | None = None) -> str:
+def upsert_comment(
+    target: CommentTarget, marker: str, body: str, *, scrubber: Scrubber, transport: httpx.BaseTransport | None = None
+) -> str:
     """Edit the comment holding marker, or create it; returns 'created' or 'updated'.
 
-    The body takes the same safety net as the terminal (scrubber.scrub): a comment is
+    The body takes the same safety net as the terminal (the run's scrubber): a comment is
     public to everyone who can read the pull request."""
-    body = scrub(body)
+    body = scrubber.scrub(body)
     try:
         with httpx.Client(headers=target.headers, timeout=TIMEOUT, transport=transport) as client:
             forge = target.forge(target, client)

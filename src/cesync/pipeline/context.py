@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING
 from ..api.resource import Resource
 from ..client.connect import endpoint_for
 from ..core.planseal import binding_key, desired_digest
-from ..core.scrubber import remember
+from ..core.scrubber import Scrubber
 from ..core.yamlfile import Path_
 from ..errors import CesyncError
 from ..repo.config import EMBEDDED
 from ..repo.keys import plan_key
 from ..repo.repo import EnvTarget, Repo, load_repo
-from .masking import sensitive_fields
+from .masking import remember_sensitive, sensitive_fields
 from .readahead import ReadAhead
 
 if TYPE_CHECKING:  # the HTTP client loads when a command first uses it (see client/__init__.py)
@@ -28,6 +28,7 @@ class Context:
     repo: Repo
     env: EnvTarget
     desired: list[Resource]
+    scrubber: Scrubber  # the run's: told every sensitive value of the repo, hands it to what prints or writes
     endpoint: str | None = None
     secrets: dict[str, str] = field(default_factory=dict)  # sensitive NAME -> resolved value (memory only)
     hidden: dict[tuple[str, str], list[Path_]] = field(default_factory=dict)  # (kind, id) -> sensitive body paths
@@ -54,7 +55,9 @@ class Context:
         from ..client import connect
 
         root = self.state_root or self.repo.root
-        return connect(self.env, root, override=self.endpoint, retry=retry, max_connections=max_connections)
+        return connect(
+            self.env, root, override=self.endpoint, retry=retry, max_connections=max_connections, scrubber=self.scrubber
+        )
 
 
 def destroying(ctx: Context) -> Context:
@@ -73,8 +76,12 @@ def open_context(
     *,
     read_ahead: bool = False,
     preview: str | None = None,
+    scrubber: Scrubber,
 ) -> Context:
     """variables: --var/--var-file values, which win over cesync.yaml and the process environment.
+
+    scrubber: the run's, told every sensitive value here (remember_sensitive) before anything
+    is rendered, so that no output of the command, a problem message included, shows one.
 
     read_ahead: read the app (read_remote) in a thread while the repo renders, for make_plan;
     the read waits on the network most of its time, rendering on the CPU.
@@ -82,25 +89,28 @@ def open_context(
     """
     repo = load_repo(directory)
     repo.overrides = dict(variables or {})
-    repo.scrub_sensitive_values()  # before the command's first output
+    remember_sensitive(scrubber, repo)
     env = repo.env(env_name)
     if preview is not None:
         from .preview import preview_env
 
         env = preview_env(env, preview)
     secrets = repo.sensitive_values(env)
-    remember(secrets.values())  # before rendering: a problem message must not print one either
+    remember_sensitive(scrubber, repo, secrets)
     ahead = (
-        ReadAhead(env, repo.root, endpoint, repo.config.owner or "") if read_ahead and _can_read_ahead(env, endpoint) else None
+        ReadAhead(env, repo.root, endpoint, repo.config.owner or "", scrubber=scrubber)
+        if read_ahead and _can_read_ahead(env, endpoint)
+        else None
     )
     try:
         desired = repo.render(env, started=ahead.start if ahead else None)
         hidden = sensitive_fields(repo, env, desired, secrets)
+        remember_sensitive(scrubber, repo, secrets, desired)
     except BaseException:
         if ahead is not None:
             ahead.cancel()
         raise
-    return Context(repo, env, desired, endpoint, secrets, hidden, ahead, ignore=repo.ignore_rules(env))
+    return Context(repo, env, desired, scrubber, endpoint, secrets, hidden, ahead, ignore=repo.ignore_rules(env))
 
 
 def _can_read_ahead(env: EnvTarget, endpoint: str | None) -> bool:

@@ -7,8 +7,10 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..core.scrubber import Scrubber
 from ..errors import ConfigError
 from ..repo.repo import load_repo
+from .masking import remember_sensitive
 
 if TYPE_CHECKING:  # the HTTP client loads when a command first uses it (see client/__init__.py)
     pass
@@ -17,8 +19,9 @@ if TYPE_CHECKING:  # the HTTP client loads when a command first uses it (see cli
 SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".cesync"}
 
 
-def find_apps(root: Path, env_names: set[str] | None = None) -> list[dict[str, str]]:
-    """One entry per (folder with a cesync.yaml, environment): the jobs of a CI matrix.
+def find_apps(root: Path, env_names: set[str] | None = None, *, scrubber: Scrubber) -> list[dict[str, str]]:
+    """One entry per (folder with a cesync.yaml, environment): the jobs of a CI matrix. Each app's
+    sensitive values are told to the run's scrubber before its entries are made.
 
     A folder that vanishes during the walk (another process cleaning up) is left out, as if
     it had never been there: os.walk skips what it cannot list, and an app whose cesync.yaml
@@ -37,7 +40,7 @@ def find_apps(root: Path, env_names: set[str] | None = None) -> list[dict[str, s
             raise ConfigError([dataclasses.replace(p, file=f"{rel.as_posix()}/{p.file}") for p in exc.problems]) from exc
         if repo.root != config.parent.resolve():
             continue  # its cesync.yaml went away meanwhile: load_repo found the one above
-            repo.scrub_sensitive_values()  # before the command's first output
+        remember_sensitive(scrubber, repo)
         for name in repo.env_names:
             if env_names and name not in env_names:
                 continue

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from ..api.resource import Resource
 from ..core.plan import Plan
 from ..core.planbuild import build_plan
-from ..core.scrubber import remember
+from ..core.scrubber import Scrubber
 from ..core.targets import resolve_targets
 from ..core.yamlfile import read_text
 from ..core.yamlout import to_yaml
@@ -21,7 +21,7 @@ from ..repo.files import write_tree
 from ..repo.repo import EnvTarget, Repo, load_repo
 from ..sync.export import ExportedRepo, export_repo, modeline
 from ..sync.remote import read_existing
-from .masking import hidden_fields, sensitive_fields
+from .masking import hidden_fields, remember_sensitive, sensitive_fields
 from .planning import app_to_create, plan_time
 
 if TYPE_CHECKING:  # the HTTP client loads when a command first uses it (see client/__init__.py)
@@ -67,11 +67,18 @@ def policy_files(repo: Repo) -> dict[str, str]:
 
 
 async def export_app(
-    client: CesClient, env: EnvTarget, config_text: str, targets: Iterable[str] = (), sensitive: dict[str, str] | None = None
+    client: CesClient,
+    env: EnvTarget,
+    config_text: str,
+    targets: Iterable[str] = (),
+    sensitive: dict[str, str] | None = None,
+    *,
+    scrubber: Scrubber,
 ) -> tuple[ExportedRepo, list[Resource]]:
     """Read the app and turn it into repo files (see export.py); targets limit it to some resources;
-    sensitive (NAME -> value) go back as ${NAME} wherever they occur. The tools CES makes are
-    left out, each with a note saying why (exported.notes)."""
+    sensitive (NAME -> value) go back as ${NAME} wherever they occur, and a file that would hold
+    one, or a value the run's scrubber knows, is refused. The tools CES makes are left out, each
+    with a note saying why (exported.notes)."""
     left_out: list[str] = []
     remote = await read_existing(client, env.parent, left_out)
     selected = resolve_targets(targets, {r.key for r in remote})
@@ -85,7 +92,13 @@ async def export_app(
                 "nothing was written"
             )
     exported = export_repo(
-        remote, parent=env.parent, variables=env.vars, urls=env.urls, config_text=config_text, sensitive=sensitive
+        remote,
+        parent=env.parent,
+        variables=env.vars,
+        urls=env.urls,
+        config_text=config_text,
+        sensitive=sensitive,
+        scrubber=scrubber,
     )
     exported.notes[:0] = left_out
     return exported, remote
@@ -99,14 +112,18 @@ def plan_files(
     prune: bool = True,
     variables: dict[str, str] | None = None,
     hidden_by: Repo | None = None,
+    scrubber: Scrubber,
 ) -> Plan:
     """Load repo files (in a temporary folder), render them for one environment, plan against remote.
 
     hidden_by: a repo whose files also say which fields hold sensitive values (diff: the
-    promoted files were made from another environment's app)."""
+    promoted files were made from another environment's app). scrubber: the run's, told the
+    sensitive values of the files' repo (see plan_folder)."""
     with tempfile.TemporaryDirectory(prefix="cesync-") as tmp:
         write_tree(Path(tmp) / "repo", files)
-        return plan_folder(Path(tmp) / "repo", env_name, remote, prune=prune, variables=variables, hidden_by=hidden_by)
+        return plan_folder(
+            Path(tmp) / "repo", env_name, remote, prune=prune, variables=variables, hidden_by=hidden_by, scrubber=scrubber
+        )
 
 
 def plan_folder(
@@ -117,16 +134,20 @@ def plan_folder(
     prune: bool = True,
     variables: dict[str, str] | None = None,
     hidden_by: Repo | None = None,
+    scrubber: Scrubber,
 ) -> Plan:
-    """Render the repo in folder for one environment and plan it against remote (no API calls)."""
+    """Render the repo in folder for one environment and plan it against remote (no API calls).
+
+    scrubber: the run's, told the folder's sensitive values before it renders (remember_sensitive)."""
     repo = load_repo(folder)
     repo.overrides = dict(variables or {})
-    repo.scrub_sensitive_values()  # before the command's first output
+    remember_sensitive(scrubber, repo)
     env = repo.env(env_name)
     secrets = repo.sensitive_values(env)
-    remember(secrets.values())
+    remember_sensitive(scrubber, repo, secrets)
     desired = repo.render(env)
     hidden = sensitive_fields(repo, env, desired, secrets)
+    remember_sensitive(scrubber, repo, secrets, desired)
     if hidden_by is not None:
         for key, paths in hidden_fields(hidden_by, hidden_by.env(env_name), [*desired, *remote]).items():
             hidden[key] = sorted({*map(tuple, hidden.get(key, [])), *paths}, key=lambda p: [str(x) for x in p])

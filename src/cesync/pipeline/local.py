@@ -9,11 +9,12 @@ old code says nothing about the new one.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 
 from ..api.kinds import KINDS, TOOL_HOLDER, ResourceKind
-from ..client.api import CesClient
+from ..client.api import CesClient, stderr_line
 from ..errors import CesyncError
 from .apply import apply_plan
 from .context import Context
@@ -35,7 +36,9 @@ async def local_app(ctx: Context) -> AsyncIterator[CesClient]:
 
     # operations done at once: nobody waits on a throw-away app's CreateApp
     transport = EmbeddedTransport(create_app(Store(None), operation_delay=0))
-    async with CesClient("http://embedded", transport=transport) as client:
+    async with CesClient(
+        "http://embedded", transport=transport, notify=functools.partial(stderr_line, scrubber=ctx.scrubber)
+    ) as client:
         plan = await make_plan(ctx, client, prune=False)
         result = await apply_plan(client, plan, parallelism=8)
         if not result.ok:

@@ -1,20 +1,35 @@
 """Which fields of a body hold sensitive values: those the repo renders from a sensitive variable
-or INPUT_ONLY (sensitive_fields), and those of bodies not rendered from the repo (hidden_fields)."""
+or INPUT_ONLY (sensitive_fields), and those of bodies not rendered from the repo (hidden_fields);
+and the one place a command tells its scrubber the values it must mask (remember_sensitive)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from ..api.jsonvalue import value_at
 from ..api.resource import Resource
-from ..core.scrubber import remember
+from ..core.scrubber import Scrubber
 from ..core.sensitive import field_paths, input_only_fields, input_only_values
 from ..core.yamlfile import Path_
 from ..repo.repo import EnvTarget, Repo
 
 if TYPE_CHECKING:  # the HTTP client loads when a command first uses it (see client/__init__.py)
     pass
+
+
+def remember_sensitive(
+    scrubber: Scrubber, repo: Repo, secrets: Mapping[str, str] | None = None, desired: Iterable[Resource] = ()
+) -> None:
+    """Tell the run's scrubber every value it must mask, before the output that could show one:
+    the value of each variable any environment marks sensitive (not just the command's: diff and
+    rollback show another's), the environment's resolved ones (secrets, before rendering: a
+    problem message must not print one either), and each string of an INPUT_ONLY field of the
+    resources rendered (desired: one-time credentials)."""
+    scrubber.remember(repo.every_sensitive_value())
+    scrubber.remember((secrets or {}).values())
+    for d in desired:
+        scrubber.remember(input_only_values(d.kind.model_name, d.body))
 
 
 def sensitive_fields(
@@ -27,7 +42,6 @@ def sensitive_fields(
     out: dict[tuple[str, str], list[Path_]] = {}
     for d in desired:
         model = d.kind.model_name
-        remember(input_only_values(model, d.body))  # scrubbed from whatever is printed or logged
         paths = field_paths(sources.get(d.key), d.body, names, secrets.values()) if names else []
         paths += [(f,) for f in input_only_fields(model, d.body) if (f,) not in paths]
         if paths:

@@ -238,6 +238,7 @@ def seal_input(ctx: Context, salt: str) -> SealInput:
         endpoint=ctx.endpoint_url,
         promoted_from=promoted_from,
         commit=commit,
+        scrub=ctx.scrubber.scrub,
     )
 
 

@@ -32,7 +32,7 @@ from ..api.kinds import ResourceKind, by_collection
 from ..api.resource import Resource
 from ..core.diff import diff_resource
 from ..core.documents import unreadable
-from ..core.scrubber import occurrences
+from ..core.scrubber import Scrubber, occurrences
 from ..errors import Problem
 from ..repo.environments import EnvTarget
 from ..repo.files import write_files
@@ -68,6 +68,7 @@ def pull_changes(
     prune: bool = False,
     inline: bool = False,
     secrets: Mapping[str, str] | None = None,
+    scrubber: Scrubber | None = None,
 ) -> PullResult:
     """The edits that make the repo render what the app holds (pure apart from reading the repo).
 
@@ -123,7 +124,7 @@ def pull_changes(
         result.notes.append(_unreadable_note(r, unreadable(r.body)))
         new.remove(r)
     if new:
-        _new_files(repo, env, new, remote, result, secrets or {})
+        _new_files(repo, env, new, remote, result, secrets or {}, scrubber)
     return result
 
 
@@ -165,11 +166,24 @@ def _kept_secret_out(root: Path, before: dict[str, str | None], result: PullResu
 
 
 def _new_files(
-    repo: Repo, env: EnvTarget, new: list[Resource], remote: list[Resource], result: PullResult, secrets: Mapping[str, str]
+    repo: Repo,
+    env: EnvTarget,
+    new: list[Resource],
+    remote: list[Resource],
+    result: PullResult,
+    secrets: Mapping[str, str],
+    scrubber: Scrubber | None,
 ) -> None:
     known = {r.key for r in remote}
     exported = export_repo(
-        new, parent=env.parent, variables=env.vars, urls=env.urls, config_text="", known=known, sensitive=secrets
+        new,
+        parent=env.parent,
+        variables=env.vars,
+        urls=env.urls,
+        config_text="",
+        known=known,
+        sensitive=secrets,
+        scrubber=scrubber,
     )
     for rel, text in exported.files.items():
         if rel in ("cesync.yaml", ".gitignore"):
@@ -233,9 +247,15 @@ def unified_diffs(root: Path, files: Mapping[str, str | None]) -> str:
 
 
 def verify(
-    root: Path, files: Mapping[str, str | None], env: EnvTarget, remote: list[Resource], wanted: set[str] | None
+    root: Path,
+    files: Mapping[str, str | None],
+    env: EnvTarget,
+    remote: list[Resource],
+    wanted: set[str] | None,
+    scrubber: Scrubber,
 ) -> list[str]:
     """Apply the edits to a copy of the repo and plan it: what would still differ (empty: the pull is exact).
+    scrubber: the run's (the copy's values are told it, as the repo's were).
 
     Raises ConfigError when the edited repo would not validate.
     """
@@ -248,7 +268,7 @@ def verify(
         staged = Path(tmp) / "repo"
         shutil.copytree(root, staged, symlinks=True, ignore=shutil.ignore_patterns(".git", ".cesync", ".venv"))
         write_files(staged, files)
-        plan = plan_folder(staged, env.name, remote, prune=False, variables=dict(env.overrides))
+        plan = plan_folder(staged, env.name, remote, prune=False, variables=dict(env.overrides), scrubber=scrubber)
     return [
         f"{c.kind} {c.id}: {', '.join(f.path for f in c.fields) or c.action}"
         for c in plan.changes

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..api.resource import Resource
+from ..core.scrubber import Scrubber
 from ..repo.repo import EnvTarget
 from ..sync.remote import read_remote
 
@@ -27,8 +28,9 @@ class ReadAhead:
     failed render cancels it.
     """
 
-    def __init__(self, env: EnvTarget, root: Path, endpoint: str | None, owner: str = "") -> None:
+    def __init__(self, env: EnvTarget, root: Path, endpoint: str | None, owner: str = "", *, scrubber: Scrubber) -> None:
         self._env, self._root, self._endpoint, self._owner = env, root, endpoint, owner
+        self._scrubber = scrubber  # the run's: its notices are printed through it
         self._notices: list[str] = []
         self._done: concurrent.futures.Future[AppRead] = concurrent.futures.Future()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -57,7 +59,7 @@ class ReadAhead:
     async def _read(self) -> AppRead:
         from ..client import connect
 
-        client = connect(self._env, self._root, override=self._endpoint)
+        client = connect(self._env, self._root, override=self._endpoint, scrubber=self._scrubber)
         client.notify = self._notices.append
         async with client:
             return await read_app(client, self._env, self._owner)
@@ -75,7 +77,7 @@ class ReadAhead:
             self.cancel()
             raise
         for line in self._notices:
-            stderr_line(line)
+            stderr_line(line, self._scrubber)
         return read.result()
 
     def cancel(self) -> None:

@@ -47,7 +47,7 @@ async def narrow_saved(
     fresh = run_passes(given)
     present = {f"{r.kind}/{r.id}" for r in read.remote} | {f"{d.kind}/{d.id}" for d in ctx.desired}
     gone = frozenset(c.key for c in saved.changes if c.action == "delete" and c.key not in present)
-    allowed = narrow(saved, fresh, prune=prune, gone=gone)
+    allowed = narrow(saved, fresh, prune=prune, gone=gone, scrub=ctx.scrubber.scrub)
     scope = set(saved.targets) if saved.targets else None  # a --target plan stays that partial
     if selected is not None:
         scope = selected if scope is None else scope & selected
@@ -86,7 +86,7 @@ def check_saved(ctx: Context, saved: Plan) -> bytes:
             "refusing before any write; make a new plan"
         )
     key = ctx.binding_key(saved.sensitive.salt)
-    if not seal_matches(saved, key):
+    if not seal_matches(saved, key, ctx.scrubber.scrub):
         keyed = (saved.sensitive.key == KEY_ENV) != bool(plan_key())
         hint = f" ({KEY_ENV} is set for this apply, not for the plan)" if plan_key() else f" ({KEY_ENV} was set for the plan)"
         raise PlanFileError(

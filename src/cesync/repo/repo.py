@@ -27,7 +27,6 @@ from ..core import parsecache
 from ..core.checks import Finding, check_body, lint_keys, server_made, suggest
 from ..core.fieldpath import data_path, position
 from ..core.references import Ref, cycles, names_in
-from ..core.scrubber import remember
 from ..core.yamlfile import Document, Path_
 from ..errors import CesyncError, ConfigError, Problem
 from ..models import TOOL_TYPES
@@ -93,12 +92,6 @@ class Repo:
     def env(self, name: str | None) -> EnvTarget:
         """Resolve --env (or CESYNC_ENV); required when there is more than one environment."""
         return resolve_env(self.config, self.config_doc, name, self.overrides)
-
-    def scrub_sensitive_values(self) -> None:
-        """Hand the process scrubber (core/scrubber.py) the value of every variable any environment
-        marks sensitive (not just the command's: diff and rollback show another's). Every command
-        calls it before its first output, once its --var values are set."""
-        remember(self.every_sensitive_value())
 
     def every_sensitive_value(self) -> list[str]:
         """The value of each variable any environment marks sensitive, in every environment that gives one."""

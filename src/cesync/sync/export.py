@@ -28,7 +28,7 @@ from ..api.kinds import DRAFT_VERSION, KINDS, REF_ONLY, ResourceKind, by_collect
 from ..api.resource import ID_RE, Resource
 from ..core.documents import url_back
 from ..core.normalize import DOCUMENT_FIELDS, canonical
-from ..core.scrubber import MIN_SCRUB, leaks
+from ..core.scrubber import MIN_SCRUB, Scrubber
 from ..core.walk import SpecWalker, written_order
 from ..core.yamlout import to_yaml
 from ..errors import CesyncError
@@ -87,12 +87,14 @@ def export_repo(
     config_text: str,
     known: set[tuple[str, str]] | None = None,
     sensitive: Mapping[str, str] | None = None,
+    scrubber: Scrubber | None = None,
 ) -> ExportedRepo:
     """known: the resources refs may name (default: those exported); sensitive: NAME -> value
     of the sensitive variables, written back as ${NAME} wherever they occur.
 
     A file that would still hold a sensitive value (after a "$", or in text cesync cannot
-    template) is an error: nothing is written."""
+    template) is an error: nothing is written. scrubber: the run's, whose values a file may not
+    hold either (None: the sensitive ones only)."""
     secrets = {n: v for n, v in (sensitive or {}).items() if len(v) >= MIN_SCRUB}
     out = ExportedRepo()
     out.files["cesync.yaml"] = config_text
@@ -112,15 +114,17 @@ def export_repo(
                 data = {"id": r.id, **data}
             header = f"{modeline(kind.name, 0 if single else 1)}# Exported by cesync from {kind.resource_name(parent, r.id)}\n"
             out.files[f"{kind.name}.yaml" if single else f"{kind.folder}/{stem}.yaml"] = header + to_yaml(data)
-    check_no_secret({k: v for k, v in out.files.items() if k != "cesync.yaml"}, secrets)  # cesync.yaml: the repo's own
+    check_no_secret({k: v for k, v in out.files.items() if k != "cesync.yaml"}, secrets, scrubber)  # cesync.yaml: the repo's own
     return out
 
 
-def check_no_secret(files: Mapping[str, str | None], secrets: Mapping[str, str]) -> None:
-    """CesyncError naming the first file (and variable) that would hold a sensitive value in any form."""
+def check_no_secret(files: Mapping[str, str | None], secrets: Mapping[str, str], scrubber: Scrubber | None = None) -> None:
+    """CesyncError naming the first file (and variable) that would hold a sensitive value in any
+    form: one of secrets, or one the run's scrubber knows."""
+    known = scrubber or Scrubber()
     for rel, text in sorted(files.items()):
         for name, value in sorted(secrets.items()):
-            if text is not None and leaks(text, [value]):
+            if text is not None and known.leaks(text, [value]):
                 raise CesyncError(
                     f"{rel} would hold the value of the sensitive variable {name} where cesync cannot write ${{{name}}} "
                     "(after a '$', or in a file that takes no variables); nothing was written. Change that text in the "

@@ -18,9 +18,9 @@ def test_a_sealed_plan_matches_and_an_edited_one_does_not() -> None:
     g = given([tool("t", "new")], [remote_tool("t")], key=KEY, seal=SealInput(salt="00", key_source="none", endpoint="http://x"))
     plan = run_passes(g)
     assert plan.seal and plan.endpoint == "http://x" and all(c.body_hash for c in plan.changes)
-    assert seal_matches(plan, KEY)
-    assert not seal_matches(replace(plan, endpoint="http://y"), KEY)
-    assert not seal_matches(plan, b"other" * 8)
+    assert seal_matches(plan, KEY, str)
+    assert not seal_matches(replace(plan, endpoint="http://y"), KEY, str)
+    assert not seal_matches(plan, b"other" * 8, str)
 
 
 def test_an_unsealed_plan_has_no_seal() -> None:

@@ -45,6 +45,8 @@ class SealInput:
     endpoint: str = ""
     promoted_from: str = ""
     commit: str = ""
+    # how the saved file's text is scrubbed (the run's Scrubber.scrub): the seal covers that text
+    scrub: Callable[[str], str] = str
 
 
 @dataclass(frozen=True)

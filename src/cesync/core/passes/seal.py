@@ -18,4 +18,4 @@ def seal(plan: Plan, given: PlanInput) -> Plan:
     s = given.seal
     sensitive = replace(plan.sensitive, salt=s.salt, key=s.key_source, values=dict(s.values))
     made = replace(plan, endpoint=s.endpoint, sensitive=sensitive, promoted_from=s.promoted_from, commit=s.commit)
-    return bind(made, given.key)
+    return bind(made, given.key, s.scrub)
