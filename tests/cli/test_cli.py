@@ -554,3 +554,18 @@ def test_the_action_and_ci_page_say_apps_not_agent_tools() -> None:
 
     for page in (ROOT / "action.yml", ROOT / "docs" / "ci-cd.md", ROOT / "README.md"):
         assert "agent tools kept" not in page.read_text() and "CES agent tools" not in page.read_text(), page
+
+
+def test_each_run_has_a_scrubber_of_its_own() -> None:
+    """The group makes one Scrubber per run (the root context's object); out/err/save use it."""
+    from cesync.cli import main, scrubber
+    from cesync.core.scrubber import Scrubber
+
+    with main.make_context("cesync", ["validate"]) as first:
+        one = scrubber()
+        one.remember(["sk-first-run-only"])
+    with main.make_context("cesync", ["validate"]) as second:
+        other = scrubber()
+    assert isinstance(one, Scrubber) and scrubber(first) is one and scrubber(second) is other
+    assert other is not one and other.scrub("sk-first-run-only") == "sk-first-run-only"
+    assert not scrubber().known()  # outside a run: an empty one

@@ -35,6 +35,19 @@ def test_two_scrubbers_share_nothing() -> None:
     assert Scrubber().scrub(VALUE) == VALUE  # a new one starts empty
 
 
+def test_the_module_holds_no_state() -> None:
+    """Every run's values live in its own Scrubber: nothing module-wide, and no logging hook."""
+    import logging
+
+    import cesync.core.scrubber as module
+
+    held = [n for n, v in vars(module).items() if not n.startswith("__") and isinstance(v, (list, dict, set, Scrubber))]
+    assert held == []
+    factory = logging.getLogRecordFactory()
+    Scrubber([VALUE])
+    assert logging.getLogRecordFactory() is factory
+
+
 def test_short_values_are_not_remembered() -> None:
     s = Scrubber(["abc"])
     assert not s.known() and s.scrub("abc abc") == "abc abc"

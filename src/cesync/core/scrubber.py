@@ -11,13 +11,11 @@ or writes (pure: the values come in as arguments, nothing here reads an environm
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Iterable
-from typing import Any
 
 from .sensitive import MASK, MIN_SCRUB
 
-__all__ = ["CUT", "MIN_SCRUB", "Scrubber", "clip", "forget", "forms", "known", "leaks", "occurrences", "remember", "scrub"]
+__all__ = ["CUT", "MIN_SCRUB", "Scrubber", "clip", "forms", "occurrences"]
 
 CUT = "..."  # what clip() puts where it cut
 MIN_BASE64 = 8  # shorter base64 fragments would match ordinary text (ids, etags)
@@ -171,50 +169,3 @@ def occurrences(text: str, value: str) -> int:
         count += text.count(form)
         text = text.replace(form, "\0")
     return count
-
-
-# The process-wide scrubber of the callers not yet handed a Scrubber of their run.
-_process = Scrubber()
-_factory_installed = False
-
-
-def remember(values: Iterable[str]) -> None:
-    _process.remember(values)
-    _install_log_filter()
-
-
-def forget() -> None:
-    global _process
-    _process = Scrubber()
-
-
-def known() -> bool:
-    return _process.known()
-
-
-def scrub(text: str, values: Iterable[str] = ()) -> str:
-    return _process.scrub(text, values)
-
-
-def leaks(text: str, values: Iterable[str] = ()) -> bool:
-    return _process.leaks(text, values)
-
-
-def _install_log_filter() -> None:
-    """Every log record, of any logger, has its message scrubbed."""
-    global _factory_installed
-    if _factory_installed:
-        return
-    _factory_installed = True
-    previous = logging.getLogRecordFactory()
-
-    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
-        record = previous(*args, **kwargs)
-        if _process.known():
-            message = record.getMessage()
-            clean = scrub(message)
-            if clean != message:
-                record.msg, record.args = clean, None
-        return record
-
-    logging.setLogRecordFactory(factory)

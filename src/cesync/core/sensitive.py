@@ -8,7 +8,7 @@ the remote's old value is ever printed; a change of one shows as
 ``(sensitive value changed)``.
 
 A saved plan never holds a value: its keyed hashes are core/planseal.py's. Whatever cesync
-prints or logs is scrubbed of every known value as well (core/scrubber.py).
+prints or logs is scrubbed of every known value as well (the run's Scrubber, core/scrubber.py).
 """
 
 from __future__ import annotations
