@@ -221,3 +221,54 @@ def test_the_advice_fits_every_field_the_lint_covers(tmp_path: Path, kind: str) 
             assert told == f"{'.'.join(map(str, path))} {CONTEXT_ONLY}", problem
         else:
             assert told == HOME_ADVICE and "sensitive:" in told, problem
+
+
+def _includes_resolving_each(data: object, base: Path, root: Path) -> list[Path]:
+    """credentials._includes spelt with a whole resolve per include: what resolving folders once must give."""
+    if isinstance(data, dict):
+        found: list[Path] = []
+        for key, value in data.items():
+            if key in credentials.INCLUDABLE and isinstance(value, dict) and isinstance(value.get("file"), str):
+                target = (base / value["file"]).resolve()
+                found += [target] if target.is_relative_to(root) and target.is_file() else []
+            else:
+                found += _includes_resolving_each(value, base, root)
+        return found
+    return [x for item in data for x in _includes_resolving_each(item, base, root)] if isinstance(data, list) else []
+
+
+def test_included_files_are_found_as_resolving_each_finds_them(tmp_path: Path) -> None:
+    """Symlinked files and folders, in and out of the repo, '..', missing files and folders: the
+    folder resolved once per call names the same files, by the same resolved paths."""
+    outside, root = tmp_path / "outside", tmp_path / "repo"
+    for folder in (outside, root / "tools", root / "schemas", root / "deep" / "er"):
+        folder.mkdir(parents=True)
+    for path in (outside / "s.yaml", root / "schemas" / "a.yaml", root / "deep" / "er" / "b.yaml"):
+        path.write_text("openapi: 3.0.0\n")
+    (root / "schemas" / "out.yaml").symlink_to(outside / "s.yaml")
+    (root / "schemas" / "in.yaml").symlink_to(root / "deep" / "er" / "b.yaml")
+    (root / "schemas" / "dangling.yaml").symlink_to(root / "nowhere.yaml")
+    (root / "linked").symlink_to(outside)
+    (root / "inner").symlink_to(root / "deep")
+    rels = [
+        "../schemas/a.yaml",
+        "../schemas/out.yaml",
+        "../schemas/in.yaml",
+        "../schemas/dangling.yaml",
+        "../linked/s.yaml",
+        "../inner/er/b.yaml",
+        "../inner/../schemas/a.yaml",
+        "../schemas/missing.yaml",
+        "../nofolder/x.yaml",
+        "../schemas",
+        "../schemas/.",
+        "../schemas/..",
+        "..",
+        str(outside / "s.yaml"),
+        str(root / "schemas" / "a.yaml"),
+    ]
+    data = [{"openApiSchema": {"file": rel}, "x": [{"pythonCode": {"file": rel}}]} for rel in rels]
+    base = root / "tools"
+    expected = _includes_resolving_each(data, base, root)
+    assert credentials._includes(data, base, root, {}) == expected
+    assert len(expected) > 6  # most of the cases name a file inside the repo

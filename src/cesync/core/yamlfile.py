@@ -23,7 +23,7 @@ import os
 import re
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from sys import intern
 from typing import Any
@@ -64,6 +64,7 @@ __all__ = [
     "load_text",
     "over_limits",
     "read_text",
+    "resolved",
 ]
 
 MAX_FILE_BYTES = 5 * 1024 * 1024
@@ -119,6 +120,7 @@ class Document:
     file: str
     data: Any
     positions: Positions
+    text: str = field(default="", repr=False, compare=False)  # what was parsed: a lint of the text reads no file again
 
     def problem(self, path: Path_, message: str, *, key: bool = False) -> Problem:
         line, col = self.positions.at(path, key=key)
@@ -184,7 +186,7 @@ def load_text(text: str, display: str) -> Document | Problem:
     """
     data = fast_load(text)
     if data is not SLOW:
-        return Document(display, data, Positions(later=lambda: _positions(text, display)))
+        return Document(display, data, Positions(later=lambda: _positions(text, display)), text)
     return _load_rt(text, display)
 
 
@@ -217,7 +219,7 @@ def _load_rt(text: str, display: str) -> Document | Problem:
         return Problem(display, line, col, "text with an unpaired surrogate escape (e.g. \\ud800) is not valid Unicode")
     except RecursionError:
         return Problem(display, 1, 1, "document nested too deeply")
-    return Document(display, data, positions)
+    return Document(display, data, positions, text)
 
 
 @functools.partial(parsecache.cached, b"d")  # the limits checked once per text, not on every run

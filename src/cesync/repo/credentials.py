@@ -20,7 +20,7 @@ from ..api import behaviour as fb
 from ..core import parsecache
 from ..core.checks import takes_only_context_variables
 from ..core.parsecache import MISSING
-from ..core.yamlfile import Path_, read_text
+from ..core.yamlfile import Path_, read_text, resolved
 from ..errors import Problem
 from .cache import save_cache
 from .loading import CONFIG_FILE, display_path
@@ -195,10 +195,12 @@ def lint_credentials(repo: Repo) -> list[Problem]:
     """Warnings for literal credentials in cesync.yaml, every tool and toolset file and what they include."""
     problems: list[Problem] = []
     files = [repo.root / CONFIG_FILE, *(f.path for f in repo.files)]
+    folders: dict[Path, Path] = {}  # each included file's folder, resolved once for all the files that include from it
     for src in repo.files:
-        files += _includes(src.doc.data, src.path.parent, repo.root)
+        files += _includes(src.doc.data, src.path.parent, repo.root, folders)
     sources = {src.doc.file: src for src in repo.files}
-    scanned = _scan_files(repo.root, list(dict.fromkeys(files)))
+    read = {src.path: src.doc.text for src in repo.files if src.doc.text}  # as loading read them
+    scanned = _scan_files(repo.root, list(dict.fromkeys(files)), read)
     save_cache(repo.root, parsecache.current())
     for found in scanned:
         problems += [_fitting(p, sources[p.file]) if p.file in sources else p for p in found]
@@ -250,12 +252,13 @@ def _leaves(value: object, path: tuple[str | int, ...]) -> list[tuple[tuple[str 
     return [(path, str(value))] if value is not None else []
 
 
-def _scan_files(root: Path, paths: list[Path]) -> list[list[Problem]]:
+def _scan_files(root: Path, paths: list[Path], read: dict[Path, str]) -> list[list[Problem]]:
+    """Each file's warnings; read: the text of the files already read (the others are read here)."""
     out: list[list[Problem]] = []
     cache = parsecache.current()
     for path in paths:
         display = display_path(path, root)
-        text = read_text(path, display)
+        text = read.get(path) or read_text(path, display)
         if not isinstance(text, str):
             out.append([])
             continue
@@ -270,17 +273,21 @@ def _scan_files(root: Path, paths: list[Path]) -> list[list[Problem]]:
     return out
 
 
-def _includes(data: object, base: Path, root: Path) -> list[Path]:
+def _includes(data: object, base: Path, root: Path, folders: dict[Path, Path]) -> list[Path]:
+    """The files data includes that resolve inside root, resolved (folders: resolved folders, filled in)."""
     found: list[Path] = []
     if isinstance(data, dict):
         for key, value in data.items():
             if key in INCLUDABLE and isinstance(value, dict) and isinstance(value.get("file"), str):
-                target = (base / value["file"]).resolve()
+                path = base / value["file"]
+                if path.parent not in folders:
+                    folders[path.parent] = path.parent.resolve()
+                target = resolved(path, folders[path.parent])
                 if target.is_relative_to(root) and target.is_file():
                     found.append(target)
             else:
-                found += _includes(value, base, root)
+                found += _includes(value, base, root, folders)
     elif isinstance(data, list):
         for item in data:
-            found += _includes(item, base, root)
+            found += _includes(item, base, root, folders)
     return found
