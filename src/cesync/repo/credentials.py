@@ -88,8 +88,7 @@ def _needles(text: str) -> tuple[list[_Rule], Iterable[int] | None]:
             rules.append(rule)
             every_line = True
             continue
-        needle, haystack = _search(rule.needle, text, lowered)
-        found = [m.start() for m in needle.finditer(haystack)]
+        found = _found(rule.needle, text, lowered)
         if found:
             rules.append(rule)
             at.update(found)
@@ -99,22 +98,32 @@ def _needles(text: str) -> tuple[list[_Rule], Iterable[int] | None]:
     return rules, sorted({bisect_right(starts, i) for i in at})
 
 
-def _search(needle: re.Pattern[str], text: str, lowered: str) -> tuple[re.Pattern[str], str]:
-    """needle and text, or for an IGNORECASE needle and ASCII text (lowered: text.lower()) a
-    case-sensitive twin and lowered: for ASCII, IGNORECASE is lower case on both sides (same
-    length, same positions), and re's IGNORECASE search of an alternation is several times
-    slower (most of validate's lint time, on OpenAPI files)."""
-    twin = _LOWER_NEEDLES.get(needle) if lowered else None
-    return (twin, lowered) if twin is not None else (needle, text)
+def _found(needle: re.Pattern[str], text: str, lowered: str) -> list[int]:
+    """Where needle occurs in text: each match of it, or for an IGNORECASE needle of words and
+    ASCII text (lowered: text.lower()) each occurrence of each word in lowered, found by str.find.
+    For ASCII, IGNORECASE is lower case on both sides (same length, same positions); re's search of
+    an alternation tries each word at each character (most of validate's lint time, on OpenAPI
+    files). Occurrences a match would have overlapped are found too: they only name lines a
+    match of the rule needs anyway, and each match's start is among them."""
+    words = _LOWER_NEEDLES.get(needle) if lowered else None
+    if words is None:
+        return [m.start() for m in needle.finditer(text)]
+    found: list[int] = []
+    for word in words:
+        at = lowered.find(word)
+        while at >= 0:
+            found.append(at)
+            at = lowered.find(word, at + 1)
+    return found
 
 
-# Only needles of lower-case letters and '|' (no escapes or classes that lower() would change).
+# Only needles of lower-case words and '|' (no escapes or classes that lower() would change).
 _LOWER_NEEDLES = {
-    rule.needle: re.compile(rule.needle.pattern.removeprefix("(?i)"))
+    rule.needle: tuple(rule.needle.pattern.removeprefix("(?i)").split("|"))
     for rule in RULES
     if rule.needle is not None
     and rule.needle.flags & re.IGNORECASE
-    and re.fullmatch(r"[a-z|]+", rule.needle.pattern.removeprefix("(?i)"))
+    and re.fullmatch(r"[a-z]+(?:\|[a-z]+)*", rule.needle.pattern.removeprefix("(?i)"))
 }
 
 
