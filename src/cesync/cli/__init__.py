@@ -37,6 +37,7 @@ from ..core.scrubber import Scrubber  # noqa: E402
 from ..errors import ApiError, CesyncError, ConfigError, PlanFileError  # noqa: E402
 from ..escape import output  # noqa: E402
 from ..render import FORMATS  # noqa: E402
+from . import interrupts  # noqa: E402
 from .logs import verbose_option  # noqa: E402
 
 if TYPE_CHECKING:
@@ -143,8 +144,14 @@ def _leave_interrupted() -> NoReturn:
     no-op handler, not SIG_IGN, which processes started later would inherit.)"""
     import signal
 
-    with contextlib.suppress(ValueError):  # not the main thread: nothing to change
-        signal.signal(signal.SIGINT, lambda signum, frame: None)
+    while True:
+        try:
+            signal.signal(signal.SIGINT, lambda signum, frame: None)
+            break
+        except KeyboardInterrupt:  # a second Ctrl-C, pending: the switch ran it first
+            continue
+        except ValueError:  # not the main thread: nothing to change
+            break
     err("interrupted")
     sys.exit(EXIT_INTERRUPTED)
 
@@ -287,82 +294,25 @@ def main() -> None:
     """Manage Google Cloud CES apps as code (agents, tools, toolsets, guardrails, ...): validate, plan, apply."""
 
 
-def run() -> None:
-    """The ``cesync`` command (and ``python -m cesync.cli``): main, then an exit without teardown.
+def run() -> NoReturn:
+    """The ``cesync`` command (and ``python -m cesync.cli``): main, then the interpreter's own exit.
 
-    Once click has finished, every command has closed its files, clients and child
-    processes; what the interpreter's shutdown would add is freeing the repo's and the
-    plan's objects one by one (0.1-0.2 s after a 1,000-tool plan or validate, measured
-    side by side). So the process runs the atexit handlers, flushes the streams and
-    leaves with os._exit. That also keeps exit 0 or 130 from turning into death by SIGINT
-    (-2): by a Ctrl-C during the shutdown, or by a KeyboardInterrupt that passed through
-    a nested evaluation (PyRun_* called by a C extension, as pyo3's eval in pydantic-core
-    is), which sets a flag CPython checks after its shutdown whatever the exit code.
+    A Ctrl-C on the way out of the command still means 130 and one line; from then on it is
+    ignored (interrupts.ignore_interrupts), and the exit is never death by SIGINT
+    (interrupts.forget_unhandled_interrupt).
     """
-    sys.unraisablehook = _no_lost_interrupt(sys.unraisablehook)
+    sys.unraisablehook = interrupts.no_lost_interrupt(sys.unraisablehook)
+    interrupted = False
+    code: int | str | None = EXIT_OK
     try:
         main()
     except SystemExit as exc:
-        code = 0 if exc.code is None else exc.code
-        if isinstance(code, int):
-            _exit_now(code)
-        raise  # sys.exit("message"): Python prints it and exits 1
-
-
-def _exit_now(code: int) -> NoReturn:
-    import atexit
-    import signal
-
-    with contextlib.suppress(ValueError):  # not the main thread: nothing to change
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-    atexit._run_exitfuncs()  # registered clean-ups (logging, coverage, a library's) still run
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(code)
-
-
-def _no_lost_interrupt(hook: Callable[[Any], object]) -> Callable[[Any], object]:
-    """sys.unraisablehook that hands a Ctrl-C lost in a callback back to the main thread.
-
-    Python runs the SIGINT handler at whatever bytecode the main thread is at; inside a
-    weakref callback (importlib's module locks have one, run at the end of every import)
-    or a __del__, the KeyboardInterrupt cannot propagate: Python printed "Exception
-    ignored ... KeyboardInterrupt" and went on as if no Ctrl-C had come. Here it is not
-    printed and is raised again in the main thread once it has left this hook, where the
-    command handles it (exit 130, 'interrupted'). Not after a fixed delay: on a loaded
-    machine the main thread could still be in the hook (starting the thread) when it came,
-    and a KeyboardInterrupt raised inside the hook is lost too.
-    """
-
-    def unraisable(info: Any) -> object:
-        if isinstance(info.exc_value, KeyboardInterrupt):
-            import threading
-
-            main = threading.main_thread().ident
-            threading.Thread(target=_interrupt_main_outside, args=(unraisable.__code__, main), daemon=True).start()
-            return None
-        return hook(info)
-
-    return unraisable
-
-
-def _interrupt_main_outside(code: Any, main: int | None) -> None:
-    """interrupt_main once no frame of the main thread runs code (the hook), for at most 5 s."""
-    import _thread
-    import time
-
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        frame = sys._current_frames().get(main or 0)
-        if frame is None:
-            return  # the main thread has ended
-        while frame is not None and frame.f_code is not code:
-            frame = frame.f_back
-        if frame is None:
-            break
-        time.sleep(0.001)
-    _thread.interrupt_main()
+        code = exc.code
+    except KeyboardInterrupt:  # a Ctrl-C on the way out of click, after the command's own handling
+        interrupted = True
+    code = interrupts.ignore_interrupts(code, interrupted, err)
+    interrupts.forget_unhandled_interrupt()
+    sys.exit(code)  # sys.exit("message"): Python prints it and exits 1
 
 
 def atomic_write(path: Path, text: str) -> None:

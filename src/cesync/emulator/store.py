@@ -92,9 +92,9 @@ class Store:
             path.parent.mkdir(parents=True, exist_ok=True)
             legacy = _legacy_state(path)
         self._db = sqlite3.connect(str(path) if path else ":memory:", timeout=60, isolation_level=None, check_same_thread=False)
-        # Closed when the store goes, or at exit (weakref.finalize runs from atexit): the CLI
-        # leaves by os._exit, without the shutdown that closed the connection, and only a
-        # close checkpoints the WAL into the state file and removes the -wal and -shm files.
+        # Closed when the store goes, or at exit (weakref.finalize runs from atexit), whatever
+        # else still holds it: only a close checkpoints the WAL into the state file and removes
+        # the -wal and -shm files.
         self._closer = weakref.finalize(self, _close, self._db, self._lock)
         with self._lock:
             if path is not None:
