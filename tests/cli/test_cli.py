@@ -396,19 +396,21 @@ def test_lost_reply_and_retries_are_said_on_stderr(tmp_path: Path) -> None:
 @pytest.mark.parametrize("command", [["plan"], ["apply", "--auto-approve"]])
 def test_ctrl_c_while_waiting_for_the_app_read_ahead(repo: Path, command: list[str]) -> None:
     """plan and apply read the app in a thread while they render (pipeline.readahead.ReadAhead): a Ctrl-C
-    while they wait for that read (here a server that never answers) ends them at once with 130."""
+    while they wait for that read (here a server that never answers) ends them at once with 130.
+    SIGINT comes once the read is under way (the request arrived) and the command says it waits for it
+    (-v: its debug line), never after a sleep."""
     import socket
     import time
 
     with socket.create_server(("127.0.0.1", 0)) as server:
         server.settimeout(60)
         env = emulator_env(f"127.0.0.1:{server.getsockname()[1]}")
-        run = Running([*command, "--dir", str(repo), "--env", "prod"], env)
-        conn, _ = server.accept()  # the read is under way: plan has rendered, or soon will
+        run = Running([*command, "-v", "--dir", str(repo), "--env", "prod"], env)
+        conn, _ = server.accept()
         with conn:
             conn.settimeout(60)
             assert conn.recv(65536).startswith(b"GET ")
-            time.sleep(1.0)  # rendering the example takes well under a second
+            run.wait_for(run.err, lambda line: line.endswith("the repo is rendered; waiting for the app's read"))
             started = time.monotonic()
             code = run.interrupt()
     assert code == 130 and run.err[-1:] == ["interrupted"], (code, run.err)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import logging
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,6 +19,8 @@ from ..sync.remote import read_remote
 if TYPE_CHECKING:  # the HTTP client loads when a command first uses it (see client/__init__.py)
     from ..client.api import CesClient
     from ..sync.record import RecordView
+
+log = logging.getLogger(__name__)
 
 
 class ReadAhead:
@@ -70,6 +73,8 @@ class ReadAhead:
         from ..client.api import stderr_line
 
         read = asyncio.wrap_future(self._done)
+        if not read.done():
+            log.debug("the repo is rendered; waiting for the app's read")
         try:
             await asyncio.wait([read])  # not `await read`: the notices come before its error
         except asyncio.CancelledError:
