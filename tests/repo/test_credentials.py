@@ -239,8 +239,8 @@ def _includes_resolving_each(data: object, base: Path, root: Path) -> list[Path]
 
 def test_included_files_are_found_as_resolving_each_finds_them(tmp_path: Path) -> None:
     """Symlinked files and folders, in and out of the repo, '..', missing files and folders: the
-    folder resolved once per call names the same files, by the same resolved paths."""
-    outside, root = tmp_path / "outside", tmp_path / "repo"
+    walk from the resolved root names the same files, by the same resolved paths."""
+    outside, root = tmp_path / "outside", tmp_path.resolve() / "repo"
     for folder in (outside, root / "tools", root / "schemas", root / "deep" / "er"):
         folder.mkdir(parents=True)
     for path in (outside / "s.yaml", root / "schemas" / "a.yaml", root / "deep" / "er" / "b.yaml"):
@@ -270,5 +270,5 @@ def test_included_files_are_found_as_resolving_each_finds_them(tmp_path: Path) -
     data = [{"openApiSchema": {"file": rel}, "x": [{"pythonCode": {"file": rel}}]} for rel in rels]
     base = root / "tools"
     expected = _includes_resolving_each(data, base, root)
-    assert credentials._includes(data, base, root, {}) == expected
+    assert credentials._includes(data, base, root) == expected
     assert len(expected) > 6  # most of the cases name a file inside the repo

@@ -64,7 +64,6 @@ __all__ = [
     "load_text",
     "over_limits",
     "read_text",
-    "resolved",
 ]
 
 MAX_FILE_BYTES = 5 * 1024 * 1024

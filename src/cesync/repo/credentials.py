@@ -20,9 +20,10 @@ from ..api import behaviour as fb
 from ..core import parsecache
 from ..core.checks import takes_only_context_variables
 from ..core.parsecache import MISSING
-from ..core.yamlfile import Path_, read_text, resolved
+from ..core.yamlfile import Path_, read_text
 from ..errors import Problem
 from .cache import save_cache
+from .files import resolved_below
 from .loading import CONFIG_FILE, display_path
 from .repo import Repo, SourceFile
 from .templating import INCLUDABLE
@@ -204,9 +205,8 @@ def lint_credentials(repo: Repo) -> list[Problem]:
     """Warnings for literal credentials in cesync.yaml, every tool and toolset file and what they include."""
     problems: list[Problem] = []
     files = [repo.root / CONFIG_FILE, *(f.path for f in repo.files)]
-    folders: dict[Path, Path] = {}  # each included file's folder, resolved once for all the files that include from it
     for src in repo.files:
-        files += _includes(src.doc.data, src.path.parent, repo.root, folders)
+        files += _includes(src.doc.data, src.path.parent, repo.root)
     sources = {src.doc.file: src for src in repo.files}
     read = {src.path: src.doc.text for src in repo.files if src.doc.text}  # as loading read them
     scanned = _scan_files(repo.root, list(dict.fromkeys(files)), read)
@@ -282,21 +282,18 @@ def _scan_files(root: Path, paths: list[Path], read: dict[Path, str]) -> list[li
     return out
 
 
-def _includes(data: object, base: Path, root: Path, folders: dict[Path, Path]) -> list[Path]:
-    """The files data includes that resolve inside root, resolved (folders: resolved folders, filled in)."""
+def _includes(data: object, base: Path, root: Path) -> list[Path]:
+    """The files data includes that resolve inside root (resolved), resolved."""
     found: list[Path] = []
     if isinstance(data, dict):
         for key, value in data.items():
             if key in INCLUDABLE and isinstance(value, dict) and isinstance(value.get("file"), str):
-                path = base / value["file"]
-                if path.parent not in folders:
-                    folders[path.parent] = path.parent.resolve()
-                target = resolved(path, folders[path.parent])
+                target = resolved_below(base / value["file"], root)
                 if target.is_relative_to(root) and target.is_file():
                     found.append(target)
             else:
-                found += _includes(value, base, root, folders)
+                found += _includes(value, base, root)
     elif isinstance(data, list):
         for item in data:
-            found += _includes(item, base, root, folders)
+            found += _includes(item, base, root)
     return found

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ..errors import CesyncError
 
-__all__ = ["in_git_dir", "write_files", "write_tree"]
+__all__ = ["in_git_dir", "resolved_below", "write_files", "write_tree"]
 
 GIT_DIR = ".git"
 
@@ -27,6 +28,32 @@ def in_git_dir(path: Path, root: Path, *, resolved: bool = False) -> bool:
     except ValueError:
         return False
     return any(part.lower() == GIT_DIR for part in parts)
+
+
+def resolved_below(path: Path, root: Path) -> Path:
+    """path.resolve(), for a resolved root and a path written below it (an include: root/tools/../x).
+
+    resolve() looks at every folder from / down, with Python's work for each, for every include.
+    Below a resolved root only the parts after it can be links: they are walked from root, one
+    lstat each ('..' is the parent, as resolve() takes it once the part before it is no link), and
+    at the first link or part that cannot be looked at the whole path is resolved as before.
+    """
+    text, top = str(path), str(root)
+    if top == "/" or not (text.startswith(top) and text[len(top) : len(top) + 1] == "/"):
+        return path.resolve()
+    current = top
+    for part in text[len(top) + 1 :].split("/"):
+        if part == "..":
+            current = os.path.dirname(current)  # a resolved folder's parent: no link on the way
+            continue
+        current = f"{current}/{part}"
+        try:
+            link = stat.S_ISLNK(os.lstat(current).st_mode)
+        except OSError:
+            link = True  # resolve() decides what a missing or unreadable part gives
+        if link:
+            return path.resolve()
+    return Path(current)
 
 
 def write_tree(

@@ -24,7 +24,7 @@ from ..core.yamlfile import Document, Path_, read_text
 from ..errors import Problem
 from ..models.base import FieldSpec, Kind, ProtoModel, specs
 from .environments import VAR_ENV_PREFIX, EnvTarget, env_var_name
-from .files import in_git_dir
+from .files import in_git_dir, resolved_below
 from .loading import SourceFile, display_path
 
 __all__ = ["ENV_VAR", "INCLUDABLE", "VAR_NAME", "VAR_RE", "VAR_SPAN", "Expander", "env_var_urls", "is_ref", "substitute"]
@@ -278,7 +278,7 @@ class Expander:
         if not isinstance(rel, str) or not rel:
             self.problems.append(self.doc.problem(at, "file: must be a relative path"))
             return None
-        target = (self.base / rel).resolve()
+        target = resolved_below(self.base / rel, self.root)
         if Path(rel).is_absolute() or not target.is_relative_to(self.root):
             self.problems.append(self.doc.problem(at, f"file '{rel}' is outside the repo; includes must stay inside it"))
             return None
