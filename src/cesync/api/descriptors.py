@@ -45,6 +45,7 @@ __all__ = [
     "beta_only_app_fields",
     "beta_pool",
     "canonical_value",
+    "description_id",
     "facts",
     "field_facts",
     "fields_of",
@@ -127,7 +128,8 @@ def use_documents(documents: Mapping[str, dict[str, Any]]) -> None:
 def _switch(documents: Mapping[str, dict[str, Any]]) -> None:
     _newer.clear()
     _newer.update(documents)
-    for cached in (_description, pool, beta_app_class, beta_only_app_fields, facts, message_class, fields_of, _removed):
+    caches = (_description, description_id, pool, beta_app_class, beta_only_app_fields, facts, message_class, fields_of, _removed)
+    for cached in caches:
         cached.cache_clear()
     for hook in _on_change:
         hook()
@@ -253,6 +255,16 @@ def behaviors(message_name: str, field: str) -> tuple[str, ...]:
 def revision() -> str:
     """The revision of Google's discovery document the description holds (``20261016``)."""
     return str(facts().get("discovery", {}).get("revision", ""))
+
+
+@cache
+def description_id() -> bytes:
+    """Names the description in use, for what is cached by it (a render, a comparison): the
+    bundled revision, and a digest of the documents merged in, if any."""
+    import hashlib
+
+    merged = json.dumps(_newer, sort_keys=True).encode() if _newer else b""
+    return f"{revision()}:".encode() + hashlib.blake2b(merged, digest_size=16).digest()
 
 
 def field_facts(message_name: str, json_name: str) -> dict[str, Any]:

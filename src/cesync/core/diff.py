@@ -19,6 +19,8 @@ SERVER_DEFAULTED field (or the APP_LOCK) the repo does not name is not a change.
 
 from __future__ import annotations
 
+import hashlib
+import marshal
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +36,7 @@ __all__ = [
     "changed_paths",
     "diff_resource",
     "minimal_mask",
+    "pair_digest",
     "same",
 ]
 
@@ -125,3 +128,18 @@ def diff_resource(kind: ResourceKind, rid: str, desired: dict[str, Any] | None, 
     mask = minimal_mask(changed_paths(before.body, after.body, model))
     fields = [FieldChange(p, value_at(before.body, p.split(".")), value_at(after.body, p.split("."))) for p in mask]
     return ResourceDiff(before.body, after.body, fields, mask, unknown)
+
+
+def pair_digest(kind: ResourceKind, rid: str, desired: dict[str, Any], remote: dict[str, Any], salt: bytes) -> bytes | None:
+    """What a (desired, remote) pair is known by to a later run, or None (data marshal cannot write).
+
+    diff_resource is a function of its arguments and of the API description in use (salt names
+    it), so a pair it found equal once is equal again; marshal (format 2, no references) writes
+    equal data as equal bytes and unequal data as unequal bytes, so a hit is never a wrong one."""
+    try:
+        data = marshal.dumps((kind.name, rid, desired, remote), 2)
+    except ValueError:
+        return None
+    digest = hashlib.blake2b(salt, digest_size=20)
+    digest.update(data)
+    return digest.digest()

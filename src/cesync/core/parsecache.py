@@ -58,6 +58,14 @@ class ParseCache:
         with contextlib.suppress(ValueError):  # a type marshal does not write (a date YAML read): parsed again
             self.used[key] = marshal.dumps(value, MARSHAL_VERSION)
 
+    def stored(self) -> frozenset[bytes]:
+        """The keys the store held when it was handed in."""
+        return frozenset(self._old)
+
+    def keep_only(self, keys: frozenset[bytes] | set[bytes]) -> None:
+        """What this run leaves for the next: keys alone (a store used as a set)."""
+        self.used = dict.fromkeys(keys, b"")
+
     @property
     def changed(self) -> bool:
         """Whether the store on disk would differ from what this run used."""

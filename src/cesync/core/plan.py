@@ -28,6 +28,7 @@ FORMAT_VERSION = 3
 RESENT = "(sensitive, input only: sent again)"
 
 IN_MEMORY = frozenset({"read"})  # Change fields a saved plan never holds
+PLAN_IN_MEMORY = frozenset({"same"})  # Plan fields a saved plan never holds
 
 
 ACTIONS: tuple[Action, ...] = get_args(Action)
@@ -119,6 +120,9 @@ class Plan:
     seal: str = ""  # keyed hash of everything else in the saved file (see bind)
     cesync_version: str = __version__
     format_version: int = FORMAT_VERSION
+    # the (desired, remote) pairs the compare pass found equal (core.diff.pair_digest): in memory
+    # only, for the next run to skip (never saved, rendered or sealed)
+    same: frozenset[bytes] = field(default=frozenset(), compare=False, repr=False)
 
     @property
     def has_changes(self) -> bool:
@@ -137,7 +141,7 @@ class Plan:
 
     def public(self) -> dict[str, Any]:
         """The plan as plain JSON data, every sensitive field of every body masked."""
-        data = {f.name: getattr(self, f.name) for f in dataclass_fields(self)}
+        data = {f.name: getattr(self, f.name) for f in dataclass_fields(self) if f.name not in PLAN_IN_MEMORY}
         data["changes"] = [c.public() for c in self.changes]
         data["sensitive"] = asdict(self.sensitive)
         data["policy"] = [f.public() for f in self.policy]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import hashlib
 import os
 import re
 import stat
@@ -64,6 +65,7 @@ __all__ = [
     "load_text",
     "over_limits",
     "read_text",
+    "text_digest",
 ]
 
 MAX_FILE_BYTES = 5 * 1024 * 1024
@@ -120,6 +122,7 @@ class Document:
     data: Any
     positions: Positions
     text: str = field(default="", repr=False, compare=False)  # what was parsed: a lint of the text reads no file again
+    digest: bytes = b""  # of the text (what a render of it is cached by)
 
     def problem(self, path: Path_, message: str, *, key: bool = False) -> Problem:
         line, col = self.positions.at(path, key=key)
@@ -184,9 +187,18 @@ def load_text(text: str, display: str) -> Document | Problem:
     handle exactly like ruamel (and every error) takes the round-trip parse.
     """
     data = fast_load(text)
+    digest = text_digest(text)
     if data is not SLOW:
-        return Document(display, data, Positions(later=lambda: _positions(text, display)), text)
-    return _load_rt(text, display)
+        return Document(display, data, Positions(later=lambda: _positions(text, display)), text, digest)
+    doc = _load_rt(text, display)
+    if isinstance(doc, Document):
+        doc.digest = digest
+    return doc
+
+
+def text_digest(text: str) -> bytes:
+    """What a text is known by in caches: its BLAKE2b digest."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).digest()
 
 
 def _positions(text: str, display: str) -> Positions:

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from ..api.descriptors import description_id
 from ..api.kinds import APP, by_snapshot_field
 from ..api.resource import Resource
 from ..core.ownership import made_before
-from ..core.passes import PlanInput, RecordsInput, SafetyLimits, SealInput
+from ..core.passes import Compared, PlanInput, RecordsInput, SafetyLimits, SealInput
 from ..core.passes.compare import writes_of
 from ..core.passes.drift import maybe_drifted
 from ..core.plan import Plan
@@ -20,6 +21,7 @@ from ..core.planbuild import run_passes
 from ..core.planseal import new_salt, seal
 from ..core.sensitive import KEY_ENV
 from ..core.targets import resolve_targets, target_keys
+from ..repo.cache import COMPARED_FILE, load_cache, save_cache
 from ..repo.keys import plan_key
 from ..repo.loading import SourceFile
 from ..repo.repo import EnvTarget
@@ -89,7 +91,14 @@ async def make_plan(
         seal=seal_input(ctx, salt),
         labels=sorted(set(labels)),
     )
-    return run_passes(given)
+    store = load_cache(ctx.repo.root, COMPARED_FILE)
+    if store is not None:
+        given = replace(given, compared=Compared(description_id(), store.stored()))
+    plan = run_passes(given)
+    if store is not None and not ctx.promotion[1]:  # a commit's tree in a temporary folder keeps nothing
+        store.keep_only(plan.same)
+        save_cache(ctx.repo.root, store, COMPARED_FILE)
+    return plan
 
 
 @dataclass(frozen=True)

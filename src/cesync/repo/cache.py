@@ -30,11 +30,12 @@ from pathlib import Path
 from .. import __version__
 from ..core.parsecache import ParseCache
 
-__all__ = ["CACHE_FILE", "load_cache", "save_cache", "signing_key"]
+__all__ = ["CACHE_FILE", "COMPARED_FILE", "load_cache", "save_cache", "signing_key"]
 
 log = logging.getLogger(__name__)
 
 CACHE_FILE = Path(".cesync") / "cache" / "parsed.bin"
+COMPARED_FILE = Path(".cesync") / "cache" / "compared.bin"  # pairs the plan's diff found equal (core.diff.pair_digest)
 FORMAT = b"cesync-parse-cache 1 "
 MAX_BYTES = 1 << 30
 KEY_BYTES = 32
@@ -88,17 +89,18 @@ def _inside(root: Path, folder: Path) -> bool:
         return False
 
 
-def _header() -> bytes:
-    # Python's version too: ast.parse of one text can succeed on one and fail on another
-    return FORMAT + f"{__version__} python {sys.version_info[0]}.{sys.version_info[1]}".encode() + b"\n"
+def _header(name: Path) -> bytes:
+    # Python's version too: ast.parse of one text can succeed on one and fail on another. The
+    # file's name too: one cache's file is never read as another's.
+    return FORMAT + f"{name.name} {__version__} python {sys.version_info[0]}.{sys.version_info[1]}".encode() + b"\n"
 
 
-def load_cache(root: Path) -> ParseCache | None:
-    """The repo's parse cache (empty when there is none yet, or it is not to be trusted), or
-    None when caching is off or no key can be had."""
+def load_cache(root: Path, name: Path = CACHE_FILE) -> ParseCache | None:
+    """The repo's parse cache (or the one name says: COMPARED_FILE), empty when there is none yet
+    or it is not to be trusted; None when caching is off or no key can be had."""
     if os.environ.get("CESYNC_CACHE", "").lower() in ("off", "0", "no", "false"):
         return None
-    path = root / CACHE_FILE
+    path = root / name
     try:  # the repo's file, not where a symlink in it points, and never more than MAX_BYTES of it
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
@@ -112,7 +114,7 @@ def load_cache(root: Path) -> ParseCache | None:
     key = _key()
     if key is None:
         return None
-    header = _header()
+    header = _header(name)
     mac, body = raw[len(header) : len(header) + 32], memoryview(raw)[len(header) + 32 :]  # no copy of the body
     if len(raw) > MAX_BYTES or not raw.startswith(header):
         log.debug("parse cache %s: of another cesync version or too large; not used", path)
@@ -132,20 +134,20 @@ def load_cache(root: Path) -> ParseCache | None:
     return ParseCache(entries)
 
 
-def save_cache(root: Path, cache: ParseCache | None) -> None:
+def save_cache(root: Path, cache: ParseCache | None, name: Path = CACHE_FILE) -> None:
     """Write what this run used, if it differs from the file; a folder that cannot be written
     is no error (the cache is an optimisation: the next run parses again)."""
-    if cache is None or not cache.changed or (len(cache.used) < MIN_ENTRIES and not (root / CACHE_FILE).exists()):
+    if cache is None or not cache.changed or (len(cache.used) < MIN_ENTRIES and not (root / name).exists()):
         return  # a small repo parses in less time than reading a cache takes: none is started for it
     key = _key()
     if key is None:
         return
-    path = root / CACHE_FILE
+    path = root / name
     if not _inside(root, path.parent):
         log.debug("parse cache not written: %s leads outside the repo (a symlink?)", path.parent)
         return
     body = marshal.dumps(cache.used, 4)
-    header = _header()
+    header = _header(name)
     signed = hmac.new(key, header, hashlib.sha256)
     signed.update(body)
     tmp = path.with_name(f".{path.name}.{os.getpid()}")

@@ -30,6 +30,7 @@ from ..core.references import Ref, cycles, names_in
 from ..core.yamlfile import Document, Path_
 from ..errors import CesyncError, ConfigError, Problem
 from ..models import TOOL_TYPES
+from . import rendercache
 from .apidescription import settle
 from .cache import load_cache, save_cache
 from .config import Config
@@ -45,6 +46,7 @@ from .loading import (
     type_name,
     validate_model,
 )
+from .rendercache import Rendered
 from .templating import ENV_VAR, INCLUDABLE, VAR_NAME, VAR_RE, VAR_SPAN, Expander, env_var_urls, substitute
 
 # The names below moved to environments, loading, templating and resource; they stay
@@ -173,10 +175,12 @@ class Repo:
     def _render_files(self, envs: list[EnvTarget], started: Callable[[], None] | None = None) -> list[list[_FileRender]]:
         """Each file rendered for each environment (by environment, then in file order)."""
         known = self._known
+        kid = rendercache.known_id(known) if parsecache.current() is not None else b""
 
         def render(files: list[SourceFile]) -> list[list[_FileRender]]:
             memo: _Memo = {}
-            return [[_render_file(self.root, src, env, known, memo if len(envs) > 1 else None) for env in envs] for src in files]
+            memo_or_none = memo if len(envs) > 1 else None
+            return [[_render_file(self.root, src, env, known, memo_or_none, kid) for env in envs] for src in files]
 
         if started is not None:
             started()
@@ -305,9 +309,9 @@ def load_repo(root: Path, *, resources: bool = True) -> Repo:
 
 
 # One file's render, kept for the next environment of the same validate: the substituted
-# data as JSON, the app parent if refs used it, and the result (see _Rendered).
-_Rendered = tuple[dict[str, Any] | None, list[Problem], list[Problem], Any, set[Path_]]
-_Memo = dict[tuple[str, str], tuple[str, str | None, _Rendered]]
+# data as JSON, the app's name if the render used it (else None), the app it rendered for, and
+# the render (rendercache.Rendered).
+_Memo = dict[tuple[str, str], tuple[str, str | None, str, Rendered]]
 
 
 # One file's render for one environment, as plain data:
@@ -317,23 +321,28 @@ _FileRender = tuple[dict[str, Any] | None, list[Problem], list[tuple[Path_, tupl
 
 
 def _render_file(
-    root: Path, src: SourceFile, env: EnvTarget, known: set[tuple[str, str]], memo: _Memo | None = None
+    root: Path, src: SourceFile, env: EnvTarget, known: set[tuple[str, str]], memo: _Memo | None = None, known_id: bytes = b""
 ) -> _FileRender:
-    """${VAR} substitution is per environment; what follows runs again only if it changed the data."""
+    """${VAR} substitution is per environment; what follows runs again only if it changed the data.
+
+    known_id: rendercache.known_id(known), when the render may be taken from the cache."""
     doc = src.doc
     data, missing = substitute(doc.data, env, (), src.kind.model)
     key = json.dumps(data, default=str) if memo is not None else ""
     hit = memo.get(src.key) if memo is not None else None
-    if hit is not None and hit[0] == key and hit[1] in (None, env.parent):
-        rendered = hit[2]
+    if hit is not None and hit[0] == key and hit[1] in (None, env.parent) and (hit[2] == env.parent or hit[3][5] is not None):
+        rendered = hit[3]
+        if hit[2] != env.parent:  # the same render for another app: its names are looked for again
+            rendered = (*rendered[:3], list(names_in(rendered[5], env.parent)), *rendered[4:])
+            _keep(src, data, env.parent, known_id, rendered)
     else:
-        used_parent, rendered = _checked(root, src, data, env.parent, known)
+        used_parent, rendered = _cached(root, src, data, env.parent, known, known_id)
         if memo is not None:
-            memo[src.key] = (key, env.parent if used_parent else None, rendered)
-    body, problems, checked, expanded, ref_paths = rendered
+            memo[src.key] = (key, env.parent if used_parent else None, env.parent, rendered)
+    body, problems, checked, named, ref_paths, _ = rendered
     deferrable = src.kind.deferrable
     refs: list[tuple[Path_, tuple[str, str]]] = []
-    for path, target in names_in(expanded, env.parent):
+    for path, target in named:
         # A reference in a field the create may leave for a later patch closes no impossible cycle (order.py).
         if target in known and not (path and path[0] in deferrable):  # positioned at the {ref:} when it came from one
             refs.append(((*path, "ref") if path in ref_paths else path, target))
@@ -346,13 +355,38 @@ def _render_file(
     return body, checked + env_var_urls(src, body, env), refs
 
 
-def _checked(root: Path, src: SourceFile, data: Any, parent: str, known: set[tuple[str, str]]) -> tuple[bool, _Rendered]:
+def _cached(
+    root: Path, src: SourceFile, data: Any, parent: str, known: set[tuple[str, str]], known_id: bytes
+) -> tuple[bool, Rendered]:
+    """_checked, or what it gave for the same inputs on an earlier run (repo/rendercache.py)."""
+    cache = parsecache.current() if known_id else None
+    key = rendercache.render_key(cache, src, data, parent, known_id) if cache is not None else None
+    if cache is None or key is None:
+        return _checked(root, src, data, parent, known)
+    found = rendercache.find(cache, key, root, src, parent, known)
+    if found is not None:
+        return found
+    used_parent, rendered = _checked(root, src, data, parent, known)
+    rendercache.store(cache, key, src, data, used_parent, rendered)
+    return used_parent, rendered
+
+
+def _keep(src: SourceFile, data: Any, parent: str, known_id: bytes, rendered: Rendered) -> None:
+    """Cache a render made for another environment's app that holds for this one's as well."""
+    cache = parsecache.current() if known_id else None
+    key = rendercache.render_key(cache, src, data, parent, known_id) if cache is not None else None
+    if cache is not None and key is not None:
+        rendercache.store(cache, key, src, data, False, rendered)
+
+
+def _checked(root: Path, src: SourceFile, data: Any, parent: str, known: set[tuple[str, str]]) -> tuple[bool, Rendered]:
     """Includes, refs, key linting, the model and the checks: (whether refs used parent, result)."""
     doc = src.doc
     model = src.kind.model
     expander = Expander(root, src.path.parent, doc, parent, known, references=src.kind.references, message=src.kind.model_name)
     data = expander.expand(data)
     expanded = dict(data) if isinstance(data, dict) else data  # as it was before the pops below
+    named = list(names_in(expanded, parent))
     problems = list(expander.problems)
     for key in sorted(SERVER_SET & set(data)):
         problems.append(doc.problem((key,), _server_set(key, src.kind), key=True))
@@ -363,7 +397,7 @@ def _checked(root: Path, src: SourceFile, data: Any, parent: str, known: set[tup
     data, findings = lint_keys(data, model, set_aside=newer)
     problems += [_finding(f, doc, includes) for f in findings]
     filled = _fill_app_fields(data, src.kind.app_fields, parent)
-    done = (expander.used_parent or filled, expanded, expander.ref_paths)
+    used_parent = expander.used_parent or filled
     try:
         obj = model.model_validate(data)
     except ValidationError as exc:
@@ -373,13 +407,14 @@ def _checked(root: Path, src: SourceFile, data: Any, parent: str, known: set[tup
         errors = [e for e in errors if not (e["type"] in ("missing", "oneof_missing") and error_owner(e) in misspelt)]
         # A {ref:} that named nothing was reported where it stands: not again as an empty value.
         errors = [e for e in errors if clean_loc(e) not in expander.failed_refs]
-        return done[0], (None, problems + [pydantic_problem(e, doc) for e in errors], [], done[1], done[2])
+        return used_parent, (None, problems + [pydantic_problem(e, doc) for e in errors], [], named, expander.ref_paths, expanded)
     if problems:
-        return done[0], (None, problems, [], done[1], done[2])
+        return used_parent, (None, problems, [], named, expander.ref_paths, expanded)
     body = obj.model_dump(mode="json", exclude_none=True, by_alias=True)  # "schema", not pydantic's "schema_"
     for at, value in newer:
         put_back(body, at, value)
-    return done[0], (body, [], [_finding(f, doc, includes) for f in check_body(src.kind, body)], done[1], done[2])
+    checked = [_finding(f, doc, includes) for f in check_body(src.kind, body)]
+    return used_parent, (body, [], checked, named, expander.ref_paths, expanded)
 
 
 def put_back(body: dict[str, Any], path: Path_, value: Any) -> None:

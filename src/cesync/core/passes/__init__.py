@@ -22,7 +22,7 @@ from ..plan import Plan
 from ..policy import CompiledRule
 from ..yamlfile import Path_
 
-__all__ = ["Pass", "PlanInput", "RecordsInput", "SafetyLimits", "SealInput"]
+__all__ = ["Compared", "Pass", "PlanInput", "RecordsInput", "SafetyLimits", "SealInput"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,15 @@ class SafetyLimits:
     max_change_fraction: float
     min_resources: int
     max_update_fraction: float = 0.8
+
+
+@dataclass(frozen=True)
+class Compared:
+    """What earlier runs compared: the (desired, remote) pairs the diff found equal
+    (cesync.core.diff.pair_digest with this salt, which names the API description in use)."""
+
+    salt: bytes
+    same: frozenset[bytes] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -104,6 +113,7 @@ class PlanInput:
     labels: Sequence[str] = ()  # plan --label: what reviewers said of the change (policies read them)
     ignore: Mapping[tuple[str, str], Sequence[str]] = field(default_factory=dict)  # ignoreChanges (passes.ignore)
     tool_tests: Mapping[str, Sequence[str]] = field(default_factory=dict)  # test id -> "tool/id" it runs (passes.affected)
+    compared: Compared | None = None  # pairs found equal before: not diffed again (passes.compare)
 
     def wanted(self, kind_name: str, rid: str) -> bool:
         """Whether --target leaves this resource in the plan."""

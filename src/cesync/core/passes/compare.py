@@ -18,7 +18,7 @@ from typing import Any
 from ...api import behaviour as fb
 from ...api.kinds import APP, THE_APP
 from ...api.resource import Resource
-from ..diff import FieldChange, diff_resource
+from ..diff import FieldChange, diff_resource, pair_digest
 from ..documents import unreadable
 from ..order import Node, order
 from ..plan import RESENT, Change, Plan
@@ -43,10 +43,19 @@ def compare(plan: Plan, given: PlanInput) -> Plan:
     )
     changes: list[Change] = []
     unknown: dict[str, list[str]] = {}
+    memo = given.compared
+    same: set[bytes] = set()
     for res in writes:
         kind, rid, body = res.kind, res.id, res.body
         r = remote_by.get(res.key)
+        pair = pair_digest(kind, rid, body, r.body, memo.salt) if memo is not None and r is not None else None
+        if pair is not None and memo is not None and pair in memo.same and not given.resend_input_only:
+            same.add(pair)
+            log.debug("plan: %s %s: unchanged (the same pair as an earlier run's)", kind, rid)
+            continue
         d = diff_resource(kind, rid, body, r.body if r else None)
+        if pair is not None and not d.update_mask and not d.unknown:
+            same.add(pair)
         name = name_of[res.key]
         if d.unknown:
             unknown[name] = d.unknown
@@ -91,7 +100,7 @@ def compare(plan: Plan, given: PlanInput) -> Plan:
             )
         )
     deletes = [_delete(r, given) for r in given.remote if r.key not in name_of and r.kind.deletable]
-    return replace(plan, changes=(*changes, *deletes), unknown_fields=unknown)
+    return replace(plan, changes=(*changes, *deletes), unknown_fields=unknown, same=frozenset(same))
 
 
 def writes_of(given: PlanInput) -> list[Resource]:

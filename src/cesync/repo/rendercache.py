@@ -1,0 +1,138 @@
+"""A file's render kept between runs, looked up by everything it was rendered from.
+
+Rendering one file for one environment (includes, refs, key linting, the model and its checks:
+``repo._checked``) is most of a warm ``validate`` or ``plan``, and its result is a function of:
+the file's text, its data after ``${VAR}`` substitution, the app it renders for, the resources
+the repo holds (a ``{ref:}`` names one of them), the API description in use, and the text of
+each file it includes. The first five make the key. The includes are checked at every use,
+by including each again (the same rules and refusals as the render: a file outside the repo,
+inside .git or gone is never taken from here) and comparing what they hold now with what the
+render read. Only renders with no problem are kept: a problem may be an include missing now
+and there later.
+
+The entries live in the parse cache's store (core/parsecache.py), signed on disk by repo/cache.py:
+what a run used is what the next one finds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import marshal
+from collections.abc import Iterable
+from dataclasses import astuple
+from pathlib import Path
+from typing import Any
+
+from ..api.descriptors import description_id
+from ..core.parsecache import MISSING, ParseCache
+from ..core.yamlfile import Path_, text_digest
+from ..errors import Problem
+from .loading import SourceFile
+from .templating import Expander
+
+__all__ = ["Rendered", "find", "known_id", "render_key", "store"]
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, str]
+# One file's render: the body, its problems, the checks' findings on a body without problems,
+# each name of this app's resources in the expanded data (path, (kind, id)), the paths where a
+# {ref:} stood, and the expanded data itself (None when it came from here: it is not kept).
+Rendered = tuple[dict[str, Any] | None, list[Problem], list[Problem], list[tuple[Path_, Key]], set[Path_], Any]
+# An include as the render read it: (the key it stood under, its path in the data, what file: said,
+# the digest of the text it gave)
+Include = tuple[str, Path_, str, bytes]
+MARSHAL_VERSION = 2  # no references between objects: equal data, equal bytes
+
+
+def known_id(known: Iterable[Key]) -> bytes:
+    """A digest of what the repo holds (the refs' targets), once per render of the repo."""
+    return hashlib.blake2b(marshal.dumps(sorted(known), MARSHAL_VERSION), digest_size=20).digest()
+
+
+def render_key(cache: ParseCache, src: SourceFile, data: Any, parent: str, known: bytes) -> bytes | None:
+    """The key of src's render from data for parent, or None (not cachable: no digest of its text,
+    or data marshal cannot write)."""
+    if not src.doc.digest:
+        return None
+    try:
+        substituted = marshal.dumps(data, MARSHAL_VERSION)
+    except ValueError:
+        return None
+    parts = (description_id(), src.kind.name.encode(), src.id.encode(), src.doc.digest, parent.encode(), known, substituted)
+    digest = hashlib.blake2b(digest_size=20)
+    for part in parts:
+        digest.update(len(part).to_bytes(8, "little"))
+        digest.update(part)
+    return b"r" + digest.digest()
+
+
+def find(
+    cache: ParseCache, key: bytes, root: Path, src: SourceFile, parent: str, known: set[Key]
+) -> tuple[bool, Rendered] | None:
+    """(whether the render used the app's name, the render) kept under key, if every file it
+    included still gives what it gave; else None."""
+    entry = cache.get(key)
+    if entry is MISSING:
+        return None
+    try:
+        used_parent, body, checked, named, ref_paths, includes = entry
+        if not _same_includes(root, src, parent, known, includes):
+            log.debug("render cache: %s %s: an include changed", src.kind, src.id)
+            return None
+        rendered: Rendered = (
+            body,
+            [],
+            [Problem(*p) for p in checked],
+            [(tuple(path), (kind, rid)) for path, (kind, rid) in named],
+            {tuple(p) for p in ref_paths},
+            None,
+        )
+    except (TypeError, ValueError):
+        return None  # not an entry of this shape: rendered again
+    return bool(used_parent), rendered
+
+
+def store(cache: ParseCache, key: bytes, src: SourceFile, data: Any, used_parent: bool, rendered: Rendered) -> None:
+    """Keep a render without problems, with what each of its includes gave."""
+    body, problems, checked, named, ref_paths, expanded = rendered
+    if body is None or problems or expanded is None:
+        return
+    includes: list[Include] = []
+    for here in _include_paths(data, expanded):
+        given, text = _at(data, here), _at(expanded, here)
+        if not (isinstance(given, dict) and isinstance(given.get("file"), str) and isinstance(text, str)):
+            return  # an include this module cannot check again: not kept
+        includes.append((str(here[-1]), here, given["file"], text_digest(text)))
+    cache.put(key, (used_parent, body, [astuple(p) for p in checked], named, sorted(ref_paths, key=repr), includes))
+
+
+def _include_paths(data: Any, expanded: Any, path: Path_ = ()) -> list[Path_]:
+    """Where data holds {file: ...} and the expanded data holds text: an include the render made."""
+    if isinstance(data, dict):
+        if set(data) == {"file"} and isinstance(expanded, str):
+            return [path]
+        if not isinstance(expanded, dict):
+            return []
+        return [p for k, v in data.items() if k in expanded for p in _include_paths(v, expanded[k], (*path, k))]
+    if isinstance(data, list) and isinstance(expanded, list) and len(data) == len(expanded):
+        return [p for i, (v, e) in enumerate(zip(data, expanded, strict=True)) for p in _include_paths(v, e, (*path, i))]
+    return []
+
+
+def _at(data: Any, path: Path_) -> Any:
+    for step in path:
+        data = data[step]
+    return data
+
+
+def _same_includes(root: Path, src: SourceFile, parent: str, known: set[Key], includes: list[Any]) -> bool:
+    if not includes:
+        return True
+    expander = Expander(root, src.path.parent, src.doc, parent, known)
+    for key, here, rel, digest in includes:
+        text = expander.include(key, {"file": rel}, tuple(here))
+        if expander.problems or not isinstance(text, str) or text_digest(text) != digest:
+            return False
+    return True
