@@ -14,6 +14,8 @@ __all__ = ["affected"]
 
 
 def affected(plan: Plan, given: PlanInput) -> Plan:
+    if not plan.changes:
+        return plan  # nothing changed: nothing exercised to find
     present = {r.key: r for r in given.remote}
     present.update((d.key, d) for d in given.desired)
     changed = [f"{c.kind.name}/{c.id}" for c in plan.changes]

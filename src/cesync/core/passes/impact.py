@@ -15,4 +15,6 @@ __all__ = ["impact"]
 
 def impact(plan: Plan, given: PlanInput) -> Plan:
     changed = {(c.kind.name, c.id): c.action for c in plan.changes}
+    if not changed:
+        return plan  # nothing touched: no graph of the app to build
     return replace(plan, impact=impact_of(changed, given.desired, given.remote, given.parent))
