@@ -195,43 +195,46 @@ def strangers(data: Any, model: type[ProtoModel]) -> list[str]:
     that neither the models nor the description in use know, and that are no typo of one they
     know: what a newer description of the API might have. Read before the file renders, so the
     repo's own forms of a known field's value ({ref: ...}, {file: ...}, ${VAR}) are passed over."""
-    walker = _Strangers()
-    walker.walk(data, model)
-    return walker.found
+    found: list[str] = []
+    _strangers(data, model, found)
+    return found
 
 
-class _Strangers(SpecWalker):
-    def __init__(self) -> None:
-        self.found: list[str] = []
-        self.models: list[type[ProtoModel]] = []
+def _strangers(data: Any, model: type[ProtoModel], found: list[str]) -> None:
+    """strangers of one message, appended to found. The walk of SpecWalker (message fields
+    entered: a list item by item, a map entry by entry) without the copy it makes of the data:
+    every file of the repo is read so before anything else, and only the names are wanted."""
+    if not isinstance(data, dict):
+        return
+    table = specs(model)
+    for key, value in data.items():
+        spec = table.get(key)
+        if spec is None:
+            known = descriptors.fields_of(model.message_name) if model.message_name else {}
+            if key not in known and key not in ("ref", "file") and not _typo(key, list(table)):
+                found.append(f"{descriptors.short_name(model.message_name) or model.__name__}.{key}")
+        elif spec.message is not None:
+            if spec.repeated and isinstance(value, list):
+                for item in value:
+                    _strangers(item, spec.message, found)
+            elif spec.map and isinstance(value, dict):
+                for item in value.values():
+                    _strangers(item, spec.message, found)
+            else:
+                _strangers(value, spec.message, found)
+        elif spec.kind is Kind.ENUM:
+            _stranger_values(spec, value, model, found)
 
-    def walk(self, data: Any, model: type[ProtoModel], path: Path_ = ()) -> Any:
-        self.models.append(model)
-        try:
-            return super().walk(data, model, path)
-        finally:
-            self.models.pop()
 
-    def unknown(self, key: str, value: Any, model: type[ProtoModel], path: Path_) -> Any:
-        known = descriptors.fields_of(model.message_name) if model.message_name else {}
-        if key not in known and key not in ("ref", "file") and not _typo(key, list(specs(model))):
-            self.found.append(f"{descriptors.short_name(model.message_name) or model.__name__}.{key}")
-        return DROP
-
-    def not_a_message(self, data: Any, model: type[ProtoModel], path: Path_) -> Any:
-        return None
-
-    def value(self, spec: FieldSpec, value: Any, path: Path_, parent: dict[str, Any]) -> Any:
-        items = value if isinstance(value, list) else [value]
-        if spec.kind is Kind.ENUM and any(isinstance(item, str) and item not in spec.enum for item in items):
-            model = self.models[-1]
-            field = descriptors.fields_of(model.message_name).get(spec.name)
-            known = {v.name for v in field.enum_type.values} if field is not None and field.enum_type else set(spec.enum)
-            for item in items:
-                typo = isinstance(item, str) and difflib.get_close_matches(item.upper(), list(known), n=1, cutoff=0.8)
-                if isinstance(item, str) and item not in known and "${" not in item and not typo:
-                    self.found.append(f"{descriptors.short_name(model.message_name)}.{spec.name}={item}")
-        return value
+def _stranger_values(spec: FieldSpec, value: Any, model: type[ProtoModel], found: list[str]) -> None:
+    items = value if isinstance(value, list) else [value]
+    if any(isinstance(item, str) and item not in spec.enum for item in items):
+        field = descriptors.fields_of(model.message_name).get(spec.name)
+        known = {v.name for v in field.enum_type.values} if field is not None and field.enum_type else set(spec.enum)
+        for item in items:
+            typo = isinstance(item, str) and difflib.get_close_matches(item.upper(), list(known), n=1, cutoff=0.8)
+            if isinstance(item, str) and item not in known and "${" not in item and not typo:
+                found.append(f"{descriptors.short_name(model.message_name)}.{spec.name}={item}")
 
 
 def _typo(key: str, known: list[str]) -> bool:
