@@ -164,6 +164,7 @@ def _validate_one(
         denied, warned = _policy_problems(repo, names)
         problems += denied
         warnings += warned
+    repo.keep_cache()
     if not problems and not (strict and warnings):  # under --strict a warning fails: no "ok" before it
         count = len(repo.files)
         where = f" in {prefix}" if prefix is not None else ""

@@ -22,7 +22,6 @@ from ..core.checks import takes_only_context_variables
 from ..core.parsecache import MISSING
 from ..core.yamlfile import Path_, read_text
 from ..errors import Problem
-from .cache import save_cache
 from .files import resolved_below
 from .loading import CONFIG_FILE, display_path
 from .repo import Repo, SourceFile
@@ -210,7 +209,6 @@ def lint_credentials(repo: Repo) -> list[Problem]:
     sources = {src.doc.file: src for src in repo.files}
     read = {src.path: src.doc.text for src in repo.files if src.doc.text}  # as loading read them
     scanned = _scan_files(repo.root, list(dict.fromkeys(files)), read)
-    save_cache(repo.root, parsecache.current())
     for found in scanned:
         problems += [_fitting(p, sources[p.file]) if p.file in sources else p for p in found]
     problems += input_only_literals(repo)

@@ -118,9 +118,15 @@ class Repo:
         """
         if memo is None:  # a whole render
             renders = self._render_files([env], started)[0]
+            self.keep_cache()
             parsecache.install(None)  # written: its bytes are freed before the plan holds the app as well
             return self._collect(env, renders)
         return self._collect(env, [_render_file(self.root, src, env, self._known, memo) for src in self.files])
+
+    def keep_cache(self) -> None:
+        """Write what this run parsed and rendered for the next (repo/cache.py), once the command has
+        asked for all it reads: the next run keeps only what this one used."""
+        save_cache(self.root, parsecache.current())
 
     def ignore_rules(self, env: EnvTarget) -> dict[tuple[str, str], tuple[str, ...]]:
         """Per resource, the field paths left to the console (core.ignore): its kind's in defaults and
@@ -185,7 +191,6 @@ class Repo:
         if started is not None:
             started()
         per_file = render(self.files)
-        save_cache(self.root, parsecache.current())
         return [[renders[i] for renders in per_file] for i in range(len(envs))]
 
     def _collect(self, env: EnvTarget, renders: list[_FileRender]) -> list[Resource]:
