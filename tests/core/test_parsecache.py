@@ -75,3 +75,24 @@ def test_parsers_do_not_share_entries() -> None:
     parsecache.install(ParseCache())
     assert cached(b"a", lambda t: "from a")("same") == "from a"
     assert cached(b"b", lambda t: "from b")("same") == "from b"
+
+
+def test_a_run_keeps_what_it_used_and_what_parsers_it_never_asked_kept() -> None:
+    """plan asks no credential scan: the scans validate kept survive a plan between two validates;
+    what a parser it asked did not use this run is dropped (the store never grows past the repo)."""
+    old = ParseCache()
+    for parser, text in ((b"y", "used"), (b"y", "gone"), (b"c", "scan")):
+        old.put(old.key(parser, text), text)
+    run = ParseCache(old.used)
+    assert run.get(run.key(b"y", "used")) == "used"
+    kept = run.kept()
+    assert set(kept) == {run.key(b"y", "used"), run.key(b"c", "scan")}
+    assert run.changed
+
+
+def test_a_store_used_as_a_set_keeps_exactly_its_keys() -> None:
+    run = ParseCache({b"x" * 21: b"", b"y" * 21: b""})
+    run.keep_only({b"y" * 21})
+    assert set(run.kept()) == {b"y" * 21} and run.changed
+    run.keep_only({b"x" * 21, b"y" * 21})
+    assert not run.changed

@@ -34,6 +34,10 @@ class ParseCache:
         self._old = entries or {}
         self.used: dict[bytes, bytes] = {}  # what this run read or made: what the next run keeps
         self.hits = 0
+        # the parsers this run asked (the key's first byte): the entries of another command's
+        # parsers (validate's credential scan, which plan never asks for) are kept as they were
+        self._asked: set[int] = set()
+        self._only = False
 
     @staticmethod
     def key(parser: bytes, text: str) -> bytes:
@@ -42,6 +46,7 @@ class ParseCache:
 
     def get(self, key: bytes) -> Any:
         """A fresh copy of what key's parse gave, or MISSING."""
+        self._asked.add(key[0])
         raw = self.used.get(key) or self._old.get(key)
         if raw is None:
             return MISSING
@@ -65,11 +70,19 @@ class ParseCache:
     def keep_only(self, keys: frozenset[bytes] | set[bytes]) -> None:
         """What this run leaves for the next: keys alone (a store used as a set)."""
         self.used = dict.fromkeys(keys, b"")
+        self._only = True
+
+    def kept(self) -> dict[bytes, bytes]:
+        """What the next run finds: what this run used, and the entries of the parsers it never asked."""
+        if self._only:
+            return self.used
+        others = {k: v for k, v in self._old.items() if k[0] not in self._asked and k not in self.used}
+        return {**self.used, **others} if others else self.used
 
     @property
     def changed(self) -> bool:
-        """Whether the store on disk would differ from what this run used."""
-        return self.used.keys() != self._old.keys()
+        """Whether the store on disk would differ from what the next run is to find."""
+        return self.kept().keys() != self._old.keys()
 
 
 _current: ParseCache | None = None

@@ -137,7 +137,7 @@ def load_cache(root: Path, name: Path = CACHE_FILE) -> ParseCache | None:
 def save_cache(root: Path, cache: ParseCache | None, name: Path = CACHE_FILE) -> None:
     """Write what this run used, if it differs from the file; a folder that cannot be written
     is no error (the cache is an optimisation: the next run parses again)."""
-    if cache is None or not cache.changed or (len(cache.used) < MIN_ENTRIES and not (root / name).exists()):
+    if cache is None or not cache.changed or (len(cache.kept()) < MIN_ENTRIES and not (root / name).exists()):
         return  # a small repo parses in less time than reading a cache takes: none is started for it
     key = _key()
     if key is None:
@@ -146,7 +146,8 @@ def save_cache(root: Path, cache: ParseCache | None, name: Path = CACHE_FILE) ->
     if not _inside(root, path.parent):
         log.debug("parse cache not written: %s leads outside the repo (a symlink?)", path.parent)
         return
-    body = marshal.dumps(cache.used, 4)
+    entries = cache.kept()
+    body = marshal.dumps(entries, 4)
     header = _header(name)
     signed = hmac.new(key, header, hashlib.sha256)
     signed.update(body)
@@ -166,4 +167,4 @@ def save_cache(root: Path, cache: ParseCache | None, name: Path = CACHE_FILE) ->
         with contextlib.suppress(OSError):
             tmp.unlink()
     else:
-        log.debug("parse cache %s: %d entries written", path, len(cache.used))
+        log.debug("parse cache %s: %d entries written", path, len(entries))
