@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..api import descriptors
+from ..core import parsecache
 from ..core.checks import strangers
 from ..core.yamlfile import Document
 from ..errors import CesyncError, Problem
@@ -104,7 +105,22 @@ def settle(
 
 
 def _wanted(files: list[SourceFile]) -> list[str]:
-    return [found for f in files if isinstance(f.doc.data, dict) for found in strangers(f.doc.data, f.kind.model)]
+    return [found for f in files if isinstance(f.doc.data, dict) for found in _strangers_of(f)]
+
+
+def _strangers_of(f: SourceFile) -> list[str]:
+    """strangers of a file, kept in the parse cache by its text and the description in use (a
+    function of both alone)."""
+    cache = parsecache.current()
+    if cache is None or not f.doc.digest:
+        return strangers(f.doc.data, f.kind.model)
+    key = b"s" + hashlib.blake2b(b"\0".join((descriptors.description_id(), f.kind.name.encode(), f.doc.digest))).digest()[:20]
+    kept = cache.get(key)
+    if isinstance(kept, list) and all(isinstance(x, str) for x in kept):
+        return [str(x) for x in kept]
+    found = strangers(f.doc.data, f.kind.model)
+    cache.put(key, found)
+    return found
 
 
 def _named(root: Path, config: Config, config_doc: Document, problems: list[Problem]) -> dict[str, dict[str, Any]]:
