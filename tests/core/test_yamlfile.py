@@ -405,3 +405,10 @@ def test_load_data_reads_once_what_two_parses_read(parts: list[str], limit: int,
             except Unreadable as exc:
                 outcomes.append(("unreadable", str(exc)))
     assert outcomes[0] == outcomes[1]
+
+
+@pytest.mark.parametrize("text", ['"\\ud800": 1\n', 'a: "\\udc00x"\n', '- "\\ud800"\n', 'k: ["\\ud83d"]\n', '"x\\ud800y": {}\n'])
+def test_an_unpaired_surrogate_in_a_key_or_value_takes_ruamels_path(text: str) -> None:
+    """Only ASCII skips the check: a key or value holding an unpaired surrogate is ruamel's to report."""
+    assert fast_load(text) is SLOW
+    assert fast_load(text.replace("\\ud800", "\\u00e9").replace("\\udc00", "\\u00e9").replace("\\ud83d", "\\u00e9")) is not SLOW

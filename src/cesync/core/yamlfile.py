@@ -423,7 +423,7 @@ def _data(root: Any) -> tuple[Any, int]:
             return _plain_scalar(value)
         if tag != _STR or not (value or node.style):
             raise _Slow  # an explicit tag; or an empty plain one ('a: !' is null to ruamel, '' to libyaml)
-        value.encode("utf-8")  # an unpaired surrogate: ruamel reports it
+        value.isascii() or value.encode("utf-8")  # an unpaired surrogate: ruamel reports it
         return value
 
     def walk(node: Any, depth: int = 1) -> Any:
@@ -440,13 +440,14 @@ def _data(root: Any) -> tuple[Any, int]:
             out: dict[str, Any] = {}
             keys += len(node.value)
             for key_node, value_node in node.value:
-                if key_node.__class__ is not ScalarNode or key_node.tag not in (_PLAIN, _STR):
+                tag = key_node.tag
+                if key_node.__class__ is not ScalarNode or (tag != _PLAIN and tag != _STR):
                     raise _Slow
                 key = key_node.value
                 count += len(key) // TEXT_PER_NODE
-                if key in out or (key_node.tag == _PLAIN and not isinstance(_plain_scalar(key), str)):
+                if key in out or (tag == _PLAIN and _plain_scalar(key).__class__ is not str):
                     raise _Slow  # duplicate keys are ruamel's error; non-string keys its spelling
-                key.encode("utf-8")
+                key.isascii() or key.encode("utf-8")  # ASCII holds no surrogate: no copy of each key to check
                 # Keys repeat across documents ('type', 'description'): one string each, not
                 # one per occurrence (a third of a 10,000-tool plan's parsed data).
                 out[intern(key)] = scalar(value_node) if value_node.__class__ is ScalarNode else walk(value_node, depth + 1)
