@@ -22,6 +22,7 @@ from ruamel.yaml import YAML
 from cesync.api.kinds import KINDS
 from cesync.api.resource import Resource
 from cesync.core.planbuild import build_plan
+from cesync.core.scrubber import Scrubber
 from cesync.errors import CesyncError
 from cesync.forge.comments import CommentTarget, upsert_comment
 from cesync.render import render_markdown
@@ -175,8 +176,8 @@ def test_gitlab_notes_are_sticky_too(tmp_path: Path, forge: Forge) -> None:
     target = CommentTarget("gitlab", f"{forge.url}/api/v4", "1234", 5, TOKEN)
     forge.thread("gl:1234!5").extend({"id": i, "body": "a note"} for i in range(1, 4))
     marker = "<!-- cesync-plan:dev:projects/p/locations/us/apps/a -->"
-    assert upsert_comment(target, marker, marker + "\nfirst") == "created"
-    assert upsert_comment(target, marker, marker + "\nsecond") == "updated"
+    assert upsert_comment(target, marker, marker + "\nfirst", scrubber=Scrubber()) == "created"
+    assert upsert_comment(target, marker, marker + "\nsecond", scrubber=Scrubber()) == "updated"
     notes = [n for n in forge.thread("gl:1234!5") if marker in n["body"]]
     assert [n["body"].splitlines()[1] for n in notes] == ["second"]
 
@@ -208,8 +209,8 @@ def test_a_planted_marker_is_never_edited(
     else:
         target, key = CommentTarget("gitlab", f"{forge.url}/api/v4", "1234", 5, TOKEN), "gl:1234!5"
     forge.thread(key).append({"id": 1, "body": f"{MARKER}\nplanted text", **planted})
-    assert upsert_comment(target, MARKER, MARKER + "\nfirst") == "created"
-    assert upsert_comment(target, MARKER, MARKER + "\nsecond") == "updated"
+    assert upsert_comment(target, MARKER, MARKER + "\nfirst", scrubber=Scrubber()) == "created"
+    assert upsert_comment(target, MARKER, MARKER + "\nsecond", scrubber=Scrubber()) == "updated"
     assert [c["body"].splitlines()[1] for c in forge.thread(key)] == ["planted text", "second"]
 
 
@@ -218,8 +219,8 @@ def test_another_marker_quoted_in_our_comment_does_not_make_it_that_comment(forg
     our comment's body, and must not make the other app's run edit it."""
     target = CommentTarget("github", forge.url, "acme/tools", 5, TOKEN)
     other = "<!-- cesync-plan:dev:projects/p/locations/us/apps/other -->"
-    assert upsert_comment(target, MARKER, f"{MARKER}\n```diff\n+ instruction: {other}\n```") == "created"
-    assert upsert_comment(target, other, f"{other}\nthe other app's plan") == "created"
+    assert upsert_comment(target, MARKER, f"{MARKER}\n```diff\n+ instruction: {other}\n```", scrubber=Scrubber()) == "created"
+    assert upsert_comment(target, other, f"{other}\nthe other app's plan", scrubber=Scrubber()) == "created"
     assert [c["body"].splitlines()[0] for c in forge.thread("gh:acme/tools#5")] == [MARKER, other]
 
 
@@ -250,7 +251,7 @@ def test_a_page_link_to_another_host_gets_no_token() -> None:
 
     target = CommentTarget("github", "https://api.github.com", "acme/tools", 5, TOKEN)
     with pytest.raises(CesyncError, match=r"refusing to follow a comment page link to https://evil\.example"):
-        upsert_comment(target, MARKER, "body", transport=httpx.MockTransport(handler))
+        upsert_comment(target, MARKER, "body", transport=httpx.MockTransport(handler), scrubber=Scrubber())
     assert seen and not any("evil.example" in url for url in seen)
 
 
@@ -282,7 +283,7 @@ def test_comment_errors_are_clear(tmp_path: Path, forge: Forge, env: dict[str, s
 
 def test_upsert_reports_unreachable_api() -> None:
     with pytest.raises(CesyncError, match=r"cannot reach http://127\.0\.0\.1:9"):
-        upsert_comment(CommentTarget("github", "http://127.0.0.1:9", "a/b", 1, "t"), "m", "body")
+        upsert_comment(CommentTarget("github", "http://127.0.0.1:9", "a/b", 1, "t"), "m", "body", scrubber=Scrubber())
 
 
 def test_matrix_lists_every_app_and_environment(tmp_path: Path) -> None:

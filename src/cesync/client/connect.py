@@ -124,7 +124,7 @@ def connect(
 
         state = embedded_state(root, env.name)
         # as in CES, the app exists once created: apply creates it (CreateApp), nothing invents it
-        transport = EmbeddedTransport(state=state, auto_create_apps=False)
+        transport = EmbeddedTransport(state=state, auto_create_apps=False, close_with_client=True)
         quota = quota_for(env, google=False)
         return CesClient(
             "http://embedded", transport=transport, retry=retry, max_connections=max_connections, quota=quota, notify=notify
