@@ -51,6 +51,7 @@ SLOW_DIRS = {
     "tests/docs/": "the docs' pages and examples, run",
     "tests/tooltests/test_run.py": "tool tests run against the emulator and in the sandbox",
     "tests/repo/test_cache.py": "generated repos planned warm, cold and without the cache",
+    "tests/repo/test_rendercache.py": "an applied app planned warm and without the cache, edited on both sides",
     "tests/repo/test_apidescription.py": "newer descriptions validated, applied and planned",
     "tests/core/test_channels.py": "each command that prints a sensitive value's neighbours, run",
 }

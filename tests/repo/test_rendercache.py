@@ -19,8 +19,6 @@ from cesync.repo.cache import CACHE_FILE, COMPARED_FILE
 from tests.helpers import cesync
 from tests.repo.test_cache import KEY, OFF, apply_edit, edit, generate, runs, same, uncached
 
-pytestmark = pytest.mark.slow
-
 APP = "projects/bench/locations/us/apps/bench-dev"
 NO_SHRINK = [Phase.explicit, Phase.reuse, Phase.generate]  # a whole plan per example: shrinking would take minutes
 
