@@ -36,6 +36,18 @@ SLOW_FILES = {
     "tests/emulator/test_scrapi.py": "Google's cxas-scrapi against the emulator",
 }
 SLOW_FIXTURES = {"tour"}  # the tour's 20 s run
+# Single tests of a pure module whose generated cases cost seconds each: the full suite runs them;
+# the fast loop keeps the module's other tests.
+SLOW_TESTS = {
+    "tests/core/test_plan_binding.py::test_every_kind_of_edit_is_refused_before_any_connection": "40 saved plans checked",
+    "tests/core/test_yamlfile.py::test_an_alias_bomb_is_refused_before_it_expands": "30 bombs parsed to the limit",
+    "tests/core/test_diff.py::test_the_mask_of_generated_tools_is_complete_and_minimal": "generated tools diffed",
+    "tests/core/test_diff.py::test_the_mask_of_every_other_kind_is_complete_and_minimal": "generated bodies diffed",
+    "tests/core/test_order.py::test_order_is_a_valid_apply_or_a_true_refusal": "generated apps applied in order",
+    "tests/api/test_discoverydoc.py::test_a_document_with_many_additions_merges_in_linear_time": "large documents timed",
+    "tests/repo/test_fmt_kinds.py::test_fmt_orders_every_kind_as_files_write_it_and_keeps_style_and_comments": "every kind",
+    "tests/core/test_yamlout.py::test_written_yaml_reads_back_exactly": "generated documents written and read",
+}
 # Whole folders whose subject is I/O or a server: the pipelines and commands against the emulator,
 # the emulator itself, the HTTP client and forges against loopback servers, the sync of an app,
 # Google's clients and Terraform's samples, the docs' examples; and a few files that do the same.
@@ -66,7 +78,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         where = Path(str(item.path)).resolve().relative_to(ROOT).as_posix()
         slow_dir = any(where.startswith(d) for d in SLOW_DIRS)
-        if where in SLOW_FILES or slow_dir or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+        test = f"{where}::{getattr(item, 'originalname', item.name)}"
+        if where in SLOW_FILES or slow_dir or test in SLOW_TESTS or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
 
 
