@@ -109,3 +109,26 @@ def test_an_include_that_left_the_repo_is_refused_as_without_a_cache(tmp_path: P
     cached, fresh = (cesync("validate", "--dir", str(root), "--env", "dev", env=e) for e in (KEY, OFF))
     assert cached.returncode == fresh.returncode == 1, cached.stdout + cached.stderr
     assert (cached.stdout, cached.stderr) == (fresh.stdout, fresh.stderr)
+
+
+def test_a_sensitive_value_never_reaches_the_cache_files(tmp_path: Path, server: object) -> None:
+    """The render of a file that takes a sensitive variable, and a pair of bodies that hold its
+    value, are not kept (neither whole nor as a digest one could try guesses against); the
+    plan is the same as without the cache."""
+    root = generate(tmp_path / "repo", 20, agents=True)
+    config = root / "cesync.yaml"
+    config.write_text(config.read_text().replace("defaults:\n", "defaults:\n  sensitive: [GREETING_TOKEN]\n", 1))
+    agent = next((root / "agents").glob("*.yaml"))
+    agent.write_text(agent.read_text().replace("description: ", "description: ${GREETING_TOKEN} ", 1))
+    secret = "Sx7Qm2Lp9Vw4Zk8R"
+    url = server.url  # type: ignore[attr-defined]
+    common = ("--dir", str(root), "--env", "dev", "--var", f"GREETING_TOKEN={secret}")
+    applied = cesync("apply", *common, "--endpoint", url, "--auto-approve", env=OFF)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    said = [cesync(*args, *common, env=e) for e in (KEY, KEY, OFF) for args in (("validate",), ("plan", "--endpoint", url))]
+    assert {(r.returncode, r.stdout, r.stderr) for r in said[0::2]} == {(said[0].returncode, said[0].stdout, said[0].stderr)}
+    assert all(r.returncode == 0 for r in said), [r.stdout + r.stderr for r in said]
+    assert (root / CACHE_FILE).is_file() and (root / COMPARED_FILE).is_file()
+    for kept in (root / ".cesync").rglob("*"):
+        if kept.is_file():
+            assert secret.encode() not in kept.read_bytes(), kept

@@ -20,7 +20,7 @@ import hashlib
 import logging
 import marshal
 from collections.abc import Iterable
-from dataclasses import astuple
+from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from ..errors import Problem
 from .loading import SourceFile
 from .templating import Expander
 
-__all__ = ["Rendered", "find", "known_id", "render_key", "store"]
+__all__ = ["Rendered", "Scope", "find", "known_id", "render_key", "scope", "store"]
 
 log = logging.getLogger(__name__)
 
@@ -46,21 +46,39 @@ Include = tuple[str, Path_, str, bytes]
 MARSHAL_VERSION = 2  # no references between objects: equal data, equal bytes
 
 
+@dataclass(frozen=True)
+class Scope:
+    """What renders of one environment are cached under: the repo's resources (known_id), and the
+    environment's sensitive values, which never reach a cache file: a render whose data holds one
+    is not kept, and not looked up (its key would be a digest of the value, which a reader of
+    the file could try guesses against)."""
+
+    known_id: bytes
+    secrets: tuple[bytes, ...] = ()
+
+
+def scope(known: Iterable[Key], secrets: Iterable[str]) -> Scope:
+    return Scope(known_id(known), tuple(v.encode("utf-8", "surrogatepass") for v in secrets if v))
+
+
 def known_id(known: Iterable[Key]) -> bytes:
     """A digest of what the repo holds (the refs' targets), once per render of the repo."""
     return hashlib.blake2b(marshal.dumps(sorted(known), MARSHAL_VERSION), digest_size=20).digest()
 
 
-def render_key(cache: ParseCache, src: SourceFile, data: Any, parent: str, known: bytes) -> bytes | None:
+def render_key(cache: ParseCache, src: SourceFile, data: Any, parent: str, within: Scope) -> bytes | None:
     """The key of src's render from data for parent, or None (not cachable: no digest of its text,
-    or data marshal cannot write)."""
+    data marshal cannot write, or data that holds a sensitive value)."""
     if not src.doc.digest:
         return None
     try:
         substituted = marshal.dumps(data, MARSHAL_VERSION)
     except ValueError:
         return None
-    parts = (description_id(), src.kind.name.encode(), src.id.encode(), src.doc.digest, parent.encode(), known, substituted)
+    if any(secret in substituted for secret in within.secrets):  # marshal writes a text as its UTF-8
+        return None
+    parts = [description_id(), src.kind.name.encode(), src.id.encode(), src.doc.digest, parent.encode(), within.known_id]
+    parts.append(substituted)
     digest = hashlib.blake2b(digest_size=20)
     for part in parts:
         digest.update(len(part).to_bytes(8, "little"))

@@ -181,12 +181,13 @@ class Repo:
     def _render_files(self, envs: list[EnvTarget], started: Callable[[], None] | None = None) -> list[list[_FileRender]]:
         """Each file rendered for each environment (by environment, then in file order)."""
         known = self._known
-        kid = rendercache.known_id(known) if parsecache.current() is not None else b""
+        cached = parsecache.current() is not None
+        scopes = {e.name: rendercache.scope(known, self.sensitive_values(e).values()) if cached else None for e in envs}
 
         def render(files: list[SourceFile]) -> list[list[_FileRender]]:
             memo: _Memo = {}
             memo_or_none = memo if len(envs) > 1 else None
-            return [[_render_file(self.root, src, env, known, memo_or_none, kid) for env in envs] for src in files]
+            return [[_render_file(self.root, src, env, known, memo_or_none, scopes[env.name]) for env in envs] for src in files]
 
         if started is not None:
             started()
@@ -326,11 +327,16 @@ _FileRender = tuple[dict[str, Any] | None, list[Problem], list[tuple[Path_, tupl
 
 
 def _render_file(
-    root: Path, src: SourceFile, env: EnvTarget, known: set[tuple[str, str]], memo: _Memo | None = None, known_id: bytes = b""
+    root: Path,
+    src: SourceFile,
+    env: EnvTarget,
+    known: set[tuple[str, str]],
+    memo: _Memo | None = None,
+    scope: rendercache.Scope | None = None,
 ) -> _FileRender:
     """${VAR} substitution is per environment; what follows runs again only if it changed the data.
 
-    known_id: rendercache.known_id(known), when the render may be taken from the cache."""
+    scope: what the render is cached under (rendercache.scope), when it may be taken from the cache."""
     doc = src.doc
     data, missing = substitute(doc.data, env, (), src.kind.model)
     key = json.dumps(data, default=str) if memo is not None else ""
@@ -339,9 +345,9 @@ def _render_file(
         rendered = hit[3]
         if hit[2] != env.parent:  # the same render for another app: its names are looked for again
             rendered = (*rendered[:3], list(names_in(rendered[5], env.parent)), *rendered[4:])
-            _keep(src, data, env.parent, known_id, rendered)
+            _keep(src, data, env.parent, scope, rendered)
     else:
-        used_parent, rendered = _cached(root, src, data, env.parent, known, known_id)
+        used_parent, rendered = _cached(root, src, data, env.parent, known, scope)
         if memo is not None:
             memo[src.key] = (key, env.parent if used_parent else None, env.parent, rendered)
     body, problems, checked, named, ref_paths, _ = rendered
@@ -361,11 +367,11 @@ def _render_file(
 
 
 def _cached(
-    root: Path, src: SourceFile, data: Any, parent: str, known: set[tuple[str, str]], known_id: bytes
+    root: Path, src: SourceFile, data: Any, parent: str, known: set[tuple[str, str]], scope: rendercache.Scope | None
 ) -> tuple[bool, Rendered]:
     """_checked, or what it gave for the same inputs on an earlier run (repo/rendercache.py)."""
-    cache = parsecache.current() if known_id else None
-    key = rendercache.render_key(cache, src, data, parent, known_id) if cache is not None else None
+    cache = parsecache.current() if scope is not None else None
+    key = rendercache.render_key(cache, src, data, parent, scope) if cache is not None and scope is not None else None
     if cache is None or key is None:
         return _checked(root, src, data, parent, known)
     found = rendercache.find(cache, key, root, src, parent, known)
@@ -376,10 +382,10 @@ def _cached(
     return used_parent, rendered
 
 
-def _keep(src: SourceFile, data: Any, parent: str, known_id: bytes, rendered: Rendered) -> None:
+def _keep(src: SourceFile, data: Any, parent: str, scope: rendercache.Scope | None, rendered: Rendered) -> None:
     """Cache a render made for another environment's app that holds for this one's as well."""
-    cache = parsecache.current() if known_id else None
-    key = rendercache.render_key(cache, src, data, parent, known_id) if cache is not None else None
+    cache = parsecache.current() if scope is not None else None
+    key = rendercache.render_key(cache, src, data, parent, scope) if cache is not None and scope is not None else None
     if cache is not None and key is not None:
         rendercache.store(cache, key, src, data, False, rendered)
 

@@ -51,3 +51,31 @@ def test_resend_input_only_makes_an_update_of_an_unchanged_resource() -> None:
     loud = given(desired, remote, resend_input_only=True)
     [c] = compare(empty(loud), loud).changes
     assert c.action == "update" and "whatsappCredentials" in c.update_mask and "--resend-input-only" in c.note
+
+
+def test_a_pair_found_equal_is_known_to_the_next_run_and_not_diffed_again() -> None:
+    from dataclasses import replace
+
+    from cesync.core.passes import Compared
+
+    g = given([tool("a"), tool("b", "new")], [remote_tool("a"), remote_tool("b")], compared=Compared(b"salt"))
+    first = compare(empty(g), g)
+    assert len(first.same) == 1 and [c.id for c in first.changes] == ["b"]
+    # the next run, told of that pair, finds it again; under another description it is another pair
+    again = replace(g, compared=Compared(b"salt", first.same))
+    assert compare(empty(again), again).same == first.same
+    other_salt = replace(g, compared=Compared(b"another description", first.same))
+    assert compare(empty(other_salt), other_salt).same != first.same
+
+
+def test_a_body_holding_a_sensitive_value_is_never_known_by_a_digest() -> None:
+    from cesync.core.passes import Compared
+
+    g = given(
+        [tool("a", "s3cret-value"), tool("b")],
+        [remote_tool("a", "s3cret-value"), remote_tool("b")],
+        compared=Compared(b"salt"),
+        sensitive={("tool", "a"): [("clientFunction", "name")]},
+    )
+    plan = compare(empty(g), g)
+    assert not plan.changes and len(plan.same) == 1  # b's pair only
