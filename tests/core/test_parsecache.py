@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import marshal
 from collections.abc import Iterator
 from typing import Any
 
@@ -96,3 +97,24 @@ def test_a_store_used_as_a_set_keeps_exactly_its_keys() -> None:
     assert set(run.kept()) == {b"y" * 21} and run.changed
     run.keep_only({b"x" * 21, b"y" * 21})
     assert not run.changed
+
+
+def test_nothing_holding_a_withheld_value_is_kept_or_looked_up() -> None:
+    """What holds a sensitive value (a document a ${NAME} was substituted into, parsed) is not
+    kept, nor what the store held of it (a variable marked sensitive since); a text holding
+    one is not looked up: its key, a digest of the text, would let a reader check guesses."""
+    secret = "tok-\u00e9-0123"
+    old = ParseCache.key(b"d", "old")
+    other = ParseCache.key(b"c", "unasked")
+    cache = ParseCache({old: marshal.dumps({"url": f"https://x/{secret}"}), other: marshal.dumps([secret])})
+    cache.put(ParseCache.key(b"y", "before"), [secret])
+    cache.withhold([secret, ""])
+    assert cache.get(old) is parsecache.MISSING
+    cache.put(ParseCache.key(b"y", "after"), {"k": f"a {secret}"})
+    cache.put(ParseCache.key(b"y", "clean"), ["clean"])
+    assert set(cache.kept()) == {ParseCache.key(b"y", "clean")}
+    assert cache.changed
+    parsecache.install(cache)
+    parse = cached(b"y", lambda text: [text])
+    assert parse(f"x {secret}") == [f"x {secret}"]
+    assert set(cache.kept()) == {ParseCache.key(b"y", "clean")}

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from cesync.repo import cache
 from cesync.repo.cache import CACHE_FILE, COMPARED_FILE
-from tests.helpers import cesync
+from tests.helpers import cesync, make_repo
 from tests.repo.test_cache import KEY, OFF, apply_edit, edit, generate, runs, same, uncached
 
 APP = "projects/bench/locations/us/apps/bench-dev"
@@ -132,3 +132,36 @@ def test_a_sensitive_value_never_reaches_the_cache_files(tmp_path: Path, server:
     for kept in (root / ".cesync").rglob("*"):
         if kept.is_file():
             assert secret.encode() not in kept.read_bytes(), kept
+
+
+SECRET = "S3cr3t-cache-0123456789"
+SCHEMA = """\
+openapi: 3.0.0
+info: {title: shop, version: "1"}
+servers:
+  - url: https://shop.example.com/${SHOP_TOKEN}
+paths: {}
+"""
+
+
+def test_a_sensitive_value_in_a_document_or_code_is_never_written_to_the_cache(tmp_path: Path) -> None:
+    """A ${NAME} substituted into an OpenAPI document or Python code: their parses hold the value
+    (or are known by a digest of a text that holds it), so none is kept; nor is a value only
+    another environment marks sensitive (the scrubber masks those too)."""
+    files = {
+        "tools/secret.yaml": "googleSearchTool:\n  name: search\n  description: key ${SHOP_TOKEN}\n",
+        "toolsets/shop.yaml": "openApiToolset:\n  openApiSchema: |\n" + "".join(f"    {line}\n" for line in SCHEMA.splitlines()),
+        "tools/code.yaml": 'pythonFunction:\n  name: code\n  pythonCode: |\n    def code() -> dict:\n        return {"k": "${SHOP_TOKEN}"}\n',
+    }
+    root = make_repo(tmp_path, files)
+    config = root / "cesync.yaml"
+    config.write_text(
+        config.read_text()
+        + "  prod:\n    endpoint: embedded\n    project: p\n    location: us\n    app: b\n    sensitive: [SHOP_TOKEN]\n"
+    )
+    env = {**KEY, "CESYNC_VAR_SHOP_TOKEN": SECRET}
+    for command in ("validate", "plan"):
+        done = cesync(command, "--dir", str(root), "--env", "local", env=env)
+        assert done.returncode in (0, 2), done.stdout + done.stderr
+        written = b"".join(p.read_bytes() for p in (root / ".cesync" / "cache").glob("*.bin"))
+        assert written and SECRET.encode() not in written, command

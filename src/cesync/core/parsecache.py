@@ -38,6 +38,12 @@ class ParseCache:
         # parsers (validate's credential scan, which plan never asks for) are kept as they were
         self._asked: set[int] = set()
         self._only = False
+        # the sensitive values of the run (withhold): no entry holding one is kept, and no text
+        # holding one is looked up (its key, a digest of the text, would let a reader of the file
+        # check guesses of the value)
+        self._secrets: tuple[str, ...] = ()
+        self._needles: tuple[bytes, ...] = ()
+        self._withheld: frozenset[bytes] = frozenset()
 
     @staticmethod
     def key(parser: bytes, text: str) -> bytes:
@@ -48,7 +54,7 @@ class ParseCache:
         """A fresh copy of what key's parse gave, or MISSING."""
         self._asked.add(key[0])
         raw = self.used.get(key) or self._old.get(key)
-        if raw is None:
+        if raw is None or key in self._withheld:
             return MISSING
         try:
             value = marshal.loads(raw)
@@ -61,7 +67,27 @@ class ParseCache:
     def put(self, key: bytes, value: Any) -> None:
         """Keep value for key (not kept if it is not plain data)."""
         with contextlib.suppress(ValueError):  # a type marshal does not write (a date YAML read): parsed again
-            self.used[key] = marshal.dumps(value, MARSHAL_VERSION)
+            raw = marshal.dumps(value, MARSHAL_VERSION)
+            if not self._holds(raw):
+                self.used[key] = raw
+
+    def withhold(self, values: list[str]) -> None:
+        """Keep nothing that holds one of values (the sensitive variables' values: a document or
+        code a ${NAME} was substituted into), neither what this run made nor what the store held
+        (a variable marked sensitive since): the cache is a file CI keeps and hands to other jobs."""
+        secrets = tuple(sorted({v for v in values if v}))
+        if secrets == self._secrets:
+            return
+        self._secrets, self._needles = secrets, tuple(v.encode("utf-8", "surrogatepass") for v in secrets)
+        self.used = {k: v for k, v in self.used.items() if not self._holds(v)}
+        self._withheld = frozenset(k for k, v in self._old.items() if self._holds(v))
+
+    def withholds(self, text: str) -> bool:
+        """Whether text holds a withheld value: parsed without the cache."""
+        return any(secret in text for secret in self._secrets)
+
+    def _holds(self, raw: bytes) -> bool:
+        return any(needle in raw for needle in self._needles)  # marshal writes a text as its UTF-8
 
     def stored(self) -> frozenset[bytes]:
         """The keys the store held when it was handed in."""
@@ -76,7 +102,9 @@ class ParseCache:
         """What the next run finds: what this run used, and the entries of the parsers it never asked."""
         if self._only:
             return self.used
-        others = {k: v for k, v in self._old.items() if k[0] not in self._asked and k not in self.used}
+        others = {
+            k: v for k, v in self._old.items() if k[0] not in self._asked and k not in self.used and k not in self._withheld
+        }
         return {**self.used, **others} if others else self.used
 
     @property
@@ -94,7 +122,7 @@ def cached(parser: bytes, parse: Callable[[str], Any], uncachable: Any = MISSING
 
     def lookup(text: str) -> Any:
         cache = _current
-        if cache is None:
+        if cache is None or cache.withholds(text):
             return parse(text)
         key = cache.key(parser, text)
         found = cache.get(key)

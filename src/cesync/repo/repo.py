@@ -126,7 +126,10 @@ class Repo:
     def keep_cache(self) -> None:
         """Write what this run parsed and rendered for the next (repo/cache.py), once the command has
         asked for all it reads: the next run keeps only what this one used."""
-        save_cache(self.root, parsecache.current())
+        cache = parsecache.current()
+        if cache is not None:
+            cache.withhold(self.every_sensitive_value())
+        save_cache(self.root, cache)
 
     def ignore_rules(self, env: EnvTarget) -> dict[tuple[str, str], tuple[str, ...]]:
         """Per resource, the field paths left to the console (core.ignore): its kind's in defaults and
@@ -181,8 +184,12 @@ class Repo:
     def _render_files(self, envs: list[EnvTarget], started: Callable[[], None] | None = None) -> list[list[_FileRender]]:
         """Each file rendered for each environment (by environment, then in file order)."""
         known = self._known
-        cached = parsecache.current() is not None
-        scopes = {e.name: rendercache.scope(known, self.sensitive_values(e).values()) if cached else None for e in envs}
+        cache = parsecache.current()
+        if cache is not None:  # before the first parse of a text a ${NAME} was substituted into
+            cache.withhold(self.every_sensitive_value())
+        scopes = {
+            e.name: rendercache.scope(known, self.sensitive_values(e).values()) if cache is not None else None for e in envs
+        }
 
         def render(files: list[SourceFile]) -> list[list[_FileRender]]:
             memo: _Memo = {}
