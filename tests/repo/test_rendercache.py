@@ -165,3 +165,26 @@ def test_a_sensitive_value_in_a_document_or_code_is_never_written_to_the_cache(t
         assert done.returncode in (0, 2), done.stdout + done.stderr
         written = b"".join(p.read_bytes() for p in (root / ".cesync" / "cache").glob("*.bin"))
         assert written and SECRET.encode() not in written, command
+
+
+ODD = "id: odd\npythonFunction:\n  name: odd\n  pythonCode: {file: ../code/odd.py}\n"
+INLINE = "id: inline\npythonFunction:\n  name: inline\n  pythonCode: |\n    def other() -> dict:\n        return {}\n"
+
+
+@pytest.mark.parametrize("how", ["file renamed", "include re-pointed"])
+def test_a_render_names_the_files_it_comes_from_now(tmp_path: Path, how: str) -> None:
+    """What a render reports is positioned in its file and the files it includes: the same text
+    under another name (a file renamed, its id given by 'id:'; an include whose symlink now
+    points at a copy) reports the names they have now, as without the cache."""
+    code = "def other() -> dict:\n    return {}\n"
+    root = make_repo(tmp_path, {"tools/b.yaml": ODD, "tools/d.yaml": INLINE, "code/first.py": code, "code/second.py": code})
+    (root / "code" / "odd.py").symlink_to("first.py")
+    assert cesync("validate", "--dir", str(root), env=KEY).returncode == 1
+    if how == "file renamed":
+        (root / "tools" / "d.yaml").rename(root / "tools" / "e.yaml")
+    else:
+        (root / "code" / "odd.py").unlink()
+        (root / "code" / "odd.py").symlink_to("second.py")
+    cached, fresh = (cesync("validate", "--dir", str(root), env=e) for e in (KEY, OFF))
+    assert cached.returncode == fresh.returncode == 1, cached.stdout + cached.stderr
+    assert (cached.stdout, cached.stderr) == (fresh.stdout, fresh.stderr)

@@ -2,12 +2,13 @@
 
 Rendering one file for one environment (includes, refs, key linting, the model and its checks:
 ``repo._checked``) is most of a warm ``validate`` or ``plan``, and its result is a function of:
-the file's text, its data after ``${VAR}`` substitution, the app it renders for, the resources
-the repo holds (a ``{ref:}`` names one of them), the API description in use, and the text of
-each file it includes. The first five make the key. The includes are checked at every use,
-by including each again (the same rules and refusals as the render: a file outside the repo,
-inside .git or gone is never taken from here) and comparing what they hold now with what the
-render read. Only renders with no problem are kept: a problem may be an include missing now
+the file's text and name (what its problems are positioned in), its data after ``${VAR}``
+substitution, the app it renders for, the resources the repo holds (a ``{ref:}`` names one of
+them), the API description in use, and the name and text of each file it includes. The first
+six make the key. The includes are checked at every use, by including each again (the same
+rules and refusals as the render: a file outside the repo, inside .git or gone is never taken
+from here) and comparing the file it reaches now and what that holds with what the render
+read. Only renders with no problem are kept: a problem may be an include missing now
 and there later.
 
 The entries live in the parse cache's store (core/parsecache.py), signed on disk by repo/cache.py:
@@ -41,8 +42,8 @@ Key = tuple[str, str]
 # {ref:} stood, and the expanded data itself (None when it came from here: it is not kept).
 Rendered = tuple[dict[str, Any] | None, list[Problem], list[Problem], list[tuple[Path_, Key]], set[Path_], Any]
 # An include as the render read it: (the key it stood under, its path in the data, what file: said,
-# the digest of the text it gave)
-Include = tuple[str, Path_, str, bytes]
+# the file it reached (its problems name it), the digest of the text it gave)
+Include = tuple[str, Path_, str, str, bytes]
 MARSHAL_VERSION = 2  # no references between objects: equal data, equal bytes
 
 
@@ -77,8 +78,16 @@ def render_key(cache: ParseCache, src: SourceFile, data: Any, parent: str, withi
         return None
     if any(secret in substituted for secret in within.secrets):  # marshal writes a text as its UTF-8
         return None
-    parts = [description_id(), src.kind.name.encode(), src.id.encode(), src.doc.digest, parent.encode(), within.known_id]
-    parts.append(substituted)
+    parts = [
+        description_id(),
+        src.kind.name.encode(),
+        src.id.encode(),
+        src.doc.file.encode(),  # a renamed file (its id given by 'id:') reports its problems under its new name
+        src.doc.digest,
+        parent.encode(),
+        within.known_id,
+        substituted,
+    ]
     digest = hashlib.blake2b(digest_size=20)
     for part in parts:
         digest.update(len(part).to_bytes(8, "little"))
@@ -112,17 +121,23 @@ def find(
     return bool(used_parent), rendered
 
 
-def store(cache: ParseCache, key: bytes, src: SourceFile, data: Any, used_parent: bool, rendered: Rendered) -> None:
-    """Keep a render without problems, with what each of its includes gave."""
+def store(
+    cache: ParseCache, key: bytes, root: Path, src: SourceFile, data: Any, parent: str, used_parent: bool, rendered: Rendered
+) -> None:
+    """Keep a render without problems, with the file each of its includes reached and what it gave."""
     body, problems, checked, named, ref_paths, expanded = rendered
     if body is None or problems or expanded is None:
         return
     includes: list[Include] = []
+    expander = Expander(root, src.path.parent, src.doc, parent, set())
     for here in _include_paths(data, expanded):
         given, text = _at(data, here), _at(expanded, here)
         if not (isinstance(given, dict) and isinstance(given.get("file"), str) and isinstance(text, str)):
             return  # an include this module cannot check again: not kept
-        includes.append((str(here[-1]), here, given["file"], text_digest(text)))
+        again = _include(expander, (str(here[-1]), here, given["file"]))
+        if again is None or again[0] != text_digest(text):
+            return  # not what the render read (changed meanwhile): not kept
+        includes.append((str(here[-1]), here, given["file"], again[1], again[0]))
     cache.put(key, (used_parent, body, [astuple(p) for p in checked], named, sorted(ref_paths, key=repr), includes))
 
 
@@ -149,8 +164,13 @@ def _same_includes(root: Path, src: SourceFile, parent: str, known: set[Key], in
     if not includes:
         return True
     expander = Expander(root, src.path.parent, src.doc, parent, known)
-    for key, here, rel, digest in includes:
-        text = expander.include(key, {"file": rel}, tuple(here))
-        if expander.problems or not isinstance(text, str) or text_digest(text) != digest:
-            return False
-    return True
+    return all(_include(expander, (key, tuple(here), rel)) == (digest, shown) for key, here, rel, shown, digest in includes)
+
+
+def _include(expander: Expander, include: tuple[str, Path_, str]) -> tuple[bytes, str] | None:
+    """(the digest of the text, the file it came from) of an include made again, or None (a problem)."""
+    key, here, rel = include
+    text = expander.include(key, {"file": rel}, here)
+    if expander.problems or not isinstance(text, str):
+        return None
+    return text_digest(text), expander.includes[here][0]

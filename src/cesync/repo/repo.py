@@ -352,7 +352,7 @@ def _render_file(
         rendered = hit[3]
         if hit[2] != env.parent:  # the same render for another app: its names are looked for again
             rendered = (*rendered[:3], list(names_in(rendered[5], env.parent)), *rendered[4:])
-            _keep(src, data, env.parent, scope, rendered)
+            _keep(root, src, data, env.parent, scope, rendered)
     else:
         used_parent, rendered = _cached(root, src, data, env.parent, known, scope)
         if memo is not None:
@@ -385,16 +385,16 @@ def _cached(
     if found is not None:
         return found
     used_parent, rendered = _checked(root, src, data, parent, known)
-    rendercache.store(cache, key, src, data, used_parent, rendered)
+    rendercache.store(cache, key, root, src, data, parent, used_parent, rendered)
     return used_parent, rendered
 
 
-def _keep(src: SourceFile, data: Any, parent: str, scope: rendercache.Scope | None, rendered: Rendered) -> None:
+def _keep(root: Path, src: SourceFile, data: Any, parent: str, scope: rendercache.Scope | None, rendered: Rendered) -> None:
     """Cache a render made for another environment's app that holds for this one's as well."""
     cache = parsecache.current() if scope is not None else None
     key = rendercache.render_key(cache, src, data, parent, scope) if cache is not None and scope is not None else None
     if cache is not None and key is not None:
-        rendercache.store(cache, key, src, data, False, rendered)
+        rendercache.store(cache, key, root, src, data, parent, False, rendered)
 
 
 def _checked(root: Path, src: SourceFile, data: Any, parent: str, known: set[tuple[str, str]]) -> tuple[bool, Rendered]:
