@@ -540,3 +540,22 @@ def test_each_run_has_a_scrubber_of_its_own() -> None:
     assert isinstance(one, Scrubber) and scrubber(first) is one and scrubber(second) is other
     assert other is not one and other.scrub("sk-first-run-only") == "sk-first-run-only"
     assert not scrubber().known()  # outside a run: an empty one
+
+
+def test_an_internal_errors_traceback_is_scrubbed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """CESYNC_DEBUG's traceback is output like any other: an exception that quotes a sensitive
+    value shows it masked there too, not only in the one-line message."""
+    from cesync.repo.repo import Repo
+
+    secret = "Tr4ceback-Secret-0123"
+
+    def broken(self: Repo, env_names: list[str] | None = None) -> list[Any]:
+        raise RuntimeError(f"could not use {secret}")
+
+    monkeypatch.setattr(Repo, "validate", broken)
+    root = make_repo(tmp_path, {})
+    config = root / "cesync.yaml"
+    config.write_text(config.read_text().replace("environments:", "defaults:\n  sensitive: [TOKEN]\nenvironments:"))
+    r = cesync("validate", "--dir", str(root), env={"CESYNC_DEBUG": "1", "CESYNC_VAR_TOKEN": secret})
+    assert r.returncode == 1 and "Traceback" in r.stderr and "RuntimeError" in r.stderr, r.stderr
+    assert secret not in r.stderr and "(sensitive)" in r.stderr

@@ -107,7 +107,7 @@ def handled(fn: F) -> F:
             if os.environ.get("CESYNC_DEBUG"):
                 import traceback
 
-                traceback.print_exc()
+                err(traceback.format_exc(), nl=False)  # an exception may quote a sensitive value: scrubbed as all output
             err(f"internal error: {type(exc).__name__}: {exc} (set CESYNC_DEBUG=1 for a traceback, and please report it)")
             sys.exit(EXIT_ERROR)
 
