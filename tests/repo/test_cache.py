@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -198,3 +199,22 @@ def test_a_cache_file_that_is_no_regular_file_is_not_read(tmp_path: Path) -> Non
     (root / CACHE_FILE).symlink_to("/dev/zero")
     r = cesync("validate", "--dir", str(root), env=KEY)
     assert r.returncode == 0, r.stderr
+
+
+def test_the_cache_is_never_written_through_a_symlink_the_repo_planted(tmp_path: Path) -> None:
+    """.cesync/cache is the repo's, which a pull request writes: a symlink planted where cesync
+    puts its temporary file (named by the process id, which can be guessed) or its .gitignore
+    would have the cache written over, or a file made at, any path the job can write."""
+    root = generate(tmp_path / "repo", 10, agents=True)
+    folder = (root / CACHE_FILE).parent
+    folder.mkdir(parents=True)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the job's own file\n")
+    made = tmp_path / "made.txt"
+    (folder / f".{CACHE_FILE.name}.{os.getpid()}").symlink_to(victim)
+    (folder / ".gitignore").symlink_to(made)
+    r = cesync("validate", "--dir", str(root), env=KEY)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert victim.read_text() == "the job's own file\n"
+    assert not made.exists()
+    assert (root / CACHE_FILE).is_file() and not (root / CACHE_FILE).is_symlink()

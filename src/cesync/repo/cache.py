@@ -151,20 +151,27 @@ def save_cache(root: Path, cache: ParseCache | None, name: Path = CACHE_FILE) ->
     header = _header(name)
     signed = hmac.new(key, header, hashlib.sha256)
     signed.update(body)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    # The folder is the repo's, which a pull request writes: every file is made anew (O_EXCL), never
+    # opened through a symlink planted at its name (the cache would be written over whatever it names).
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         ignore = path.parent / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text("# written by cesync: this folder is a cache, never part of the repo\n*\n")
-        with tmp.open("wb") as out:  # in parts: the body is never copied into one larger buffer
+        if not ignore.is_symlink() and not ignore.exists():
+            with contextlib.suppress(FileExistsError), os.fdopen(_new_file(ignore), "w") as text:
+                text.write("# written by cesync: this folder is a cache, never part of the repo\n*\n")
+        with os.fdopen(_new_file(tmp), "wb") as out:  # in parts: the body is never copied into one larger buffer
             out.write(header)
             out.write(signed.digest())
             out.write(body)
-        os.replace(tmp, path)
+        os.replace(tmp, path)  # a symlink at path is replaced, never written through
     except OSError as exc:
         log.debug("parse cache %s not written: %s", path, exc)
         with contextlib.suppress(OSError):
             tmp.unlink()
     else:
         log.debug("parse cache %s: %d entries written", path, len(entries))
+
+
+def _new_file(path: Path) -> int:
+    """A file made at path for writing; FileExistsError if anything is there, a symlink included."""
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
