@@ -32,6 +32,7 @@ from click.testing import CliRunner
 
 from cesync.cli import main
 from cesync.client import connect
+from cesync.core.scrubber import Scrubber
 from cesync.emulator.server import BackgroundServer
 from cesync.pipeline.toolnames import tool_names
 from cesync.repo.repo import load_repo
@@ -218,7 +219,7 @@ def test_toolset_tools_go_by_the_names_scrapi_gives_them(pair: Pair, example: Pa
     env = repo.env("local")
 
     async def names() -> dict[str, str]:
-        async with connect(env, repo.root, override=pair.plain.url) as client:
+        async with connect(env, repo.root, override=pair.plain.url, scrubber=Scrubber()) as client:
             return await tool_names(client, env.parent)
 
     by_cesync = asyncio.run(names())
