@@ -21,7 +21,7 @@ from ..core.planbuild import run_passes
 from ..core.planseal import new_salt, seal
 from ..core.sensitive import KEY_ENV
 from ..core.targets import resolve_targets, target_keys
-from ..repo.cache import COMPARED_FILE, load_cache, save_cache
+from ..repo.cache import COMPARED_FILE, load_cache, save_cache, signing_key
 from ..repo.keys import plan_key
 from ..repo.loading import SourceFile
 from ..repo.repo import EnvTarget
@@ -93,7 +93,9 @@ async def make_plan(
     )
     store = load_cache(ctx.repo.root, COMPARED_FILE)
     if store is not None:
-        given = replace(given, compared=Compared(description_id(), store.stored()))
+        # keyed with the cache's own key: the digests tell a reader of the file nothing to check guesses against
+        pair_salt = description_id() + (signing_key() or b"")
+        given = replace(given, compared=Compared(pair_salt, store.stored()))
     plan = run_passes(given)
     if store is not None and not ctx.promotion[1]:  # a commit's tree in a temporary folder keeps nothing
         store.keep_only(plan.same)
