@@ -159,3 +159,21 @@ def test_an_https_override_with_the_variable_set_still_gets_credentials(tmp_path
         assert isinstance(client.http.auth, GoogleAuth)
     finally:
         asyncio.run(client.aclose())
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [".cesync", ".cesync/prod.sqlite", ".cesync/prod.sqlite-wal", ".cesync/prod.sqlite-shm", ".cesync/prod.json"],
+)
+def test_the_embedded_state_is_never_reached_through_a_planted_symlink(tmp_path: Path, planted: str) -> None:
+    """A branch that commits a symlink where the embedded state lives would have SQLite create and
+    write a file wherever the job may write: refused before anything is opened."""
+    repo, elsewhere = tmp_path / "repo", tmp_path / "elsewhere"
+    repo.mkdir()
+    elsewhere.mkdir()
+    link = repo / planted
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(elsewhere if planted == ".cesync" else elsewhere / "target")  # dangling: SQLite would create it
+    with pytest.raises(CesyncError, match="symlink or leads out of the repo"):
+        connect(target("embedded"), repo, scrubber=Scrubber())
+    assert not any(elsewhere.iterdir())

@@ -94,11 +94,26 @@ def embedded_state(root: Path, env_name: str) -> Path:
     folder = root / ".cesync"
     state = folder / f"{env_name}.sqlite"
     old = folder / f"{env_name}.json"
+    _own_files(root, folder, [Path(f"{f}{suffix}") for f in (state, old) for suffix in ("", "-wal", "-shm")])
     if not state.exists() and old.is_file():
         for suffix in ("", "-wal", "-shm"):
             if Path(f"{old}{suffix}").exists():
                 os.replace(f"{old}{suffix}", f"{state}{suffix}")
     return state
+
+
+def _own_files(root: Path, folder: Path, files: list[Path]) -> None:
+    """The state's folder and files are the repo's own, not symlinks a branch planted: SQLite
+    follows a link to open, create and write a file (and its -wal and -shm beside it) anywhere
+    the job may write."""
+    top = root.resolve()
+    linked = [p for p in (folder, *files) if p.is_symlink()]
+    if linked or (folder.exists() and not folder.resolve().is_relative_to(top)):
+        shown = linked[0].relative_to(root) if linked else folder.relative_to(root)
+        raise CesyncError(
+            f"{shown} is a symlink or leads out of the repo: the embedded emulator keeps its state only in "
+            "files of the repo's own .cesync folder; remove the link"
+        )
 
 
 def connect(
