@@ -84,3 +84,21 @@ def test_apply_of_a_saved_plan_takes_no_labels_of_its_own(repo: Path) -> None:
         "apply", str(saved), "--dir", str(repo), "--endpoint", "embedded", "--auto-approve", "--label", "allow-delete"
     )
     assert refused.returncode == 1 and "a saved plan carries the labels it was made with" in refused.stderr
+
+
+def test_validate_judges_what_it_rendered_without_rendering_again(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The policies of validate read each environment's resources as validate rendered them."""
+    from cesync.repo.repo import Repo
+
+    renders: list[str] = []
+    whole = Repo.render
+
+    def counted(self: Repo, env: object, **kw: object) -> object:
+        renders.append(str(getattr(env, "name", "")))
+        return whole(self, env, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Repo, "render", counted)
+    slow(repo)
+    bad = cesync("validate", "--dir", str(repo))
+    assert bad.returncode == 1 and "[prod] policy deny prod-tool-timeout" in bad.stderr
+    assert renders == []

@@ -25,6 +25,7 @@ from . import (
 from . import out as say  # where a command's --out folder is called out
 
 if TYPE_CHECKING:  # the commands import what they use: validate and schema start light
+    from ..api.resource import Resource
     from ..repo.repo import Repo
 
 
@@ -150,7 +151,8 @@ def _validate_one(
     for name in names:
         env = repo.env(name)  # unknown names fail here with the list of known ones
         remember_sensitive(scrubber(), repo, repo.sensitive_values(env))  # before rendering: a problem message must not print one
-    problems = repo.validate(names) + _test_problems(repo)
+    rendered: dict[str, list[Resource]] = {}
+    problems = repo.validate(names, rendered) + _test_problems(repo)
     from ..repo.environments import shared_apps
     from ..repo.loading import misplaced_files
 
@@ -161,7 +163,7 @@ def _validate_one(
         from ..repo.toolids import unknown_tool_ids
 
         warnings += unknown_tool_ids(repo.files)
-        denied, warned = _policy_problems(repo, names)
+        denied, warned = _policy_problems(repo, names, rendered)
         problems += denied
         warnings += warned
     repo.keep_cache()
@@ -191,7 +193,7 @@ def _release_problems(repo: Repo) -> list[Problem]:
     return found
 
 
-def _policy_problems(repo: Repo, names: list[str]) -> tuple[list[Problem], list[Problem]]:
+def _policy_problems(repo: Repo, names: list[str], rendered: dict[str, list[Resource]]) -> tuple[list[Problem], list[Problem]]:
     """The repo's policies (rules on: resource) on each environment's rendered resources: a deny is a
     problem, a warn a warning, each at the resource's file."""
     if not repo.config.policies:
@@ -204,9 +206,9 @@ def _policy_problems(repo: Repo, names: list[str]) -> tuple[list[Problem], list[
     denied: list[Problem] = []
     warned: list[Problem] = []
     files = {(f.kind.name, f.id): f.doc.file for f in repo.files}
-    for name in names:
-        env = repo.env(name)
-        for f in resource_findings(policies, name, repo.render(env)):
+    for name in names:  # as validate rendered them: not rendered again
+        resources = rendered[name] if name in rendered else repo.render(repo.env(name))
+        for f in resource_findings(policies, name, resources):
             kind, _, rid = f.subject.partition("/")
             problem = Problem(files.get((kind, rid), "cesync.yaml"), 1, 1, f"[{name}] policy {f.verdict} {f.rule}: {f.message}")
             (denied if f.verdict == "deny" else warned).append(problem)

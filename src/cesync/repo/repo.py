@@ -252,8 +252,9 @@ class Repo:
                 )
         return out
 
-    def validate(self, env_names: list[str] | None = None) -> list[Problem]:
-        """Every problem of the repo, for each named environment (default: all)."""
+    def validate(self, env_names: list[str] | None = None, rendered: dict[str, list[Resource]] | None = None) -> list[Problem]:
+        """Every problem of the repo, for each named environment (default: all); rendered gets the
+        resources of each environment that renders without one."""
         problems: set[Problem] = set(self.ignore_problems())
         envs: list[EnvTarget] = []
         for name in env_names or self.env_names:
@@ -263,7 +264,7 @@ class Repo:
                 problems.update(exc.problems)
         for env, renders in zip(envs, self._render_files(envs) if envs else [], strict=True):
             try:
-                self._collect(env, renders)
+                (rendered if rendered is not None else {})[env.name] = self._collect(env, renders)
             except ConfigError as exc:
                 problems.update(exc.problems)
         return sorted(problems)
