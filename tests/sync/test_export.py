@@ -324,3 +324,14 @@ def test_diff_reads_each_environments_own_secret(bot: Path, emulator: Background
     assert missing.returncode == 1
     assert "sensitive variable 'ORDERS_TOKEN' is not set for environment 'dev'" in missing.stderr
     assert "CESYNC_DEV_VAR_ORDERS_TOKEN" in missing.stderr and "environments.dev.vars" not in missing.stderr
+
+
+def test_a_file_holding_a_value_only_another_environment_marks_sensitive_is_refused() -> None:
+    """The run's scrubber knows every environment's sensitive values; this environment names none."""
+    from cesync.sync.export import check_no_secret
+
+    known = Scrubber()
+    known.remember(["prod-only-T0ken-9f3k"])
+    with pytest.raises(CesyncError, match=r"another environment of cesync\.yaml marks sensitive"):
+        check_no_secret({"tools/a.yaml": "description: prod-only-T0ken-9f3k\n"}, {}, known)
+    check_no_secret({"tools/a.yaml": "description: nothing secret\n"}, {}, known)

@@ -123,13 +123,20 @@ def check_no_secret(files: Mapping[str, str | None], secrets: Mapping[str, str],
     form: one of secrets, or one the run's scrubber knows."""
     known = scrubber or Scrubber()
     for rel, text in sorted(files.items()):
+        if text is None:
+            continue
         for name, value in sorted(secrets.items()):
-            if text is not None and known.leaks(text, [value]):
+            if known.leaks(text, [value]):
                 raise CesyncError(
                     f"{rel} would hold the value of the sensitive variable {name} where cesync cannot write ${{{name}}} "
                     "(after a '$', or in a file that takes no variables); nothing was written. Change that text in the "
                     "app, or leave the variable out of 'sensitive:' if it is not secret"
                 )
+        if known.leaks(text):  # a value another environment marks sensitive: this one does not name it
+            raise CesyncError(
+                f"{rel} would hold the value of a variable another environment of cesync.yaml marks sensitive; "
+                "nothing was written. Change that text in the app, or give the environments different values"
+            )
 
 
 class _Inline(str):
