@@ -549,7 +549,7 @@ def test_an_internal_errors_traceback_is_scrubbed(tmp_path: Path, monkeypatch: p
 
     secret = "Tr4ceback-Secret-0123"
 
-    def broken(self: Repo, env_names: list[str] | None = None) -> list[Any]:
+    def broken(self: Repo, *args: Any, **kwargs: Any) -> list[Any]:
         raise RuntimeError(f"could not use {secret}")
 
     monkeypatch.setattr(Repo, "validate", broken)
