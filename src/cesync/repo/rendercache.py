@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..api.descriptors import description_id
+from ..api.jsonvalue import value_at
 from ..core.parsecache import MISSING, ParseCache
 from ..core.yamlfile import Path_, text_digest
 from ..errors import Problem
@@ -131,7 +132,7 @@ def store(
     includes: list[Include] = []
     expander = Expander(root, src.path.parent, src.doc, parent, set())
     for here in _include_paths(data, expanded):
-        given, text = _at(data, here), _at(expanded, here)
+        given, text = value_at(data, here), value_at(expanded, here)
         if not (isinstance(given, dict) and isinstance(given.get("file"), str) and isinstance(text, str)):
             return  # an include this module cannot check again: not kept
         again = _include(expander, (str(here[-1]), here, given["file"]))
@@ -152,12 +153,6 @@ def _include_paths(data: Any, expanded: Any, path: Path_ = ()) -> list[Path_]:
     if isinstance(data, list) and isinstance(expanded, list) and len(data) == len(expanded):
         return [p for i, (v, e) in enumerate(zip(data, expanded, strict=True)) for p in _include_paths(v, e, (*path, i))]
     return []
-
-
-def _at(data: Any, path: Path_) -> Any:
-    for step in path:
-        data = data[step]
-    return data
 
 
 def _same_includes(root: Path, src: SourceFile, parent: str, known: set[Key], includes: list[Any]) -> bool:
