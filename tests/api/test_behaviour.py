@@ -104,6 +104,34 @@ def test_kind_lookups() -> None:
     assert fb.of("App", "description") == frozenset({"OPTIONAL"})
 
 
+def test_an_overlay_behaviour_is_read_without_the_descriptors() -> None:
+    """overlay_rules gives what rules() has of an overlay-only behaviour; the server-made tool table
+    (read by validate, which parses no descriptor) is fields' and rule's, in the descriptor's order."""
+    from cesync.api.kinds import SERVER_MADE_TOOLS
+
+    tool = f"{descriptors.PACKAGE}.Tool"
+    assert fb.overlay_rules(tool, fb.READ_ONLY) == tuple(r for r in RULES if r.message == tool and r.behaviour == fb.READ_ONLY)
+    assert fb.overlay_rules(tool, fb.REQUIRED) == ()
+    made = fb.fields("Tool", fb.READ_ONLY)
+    assert list(SERVER_MADE_TOOLS.items()) == [(f, fb.rule("Tool", f, fb.READ_ONLY).detail) for f in made]
+
+
+def test_a_behaviour_the_facts_state_on_no_field_gives_no_fields_without_the_descriptors() -> None:
+    """fields() answers () from the facts alone when they state the behaviour on none of the message's
+    fields (validate's INPUT_ONLY question): true of every message, by short and full name."""
+    answered = 0
+    for full in descriptors.facts()["messages"]:
+        descriptors.message(full)  # every message the facts name is in the descriptors
+        for name in {full, descriptors.short_name(full)}:
+            for behaviour in fb.DESCRIPTOR_BEHAVIOURS:
+                if fb._stated_nowhere(name, behaviour):
+                    answered += 1
+                    at = fb.full_name(name)
+                    assert not [r for r in RULES if r.message == at and r.behaviour == behaviour and r.field], (name, behaviour)
+    assert answered > 1000
+    assert not fb._stated_nowhere("Deployment", fb.INPUT_ONLY) and not fb._stated_nowhere("Tool", fb.READ_ONLY)
+
+
 def test_an_unknown_field_is_an_error_not_a_silent_no() -> None:
     with pytest.raises(KeyError, match="no field 'loggingSetings'"):
         fb.has("App", "loggingSetings", fb.SERVER_DEFAULTED)

@@ -15,6 +15,8 @@ from cesync.cli import COMMANDS, MODULES, main
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "minimal"
 HEAVY = ["httpx", "httpcore", "rich", "google.auth", "starlette", "uvicorn", "tenacity"]
+# What validate of a valid repo of tools (FIXTURE) never needs.
+UNREAD_BY_VALIDATE = ["google.protobuf", "cesync.api.discoverydoc"]
 
 
 def test_the_command_table_matches_the_commands() -> None:
@@ -53,10 +55,11 @@ def imported_by(*args: str) -> set[str]:
     ("args", "absent"),
     [
         (["--help"], [*HEAVY, "pydantic", "ruamel.yaml", "cesync.cli.core", "cesync.models"]),
-        # a repo without tests or policies loads neither their modules nor the plan's
+        # a repo without tests or policies loads neither their modules nor the plan's; a valid one
+        # needs the facts of the API description, not its descriptors
         (
             ["validate", "--dir", str(FIXTURE)],
-            [*HEAVY, "cesync.tooltests.schema", "cesync.pipeline.policies", "cesync.core.plan"],
+            [*HEAVY, "cesync.tooltests.schema", "cesync.pipeline.policies", "cesync.core.plan", *UNREAD_BY_VALIDATE],
         ),
         (["schema", "--check", "--out", str(Path(__file__).parents[2] / "schemas")], [*HEAVY, "ruamel.yaml"]),
         (["plan", "--help"], HEAVY),

@@ -68,6 +68,7 @@ __all__ = [
     "kinds_with",
     "name_unchecked",
     "of",
+    "overlay_rules",
     "required",
     "rule",
     "rules",
@@ -244,6 +245,12 @@ def _cite(file: str, package: str, short: str, proto_name: str, json_name: str, 
     return f'discovery document ces.{version}.json (revision {changed["revision"]}), {short}.{json_name}: "{said}."'
 
 
+def overlay_rules(message: str, behaviour: str) -> tuple[Rule, ...]:
+    """The overlay's rules of ``behaviour`` on ``message`` (full name), in the overlay's order: for a
+    behaviour only the overlay states (READ_ONLY...), its rules without reading a descriptor."""
+    return tuple(r for r in OVERLAY if r.message == message and r.behaviour == behaviour)
+
+
 @cache
 def rules() -> tuple[Rule, ...]:
     """Every rule: the descriptor rules, then the overlay."""
@@ -289,10 +296,26 @@ def rule(message: str, field: str, behaviour: str) -> Rule:
 @cache
 def fields(message: str, behaviour: str) -> tuple[str, ...]:
     """JSON names of the message's fields with the behaviour, in descriptor order."""
+    if _stated_nowhere(message, behaviour):
+        return ()  # the descriptors stay unread (validate asks each file's kind for INPUT_ONLY fields)
     name = full_name(message)
     order = {f.json_name: i for i, f in enumerate(descriptors.message(name).fields)}
     found = [r.field for r in rules() if r.message == name and r.behaviour == behaviour and r.field]
     return tuple(sorted(found, key=lambda f: order.get(f, len(order))))
+
+
+def _stated_nowhere(message: str, behaviour: str) -> bool:
+    """True when no rule can give a field of the message the behaviour, read from the facts alone: a
+    descriptor behaviour that no field of the message (as v1 or v1beta has it) is stated with, and
+    no overlay rule. False when unsure (a message the facts lack: the descriptors decide)."""
+    if behaviour not in DESCRIPTOR_BEHAVIOURS:
+        return False
+    full = message.startswith((descriptors.PACKAGE + ".", descriptors.BETA_PACKAGE + "."))
+    names = [message] if full else [f"{descriptors.PACKAGE}.{message}", f"{descriptors.BETA_PACKAGE}.{message}"]
+    stated = descriptors.facts()["messages"]
+    if not any(n in stated for n in names) or any(r.message in names and r.behaviour == behaviour for r in OVERLAY):
+        return False
+    return not any(behaviour in f.get("behaviors", ()) for n in names for f in stated.get(n, {}).get("fields", {}).values())
 
 
 @cache

@@ -25,13 +25,12 @@ import re
 from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from google.protobuf.descriptor import Descriptor, FieldDescriptor
-from google.protobuf.message import Message
-
-from . import discoverydoc
+if TYPE_CHECKING:  # protobuf loads on first use of a descriptor: validate of a valid repo needs only the facts
+    from google.protobuf import descriptor_pb2, descriptor_pool
+    from google.protobuf.descriptor import Descriptor, FieldDescriptor
+    from google.protobuf.message import Message
 
 __all__ = [
     "BEHAVIORS_FILE",
@@ -76,6 +75,8 @@ BETA_BEHAVIORS_FILE = HERE / "ces_v1beta.json"
 
 @cache
 def file_set() -> descriptor_pb2.FileDescriptorSet:
+    from google.protobuf import descriptor_pb2
+
     fds = descriptor_pb2.FileDescriptorSet()
     fds.ParseFromString(DESCRIPTOR_FILE.read_bytes())
     return fds
@@ -83,6 +84,8 @@ def file_set() -> descriptor_pb2.FileDescriptorSet:
 
 @cache
 def beta_file_set() -> descriptor_pb2.FileDescriptorSet:
+    from google.protobuf import descriptor_pb2
+
     fds = descriptor_pb2.FileDescriptorSet()
     fds.ParseFromString(BETA_FILE.read_bytes())
     return fds
@@ -167,8 +170,9 @@ def newer_documents() -> dict[str, dict[str, Any]]:
 @cache
 def _description() -> tuple[descriptor_pb2.FileDescriptorSet, descriptor_pb2.FileDescriptorSet, dict[str, Any], dict[str, Any]]:
     """(v1 files, v1beta files, v1 facts, v1beta facts) of the description in use."""
-    v1_facts: dict[str, Any] = json.loads(BEHAVIORS_FILE.read_text(encoding="utf-8"))
-    beta_facts: dict[str, Any] = json.loads(BETA_BEHAVIORS_FILE.read_text(encoding="utf-8"))
+    from . import discoverydoc
+
+    v1_facts, beta_facts = _bundled_facts()
     v1, beta = file_set(), beta_file_set()
     if "v1" in _newer:
         v1, v1_facts, _ = discoverydoc.merge(v1, v1_facts, _newer["v1"], PACKAGE)
@@ -182,9 +186,18 @@ def _description() -> tuple[descriptor_pb2.FileDescriptorSet, descriptor_pb2.Fil
     return v1, beta, v1_facts, beta_facts
 
 
+def _bundled_facts() -> tuple[dict[str, Any], dict[str, Any]]:
+    """(v1 facts, v1beta facts) of the bundled description, read anew (callers keep their own)."""
+    v1_facts: dict[str, Any] = json.loads(BEHAVIORS_FILE.read_text(encoding="utf-8"))
+    beta_facts: dict[str, Any] = json.loads(BETA_BEHAVIORS_FILE.read_text(encoding="utf-8"))
+    return v1_facts, beta_facts
+
+
 @cache
 def pool() -> descriptor_pool.DescriptorPool:
     """A pool of its own, so the snapshot never meets the package's registrations."""
+    from google.protobuf import descriptor_pool
+
     built = descriptor_pool.DescriptorPool()
     added: set[str] = set()
     v1, beta, _, _ = _description()
@@ -203,6 +216,8 @@ def beta_pool() -> descriptor_pool.DescriptorPool:
 
 @cache
 def beta_app_class() -> type[Message]:
+    from google.protobuf import message_factory
+
     return message_factory.GetMessageClass(beta_pool().FindMessageTypeByName(f"{BETA_PACKAGE}.App"))
 
 
@@ -221,7 +236,8 @@ def beta_only_app_fields() -> dict[str, str]:
 def facts() -> dict[str, Any]:
     """Both snapshots' facts: ``messages`` by full name (v1's and v1beta's), ``version`` of the package,
     ``discovery`` (the document's ``revision``), with any newer document's merged in (use_documents)."""
-    _, _, v1, beta = _description()
+    # The bundled facts need no descriptor: one is parsed only to merge a newer document in.
+    v1, beta = _description()[2:] if _newer else _bundled_facts()
     data = dict(v1)
     data["messages"] = {**v1["messages"], **beta["messages"]}
     return data
@@ -243,6 +259,8 @@ def message(full_name: str) -> Descriptor:
 
 @cache
 def message_class(full_name: str) -> type[Message]:
+    from google.protobuf import message_factory
+
     return message_factory.GetMessageClass(message(full_name))
 
 
@@ -281,19 +299,19 @@ def field_facts(message_name: str, json_name: str) -> dict[str, Any]:
 
 def removed(message_name: str, json_name: str) -> str | None:
     """The revision of the discovery document that dropped this field, or None while the API has it."""
-    return _removed().get((message_name, json_name))
+    return _removed(message_name).get(json_name)
 
 
 @cache
-def _removed() -> dict[tuple[str, str], str]:
-    """(message, JSON name) -> revision of every field a discovery document dropped (lint asks per field)."""
-    out: dict[tuple[str, str], str] = {}
-    for name, entry in facts()["messages"].items():
-        for proto, said in entry.get("fields", {}).items():
-            if said.get("removed"):
-                json_name = next((f.json_name for f in message(name).fields if f.name == proto), proto)
-                out[(name, json_name)] = str(said["removed"])
-    return out
+def _removed(message_name: str) -> dict[str, str]:
+    """JSON name -> revision of every field of the message a discovery document dropped (lint asks
+    per field). The descriptor, for the JSON names, only of a message that lost a field."""
+    said = facts()["messages"].get(message_name, {}).get("fields", {})
+    dropped = {proto: str(entry["removed"]) for proto, entry in said.items() if entry.get("removed")}
+    if not dropped:
+        return {}
+    json_names = {f.name: f.json_name for f in message(message_name).fields}
+    return {json_names.get(proto, proto): revision for proto, revision in dropped.items()}
 
 
 @cache

@@ -228,9 +228,15 @@ class _ServerMadeTools(Mapping[str, str]):
 
     @cached_property
     def _table(self) -> dict[str, str]:
+        from ..models import TOOL_TYPES
         from . import behaviour as fb
+        from .descriptors import PACKAGE
 
-        return {f: fb.rule("Tool", f, fb.READ_ONLY).detail for f in fb.fields("Tool", fb.READ_ONLY)}
+        # fb.fields' order (the descriptor's), from the tool types, which the descriptor orders too:
+        # the overlay alone holds READ_ONLY, so no descriptor is read for it.
+        order = {t: i for i, t in enumerate(TOOL_TYPES)}
+        made = sorted(fb.overlay_rules(f"{PACKAGE}.Tool", fb.READ_ONLY), key=lambda r: order.get(r.field, len(order)))
+        return {r.field: r.detail for r in made}
 
     def __getitem__(self, key: str) -> str:
         return self._table[key]
