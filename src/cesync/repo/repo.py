@@ -30,7 +30,7 @@ from ..core.references import Ref, cycles, names_in
 from ..core.yamlfile import Document, Path_
 from ..errors import CesyncError, ConfigError, Problem
 from ..models import TOOL_TYPES
-from . import rendercache
+from . import rendercache, wholerender
 from .apidescription import settle
 from .cache import load_cache, save_cache
 from .config import Config
@@ -47,7 +47,18 @@ from .loading import (
     validate_model,
 )
 from .rendercache import Rendered
-from .templating import ENV_VAR, INCLUDABLE, VAR_NAME, VAR_RE, VAR_SPAN, Expander, env_var_urls, substitute
+from .templating import (
+    ENV_VAR,
+    INCLUDABLE,
+    VAR_NAME,
+    VAR_RE,
+    VAR_SPAN,
+    Expander,
+    env_var_urls,
+    fill_app_fields,
+    put_back,
+    substitute,
+)
 
 # The names below moved to environments, loading, templating and resource; they stay
 # importable from here (other modules and tests use these paths).
@@ -196,9 +207,17 @@ class Repo:
             memo_or_none = memo if len(envs) > 1 else None
             return [[_render_file(self.root, src, env, known, memo_or_none, scopes[env.name]) for env in envs] for src in files]
 
+        whole = scopes[envs[0].name] if len(envs) == 1 else None
+        found = None
+        if cache is not None and whole is not None:  # the whole render of an unchanged repo, if kept
+            found = wholerender.find(cache, self.root, self.files, self.config_doc.digest, envs[0], whole)
         if started is not None:
             started()
+        if found is not None:
+            return [found]
         per_file = render(self.files)
+        if cache is not None and whole is not None:
+            wholerender.store(cache, self.root, self.files, self.config_doc.digest, envs[0], whole, [r[0] for r in per_file])
         return [[renders[i] for renders in per_file] for i in range(len(envs))]
 
     def _collect(self, env: EnvTarget, renders: list[_FileRender]) -> list[Resource]:
@@ -328,10 +347,7 @@ def load_repo(root: Path, *, resources: bool = True) -> Repo:
 _Memo = dict[tuple[str, str], tuple[str, str | None, str, Rendered]]
 
 
-# One file's render for one environment, as plain data:
-# the body (None if it has problems), the problems, and each reference to another tool or
-# toolset as (the data path its position is taken from, (kind, id)).
-_FileRender = tuple[dict[str, Any] | None, list[Problem], list[tuple[Path_, tuple[str, str]]]]
+_FileRender = wholerender.FileRender
 
 
 def _render_file(
@@ -415,7 +431,7 @@ def _checked(root: Path, src: SourceFile, data: Any, parent: str, known: set[tup
     newer: list[tuple[Path_, Any]] = []  # fields and values of a newer description than the models': put back below
     data, findings = lint_keys(data, model, set_aside=newer)
     problems += [_finding(f, doc, includes) for f in findings]
-    filled = _fill_app_fields(data, src.kind.app_fields, parent)
+    filled = fill_app_fields(data, src.kind.app_fields, parent)
     used_parent = expander.used_parent or filled
     try:
         obj = model.model_validate(data)
@@ -434,30 +450,6 @@ def _checked(root: Path, src: SourceFile, data: Any, parent: str, known: set[tup
         put_back(body, at, value)
     checked = [_finding(f, doc, includes) for f in check_body(src.kind, body)]
     return used_parent, (body, [], checked, named, expander.ref_paths, expanded)
-
-
-def put_back(body: dict[str, Any], path: Path_, value: Any) -> None:
-    """Set ``value`` at ``path`` in ``body`` (lint_keys set it aside: the models predate it); the
-    mappings and lists on the path are the model's dump of the file's own."""
-    node: Any = body
-    for step in path[:-1]:
-        node = node[step]
-    node[path[-1]] = value
-
-
-def _fill_app_fields(data: Any, fields: tuple[str, ...], parent: str) -> bool:
-    """The app's name where the kind holds it (ResourceKind.app_fields) and the file leaves it out,
-    inside a mapping the file writes; whether any was filled (the body then depends on the environment)."""
-    filled = False
-    for dotted in fields:
-        *path, last = dotted.split(".")
-        node = data
-        for part in path:
-            node = node.get(part) if isinstance(node, dict) else None
-        if isinstance(node, dict) and last not in node:
-            node[last] = parent
-            filled = True
-    return filled
 
 
 def _finding(f: Finding, doc: Document, includes: dict[Path_, tuple[str, int]]) -> Problem:

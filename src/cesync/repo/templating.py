@@ -27,7 +27,19 @@ from .environments import VAR_ENV_PREFIX, EnvTarget, env_var_name
 from .files import in_git_dir, resolved_below
 from .loading import SourceFile, display_path
 
-__all__ = ["ENV_VAR", "INCLUDABLE", "VAR_NAME", "VAR_RE", "VAR_SPAN", "Expander", "env_var_urls", "is_ref", "substitute"]
+__all__ = [
+    "ENV_VAR",
+    "INCLUDABLE",
+    "VAR_NAME",
+    "VAR_RE",
+    "VAR_SPAN",
+    "Expander",
+    "env_var_urls",
+    "fill_app_fields",
+    "is_ref",
+    "put_back",
+    "substitute",
+]
 
 VAR_SPAN = r"\{([^}]*)\}?"  # what follows "$" (or the escape "$$") in a ${NAME} reference
 VAR_RE = re.compile(r"\$(\$?)" + VAR_SPAN)
@@ -361,3 +373,27 @@ def env_var_urls(src: SourceFile, body: dict[str, Any], env: EnvTarget) -> list[
             continue
         spec = body[field_name] = {**spec, "openApiSchema": substitute_url(spec["openApiSchema"], ENV_VAR, url), "url": url}
     return problems
+
+
+def put_back(body: dict[str, Any], path: Path_, value: Any) -> None:
+    """Set ``value`` at ``path`` in ``body`` (lint_keys set it aside: the models predate it); the
+    mappings and lists on the path are the model's dump of the file's own."""
+    node: Any = body
+    for step in path[:-1]:
+        node = node[step]
+    node[path[-1]] = value
+
+
+def fill_app_fields(data: Any, fields: tuple[str, ...], parent: str) -> bool:
+    """The app's name where the kind holds it (ResourceKind.app_fields) and the file leaves it out,
+    inside a mapping the file writes; whether any was filled (the body then depends on the environment)."""
+    filled = False
+    for dotted in fields:
+        *path, last = dotted.split(".")
+        node = data
+        for part in path:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and last not in node:
+            node[last] = parent
+            filled = True
+    return filled

@@ -1,0 +1,167 @@
+"""The whole render of an environment is taken from the cache only when nothing it came from
+changed: each case below changes one input after a warm run, and the next run must say what a
+run without the cache says; with nothing changed, the run must take the whole render."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cesync.repo import cache, wholerender
+from tests.helpers import cesync
+from tests.repo.test_cache import KEY, OFF, generate
+
+
+@pytest.fixture(autouse=True)
+def small_repos_cached(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cache, "MIN_ENTRIES", 0)
+
+
+@pytest.fixture
+def taken(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each run took the whole render from the cache."""
+    seen: list[bool] = []
+    real = wholerender.find
+
+    def spy(*args: Any) -> Any:
+        found = real(*args)
+        seen.append(found is not None)
+        return found
+
+    monkeypatch.setattr(wholerender, "find", spy)
+    return seen
+
+
+def validate(root: Path, env: dict[str, str | None], *extra: str) -> tuple[int, str, str]:
+    done = cesync("validate", "--dir", str(root), "--env", "dev", *extra, env=env)
+    return done.returncode, done.stdout, done.stderr
+
+
+def include(root: Path) -> Path:
+    return sorted((root / "code").glob("*.py"))[0]
+
+
+def test_an_unchanged_repo_takes_the_whole_render(tmp_path: Path, taken: list[bool]) -> None:
+    root = generate(tmp_path / "repo", 20, agents=True)
+    first, second = validate(root, KEY), validate(root, KEY)
+    assert taken == [False, True]
+    assert first == second == validate(root, OFF)
+    assert first[0] == 0
+
+
+def _content(root: Path, tmp: Path) -> None:
+    target = include(root)
+    target.write_text(target.read_text().replace("return", "return  ", 1))
+
+
+def _same_size_and_time(root: Path, tmp: Path) -> None:
+    """A change that keeps the size and puts the modification time back (ctime still moves)."""
+    target = include(root)
+    info = target.stat()
+    text = target.read_text()
+    target.write_text(text.replace("def ", "dex ", 1))
+    os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))
+
+
+def _outside(root: Path, tmp: Path) -> None:
+    target = include(root)
+    outside = tmp / "elsewhere.py"
+    outside.write_text(target.read_text())  # the same text: only where it lies has changed
+    target.unlink()
+    target.symlink_to(outside)
+
+
+def _folder_link(root: Path, tmp: Path) -> None:
+    """The include's folder becomes a symlink to a copy outside the repo."""
+    copy = tmp / "code-copy"
+    (root / "code").rename(copy)
+    (root / "code").symlink_to(copy)
+
+
+def _into_git(root: Path, tmp: Path) -> None:
+    target = include(root)
+    (root / ".git").mkdir()
+    (root / ".git" / "hooks.py").write_text(target.read_text())
+    target.unlink()
+    target.symlink_to(root / ".git" / "hooks.py")
+
+
+def _removed(root: Path, tmp: Path) -> None:
+    include(root).unlink()
+
+
+def _variable(root: Path, tmp: Path) -> None:
+    config = root / "cesync.yaml"
+    text = config.read_text()
+    assert "https://api.dev." in text
+    config.write_text(text.replace("https://api.dev.", "https://v2.api.dev."))
+
+
+def _renamed(root: Path, tmp: Path) -> None:
+    tool = sorted((root / "tools").glob("*.yaml"))[0]
+    tool.rename(tool.with_name("zz-" + tool.name))
+
+
+CHANGES: dict[str, Callable[[Path, Path], None]] = {
+    "include content": _content,
+    "include content, same size and mtime": _same_size_and_time,
+    "include now a symlink out of the repo": _outside,
+    "include's folder now a symlink out of the repo": _folder_link,
+    "include now a symlink into .git": _into_git,
+    "include removed": _removed,
+    "cesync.yaml": _variable,
+    "a file renamed": _renamed,
+}
+
+
+@pytest.mark.parametrize("settled", [False, True], ids=["just written", "settled"])
+@pytest.mark.parametrize("name", sorted(CHANGES))
+def test_a_change_is_never_hidden_by_the_whole_render(
+    tmp_path: Path, taken: list[bool], monkeypatch: pytest.MonkeyPatch, name: str, settled: bool
+) -> None:
+    if settled:  # every file counts as long unchanged: only its size, times and inode vouch for it
+        monkeypatch.setattr(wholerender, "SETTLED_NS", -(10**18))
+    root = generate(tmp_path / "repo", 12, agents=True)
+    validate(root, KEY)
+    CHANGES[name](root, tmp_path)
+    cached, fresh = validate(root, KEY), validate(root, OFF)
+    assert cached == fresh
+    assert taken == [False, False]
+
+
+def test_a_variable_s_value_given_from_outside_is_part_of_the_key(tmp_path: Path, taken: list[bool]) -> None:
+    root = generate(tmp_path / "repo", 12, agents=True)
+    agent = sorted((root / "agents").glob("*.yaml"))[0]
+    agent.write_text(agent.read_text().replace("description: ", "description: ${TONE} ", 1))
+    runs = [validate(root, {**KEY, "CESYNC_VAR_TONE": tone}) for tone in ("calm", "calm", "brisk")]
+    assert taken == [False, True, False]
+    assert runs[2] == validate(root, {**OFF, "CESYNC_VAR_TONE": "brisk"})
+    assert runs[0] == runs[1] == validate(root, {**OFF, "CESYNC_VAR_TONE": "calm"})
+
+
+def test_a_render_a_sensitive_value_took_part_in_is_not_kept_whole(tmp_path: Path, taken: list[bool]) -> None:
+    root = generate(tmp_path / "repo", 12, agents=True)
+    config = root / "cesync.yaml"
+    config.write_text(config.read_text().replace("defaults:\n", "defaults:\n  sensitive: [TOKEN]\n", 1))
+    agent = sorted((root / "agents").glob("*.yaml"))[0]
+    agent.write_text(agent.read_text().replace("description: ", "description: ${TOKEN} ", 1))
+    secret = "Qw8Zr4Tn6Yp2Lk0Hs5"
+    for _ in range(2):
+        assert validate(root, {**KEY, "CESYNC_VAR_TOKEN": secret})[0] == 0
+    assert taken == [False, False]
+    for kept in (root / ".cesync").rglob("*"):
+        if kept.is_file():
+            assert secret.encode() not in kept.read_bytes()
+
+
+def test_a_repo_with_a_problem_is_not_kept_whole(tmp_path: Path, taken: list[bool]) -> None:
+    root = generate(tmp_path / "repo", 12, agents=True)
+    tool = sorted((root / "tools").glob("*.yaml"))[0]
+    tool.write_text(tool.read_text() + "\nunknownField: 1\n")
+    first, second = validate(root, KEY), validate(root, KEY)
+    assert first == second == validate(root, OFF)
+    assert first[0] == 1 and taken == [False, False]
