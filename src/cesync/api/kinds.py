@@ -224,7 +224,7 @@ def _toolset_defaults(rid: str, out: dict[str, Any]) -> None:
 class _ServerMadeTools(Mapping[str, str]):
     """The tool types no CreateTool or UpdateTool may carry, each with the toolset field that makes it
     ("" for none): api.behaviour's READ_ONLY rules, which cite Terraform's mmv1/products/ces/Tool.yaml.
-    Read on first use, so that the command line's start does not load the table."""
+    Read on first use, from the overlay alone (no descriptor), in fields' order: TOOL_TYPES', the descriptor's."""
 
     @cached_property
     def _table(self) -> dict[str, str]:
@@ -232,10 +232,7 @@ class _ServerMadeTools(Mapping[str, str]):
         from . import behaviour as fb
         from .descriptors import PACKAGE
 
-        # fb.fields' order (the descriptor's), from the tool types, which the descriptor orders too:
-        # the overlay alone holds READ_ONLY, so no descriptor is read for it.
-        order = {t: i for i, t in enumerate(TOOL_TYPES)}
-        made = sorted(fb.overlay_rules(f"{PACKAGE}.Tool", fb.READ_ONLY), key=lambda r: order.get(r.field, len(order)))
+        made = sorted(fb.overlay_rules(f"{PACKAGE}.Tool", fb.READ_ONLY), key=lambda r: TOOL_TYPES.index(r.field))
         return {r.field: r.detail for r in made}
 
     def __getitem__(self, key: str) -> str:
