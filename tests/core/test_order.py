@@ -169,6 +169,24 @@ def test_order_does_not_depend_on_the_order_of_the_input(graph: tuple[list[Node]
     assert order(shuffled, app_name) == expected
 
 
+@settings(max_examples=200, deadline=None)
+@given(graphs())
+def test_nodes_that_neither_wait_nor_are_waited_for_leave_the_placement_unchanged(graph: tuple[list[Node], str]) -> None:
+    """order searches only the creates and what names them; the search over every node places
+    (or refuses) each the same way, the others at Placed()."""
+    nodes, app_name = graph
+    created = {n.name for n in nodes if n.created}
+    try:
+        expected = order_module._order(nodes, app_name, created)
+    except ConfigError as exc:
+        with pytest.raises(ConfigError) as again:
+            order(nodes, app_name)
+        assert str(again.value) == str(exc)
+        return
+    placed = order(nodes, app_name)
+    assert placed == expected and list(placed) == list(expected)
+
+
 def _pairs(n: int, cyclic: bool) -> list[Node]:
     """n pairs of new agents: x_i names y_i, and y_i names x_i back when cyclic."""
     nodes = []

@@ -45,8 +45,22 @@ class Placed:
 
 def order(nodes: list[Node], app: str = "") -> dict[str, Placed]:
     """Placement of every node; ``app``: the app's name when this apply creates the app."""
-    by_name = {n.name: n for n in nodes}
     created = {n.name for n in nodes if n.created}
+    if app in created:  # everything waits for the app
+        return _order(nodes, app, created)
+    # A node neither created nor naming what is created has no edge, and none leads to it (only
+    # creates are waited for): it is placed at Placed() and meets no search, so the search runs
+    # over the others only (a plan of a few creates in a large app orders those few).
+    moving = [n for n in nodes if n.created or any(t in created and t != n.name for ts in n.refs.values() for t in ts)]
+    placed = _order(moving, app, created) if moving else {}
+    return {n.name: placed.get(n.name, _IDLE) for n in nodes}
+
+
+_IDLE = Placed()
+
+
+def _order(nodes: list[Node], app: str, created: set[str]) -> dict[str, Placed]:
+    by_name = {n.name: n for n in nodes}
     # edge (source -> target) with the fields of source that make it
     via: dict[str, dict[str, set[str]]] = {n.name: {} for n in nodes}
     for n in nodes:

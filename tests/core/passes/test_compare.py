@@ -79,3 +79,14 @@ def test_a_body_holding_a_sensitive_value_is_never_known_by_a_digest() -> None:
     )
     plan = compare(empty(g), g)
     assert not plan.changes and len(plan.same) == 1  # b's pair only
+
+
+def test_a_write_waits_only_for_what_the_same_apply_creates() -> None:
+    named = f"{P}/tools/b"
+    g = given([tool("a", "new", description=named), tool("b")], [remote_tool("a")])
+    waits = {c.id: (c.depends_on, c.level) for c in compare(empty(g), g).changes}
+    assert waits == {"a": ((named,), 1), "b": ((), 0)}
+    # b exists: nothing is created, nothing waits
+    g = given([tool("a", "new", description=named), tool("b", "new")], [remote_tool("a"), remote_tool("b")])
+    waits = {c.id: (c.depends_on, c.level) for c in compare(empty(g), g).changes}
+    assert waits == {"a": ((), 0), "b": ((), 0)}

@@ -11,7 +11,7 @@ checks cycles by (``cesync.core.references``)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -20,7 +20,7 @@ from ...api.kinds import APP, THE_APP
 from ...api.resource import Resource
 from ..diff import FieldChange, diff_resource, pair_digest
 from ..documents import unreadable
-from ..order import Node, order
+from ..order import Node, Placed, order
 from ..plan import RESENT, Change, Plan
 from ..references import names
 from ..sensitive import input_only_fields
@@ -36,11 +36,7 @@ def compare(plan: Plan, given: PlanInput) -> Plan:
     writes = writes_of(given)
     remote_by = {r.key: r for r in given.remote}
     name_of = {d.key: d.kind.resource_name(parent, d.id) for d in writes}
-    creating_app = any(d.kind.singleton and d.key not in remote_by for d in writes)
-    placed = order(
-        [Node(name_of[d.key], d.key not in remote_by, _field_refs(d.body, parent), d.kind.deferrable) for d in writes],
-        parent if creating_app else "",
-    )
+    placed = _placed(writes, remote_by, name_of, parent)
     changes: list[Change] = []
     unknown: dict[str, list[str]] = {}
     memo = given.compared
@@ -61,7 +57,7 @@ def compare(plan: Plan, given: PlanInput) -> Plan:
         name = name_of[res.key]
         if d.unknown:
             unknown[name] = d.unknown
-        where = placed[name]
+        where = placed.get(name, _NOWHERE)
         common: dict[str, Any] = {
             "kind": kind,
             "id": rid,
@@ -103,6 +99,24 @@ def compare(plan: Plan, given: PlanInput) -> Plan:
         )
     deletes = [_delete(r, given) for r in given.remote if r.key not in name_of and r.kind.deletable]
     return replace(plan, changes=(*changes, *deletes), unknown_fields=unknown, same=frozenset(same))
+
+
+_NOWHERE = Placed()  # what order gives a write when the apply creates nothing
+
+
+def _placed(
+    writes: list[Resource], remote_by: Mapping[tuple[str, str], Resource], name_of: Mapping[tuple[str, str], str], parent: str
+) -> Mapping[str, Placed]:
+    """Where each write goes (cesync.core.order); empty when none is a create: a write waits
+    only for what the same apply creates, so the bodies are not walked for references then."""
+    created = [d for d in writes if d.key not in remote_by]
+    if not created:
+        return {}
+    creating_app = any(d.kind.singleton for d in created)
+    return order(
+        [Node(name_of[d.key], d.key not in remote_by, _field_refs(d.body, parent), d.kind.deferrable) for d in writes],
+        parent if creating_app else "",
+    )
 
 
 def writes_of(given: PlanInput) -> list[Resource]:
