@@ -9,6 +9,7 @@ import json
 import shutil
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import httpx
 import pytest
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 from cesync.api.kinds import KINDS
 from cesync.api.resource import Resource
 from cesync.client import CesClient, RetryPolicy
+from cesync.core import planseal
 from cesync.core.plan import Plan
 from cesync.core.planbuild import build_plan
 from cesync.core.planseal import desired_digest
@@ -300,12 +302,17 @@ def test_generated_tools_round_trip_without_changes(body: dict[str, Any]) -> Non
     resources=st.dictionaries(
         st.tuples(st.sampled_from(["tool", "toolset"]), st.text(min_size=1, max_size=6)),
         st.dictionaries(st.text(max_size=6), json_values()),
-        max_size=4,
+        max_size=7,
     ),
+    batch=st.integers(1, 4),
 )
-def test_desired_digest_is_the_hash_of_the_whole_text(env: str, app: str, resources: dict[tuple[str, str], Any]) -> None:
-    """Hashed one resource at a time, the digest is still the keyed hash of one json.dumps of everything."""
+def test_desired_digest_is_the_hash_of_the_whole_text(
+    env: str, app: str, resources: dict[tuple[str, str], Any], batch: int
+) -> None:
+    """Hashed a batch of resources at a time, the digest is still the keyed hash of one json.dumps of everything."""
     desired = [Resource(KINDS[kind], rid, body) for (kind, rid), body in resources.items()]
     listed = sorted(([d.kind.name, d.id, d.body] for d in desired), key=lambda d: (d[0], d[1]))
     whole = json.dumps({"env": env, "app": app, "resources": listed}, sort_keys=True)
-    assert desired_digest(env, app, desired, b"k") == "hmac-sha256:" + hmac.new(b"k", whole.encode(), hashlib.sha256).hexdigest()
+    with mock.patch.object(planseal, "_BATCH", batch):
+        digest = desired_digest(env, app, desired, b"k")
+    assert digest == "hmac-sha256:" + hmac.new(b"k", whole.encode(), hashlib.sha256).hexdigest()
