@@ -48,6 +48,8 @@ def tested_tools(root: Path, desired: Iterable[Resource]) -> dict[str, list[str]
         cases = load_tests(root)
     except ConfigError:
         return {}
+    if not cases:
+        return {}  # no test names a tool: the repo's names are not gathered
     names: dict[str, str] = {}
     for r in desired:
         if r.kind.named_by_type:
