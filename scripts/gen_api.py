@@ -52,6 +52,20 @@ BETA_MODELS_FILE = ROOT / "src/cesync/models/evaluations.py"
 FACTS_FILE = ROOT / "src/cesync/api/ces_v1.json"
 MODELS_FILE = ROOT / "src/cesync/models/messages.py"
 OTHER_FILE = ROOT / "src/cesync/models/other.py"
+# The managed kinds' messages (overlay.RESOURCE_MESSAGES and all they hold), one module per kind for
+# what that kind alone holds and one for what several hold (_homes): a command builds the classes
+# of the kinds it meets (a repo of tools: msg_shared's and msg_tool's), not every kind's.
+SHARED_FILE = ROOT / "src/cesync/models/msg_shared.py"
+KIND_FILES = {
+    f"{PACKAGE}.App": ROOT / "src/cesync/models/msg_app.py",
+    f"{PACKAGE}.Agent": ROOT / "src/cesync/models/msg_agent.py",
+    f"{PACKAGE}.Tool": ROOT / "src/cesync/models/msg_tool.py",
+    f"{PACKAGE}.Toolset": ROOT / "src/cesync/models/msg_toolset.py",
+    f"{PACKAGE}.Guardrail": ROOT / "src/cesync/models/msg_guardrail.py",
+    f"{PACKAGE}.Example": ROOT / "src/cesync/models/msg_example.py",
+    f"{PACKAGE}.Deployment": ROOT / "src/cesync/models/msg_deployment.py",
+    f"{PACKAGE}.AppVersion": ROOT / "src/cesync/models/msg_appversion.py",
+}
 BEHAVIOR_WORDS = discoverydoc.BEHAVIOR_WORDS
 # The two packages the description is read from: pinned here in pyproject.toml and nowhere else.
 PROTO_PACKAGE = "google-cloud-ces"
@@ -467,52 +481,139 @@ def _base_import(names: set[str]) -> list[str]:
     return ["from .base import (", *[f"    {n}," for n in BASE_NAMES if n in names], ")"]
 
 
+def _homes(walk: Walk) -> dict[str, Path]:
+    """Each message a managed resource holds -> the module it is made in: its kind's when one kind
+    alone holds it, msg_shared when several do. A kind that holds other kinds (AppVersion, a
+    snapshot of the app) counts only for what no other kind holds. What a shared message holds is
+    shared too, and what a kind's own holds is its kind's or shared: a kind's module imports from
+    msg_shared alone (AppVersion's from every module)."""
+    roots = overlay.RESOURCE_MESSAGES
+    assert set(KIND_FILES) == set(roots), "give every kind of overlay.RESOURCE_MESSAGES its module in KIND_FILES"
+    held = {r: held_by_resources(walk, (r,)) for r in roots}
+    plain = [r for r in roots if not any(o != r and o in held[r] for o in roots)]
+    homes: dict[str, Path] = {}
+    for full in walk.order:
+        holders = [r for r in plain if full in held[r]] or [r for r in roots if full in held[r]]
+        if holders:
+            homes[full] = SHARED_FILE if len(holders) > 1 else KIND_FILES[holders[0]]
+    return homes
+
+
+def _oneof_members(walk: Walk, oneof: str) -> tuple[str, ...]:
+    """The JSON names of a oneof's members (``google.cloud.ces.v1.Tool.tool_type``), in field order."""
+    message, _, name = oneof.rpartition(".")
+    msg = walk.messages[message]
+    index = [d.name for d in msg.oneof_decl].index(name)
+    return tuple(f.json_name for f in msg.field if f.HasField("oneof_index") and f.oneof_index == index and not f.proto3_optional)
+
+
+def _isort(name: str, *, cased: bool = False) -> tuple[int, str]:
+    """ruff's order of imported names (case aside) and of __all__ (cased): constants, classes, the rest."""
+    return (0 if name.isupper() else 1 if name[0].isupper() else 2), name if cased else name.lower()
+
+
+def _imports_from(where: dict[str, Path], names: set[str], here: Path | None) -> list[str]:
+    """``from .module import (...)`` of each name defined in another module than ``here``."""
+    out = []
+    for path in sorted({where[n] for n in names if n in where and where[n] != here}):
+        mine = sorted((n for n in names if where.get(n) == path), key=_isort)
+        out += [f"from .{path.stem} import (", *[f"    {n}," for n in mine], ")"]
+    return out
+
+
 def render_models(fds_bytes: bytes, facts_text: str) -> dict[Path, str]:
-    """messages.py (the resources cesync manages and what they hold) and other.py (the rest)."""
+    """messages.py (where each message is made), msg_shared.py and one msg_KIND.py per managed kind
+    (the resources cesync manages and what they hold: _homes), and other.py (the rest)."""
     fds = descriptor_pb2.FileDescriptorSet()
     fds.ParseFromString(fds_bytes)
     facts = json.loads(facts_text)
     walk = Walk(fds)
-    eager = held_by_resources(walk)
+    homes = _homes(walk)
+    aliases = [_enum_alias(walk, full) for full in walk.enums]
+    aliases += [f'{alias} = Annotated[str, resource("{kind}")]' for kind, alias in overlay.RESOURCE_ALIASES.items()]
+    # Every name a module defines -> that module: messages, and the aliases (in msg_shared).
+    where = {walk.names[full]: path for full, path in homes.items()}
+    where |= {n: SHARED_FILE for n in [*walk.enum_names.values(), *overlay.RESOURCE_ALIASES.values()]}
+    files: dict[Path, str] = {}
+    for path in [SHARED_FILE, *KIND_FILES.values()]:
+        mine = [full for full in walk.order if homes.get(full) == path]
+        classes = [line for full in mine for line in _class(walk, full, facts)]
+        used = _annotated(classes)
+        own = {"Behavior", "ProtoModel", "field_", "resolve_forward_refs"}
+        if path == SHARED_FILE:
+            summary = "The messages several of the resources cesync manages hold, and the enums' and names' types."
+            head = [
+                "from typing import Annotated, Literal",
+                "",
+                *_base_import(used | own | {"ProtoEnum", "resource"}),
+                "",
+                *aliases,
+            ]
+        else:
+            kind = next(full for full, file in KIND_FILES.items() if file == path).rsplit(".", 1)[1]
+            summary = f"The messages of the kind {kind} that no other kind holds ({kind} itself among them)."
+            head = [*_base_import(used | own), *_imports_from(where, used, path)]
+        more = [
+            "",
+            "Made on first use of one of them, through cesync.models.messages: a command builds",
+            "the classes of the kinds it meets.",
+        ]
+        out = [
+            *_header(facts, summary, more),
+            *head,
+            "",
+            "R, OUT, ID = Behavior.REQUIRED, Behavior.OUTPUT_ONLY, Behavior.IDENTIFIER",
+        ]
+        files[path] = _format("\n".join([*out, *classes, "", "", "resolve_forward_refs(globals())", ""]))
+    names = sorted(where)
     out = _header(
         facts,
         "Every message of ``google.cloud.ces.v1`` as a pydantic model, named like the REST JSON.",
         [
             "",
-            "Here: the resources cesync manages and every message they hold. The API's other messages",
-            "(requests, responses, sessions...) are in cesync.models.other, imported on first use of",
-            "one of them through this module (``messages.SessionInput`` works).",
+            "Here: where each is made. The resources cesync manages and every message they hold are in",
+            "cesync.models.msg_*: a kind's own messages in its module (msg_tool...), those several kinds",
+            "hold in msg_shared, each module imported on first use of one of its names through this one",
+            "(``messages.Tool``), so that a command builds the classes of the kinds it meets. The API's",
+            "other messages (requests, responses, sessions...) are in cesync.models.other, imported on",
+            "first use of one of them the same way (``messages.SessionInput`` works).",
         ],
     )
-    classes = [line for full in walk.order if full in eager for line in _class(walk, full, facts)]
-    own = {"Behavior", "ProtoEnum", "ProtoModel", "field_", "resolve_forward_refs", "resource"}
     out += [
-        "from typing import Annotated, Any, Literal",
+        "import importlib",
+        "from typing import TYPE_CHECKING, Any",
         "",
-        *_base_import(_annotated(classes) | own),
+        "if TYPE_CHECKING:",
+        *[f"    {line}" for line in _imports_from(where, set(names), None)],
         "",
-        "R, OUT, ID = Behavior.REQUIRED, Behavior.OUTPUT_ONLY, Behavior.IDENTIFIER",
+        "__all__ = [",
+        *[f'    "{n}",' for n in sorted([*names, *overlay.ONEOF_TUPLES], key=lambda n: _isort(n, cased=True))],
+        "]",
         "",
     ]
-    for kind, alias in overlay.RESOURCE_ALIASES.items():
-        out.append(f'{alias} = Annotated[str, resource("{kind}")]')
-    out.append("")
-    out += [_enum_alias(walk, full) for full in walk.enums]
-    out += classes
-    out.append("")
-    out.append("")
     for name, oneof in overlay.ONEOF_TUPLES.items():
-        message, _, member = oneof.rpartition(".")
-        out.append(f'{name}: tuple[str, ...] = {walk.names[message]}.oneofs["{member}"][0]')
+        out.append(f"{name}: tuple[str, ...] = {_oneof_members(walk, oneof)!r}")
     out += [
         "",
-        "resolve_forward_refs(globals())",
+        "# The names each module of this package makes.",
+        "_MADE_IN: dict[str, tuple[str, ...]] = {",
+        *[
+            line
+            for path in sorted(set(where.values()))
+            for line in [f'    "{path.stem}": (', *[f'        "{n}",' for n in names if where[n] == path], "    ),"]
+        ],
+        "}",
+        "_HOME = {name: module for module, made in _MADE_IN.items() for name in made}",
         "",
         "",
         "def __getattr__(name: str) -> Any:",
-        '    """A message no resource holds: from cesync.models.other, imported on first use."""',
+        '    """A message (or type) from the module it is made in, imported on first use; one no resource',
+        '    holds from cesync.models.other."""',
         "    if name.startswith('__'):",
         "        raise AttributeError(name)",
+        "    home = _HOME.get(name)",
+        "    if home is not None:",
+        "        return getattr(importlib.import_module(f\"{__name__.rpartition('.')[0]}.{home}\"), name)",
         "    from . import other",
         "",
         "    try:",
@@ -521,22 +622,20 @@ def render_models(fds_bytes: bytes, facts_text: str) -> dict[Path, str]:
         '        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None',
         "",
     ]
-    rest = [line for full in walk.order if full not in eager for line in _class(walk, full, facts)]
+    files = {MODELS_FILE: _format("\n".join(out)), **files}
+    rest = [line for full in walk.order if full not in homes for line in _class(walk, full, facts)]
     used = _annotated(rest)
-    shared = [walk.names[f] for f in walk.order if f in eager]
-    shared += [walk.enum_names[f] for f in walk.enums] + list(overlay.RESOURCE_ALIASES.values())
     other = _header(facts, "The messages of ``google.cloud.ces.v1`` that no resource cesync manages holds.", [])
     other += [
         *_base_import(used | {"Behavior", "ProtoModel", "field_"}),
-        "from .messages import (",
-        *[f"    {n}," for n in sorted(n for n in shared if n in used)],
-        ")",
+        *_imports_from(where, used, None),
         "",
         "R, OUT, ID = Behavior.REQUIRED, Behavior.OUTPUT_ONLY, Behavior.IDENTIFIER",
         *rest,
         "",
     ]
-    return {MODELS_FILE: _format("\n".join(out)), OTHER_FILE: _format("\n".join(other))}
+    files[OTHER_FILE] = _format("\n".join(other))
+    return files
 
 
 def _format(source: str) -> str:

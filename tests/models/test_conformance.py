@@ -50,27 +50,43 @@ def test_beta_snapshot_matches_installed_package() -> None:
 
 def test_generated_module_is_current() -> None:
     rendered = GEN.render_models(api.DESCRIPTOR_FILE.read_bytes(), api.BEHAVIORS_FILE.read_text(encoding="utf-8"))
-    assert [p.name for p in rendered] == ["messages.py", "other.py"]
+    assert [p.name for p in rendered] == ["messages.py", *(p.name for p in [GEN.SHARED_FILE, *GEN.KIND_FILES.values()]), "other.py"]
     rendered.update(GEN.render_beta_models(api.BETA_FILE.read_bytes(), api.BETA_BEHAVIORS_FILE.read_text(encoding="utf-8")))
     for path, text in rendered.items():
         assert path.read_text(encoding="utf-8") == text, f"{path.name} is stale: run python scripts/gen_api.py"
 
 
-def test_the_models_cesync_uses_are_made_at_import_and_the_rest_on_first_use() -> None:
-    """messages.py holds each managed kind's model and all it holds; the API's other messages
-    (other.py) come on first use, through messages as well."""
+def test_each_kinds_models_are_made_on_first_use_of_the_kind() -> None:
+    """msg_KIND.py holds what one managed kind alone holds, msg_shared.py what several do: a kind's
+    model loads those two, and the API's other messages (other.py) come on first use, through
+    messages as well."""
     import subprocess
 
     from cesync.api.kinds import KINDS
 
     probe = (
-        "import sys, cesync.models.messages as m, cesync.api.kinds as k\n"
-        "print('cesync.models.other' in sys.modules)\n"
+        "import sys, cesync.models as models, cesync.models.messages as m, cesync.api.kinds as k\n"
+        "made = lambda: sorted(n.rpartition('.')[2] for n in sys.modules if n.startswith('cesync.models.msg_'))\n"
+        "print(made(), models.TOOL_TYPES == models.Tool.oneofs['tool_type'][0], made())\n"
+        "print(models.TOOLSET_TYPES == models.Toolset.oneofs['toolset_type'][0], made())\n"
         "for kind in k.KINDS.values(): kind.model.model_json_schema()\n"  # every resource's whole tree builds
         "print('cesync.models.other' in sys.modules, m.SessionInput.__module__)\n"
     )
     r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
-    assert r.stdout.split() == ["False", "False", "cesync.models.other"], r.stderr
+    assert r.stdout.split() == [
+        "[]",
+        "True",
+        "['msg_shared',",
+        "'msg_tool']",
+        "True",
+        "['msg_shared',",
+        "'msg_tool',",
+        "'msg_toolset']",
+        "False",
+        "cesync.models.other",
+    ], r.stderr
+    homes = {n: GEN.KIND_FILES[n].stem for n in GEN.overlay.RESOURCE_MESSAGES}
+    assert {n: getattr(generated, n.rsplit(".", 1)[1]).__module__.rsplit(".", 1)[1] for n in homes} == homes
     resources = (*GEN.overlay.RESOURCE_MESSAGES, *GEN.overlay.BETA_RESOURCE_MESSAGES)
     assert {kind.model_name for kind in KINDS.values()} <= {n.rsplit(".", 1)[1] for n in resources}
     with pytest.raises(AttributeError):
@@ -109,7 +125,7 @@ def test_every_message_has_a_model() -> None:
     assert modelled == published
     from cesync.models import other
 
-    made = [*vars(generated).values(), *vars(other).values()]
+    made = [getattr(generated, n) for n in generated.__all__] + [*vars(other).values()]
     classes = {v for v in made if isinstance(v, type) and issubclass(v, ProtoModel) and v is not ProtoModel}
     assert len(classes) == len(published)
 

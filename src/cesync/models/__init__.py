@@ -1,26 +1,34 @@
 """The CES resource model: pydantic classes named and shaped like the REST JSON.
 
-The evaluation kinds' models (v1beta, cesync.models.evaluations) load on first use: building
-their classes costs about half as much again as every other kind's, and most repos and
-commands never meet an evaluation.
+Every kind's model loads on first use (cesync.models.messages says where each is made): a
+command builds the classes of the kinds it meets, so validate of a repo of tools never builds
+an agent's or the app's. The evaluation kinds' (v1beta, cesync.models.evaluations) come the
+same way: building their classes costs about half as much again as every other kind's, and
+most repos and commands never meet an evaluation.
 """
 
 from typing import TYPE_CHECKING, Any
 
 from .base import Behavior, FieldSpec, Kind, ProtoModel, specs
-from .messages import TOOL_TYPES, TOOLSET_TYPES, Agent, App, AppVersion, Deployment, Example, Guardrail, Schema, Tool, Toolset
+from .messages import TOOL_TYPES, TOOLSET_TYPES
 
 if TYPE_CHECKING:
     from .evaluations import Evaluation, EvaluationDataset, EvaluationExpectation, ScheduledEvaluationRun
+    from .messages import Agent, App, AppVersion, Deployment, Example, Guardrail, Schema, Tool, Toolset
 
-_LAZY = frozenset({"Evaluation", "EvaluationDataset", "EvaluationExpectation", "ScheduledEvaluationRun"})
+_EVALUATIONS = frozenset({"Evaluation", "EvaluationDataset", "EvaluationExpectation", "ScheduledEvaluationRun"})
+_MESSAGES = frozenset({"Agent", "App", "AppVersion", "Deployment", "Example", "Guardrail", "Schema", "Tool", "Toolset"})
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
+    if name in _EVALUATIONS:
         from . import evaluations
 
         return getattr(evaluations, name)
+    if name in _MESSAGES:
+        from . import messages
+
+        return getattr(messages, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

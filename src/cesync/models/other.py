@@ -19,31 +19,47 @@ from .base import (
     Timestamp,
     field_,
 )
-from .messages import (
+from .msg_agent import (
     Agent,
+)
+from .msg_app import (
     App,
+)
+from .msg_appversion import (
     AppVersion,
-    AudioEncoding,
+)
+from .msg_deployment import (
+    Deployment,
+)
+from .msg_example import (
     Blob,
+    Example,
+    Image,
+    Message,
+    ToolCall,
+    ToolResponse,
+    ToolsetTool,
+)
+from .msg_guardrail import (
+    Guardrail,
+)
+from .msg_shared import (
+    AudioEncoding,
     ConversationChannelType,
     ConversationInputType,
     ConversationSource,
-    Deployment,
     EndpointControlPolicyEnforcementScope,
-    Example,
     ExportAppRequestExportFormat,
-    Guardrail,
-    Image,
     ImportAppRequestImportOptionsConflictResolutionStrategy,
-    Message,
     MockConfigUnmatchedToolCallBehavior,
     Schema,
     SessionInputRecordingControl,
+)
+from .msg_tool import (
     Tool,
-    ToolCall,
-    ToolResponse,
+)
+from .msg_toolset import (
     Toolset,
-    ToolsetTool,
 )
 
 R, OUT, ID = Behavior.REQUIRED, Behavior.OUTPUT_ONLY, Behavior.IDENTIFIER

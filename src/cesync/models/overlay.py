@@ -83,10 +83,11 @@ EXTRA_FIELDS: dict[str, list[dict[str, Any]]] = {}
 # Module-level tuples the rest of cesync imports: name -> oneof full name.
 ONEOF_TUPLES: dict[str, str] = {"TOOL_TYPES": P + "Tool.tool_type", "TOOLSET_TYPES": P + "Toolset.toolset_type"}
 
-# The resources cesync manages (api/kinds.py): these and every message they hold are made
-# when cesync.models.messages is imported; the other messages of the API (requests,
-# responses, sessions...) are in cesync.models.other, imported on first use of one of them
-# (creating 110 pydantic classes no command uses was a quarter of importing the models).
+# The resources cesync manages (api/kinds.py): these and every message they hold are made in
+# cesync.models.msg_* (a kind's own in its module, those several kinds hold in msg_shared), each
+# module imported on first use of one of its names through cesync.models.messages; the other
+# messages of the API (requests, responses, sessions...) are in cesync.models.other, imported the
+# same way (creating 110 pydantic classes no command uses was a quarter of importing the models).
 RESOURCE_MESSAGES: tuple[str, ...] = tuple(
     P + name for name in ("App", "Agent", "Tool", "Toolset", "Guardrail", "Example", "Deployment", "AppVersion")
 )
