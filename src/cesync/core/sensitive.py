@@ -28,6 +28,7 @@ __all__ = [
     "MIN_SCRUB",
     "field_paths",
     "input_only_fields",
+    "input_only_names",
     "input_only_values",
     "mask",
 ]
@@ -53,9 +54,14 @@ def field_paths(source: Any, rendered: Any, names: Iterable[str], values: Iterab
 
 def input_only_fields(model_name: str, body: dict[str, Any]) -> list[str]:
     """The INPUT_ONLY fields a body sets (cesync.api.behaviour): one-time credentials, treated as sensitive."""
+    return [f for f in input_only_names(model_name) if body.get(f) is not None]
+
+
+def input_only_names(model_name: str) -> tuple[str, ...]:
+    """The INPUT_ONLY fields of a message, set or not (none: no body of it holds one)."""
     from ..api import behaviour as fb
 
-    return [f for f in fb.fields(model_name, fb.INPUT_ONLY) if body.get(f) is not None]
+    return fb.fields(model_name, fb.INPUT_ONLY)
 
 
 def input_only_values(model_name: str, body: dict[str, Any]) -> list[str]:

@@ -4,13 +4,13 @@ and the one place a command tells its scrubber the values it must mask (remember
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from ..api.jsonvalue import value_at
 from ..api.resource import Resource
 from ..core.scrubber import Scrubber
-from ..core.sensitive import field_paths, input_only_fields, input_only_values
+from ..core.sensitive import field_paths, input_only_fields, input_only_names, input_only_values
 from ..core.yamlfile import Path_
 from ..repo.repo import EnvTarget, Repo
 
@@ -28,7 +28,7 @@ def remember_sensitive(
     resources rendered (desired: one-time credentials)."""
     scrubber.remember(repo.every_sensitive_value())
     scrubber.remember((secrets or {}).values())
-    for d in desired:
+    for d in _with_input_only(desired):
         scrubber.remember(input_only_values(d.kind.model_name, d.body))
 
 
@@ -40,13 +40,24 @@ def sensitive_fields(
     names = repo.sensitive_names(env)
     sources = {f.key: f.doc.data for f in repo.files} if names else {}
     out: dict[tuple[str, str], list[Path_]] = {}
-    for d in desired:
+    for d in desired if names else _with_input_only(desired):
         model = d.kind.model_name
         paths = field_paths(sources.get(d.key), d.body, names, secrets.values()) if names else []
         paths += [(f,) for f in input_only_fields(model, d.body) if (f,) not in paths]
         if paths:
             out[d.key] = paths
     return out
+
+
+def _with_input_only(desired: Iterable[Resource]) -> Iterator[Resource]:
+    """The resources of the kinds that have INPUT_ONLY fields: no other body sets one."""
+    has: dict[str, bool] = {}
+    for d in desired:
+        model = d.kind.model_name
+        if (found := has.get(model)) is None:
+            found = has[model] = bool(input_only_names(model))
+        if found:
+            yield d
 
 
 def hidden_fields(repo: Repo, env: EnvTarget, bodies: Iterable[Resource]) -> dict[tuple[str, str], list[Path_]]:
