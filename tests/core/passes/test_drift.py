@@ -44,3 +44,20 @@ def test_without_a_record_nothing_is_drift() -> None:
     g = given([tool("t", "new")], [remote_tool("t")])
     compared = compare(empty(g), g)
     assert drift(compared, g) is compared
+
+
+@settings(max_examples=60, deadline=None)
+@hypothesis_given(
+    recorded=st.sampled_from(["f", "g"]),
+    now=st.sampled_from(["f", "g"]),
+    etag=st.sampled_from(["e-t", "e-2"]),
+    stamped=st.sampled_from([{}, {"updateTime": "2026-01-01T00:00:00Z"}]),
+)
+def test_only_a_field_beyond_the_servers_own_may_have_drifted(
+    recorded: str, now: str, etag: str, stamped: dict[str, str]
+) -> None:
+    """The record's snapshot and the app compared without name, etag and times: a new etag alone is no drift."""
+    base = {("tool", "t"): remote_tool("t", recorded).body}
+    g = given([tool("t")], [remote_tool("t", now, etag=etag, **stamped)])
+    found = maybe_drifted(P, g.desired, g.remote, base)
+    assert found == ({f"{P}/tools/t"} if recorded != now else set())

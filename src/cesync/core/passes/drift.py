@@ -66,8 +66,13 @@ def maybe_drifted(
     for d in desired:
         if not d.kind.in_snapshot:
             continue
-        was, now = base.get(d.key), remote_by.get(d.key)
-        if (was is None) != (now is None) or (was is not None and now is not None and _as_desired(was) != _as_desired(now.body)):
+        key = d.key
+        was, now = base.get(key), remote_by.get(key)
+        if was is None or now is None:
+            drifted = (was is None) != (now is None)
+        else:  # equal with the server's fields is equal without them (a snapshot keeps them: the common case)
+            drifted = was != now.body and _as_desired(was) != _as_desired(now.body)
+        if drifted:
             found.add(d.kind.resource_name(parent, d.id))
     return found
 
