@@ -133,6 +133,38 @@ def test_a_record_owns_nothing_the_app_made_after_its_version(made: list[int], r
     assert kept == {"tool/absent"} | {f"tool/t{i}" for i, n in enumerate(made) if n <= record}
 
 
+TIMES = st.sampled_from(
+    [
+        "2026-01-01T00:00:00Z",
+        "2026-01-01T00:00:00.5Z",
+        "2026-01-01T00:00:00.000000001Z",
+        "2026-01-01T00:00:01Z",
+        "2025-12-31T23:59:59.999Z",
+        "2026-01-01T01:00:00+02:00",  # before 00:00:00Z, though its digits are not
+        "2025-12-31T23:00:00-02:00",  # after it, though its digits are not
+        "2026-02-30T00:00:00Z",  # no such day
+        "2025-13-01T00:00:00Z",  # no such month
+        "2026-01-01 00:00:00Z",
+        "1Z",
+        "yesterday",
+        "",
+    ]
+)
+
+
+@given(made=st.lists(st.one_of(TIMES, st.integers(0, 3)), max_size=6), record=TIMES)
+def test_a_time_is_later_only_as_read_in_full(made: list[str | int], record: str) -> None:
+    """Whatever the app prints, a resource is left out exactly when its time, read as a time,
+    is after the record's: the shortcut on the digits of two UTC times changes nothing."""
+    from cesync.core.ownership import _stamp
+
+    tools = [Resource(TOOL, f"t{i}", {"createTime": m}) for i, m in enumerate(made)]
+    owned = {f"tool/t{i}" for i in range(len(made))}
+    since = _stamp(record)
+    later = {f"tool/t{i}" for i, m in enumerate(made) if since is not None and (at := _stamp(m)) is not None and at > since}
+    assert made_before(owned, tools, record) == owned - later
+
+
 def test_a_time_that_cannot_be_read_leaves_ownership_alone() -> None:
     tools = [Resource(TOOL, "t", {"createTime": "yesterday"})]
     assert made_before({"tool/t"}, tools, "2026-01-01T00:00:00Z") == {"tool/t"}

@@ -59,10 +59,19 @@ def made_before(owned: Iterable[str], remote: Iterable[Resource], record_time: s
     since = _stamp(record_time)
     if since is None:
         return mine
+    # Two UTC times written alike ("...T12:00:00Z", any fraction) are in the order of their
+    # first 19 characters; a time that is no time is never later. So a time ending in Z whose
+    # seconds come before the record's is not later, whatever it is: read no further.
+    before = record_time[:19] if record_time.endswith("Z") else ""
     later = set()
     for r in remote:
         key = f"{r.kind.name}/{r.id}"
-        made = _stamp(r.body.get("createTime")) if key in mine else None
+        if key not in mine:
+            continue
+        made_at = r.body.get("createTime")
+        if before and isinstance(made_at, str) and made_at.endswith("Z") and made_at[:19] < before:
+            continue
+        made = _stamp(made_at)
         if made is not None and made > since:
             later.add(key)
     return mine - later
