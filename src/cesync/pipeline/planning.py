@@ -111,7 +111,7 @@ class Read:
     remote: list[Resource]
     view: RecordView  # what the records say: this owner's newest trusted one, other owners', those ignored
     authors: Mapping[str, tuple[str, str]]
-    known: frozenset[tuple[str, str]]  # (kind, id) of every resource of the repo or the app
+    desired: Sequence[Resource]  # the repo's resources (what --target may name besides the app's)
     sum_key: bytes = b""  # the key records are sealed with (sync.record.current_key)
 
     @property
@@ -120,7 +120,10 @@ class Read:
 
     def selected(self, targets: Iterable[str] | None) -> set[str] | None:
         """--target values resolved against what exists on either side ("kind/id"); None: no --target."""
-        return target_keys(resolve_targets(targets or (), self.known))
+        if not targets:
+            return None
+        known = {d.key for d in self.desired} | {r.key for r in self.remote}
+        return target_keys(resolve_targets(targets, known))
 
 
 async def read_for_plan(ctx: Context, client: CesClient | None) -> Read:
@@ -139,10 +142,9 @@ async def read_for_plan(ctx: Context, client: CesClient | None) -> Read:
         writes = writes_of(PlanInput(ctx.env.name, ctx.env.parent, ctx.desired, remote, app_body=app_body))
         if names := maybe_drifted(ctx.env.parent, writes, remote, base):
             authors = await _authors(ctx, client, ctx.env.parent, record.time, names)
-    known = frozenset({d.key for d in ctx.desired} | {r.key for r in remote})
     from ..sync.record import current_key
 
-    return Read(remote, view, authors, known, current_key())
+    return Read(remote, view, authors, ctx.desired, current_key())
 
 
 async def _authors(
