@@ -50,7 +50,11 @@ def test_beta_snapshot_matches_installed_package() -> None:
 
 def test_generated_module_is_current() -> None:
     rendered = GEN.render_models(api.DESCRIPTOR_FILE.read_bytes(), api.BEHAVIORS_FILE.read_text(encoding="utf-8"))
-    assert [p.name for p in rendered] == ["messages.py", *(p.name for p in [GEN.SHARED_FILE, *GEN.KIND_FILES.values()]), "other.py"]
+    assert [p.name for p in rendered] == [
+        "messages.py",
+        *(p.name for p in [GEN.SHARED_FILE, *GEN.KIND_FILES.values()]),
+        "other.py",
+    ]
     rendered.update(GEN.render_beta_models(api.BETA_FILE.read_bytes(), api.BETA_BEHAVIORS_FILE.read_text(encoding="utf-8")))
     for path, text in rendered.items():
         assert path.read_text(encoding="utf-8") == text, f"{path.name} is stale: run python scripts/gen_api.py"
