@@ -25,7 +25,10 @@ text never breaks ``--format json``.
 from __future__ import annotations
 
 import re
-import xml.etree.ElementTree as ET
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # every command imports this module; only a JUnit report makes a tree
+    import xml.etree.ElementTree as ET
 
 __all__ = ["ci_log", "md_cell", "md_code", "md_fence", "one_line", "output", "terminal", "xml_text", "xml_tree"]
 

@@ -7,14 +7,17 @@ Deployment as CES holds it (checked against the API, exported, pulled), the sche
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
 from ..api.jsonvalue import has_path
 from ..api.kinds import ResourceKind
-from ..core.release import ReleaseSpec
 from ..core.yamlfile import load_text, read_text
 from ..errors import ConfigError, Problem
+
+if TYPE_CHECKING:  # its models build when a schedule is read: validate and plan of a repo without one never do
+    from ..core.release import ReleaseSpec
 
 __all__ = ["FOLDER", "RELEASED", "load_release", "released_fields"]
 
@@ -43,6 +46,8 @@ def load_release(root: Path, deployment: str) -> tuple[str, ReleaseSpec]:
         raise ConfigError([doc])
     if not isinstance(doc.data, dict):
         raise ConfigError([doc.problem((), "a release schedule is a mapping with 'steps' (and 'gate')")])
+    from ..core.release import ReleaseSpec
+
     try:
         return display, ReleaseSpec.model_validate(doc.data)
     except ValidationError as exc:
