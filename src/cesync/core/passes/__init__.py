@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from ...api.resource import Resource
@@ -114,6 +115,11 @@ class PlanInput:
     ignore: Mapping[tuple[str, str], Sequence[str]] = field(default_factory=dict)  # ignoreChanges (passes.ignore)
     tool_tests: Mapping[str, Sequence[str]] = field(default_factory=dict)  # test id -> "tool/id" it runs (passes.affected)
     compared: Compared | None = None  # pairs found equal before: not diffed again (passes.compare)
+
+    @cached_property
+    def remote_by(self) -> Mapping[tuple[str, str], Resource]:
+        """remote by (kind, id), made once for the passes that look resources up in it."""
+        return {r.key: r for r in self.remote}
 
     def wanted(self, kind_name: str, rid: str) -> bool:
         """Whether --target leaves this resource in the plan."""

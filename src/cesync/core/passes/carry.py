@@ -20,7 +20,7 @@ __all__ = ["carry"]
 def carry(plan: Plan, given: PlanInput) -> Plan:
     if not plan.unknown_fields:
         return plan
-    remote_by = {r.key: r for r in given.remote}
+    remote_by = given.remote_by
     return replace(
         plan, changes=tuple(_carried(c, remote_by[(c.kind.name, c.id)].body) if _carries(c, plan) else c for c in plan.changes)
     )

@@ -34,27 +34,34 @@ log = logging.getLogger(__name__)
 def compare(plan: Plan, given: PlanInput) -> Plan:
     parent = given.parent
     writes = writes_of(given)
-    remote_by = {r.key: r for r in given.remote}
-    name_of = {d.key: d.kind.resource_name(parent, d.id) for d in writes}
-    placed = _placed(writes, remote_by, name_of, parent)
+    remote_by = given.remote_by
+    placed = _placed(writes, remote_by, parent)
     changes: list[Change] = []
     unknown: dict[str, list[str]] = {}
     memo = given.compared
+    known = memo.same if memo is not None and not given.resend_input_only else frozenset()
+    sensitive = given.sensitive or {}
     same: set[bytes] = set()
+    debug = log.isEnabledFor(logging.DEBUG)
     for res in writes:
         kind, rid, body = res.kind, res.id, res.body
-        r = remote_by.get(res.key)
+        key = res.key
+        r = remote_by.get(key)
         # a body holding a sensitive value is never known by a digest kept on disk (one could try guesses against it)
-        keep = memo is not None and r is not None and not given.paths(res.key)
-        pair = pair_digest(kind, rid, body, r.body, memo.salt) if keep and memo is not None and r is not None else None
-        if pair is not None and memo is not None and pair in memo.same and not given.resend_input_only:
+        pair = (
+            pair_digest(kind, rid, body, r.body, memo.salt)
+            if memo is not None and r is not None and not sensitive.get(key)
+            else None
+        )
+        if pair is not None and pair in known:
             same.add(pair)
-            log.debug("plan: %s %s: unchanged (the same pair as an earlier run's)", kind, rid)
+            if debug:
+                log.debug("plan: %s %s: unchanged (the same pair as an earlier run's)", kind, rid)
             continue
         d = diff_resource(kind, rid, body, r.body if r else None)
         if pair is not None and not d.update_mask and not d.unknown:
             same.add(pair)
-        name = name_of[res.key]
+        name = kind.resource_name(parent, rid)
         if d.unknown:
             unknown[name] = d.unknown
         where = placed.get(name, _NOWHERE)
@@ -97,26 +104,26 @@ def compare(plan: Plan, given: PlanInput) -> Plan:
                 **common,
             )
         )
-    deletes = [_delete(r, given) for r in given.remote if r.key not in name_of and r.kind.deletable]
+    written = {d.key for d in writes}
+    deletes = [_delete(r, given) for r in given.remote if r.key not in written and r.kind.deletable]
     return replace(plan, changes=(*changes, *deletes), unknown_fields=unknown, same=frozenset(same))
 
 
 _NOWHERE = Placed()  # what order gives a write when the apply creates nothing
 
 
-def _placed(
-    writes: list[Resource], remote_by: Mapping[tuple[str, str], Resource], name_of: Mapping[tuple[str, str], str], parent: str
-) -> Mapping[str, Placed]:
+def _placed(writes: list[Resource], remote_by: Mapping[tuple[str, str], Resource], parent: str) -> Mapping[str, Placed]:
     """Where each write goes (cesync.core.order); empty when none is a create: a write waits
     only for what the same apply creates, so the bodies are not walked for references then."""
     created = [d for d in writes if d.key not in remote_by]
     if not created:
         return {}
     creating_app = any(d.kind.singleton for d in created)
-    return order(
-        [Node(name_of[d.key], d.key not in remote_by, _field_refs(d.body, parent), d.kind.deferrable) for d in writes],
-        parent if creating_app else "",
-    )
+    nodes = [
+        Node(d.kind.resource_name(parent, d.id), d.key not in remote_by, _field_refs(d.body, parent), d.kind.deferrable)
+        for d in writes
+    ]
+    return order(nodes, parent if creating_app else "")
 
 
 def writes_of(given: PlanInput) -> list[Resource]:

@@ -26,8 +26,7 @@ log = logging.getLogger(__name__)
 def drift(plan: Plan, given: PlanInput) -> Plan:
     if given.base is None:
         return plan
-    remote_by = {r.key: r for r in given.remote}
-    return replace(plan, changes=tuple(_labelled(c, remote_by, given) for c in plan.changes))
+    return replace(plan, changes=tuple(_labelled(c, given.remote_by, given) for c in plan.changes))
 
 
 def _labelled(c: Change, remote_by: Mapping[tuple[str, str], Resource], given: PlanInput) -> Change:

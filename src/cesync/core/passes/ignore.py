@@ -25,7 +25,7 @@ def ignore(plan: Plan, given: PlanInput) -> Plan:
     updates = {(c.kind.name, c.id): c for c in plan.changes if c.action == "update" and (c.kind.name, c.id) in given.ignore}
     if not updates:
         return plan
-    remote_by = {r.key: r for r in given.remote}
+    remote_by = given.remote_by
     desired = [d for d in given.desired if d.key in updates]
     left_desired, left = leave_to_console(desired, [remote_by[k] for k in updates if k in remote_by], given.ignore, given.parent)
     taken = {d.key: d for d in left_desired}
