@@ -52,3 +52,44 @@ def test_validate_says_nothing_of_a_sensitive_token(tmp_path: Path) -> None:
     said = r.stdout + r.stderr
     assert r.returncode == 1 and "bearerTokenConfig.token" in said and "$context.variables" in said, said
     assert token[:6] not in said and str(len(token)) not in said.replace("inv.yaml:8:14", ""), said
+
+
+def test_each_class_checks_every_field_a_default_would_leave_unset() -> None:
+    """ProtoModel.__init_subclass__ puts the REQUIRED-default check on a class's REQUIRED fields
+    alone: it covers every field the check can refuse (_required_defaults), in every message."""
+    from cesync.models import ProtoModel, evaluations, other
+    from cesync.models.base import _required_defaults
+
+    classes = [getattr(messages, n) for n in messages.__all__] + [*vars(other).values(), *vars(evaluations).values()]
+    models = {c for c in classes if isinstance(c, type) and issubclass(c, ProtoModel) and c is not ProtoModel}
+    refusing = 0
+    for model in models:
+        check = model.__pydantic_decorators__.field_validators.get("_required_not_default")
+        wanted = set(_required_defaults(model))
+        refusing += bool(wanted)
+        assert wanted <= set(check.info.fields if check else ()), model.__name__
+    assert len(models) > 300 and refusing > 50
+
+
+def test_a_subclass_keeps_its_bases_required_check() -> None:
+    from cesync.models import ProtoModel
+    from cesync.models.base import Behavior, field_
+
+    class Base(ProtoModel):
+        name: str = field_(Behavior.REQUIRED)
+
+    class Child(Base):
+        note: str | None = field_()
+
+    class Both(Base):
+        size: int = field_(Behavior.REQUIRED)
+
+    for model, data in (
+        (Base, {"name": ""}),
+        (Child, {"name": ""}),
+        (Both, {"name": "", "size": 1}),
+        (Both, {"name": "n", "size": 0}),
+    ):
+        with pytest.raises(ValidationError, match="is required and must not be"):
+            model.model_validate(data)
+    Both.model_validate({"name": "n", "size": 1})

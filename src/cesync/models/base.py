@@ -29,6 +29,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError, core_schema
 
 __all__ = [
@@ -275,17 +276,17 @@ class ProtoModel(BaseModel):
     # The message's full name in the API description (cesync.api.descriptors): its facts, its dropped fields.
     message_name: ClassVar[str] = ""
 
-    @field_validator("*", mode="after")
-    @classmethod
-    def _required_not_default(cls, value: Any, info: ValidationInfo) -> Any:
-        # proto3 cannot tell a scalar's default ("", 0, false, enum 0) or an empty list
-        # from unset, so the API rejects a REQUIRED field holding one as missing.
-        default = _required_defaults(cls).get(info.field_name or "")
-        if default is not None and value == default[0] and type(value) is type(default[0]):
-            raise PydanticCustomError(
-                "required_empty", "{field} is required and must not be {empty}", {"field": default[1], "empty": default[2]}
-            )
-        return value
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """The class's check of its REQUIRED fields (_required_not_default), on those fields alone:
+        on every field ("*"), pydantic would inspect the validator once per field as it builds a
+        schema (a third of building Tool's) and bind it to every class, for fields it passes as they are."""
+        super().__init_subclass__(**kwargs)
+        own = [n for n, v in vars(cls).items() if isinstance(v, FieldInfo) and _is_required(v)]
+        if own:  # a class without one of its own keeps its base's check, if any
+            bases = [b for b in cls.__mro__[1:] if issubclass(b, ProtoModel)]
+            held = [n for b in bases for n, v in b.model_fields.items() if _is_required(v)]
+            check = field_validator(*dict.fromkeys([*held, *own]), mode="after")(classmethod(_required_not_default))
+            setattr(cls, _REQUIRED_CHECK, check)
 
     @model_validator(mode="after")
     def _check_oneofs(self) -> ProtoModel:
@@ -304,6 +305,25 @@ class ProtoModel(BaseModel):
                     {"members": ", ".join(members), "oneof": oneof},
                 )
         return self
+
+
+# The name pydantic keys the check by: a class's replaces its base's (which covers fewer fields).
+_REQUIRED_CHECK = "_required_not_default"
+
+
+def _is_required(info: FieldInfo) -> bool:
+    return any(isinstance(m, Meta) and m.behavior is Behavior.REQUIRED for m in info.metadata)
+
+
+def _required_not_default(cls: type[ProtoModel], value: Any, info: ValidationInfo) -> Any:
+    # proto3 cannot tell a scalar's default ("", 0, false, enum 0) or an empty list
+    # from unset, so the API rejects a REQUIRED field holding one as missing.
+    default = _required_defaults(cls).get(info.field_name or "")
+    if default is not None and value == default[0] and type(value) is type(default[0]):
+        raise PydanticCustomError(
+            "required_empty", "{field} is required and must not be {empty}", {"field": default[1], "empty": default[2]}
+        )
+    return value
 
 
 @dataclass(frozen=True)
