@@ -71,6 +71,14 @@ class ParseCache:
             if not self._holds(raw):
                 self.used[key] = raw
 
+    def keep(self, keys: list[bytes]) -> None:
+        """Leave the entries of keys for the next run, as if this one had used them (a whole
+        result was taken instead: its parts are what a run after a small change needs)."""
+        for key in keys:
+            raw = self._old.get(key)
+            if raw is not None and key not in self._withheld:
+                self.used.setdefault(key, raw)
+
     def withhold(self, values: list[str]) -> None:
         """Keep nothing that holds one of values (the sensitive variables' values: a document or
         code a ${NAME} was substituted into), neither what this run made nor what the store held

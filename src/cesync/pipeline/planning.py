@@ -23,7 +23,6 @@ from ..core.sensitive import KEY_ENV
 from ..core.targets import resolve_targets, target_keys
 from ..repo.cache import COMPARED_FILE, load_cache, save_cache, signing_key
 from ..repo.keys import plan_key
-from ..repo.loading import SourceFile
 from ..repo.repo import EnvTarget
 from .context import Context
 from .policies import policies_of
@@ -198,7 +197,7 @@ def plan_input(
             ignored=read.view.ignored,
             # the embedded emulator lives in this process: nobody else can write its records
             key_from=read.view.key_from or ("embedded" if ctx.endpoint_url == "embedded" else ""),
-            declared=declared_owners(ctx.repo.files),
+            declared=ctx.repo.declared_owners(),
         ),
         key=key,
         created_at=plan_time(),
@@ -208,35 +207,6 @@ def plan_input(
         labels=labels,
         tool_tests=tested_tools(ctx.repo.root, ctx.desired),
     )
-
-
-def declared_owners(files: Iterable[SourceFile]) -> dict[str, tuple[str, str]]:
-    """ "kind/id" -> (file, owner) of each {ref: COLLECTION/ID, owner: NAME} in the repo's files (as
-    written: templating resolves the name and checks only the ref's shape)."""
-    from ..api.kinds import by_collection
-
-    found: dict[str, tuple[str, str]] = {}
-    for f in files:
-        if not _may_name_an_owner(f.doc.text):
-            continue
-        stack = [f.doc.data]
-        while stack:
-            item = stack.pop()
-            if isinstance(item, dict) and set(item) == {"ref", "owner"} and isinstance(item["ref"], str):
-                collection, _, rid = item["ref"].partition("/")
-                if (kind := by_collection(collection)) is not None and isinstance(item["owner"], str):
-                    found.setdefault(f"{kind.name}/{rid}", (f.doc.file, item["owner"]))
-            elif isinstance(item, dict):
-                stack.extend(item.values())
-            elif isinstance(item, list):
-                stack.extend(item)
-    return found
-
-
-def _may_name_an_owner(text: str) -> bool:
-    """Whether a file's text can hold a key ``owner`` ("": the text is not known, so it may): a
-    YAML key is written out in the text, but for an escape in a double-quoted one ("\\x6fwner")."""
-    return not text or "owner" in text or "\\" in text
 
 
 def app_to_create(env: EnvTarget, remote: list[Resource]) -> dict[str, Any] | None:

@@ -105,7 +105,7 @@ def settle(
 
 
 def _wanted(files: list[SourceFile]) -> list[str]:
-    return [found for f in files if isinstance(f.doc.data, dict) for found in _strangers_of(f)]
+    return [found for f in files for found in _strangers_of(f)]  # a SourceFile's data is a mapping (load_sources)
 
 
 def _strangers_of(f: SourceFile) -> list[str]:

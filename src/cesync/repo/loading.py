@@ -5,13 +5,14 @@ from __future__ import annotations
 import difflib
 import re
 import types
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from ..api.kinds import KINDS, ResourceKind
+from ..api.kinds import KINDS, ResourceKind, by_collection
 from ..api.resource import ID_RE
 from ..core.checks import suggest, unknown_field_advice
 from ..core.yamlfile import Document, Path_, load_text, read_text
@@ -19,9 +20,12 @@ from ..errors import Problem
 
 __all__ = [
     "CONFIG_FILE",
+    "IGNORE_KEY",
     "SourceFile",
+    "declared_owners",
     "display_path",
     "error_owner",
+    "kind_files",
     "load_sources",
     "misplaced_files",
     "parse_file",
@@ -94,6 +98,29 @@ def load_sources(root: Path, problems: list[Problem], unreadable: set[tuple[str,
             broken.discard((kind.name, path.stem))
             files.append(SourceFile(kind, rid, path, doc, tuple(ignore)))
     return files
+
+
+def declared_owners(files: Iterable[SourceFile]) -> dict[str, tuple[str, str]]:
+    """ "kind/id" -> (file, owner) of each {ref: COLLECTION/ID, owner: NAME} in the repo's files (as
+    written: templating resolves the name and checks only the ref's shape)."""
+    found: dict[str, tuple[str, str]] = {}
+    for f in files:
+        text = f.doc.text
+        # "owner" reaches the data only as written, or through an escape: a text with neither declares none
+        if text and "owner" not in text and "\\" not in text:
+            continue
+        stack = [f.doc.data]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, dict) and set(item) == {"ref", "owner"} and isinstance(item["ref"], str):
+                collection, _, rid = item["ref"].partition("/")
+                if (kind := by_collection(collection)) is not None and isinstance(item["owner"], str):
+                    found.setdefault(f"{kind.name}/{rid}", (f.doc.file, item["owner"]))
+            elif isinstance(item, dict):
+                stack.extend(item.values())
+            elif isinstance(item, list):
+                stack.extend(item)
+    return found
 
 
 def misplaced_files(root: Path) -> list[Problem]:

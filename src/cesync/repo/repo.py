@@ -30,7 +30,7 @@ from ..core.references import Ref, cycles, names_in
 from ..core.yamlfile import Document, Path_
 from ..errors import CesyncError, ConfigError, Problem
 from ..models import TOOL_TYPES
-from . import rendercache, wholerender
+from . import rendercache, wholeload, wholerender
 from .apidescription import settle
 from .cache import load_cache, save_cache
 from .config import Config
@@ -39,6 +39,7 @@ from .loading import (
     CONFIG_FILE,
     SourceFile,
     clean_loc,
+    declared_owners,
     error_owner,
     load_sources,
     parse_file,
@@ -60,8 +61,7 @@ from .templating import (
     substitute,
 )
 
-# The names below moved to environments, loading, templating and resource; they stay
-# importable from here (other modules and tests use these paths).
+# names kept importable from here (other modules and tests use these paths)
 __all__ = [
     "CONFIG_FILE",
     "ENV_VAR",
@@ -97,10 +97,17 @@ class Repo:
     load_problems: list[Problem] = field(default_factory=list)  # files that did not parse
     unreadable: set[tuple[str, str]] = field(default_factory=set)  # (kind, id) of those files, by file name
     overrides: dict[str, str] = field(default_factory=dict)  # --var NAME=VALUE and --var-file values
+    declared: dict[str, tuple[str, str]] | None = None  # declared_owners(), once asked (or as wholeload kept it)
 
     @property
     def env_names(self) -> list[str]:
         return list(self.config.environments)
+
+    def declared_owners(self) -> dict[str, tuple[str, str]]:
+        """ "kind/id" -> (file, owner) of each {ref:, owner:} the files write (loading.declared_owners)."""
+        if self.declared is None:
+            self.declared = declared_owners(self.files)
+        return self.declared
 
     def env(self, name: str | None) -> EnvTarget:
         """Resolve --env (or CESYNC_ENV); required when there is more than one environment."""
@@ -329,13 +336,18 @@ def load_repo(root: Path, *, resources: bool = True) -> Repo:
         config, found = validate_model(Config, cfg_doc.data, cfg_doc)
         problems += found
     unreadable: set[tuple[str, str]] = set()
-    if resources:  # what parsing the files and their documents gave, kept from the last run (see cache.py)
+    if resources:  # what parsing the files gave, kept from the last run (cache.py)
         parsecache.install(load_cache(root))
-    files = load_sources(root, problems, unreadable) if resources else []
+    cache = parsecache.current() if resources else None
+    kept = wholeload.find(cache, root) if cache is not None else None
+    files, declared = kept if kept is not None else (load_sources(root, problems, unreadable) if resources else [], None)
     if config is None or cfg_doc is None:
         raise ConfigError(problems)
+    if cache is not None and kept is None and not problems:
+        declared = declared_owners(files)
+        wholeload.store(cache, root, files, declared)
     settle(root, config, cfg_doc, files, problems)  # before rendering, which reads the description
-    return Repo(root, config, cfg_doc, files, problems, unreadable=unreadable)
+    return Repo(root, config, cfg_doc, files, problems, unreadable=unreadable, declared=declared)
 
 
 # --- rendering one file for one environment ----------------------------------------------

@@ -1,17 +1,19 @@
-"""Planning's reads of the repo: the owners its files declare of what they reference."""
+"""The owners the repo's files declare of what they reference (loading.declared_owners)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cesync.api.kinds import KINDS
 from cesync.core.yamlfile import Document, load_text
-from cesync.pipeline.planning import declared_owners
-from cesync.repo.loading import SourceFile
+from cesync.repo.loading import SourceFile, declared_owners
+from cesync.repo.repo import load_repo
+from tests.helpers import make_repo
 
 
 def _file(text: str, rid: str = "a") -> SourceFile:
@@ -44,3 +46,18 @@ def test_the_text_leaves_out_only_files_without_an_owner(items: list[tuple[str |
     f = _file("tools:\n" + ("\n".join(lines) if lines else "  []") + "\n")
     blind = replace(f, doc=replace(f.doc, text=""))  # the text unknown: every file is walked
     assert declared_owners([f]) == declared_owners([blind])
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "tools: [{ref: tools/t, owner: team-a}]\n",
+        'tools: [{ref: tools/t, "\\x6fwner": team-a}]\n',
+        'tools:\n  - ref: tools/t\n    ? "ow\\\n      ner"\n    : team-a\n',
+    ],
+    ids=["plain", "escaped", "continued"],
+)
+def test_an_owner_is_found_in_a_loaded_repo_however_it_is_written(tmp_path: Path, written: str) -> None:
+    root = make_repo(tmp_path, {"agents/a.yaml": "displayName: a\nllmAgent: {}\n" + written})
+    files = load_repo(root).files
+    assert declared_owners(files) == {"tool/t": ("agents/a.yaml", "team-a")}

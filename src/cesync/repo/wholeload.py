@@ -1,0 +1,162 @@
+"""The repo's resource files as the run before loaded them, taken when none of them changed.
+
+Loading reads and parses every resource file, and a warm run of an unchanged 10k repo spent a
+second doing it only for the whole render (repo/wholerender.py) to need none of the data. This
+entry keeps, for each file the run before loaded, its kind, id, ``ignoreChanges`` and text
+digest, with what the file system said of it (size, modification and change times, inode). A
+run that finds the same files in the kinds' folders (no symlinked folder, no symlinked file),
+each with the same signature, or else the same text, takes them as they were; each file's data
+is parsed when something first asks for it, from the file, which must still hold the text the
+digest names.
+
+It is kept only when every file loaded without a problem. The repo-wide facts derived from the
+files' data that every plan asks for (the owners ``{ref:, owner:}`` declares) are kept with it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..api.kinds import KINDS
+from ..core.parsecache import MISSING, ParseCache
+from ..core.yamlfile import Document, Positions, text_digest
+from ..errors import CesyncError, Problem
+from .loading import IGNORE_KEY, SourceFile, display_path, kind_files, parse_file
+
+__all__ = ["LazyDocument", "find", "store"]
+
+SLOT = b"l" + hashlib.blake2b(b"the repo's resource files", digest_size=20).digest()
+SETTLED_NS = 2_000_000_000  # a file last changed this close to its reading is read again (coarse clocks)
+# One file: kind, path, id, ignoreChanges, text digest, and size, mtime, ctime, inode (-1: read it again)
+Entry = tuple[str, str, str, list[str], bytes, int, int, int, int]
+
+
+class LazyDocument(Document):
+    """A resource file's Document whose data and positions are parsed when first asked for."""
+
+    def __init__(self, file: str, digest: bytes, load: Callable[[], Document]) -> None:
+        self.file = file
+        self.digest = digest
+        self._load = load
+        self._doc: Document | None = None
+
+    def _loaded(self) -> Document:
+        if self._doc is None:
+            self._doc = self._load()
+        return self._doc
+
+    @property
+    def data(self) -> Any:
+        return self._loaded().data
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        self._loaded().data = value
+
+    @property
+    def positions(self) -> Positions:
+        return self._loaded().positions
+
+    @positions.setter
+    def positions(self, value: Positions) -> None:
+        self._loaded().positions = value
+
+    @property
+    def text(self) -> str:
+        return self._loaded().text
+
+    @text.setter
+    def text(self, value: str) -> None:
+        self._loaded().text = value
+
+
+def signature(info: os.stat_result, now: int) -> tuple[int, int, int, int]:
+    """What vouches for a file unchanged since it was read: (size, mtime, ctime, inode), or
+    (-1, 0, 0, 0) when it changed too close to the reading to tell (git's racily clean files)."""
+    if info.st_mtime_ns < now - SETTLED_NS and info.st_ctime_ns < now - SETTLED_NS:
+        return (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+    return (-1, 0, 0, 0)
+
+
+def find(cache: ParseCache, root: Path) -> tuple[list[SourceFile], dict[str, tuple[str, str]]] | None:
+    """The files (data parsed when asked for) and the owners they declare, if none changed."""
+    entry = cache.get(SLOT)
+    if entry is MISSING:
+        return None
+    try:
+        kept, owners = entry
+        paths = [(kind, path) for kind in KINDS.values() for path in kind_files(root, kind)]
+        if len(paths) != len(kept) or not _plain_folders(root, {p.parent for _, p in paths}):
+            return None
+        files = []
+        for (kind, path), (kind_name, written, rid, ignore, digest, *sig) in zip(paths, kept, strict=True):
+            if kind.name != kind_name or str(path) != written or not _same(path, digest, tuple(sig)):
+                return None
+            shown = display_path(path, root)
+            files.append(
+                SourceFile(
+                    kind, rid, path, LazyDocument(shown, digest, _loader(root, path, digest, kind.singleton)), tuple(ignore)
+                )
+            )
+        cache.keep([b"y" + f.doc.digest for f in files])  # their parses, for a run that must load again
+        return files, {str(k): (str(f), str(o)) for k, (f, o) in owners.items()}
+    except (TypeError, ValueError):
+        return None  # not an entry of this shape: loaded again
+
+
+def store(cache: ParseCache, root: Path, files: Sequence[SourceFile], owners: dict[str, tuple[str, str]]) -> None:
+    """Keep files (loaded without a problem, every one of the kinds' folders) for the next run."""
+    if not _plain_folders(root, {f.path.parent for f in files}):
+        return
+    now = time.time_ns()
+    kept: list[Entry] = []
+    for f in files:
+        try:
+            info = os.stat(f.path, follow_symlinks=False)
+        except OSError:
+            return
+        if not stat.S_ISREG(info.st_mode) or not f.doc.digest or isinstance(f.doc, LazyDocument):
+            return
+        kept.append((f.kind.name, str(f.path), f.id, list(f.ignore), f.doc.digest, *signature(info, now)))
+    cache.put(SLOT, (kept, owners))
+
+
+def _plain_folders(root: Path, folders: set[Path]) -> bool:
+    """Whether each folder is itself below root, through no symlink (the files then resolve there)."""
+    top = str(root)
+    return all(os.path.realpath(folder) == str(folder) and str(folder).startswith(top) for folder in folders)
+
+
+def _same(path: Path, digest: bytes, sig: tuple[Any, ...]) -> bool:
+    try:
+        info = os.stat(path, follow_symlinks=False)
+        if not stat.S_ISREG(info.st_mode):
+            return False
+        if sig[0] != -1 and (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino) == sig:
+            return True
+        with open(path, "rb") as handle:
+            raw = handle.read()
+        return text_digest(raw.decode("utf-8-sig")) == digest
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _loader(root: Path, path: Path, digest: bytes, singleton: bool) -> Callable[[], Document]:
+    def load() -> Document:
+        problems: list[Problem] = []
+        doc = parse_file(path, root, problems)
+        if doc is None or doc.digest != digest or not isinstance(doc.data, dict):
+            shown = display_path(path, root)
+            raise CesyncError(f"{shown} changed while cesync was reading the repo; run the command again")
+        doc.data.pop(IGNORE_KEY, None)  # as load_sources takes them out
+        if not singleton:
+            doc.data.pop("id", None)
+        return doc
+
+    return load

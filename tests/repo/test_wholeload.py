@@ -1,0 +1,123 @@
+"""The repo's files are taken as the run before loaded them only when none changed: each case
+changes the resource files after a warm run, and the next run must say what a run without the
+cache says; a file that changes after the check, before its data is read, stops the run."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cesync.core import parsecache
+from cesync.errors import CesyncError
+from cesync.repo import cache, wholeload
+from cesync.repo.repo import load_repo
+from tests.repo.test_cache import KEY, OFF, generate
+from tests.repo.test_wholerender import validate
+
+
+@pytest.fixture(autouse=True)
+def small_repos_cached(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cache, "MIN_ENTRIES", 0)
+
+
+@pytest.fixture
+def taken(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each run took the files as the run before loaded them."""
+    seen: list[bool] = []
+    real = wholeload.find
+
+    def spy(*args: Any) -> Any:
+        found = real(*args)
+        seen.append(found is not None)
+        return found
+
+    monkeypatch.setattr(wholeload, "find", spy)
+    return seen
+
+
+def tool(root: Path) -> Path:
+    return sorted((root / "tools").glob("*.yaml"))[0]
+
+
+def test_an_unchanged_repo_is_not_loaded_again(tmp_path: Path, taken: list[bool]) -> None:
+    root = generate(tmp_path / "repo", 20, agents=True)
+    first, second = validate(root, KEY), validate(root, KEY)
+    assert taken == [False, True]
+    assert first == second == validate(root, OFF)
+
+
+def _content(root: Path, tmp: Path) -> None:
+    tool(root).write_text(tool(root).read_text() + "unknownField: 1\n")
+
+
+def _same_size_and_time(root: Path, tmp: Path) -> None:
+    path = tool(root)
+    info = path.stat()
+    path.write_text(path.read_text().replace("name: ", "nome: ", 1))
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+
+
+def _added(root: Path, tmp: Path) -> None:
+    (root / "tools" / "zz-copy.yaml").write_text(tool(root).read_text())
+
+
+def _removed(root: Path, tmp: Path) -> None:
+    tool(root).unlink()
+
+
+def _file_link(root: Path, tmp: Path) -> None:
+    outside = tmp / "outside.yaml"
+    outside.write_text(tool(root).read_text())
+    tool(root).unlink()
+    (root / "tools" / outside.name).symlink_to(outside)
+
+
+def _folder_link(root: Path, tmp: Path) -> None:
+    (root / "tools").rename(tmp / "tools-copy")
+    (root / "tools").symlink_to(tmp / "tools-copy")
+
+
+CHANGES: dict[str, Callable[[Path, Path], None]] = {
+    "content": _content,
+    "content, same size and mtime": _same_size_and_time,
+    "a file added": _added,
+    "a file removed": _removed,
+    "a file now a symlink out of the repo": _file_link,
+    "a folder now a symlink out of the repo": _folder_link,
+}
+
+
+@pytest.mark.parametrize("settled", [False, True], ids=["just written", "settled"])
+@pytest.mark.parametrize("name", sorted(CHANGES))
+def test_a_change_to_the_files_is_never_hidden(
+    tmp_path: Path, taken: list[bool], monkeypatch: pytest.MonkeyPatch, name: str, settled: bool
+) -> None:
+    if settled:  # every file counts as long unchanged: only its size, times and inode vouch for it
+        monkeypatch.setattr(wholeload, "SETTLED_NS", -(10**18))
+    root = generate(tmp_path / "repo", 12, agents=True)
+    validate(root, KEY)
+    CHANGES[name](root, tmp_path)
+    cached, fresh = validate(root, KEY), validate(root, OFF)
+    assert cached == fresh
+    assert taken == [False, False]
+
+
+def test_a_file_changed_after_the_check_stops_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check passed, then the file changed before its data was read: the run must not go on
+    with a text the check never saw."""
+    monkeypatch.setenv("CESYNC_CACHE_KEY", KEY["CESYNC_CACHE_KEY"])
+    root = generate(tmp_path / "repo", 12, agents=True)
+    load_repo(root).keep_cache()
+    repo = load_repo(root)
+    parsecache.install(None)
+    lazy = [f for f in repo.files if isinstance(f.doc, wholeload.LazyDocument)]
+    assert len(lazy) == len(repo.files) > 0
+    path = lazy[0].path
+    path.write_text(path.read_text() + "# changed\n")
+    with pytest.raises(CesyncError, match="changed while cesync was reading the repo"):
+        _ = lazy[0].doc.data
+    assert lazy[1].doc.data == load_repo(root).files[1].doc.data  # the others read as they are
