@@ -56,7 +56,8 @@ def test_validate_says_nothing_of_a_sensitive_token(tmp_path: Path) -> None:
 
 def test_each_class_checks_every_field_a_default_would_leave_unset() -> None:
     """ProtoModel.__init_subclass__ puts the REQUIRED-default check on a class's REQUIRED fields
-    alone: it covers every field the check can refuse (_required_defaults), in every message."""
+    alone: it covers every field the check can refuse (_required_defaults), in every message; and
+    the oneof check on every class that has oneofs, and on no other."""
     from cesync.models import ProtoModel, evaluations, other
     from cesync.models.base import _required_defaults
 
@@ -68,6 +69,7 @@ def test_each_class_checks_every_field_a_default_would_leave_unset() -> None:
         wanted = set(_required_defaults(model))
         refusing += bool(wanted)
         assert wanted <= set(check.info.fields if check else ()), model.__name__
+        assert bool(model.oneofs) == ("_check_oneofs" in model.__pydantic_decorators__.model_validators), model.__name__
     assert len(models) > 300 and refusing > 50
 
 

@@ -276,10 +276,14 @@ class ProtoModel(BaseModel):
     # The message's full name in the API description (cesync.api.descriptors): its facts, its dropped fields.
     message_name: ClassVar[str] = ""
 
+    # oneofs: set in the class body (as scripts/gen_api.py writes it), where __init_subclass__ finds it.
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """The class's check of its REQUIRED fields (_required_not_default), on those fields alone:
-        on every field ("*"), pydantic would inspect the validator once per field as it builds a
-        schema (a third of building Tool's) and bind it to every class, for fields it passes as they are."""
+        """Each class's checks, on what it has alone: _required_not_default on its REQUIRED fields,
+        _check_oneofs when it has oneofs. Put on every class and field ("*"), pydantic bound both
+        to each of the 137 classes (two fifths of making them) and, building a schema, inspected
+        the field check once per field (a third of building Tool's) and called the model check
+        for every message validated, for fields and messages they pass as they are."""
         super().__init_subclass__(**kwargs)
         own = [n for n, v in vars(cls).items() if isinstance(v, FieldInfo) and _is_required(v)]
         if own:  # a class without one of its own keeps its base's check, if any
@@ -287,28 +291,30 @@ class ProtoModel(BaseModel):
             held = [n for b in bases for n, v in b.model_fields.items() if _is_required(v)]
             check = field_validator(*dict.fromkeys([*held, *own]), mode="after")(classmethod(_required_not_default))
             setattr(cls, _REQUIRED_CHECK, check)
-
-    @model_validator(mode="after")
-    def _check_oneofs(self) -> ProtoModel:
-        for oneof, (members, required) in self.oneofs.items():
-            chosen = [m for m in members if getattr(self, m) is not None]
-            if len(chosen) > 1:
-                raise PydanticCustomError(
-                    "oneof",
-                    "at most one of {members} may be set; found {chosen}",
-                    {"members": ", ".join(members), "chosen": " and ".join(chosen)},
-                )
-            if required and not chosen:
-                raise PydanticCustomError(
-                    "oneof_missing",
-                    "exactly one of {members} must be set ({oneof})",
-                    {"members": ", ".join(members), "oneof": oneof},
-                )
-        return self
+        if vars(cls).get("oneofs"):  # its own; a base's come with the base's check
+            setattr(cls, _ONEOF_CHECK, model_validator(mode="after")(_check_oneofs))
 
 
-# The name pydantic keys the check by: a class's replaces its base's (which covers fewer fields).
-_REQUIRED_CHECK = "_required_not_default"
+# The names pydantic keys the checks by: a class's replaces its base's (which covers fewer fields).
+_REQUIRED_CHECK, _ONEOF_CHECK = "_required_not_default", "_check_oneofs"
+
+
+def _check_oneofs(self: ProtoModel) -> ProtoModel:
+    for oneof, (members, required) in self.oneofs.items():
+        chosen = [m for m in members if getattr(self, m) is not None]
+        if len(chosen) > 1:
+            raise PydanticCustomError(
+                "oneof",
+                "at most one of {members} may be set; found {chosen}",
+                {"members": ", ".join(members), "chosen": " and ".join(chosen)},
+            )
+        if required and not chosen:
+            raise PydanticCustomError(
+                "oneof_missing",
+                "exactly one of {members} must be set ({oneof})",
+                {"members": ", ".join(members), "oneof": oneof},
+            )
+    return self
 
 
 def _is_required(info: FieldInfo) -> bool:
