@@ -28,7 +28,9 @@ def __getattr__(name: str) -> Any:
     if name in _MESSAGES:
         from . import messages
 
-        return getattr(messages, name)
+        value = getattr(messages, name)
+        globals()[name] = value  # the next use (kind.model, every resource's) finds it here
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -671,7 +671,9 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(name)
     home = _HOME.get(name)
     if home is not None:
-        return getattr(importlib.import_module(f"{__name__.rpartition('.')[0]}.{home}"), name)
+        value = getattr(importlib.import_module(f"{__name__.rpartition('.')[0]}.{home}"), name)
+        globals()[name] = value  # the next use finds it here, an attribute of this module
+        return value
     from . import other
 
     try:
