@@ -13,7 +13,7 @@ from ..core.yamlfile import Document, Path_
 from ..errors import CesyncError, ConfigError, Problem
 from .config import EMBEDDED, Config, Environment, QuotaSettings, check_segment
 
-__all__ = ["VAR_ENV_PREFIX", "EnvTarget", "env_var_name", "resolve_env", "shared_apps"]
+__all__ = ["VAR_ENV_PREFIX", "EnvTarget", "env_var_name", "resolve_env", "shared_apps", "skip_problems"]
 
 # The process environment gives ${NAME} only as CESYNC_VAR_NAME (as Terraform's TF_VAR_):
 # a pull request's author writes every repo file, so reading plain NAME would let one print
@@ -192,3 +192,21 @@ def _problem_at(config_doc: Document, path: Path_, message: str) -> Problem:
 
 def _problem(config_doc: Document, path: Path_, message: str) -> Problem:
     return config_doc.problem(path, message, key=True)
+
+
+def skip_problems(config: Config, config_doc: Document, env: EnvTarget, known: set[tuple[str, str]]) -> list[Problem]:
+    """A skip entry that names no resource of the repo (a typo would skip nothing)."""
+    entries = config.environments[env.name].skip if env.name in config.environments else []
+    out = []
+    for i, entry in enumerate(entries):
+        collection, _, rid = entry.partition("/")
+        found = next(((k, r) for k, r in env.skip if KINDS[k].collection == collection and r == rid), None)
+        if found is not None and found not in known:
+            ids = [f"{KINDS[k].collection}/{r}" for k, r in sorted(known)]
+            out.append(
+                config_doc.problem(
+                    ("environments", env.name, "skip", i),
+                    f"skip entry {entry!r} names no resource of the repo{suggest(entry, ids)}",
+                )
+            )
+    return out

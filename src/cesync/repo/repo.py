@@ -34,7 +34,7 @@ from . import rendercache, wholeload, wholerender
 from .apidescription import settle
 from .cache import load_cache, save_cache
 from .config import Config
-from .environments import VAR_ENV_PREFIX, EnvTarget, env_var_name, resolve_env
+from .environments import VAR_ENV_PREFIX, EnvTarget, env_var_name, resolve_env, skip_problems
 from .loading import (
     CONFIG_FILE,
     SourceFile,
@@ -136,9 +136,11 @@ class Repo:
         """
         if memo is None:  # a whole render
             renders = self._render_files([env], started)[0]
-            self.keep_cache()
-            parsecache.install(None)  # written: its bytes are freed before the plan holds the app as well
-            return self._collect(env, renders)
+            try:
+                return self._collect(env, renders, keep=True)
+            finally:
+                self.keep_cache()
+                parsecache.install(None)  # written: its bytes are freed before the plan holds the app as well
         return self._collect(env, [_render_file(self.root, src, env, self._known, memo) for src in self.files])
 
     def keep_cache(self) -> None:
@@ -223,15 +225,16 @@ class Repo:
         if found is not None:
             return [found]
         per_file = render(self.files)
-        if cache is not None and whole is not None:
-            wholerender.store(cache, self.root, self.files, self.config_doc.digest, envs[0], whole, [r[0] for r in per_file])
         return [[renders[i] for renders in per_file] for i in range(len(envs))]
 
-    def _collect(self, env: EnvTarget, renders: list[_FileRender]) -> list[Resource]:
+    def _collect(self, env: EnvTarget, renders: list[_FileRender], *, keep: bool = False) -> list[Resource]:
+        """The resources of renders, or ConfigError; keep: the whole render is kept when it has no problem."""
+        if isinstance(renders, wholerender.Kept):  # kept only after it was collected without a problem
+            return renders.resources(self.files, env)
         problems: list[Problem] = list(self.load_problems)
         out: list[Resource] = []
         edges: list[Ref] = []
-        problems += self._skip_problems(env)
+        problems += skip_problems(self.config, self.config_doc, env, self._known)
         for src, (body, found, refs) in zip(self.files, renders, strict=True):
             if src.key in env.skip:
                 log.debug("render: %s %s: left out of %s (environments.%s.skip)", src.kind, src.id, env.name, env.name)
@@ -249,6 +252,9 @@ class Repo:
         problems += cycles(edges)
         if problems:
             raise ConfigError(problems)
+        if keep and (cache := parsecache.current()) is not None:
+            within = rendercache.scope(self._known, self.sensitive_values(env).values())
+            wholerender.store(cache, self.root, self.files, self.config_doc.digest, env, within, renders)
         return sorted(out, key=lambda d: d.key)
 
     def locate(self, kind: ResourceKind, rid: str, field: str) -> str:
@@ -259,24 +265,6 @@ class Repo:
             return ""
         line, col = position(src.doc.positions, data_path(field, kind.name))
         return f"{src.doc.file}:{line}:{col}"
-
-    def _skip_problems(self, env: EnvTarget) -> list[Problem]:
-        """A skip entry that names no resource of the repo (a typo would skip nothing)."""
-        known = self._known
-        entries = self.config.environments[env.name].skip if env.name in self.config.environments else []
-        out = []
-        for i, entry in enumerate(entries):
-            collection, _, rid = entry.partition("/")
-            found = next(((k, r) for k, r in env.skip if KINDS[k].collection == collection and r == rid), None)
-            if found is not None and found not in known:
-                ids = [f"{KINDS[k].collection}/{r}" for k, r in sorted(known)]
-                out.append(
-                    self.config_doc.problem(
-                        ("environments", env.name, "skip", i),
-                        f"skip entry {entry!r} names no resource of the repo{suggest(entry, ids)}",
-                    )
-                )
-        return out
 
     def validate(self, env_names: list[str] | None = None, rendered: dict[str, list[Resource]] | None = None) -> list[Problem]:
         """Every problem of the repo, for each named environment (default: all); rendered gets the
@@ -290,7 +278,7 @@ class Repo:
                 problems.update(exc.problems)
         for env, renders in zip(envs, self._render_files(envs) if envs else [], strict=True):
             try:
-                (rendered if rendered is not None else {})[env.name] = self._collect(env, renders)
+                (rendered if rendered is not None else {})[env.name] = self._collect(env, renders, keep=len(envs) == 1)
             except ConfigError as exc:
                 problems.update(exc.problems)
         return sorted(problems)

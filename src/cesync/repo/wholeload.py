@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..api.kinds import KINDS
+from ..api.kinds import KINDS, ResourceKind
 from ..core.parsecache import MISSING, ParseCache
 from ..core.yamlfile import Document, Positions, text_digest
 from ..errors import CesyncError, Problem
@@ -91,23 +91,42 @@ def find(cache: ParseCache, root: Path) -> tuple[list[SourceFile], dict[str, tup
         return None
     try:
         kept, owners = entry
-        paths = [(kind, path) for kind in KINDS.values() for path in kind_files(root, kind)]
-        if len(paths) != len(kept) or not _plain_folders(root, {p.parent for _, p in paths}):
+        listed = _listing(root)
+        if listed is None or len(listed) != len(kept):
             return None
         files = []
-        for (kind, path), (kind_name, written, rid, ignore, digest, *sig) in zip(paths, kept, strict=True):
-            if kind.name != kind_name or str(path) != written or not _same(path, digest, tuple(sig)):
+        for (kind, written), (kind_name, was, rid, ignore, digest, *sig) in zip(listed, kept, strict=True):
+            if kind.name != kind_name or written != was or not _same(written, digest, tuple(sig)):
                 return None
-            shown = display_path(path, root)
-            files.append(
-                SourceFile(
-                    kind, rid, path, LazyDocument(shown, digest, _loader(root, path, digest, kind.singleton)), tuple(ignore)
-                )
-            )
+            path = Path(written)
+            doc = LazyDocument(written[len(str(root)) + 1 :], digest, _loader(root, path, digest, kind.singleton))
+            files.append(SourceFile(kind, rid, path, doc, tuple(ignore)))
         cache.keep([b"y" + f.doc.digest for f in files])  # their parses, for a run that must load again
         return files, {str(k): (str(f), str(o)) for k, (f, o) in owners.items()}
     except (TypeError, ValueError):
         return None  # not an entry of this shape: loaded again
+
+
+def _listing(root: Path) -> list[tuple[ResourceKind, str]] | None:
+    """What loading.kind_files lists, kind by kind, as paths; None when a kind's folder is a symlink
+    or cannot be listed (loading then decides what that means)."""
+    top = str(root)
+    found: list[tuple[ResourceKind, str]] = []
+    for kind in KINDS.values():
+        if kind.singleton:
+            found += [(kind, str(p)) for p in kind_files(root, kind)]
+            continue
+        folder = f"{top}/{kind.folder}"
+        if not os.path.isdir(folder):
+            continue
+        if os.path.realpath(folder) != folder:
+            return None
+        try:
+            names = sorted(e.name for e in os.scandir(folder) if e.name.endswith((".yaml", ".yml")) and e.name[0] != ".")
+        except OSError:
+            return None
+        found += [(kind, f"{folder}/{name}") for name in names]
+    return found
 
 
 def store(cache: ParseCache, root: Path, files: Sequence[SourceFile], owners: dict[str, tuple[str, str]]) -> None:
@@ -133,7 +152,7 @@ def _plain_folders(root: Path, folders: set[Path]) -> bool:
     return all(os.path.realpath(folder) == str(folder) and str(folder).startswith(top) for folder in folders)
 
 
-def _same(path: Path, digest: bytes, sig: tuple[Any, ...]) -> bool:
+def _same(path: str, digest: bytes, sig: tuple[Any, ...]) -> bool:
     try:
         info = os.stat(path, follow_symlinks=False)
         if not stat.S_ISREG(info.st_mode):

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..api.descriptors import description_id
+from ..api.resource import Position, Resource
 from ..core.parsecache import MISSING, ParseCache
 from ..core.yamlfile import Path_
 from ..errors import Problem
@@ -42,7 +43,7 @@ from .loading import SourceFile
 from .rendercache import Scope
 from .templating import VAR_RE
 
-__all__ = ["FileRender", "find", "store"]
+__all__ = ["FileRender", "Kept", "find", "store"]
 
 # One file's render for one environment: the body (None if it has problems), the problems, and
 # each reference to another resource as (the data path its position is taken from, (kind, id)).
@@ -52,6 +53,21 @@ FileRender = tuple[dict[str, Any] | None, list[Problem], list[tuple[Path_, tuple
 Include = tuple[str, str, int, int, int, int, bytes]
 
 MARSHAL_VERSION = 2
+
+
+class Kept(list[FileRender]):
+    """The renders of a whole environment as a run kept them, which collected them without a problem."""
+
+    def resources(self, files: Sequence[SourceFile], env: EnvTarget) -> list[Resource]:
+        """The resources, as Repo._collect makes them of renders without a problem."""
+        out = [
+            Resource(src.kind, src.id, body, source=Position(src.doc.file))
+            for src, (body, _, _) in zip(files, self, strict=True)
+            if body is not None and src.key not in env.skip
+        ]
+        return sorted(out, key=lambda d: d.key)
+
+
 SETTLED_NS = 2_000_000_000  # a file last changed this close to its reading is read again (coarse clocks)
 
 
@@ -74,7 +90,7 @@ def find(
             return None
         if digest != _digest(files, config_digest, env, scope, values, [i[6] for i in includes]):
             return None
-        return [(body, [], [(tuple(path), (kind, rid)) for path, (kind, rid) in refs]) for body, refs in renders]
+        return Kept((body, [], [(tuple(path), (kind, rid)) for path, (kind, rid) in refs]) for body, refs in renders)
     except (TypeError, ValueError):
         return None  # not an entry of this shape: rendered again
 
@@ -173,13 +189,15 @@ def _includes(root: Path, files: Sequence[SourceFile]) -> list[Include] | None:
 
 
 def _same_includes(root: Path, includes: list[Any]) -> bool:
+    folders: dict[str, str] = {}  # each folder resolved once (an include's own name is looked at alone)
     for written, target, size, mtime, ctime, inode, digest in includes:
-        if str(resolved_below(Path(written), root)) != target:
-            return False
+        folder, _, name = written.rpartition("/")
+        if folder not in folders:
+            folders[folder] = str(resolved_below(Path(folder), root))
         try:
-            info = os.stat(target, follow_symlinks=False)
-            if not stat.S_ISREG(info.st_mode):
-                return False
+            info = os.stat(f"{folders[folder]}/{name}", follow_symlinks=False)
+            if f"{folders[folder]}/{name}" != target or name in ("", ".", "..") or not stat.S_ISREG(info.st_mode):
+                return False  # not the file it was (a symlink now is no regular file here)
             if (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino) == (size, mtime, ctime, inode):
                 continue
             with open(target, "rb") as handle:
