@@ -10,7 +10,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..api.descriptors import description_id
-from ..api.kinds import APP, by_snapshot_field
 from ..api.resource import Resource
 from ..core.ownership import made_before
 from ..core.passes import Compared, PlanInput, RecordsInput, SafetyLimits, SealInput
@@ -22,6 +21,7 @@ from ..core.planseal import new_salt, seal
 from ..core.sensitive import KEY_ENV
 from ..core.targets import resolve_targets, target_keys
 from ..repo.cache import COMPARED_FILE, load_cache, save_cache, signing_key
+from ..repo.config import EMBEDDED
 from ..repo.keys import plan_key
 from ..repo.repo import EnvTarget
 from .context import Context
@@ -99,6 +99,10 @@ async def make_plan(
     if store is not None and not ctx.promotion[1]:  # a commit's tree in a temporary folder keeps nothing
         store.keep_only(plan.same)
         save_cache(ctx.repo.root, store, COMPARED_FILE)
+    if all(read.view.fresh) and not ctx.promotion[1]:
+        from ..sync.recordcache import save_known
+
+        save_known(ctx.repo.root, *read.view.fresh)
     return plan
 
 
@@ -132,10 +136,14 @@ async def read_for_plan(ctx: Context, client: CesClient | None) -> Read:
         remote, view = await ahead.result()
     else:
         assert client is not None, "a client, unless the app was read ahead"
-        remote, view = await read_app(client, ctx.env, ctx.repo.config.owner or "")
+        from ..sync.recordcache import open_record_cache
+
+        # the embedded emulator's app is a file of the repo's, which a branch writes as it likes
+        cache = open_record_cache(ctx.repo.root) if ctx.endpoint_url != EMBEDDED else None
+        remote, view = await read_app(client, ctx.env, ctx.repo.config.owner or "", cache)
     record = view.record
     authors: dict[str, tuple[str, str]] = {}
-    base = base_of(record)
+    base = view.base
     if record is not None and base is not None:
         app_body = None if ctx.destroy else app_to_create(ctx.env, remote)
         writes = writes_of(PlanInput(ctx.env.name, ctx.env.parent, ctx.desired, remote, app_body=app_body))
@@ -186,7 +194,7 @@ def plan_input(
         ignore=ctx.ignore,
         resend_input_only=resend_input_only,
         owned=made_before(record.owned, read.remote, record.time) if record is not None else frozenset(),
-        base=base_of(record),
+        base=read.view.base,
         record=record.version if record is not None else "",
         authors=read.authors,
         records=RecordsInput(
@@ -231,20 +239,3 @@ def seal_input(ctx: Context, salt: str) -> SealInput:
         commit=commit,
         scrub=ctx.scrubber.scrub,
     )
-
-
-def base_of(record: AppliedRecord | None) -> dict[tuple[str, str], dict[str, Any]] | None:
-    """The record's snapshot per (kind, id): the base of a three-way plan."""
-    if record is None:
-        return None
-    from ..sync.record import KIND_OF
-
-    base: dict[tuple[str, str], dict[str, Any]] = {}
-    for collection, items in record.snapshot.items():
-        if (kind := by_snapshot_field(collection)) is not None and kind.singleton and isinstance(items, dict):
-            base[(kind.name, APP)] = items
-        elif collection in KIND_OF and isinstance(items, list):
-            base.update(
-                {(KIND_OF[collection], str(i.get("name", "")).rsplit("/", 1)[-1]): i for i in items if isinstance(i, dict)}
-            )
-    return base

@@ -19,6 +19,7 @@ from ..sync.remote import read_remote
 if TYPE_CHECKING:  # the HTTP client loads when a command first uses it (see client/__init__.py)
     from ..client.api import CesClient
     from ..sync.record import RecordView
+    from ..sync.recordcache import RecordCache
 
 log = logging.getLogger(__name__)
 
@@ -61,11 +62,12 @@ class ReadAhead:
 
     async def _read(self) -> AppRead:
         from ..client import connect
+        from ..sync.recordcache import open_record_cache
 
         client = connect(self._env, self._root, override=self._endpoint, scrubber=self._scrubber)
         client.notify = self._notices.append
         async with client:
-            return await read_app(client, self._env, self._owner)
+            return await read_app(client, self._env, self._owner, open_record_cache(self._root))
 
     async def result(self) -> AppRead:
         """The app as read; awaited, not joined: a Ctrl-C (asyncio.run cancels the awaiting task)
@@ -98,18 +100,23 @@ class ReadAhead:
 AppRead = tuple[list[Resource], "RecordView"]
 
 
-async def read_app(client: CesClient, env: EnvTarget, owner: str = "") -> AppRead:
-    """The app's resources and what its records say (sync.record.read_records; none without an app)."""
+async def read_app(client: CesClient, env: EnvTarget, owner: str = "", cache: RecordCache | None = None) -> AppRead:
+    """The app's resources and what its records say (sync.record.read_records; none without an app).
+
+    cache: the repo's record cache (sync.recordcache), which may stand the app in for the
+    record's snapshot; None: the record's version is read whole."""
     from ..repo.keys import record_secret
-    from ..sync.record import RecordView, read_records
+    from ..sync.record import RecordView, read_records, settle_base
 
     # Both at once: the records are two more round trips (the versions' heads, one version whole)
     # that need not wait for the lists. Without an app the versions list fails too, and says nothing.
-    remote, view = await asyncio.gather(read_remote(client, env.parent), read_records(client, env, owner), return_exceptions=True)
+    remote, view = await asyncio.gather(
+        read_remote(client, env.parent), read_records(client, env, owner, cache), return_exceptions=True
+    )
     if isinstance(remote, BaseException):
         raise remote
     if not any(r.kind.singleton for r in remote):
         return remote, RecordView(key_from=record_secret()[0])  # no app: no versions either
     if isinstance(view, BaseException):
         raise view
-    return remote, view
+    return remote, await settle_base(client, env, owner, view, remote, cache) if cache is not None else view

@@ -30,12 +30,13 @@ from pathlib import Path
 from .. import __version__
 from ..core.parsecache import ParseCache
 
-__all__ = ["CACHE_FILE", "COMPARED_FILE", "load_cache", "save_cache", "signing_key"]
+__all__ = ["CACHE_FILE", "COMPARED_FILE", "RECORD_FILE", "load_cache", "save_cache", "signing_key"]
 
 log = logging.getLogger(__name__)
 
 CACHE_FILE = Path(".cesync") / "cache" / "parsed.bin"
 COMPARED_FILE = Path(".cesync") / "cache" / "compared.bin"  # pairs the plan's diff found equal (core.diff.pair_digest)
+RECORD_FILE = Path(".cesync") / "cache" / "record.bin"  # the applied record's base by its digest (sync.recordcache)
 FORMAT = b"cesync-parse-cache 1 "
 MAX_BYTES = 1 << 30
 KEY_BYTES = 32
@@ -134,10 +135,13 @@ def load_cache(root: Path, name: Path = CACHE_FILE) -> ParseCache | None:
     return ParseCache(entries)
 
 
-def save_cache(root: Path, cache: ParseCache | None, name: Path = CACHE_FILE) -> None:
+def save_cache(root: Path, cache: ParseCache | None, name: Path = CACHE_FILE, *, small: bool = False) -> None:
     """Write what this run used, if it differs from the file; a folder that cannot be written
-    is no error (the cache is an optimisation: the next run parses again)."""
-    if cache is None or not cache.changed or (len(cache.kept()) < MIN_ENTRIES and not (root / name).exists()):
+    is no error (the cache is an optimisation: the next run parses again).
+
+    small: written however few its entries (one saves a read of the app, not a parse)."""
+    few = len(cache.kept()) < MIN_ENTRIES and not small if cache is not None else True
+    if cache is None or not cache.changed or (few and not (root / name).exists()):
         return  # a small repo parses in less time than reading a cache takes: none is started for it
     key = _key()
     if key is None:

@@ -6,7 +6,8 @@ with what cesync owns and the app as it was after that apply (the version's snap
 
 The records are found from the versions' heads alone: the list asks for every field but the
 snapshot (a snapshot is as large as the app, and ten records kept would be ten apps), newest
-first, a page at a time, and the one record wanted is then read whole. What a snapshot-less
+first, a page at a time, and the one record wanted is then read whole, unless the repo's record
+cache knows its snapshot's digest and the app has it (sync.recordcache). What a snapshot-less
 head says (env, commit) the record module reads from it as from a whole version.
 
 Only trusted records count (core.record.untrusted under the record key): one that fails is
@@ -20,18 +21,20 @@ import contextlib
 import datetime
 import re
 from collections.abc import AsyncGenerator, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from .. import __version__
 from ..api.kinds import KINDS
+from ..api.resource import Resource
 from ..client import CesClient
 from ..client.apps import create_version, get_version
 from ..core.record import AppliedRecord, parse_record, record_body, record_key, untrusted
 from ..errors import ApiError, CesyncError, NotFound, PermissionDenied
 from ..repo.keys import record_secret
 from ..repo.repo import EnvTarget
+from .recordcache import AppBase, RecordCache, base_of
 from .snapshot import commit_of
 
 __all__ = [
@@ -47,6 +50,7 @@ __all__ = [
     "record_heads",
     "records",
     "records_in",
+    "settle_base",
     "version_heads",
     "write_record",
 ]
@@ -67,7 +71,9 @@ HEAD_PAGE = 20  # an env's newest record is nearly always among the newest few v
 MAX_OWNERS = 16  # other repos sharing one app: a few teams, not hundreds
 # The system parameter every Google API takes (the discovery document's top-level "fields":
 # "Selector specifying which fields to include in a partial response"): a version without its snapshot.
-HEAD_FIELDS = "appVersions(name,displayName,description,createTime),nextPageToken"
+# etag too: what a version is known by in the record cache (sync.recordcache), which a version made
+# again under the same id changes with its createTime.
+HEAD_FIELDS = "appVersions(name,displayName,description,createTime,etag),nextPageToken"
 
 
 async def version_heads(client: CesClient, parent: str) -> AsyncGenerator[dict[str, Any], None]:
@@ -158,18 +164,23 @@ def records_in(
 
 @dataclass(frozen=True)
 class RecordView:
-    """What one plan takes from the app's records: this owner's newest trusted record (whole), what
-    the other owners' newest trusted records own, and the records ignored (each with why)."""
+    """What one plan takes from the app's records: this owner's newest trusted record, the base
+    it holds (its snapshot per (kind, id)), what the other owners' newest trusted records own,
+    and the records ignored (each with why)."""
 
-    record: AppliedRecord | None = None
+    record: AppliedRecord | None = None  # without its snapshot: base holds what plan takes of it
     others: Mapping[str, str] = field(default_factory=dict)  # "kind/id" -> the owner namespace that owns it
     ignored: tuple[str, ...] = ()
     key_from: str = ""  # where the record key came from ("" unsealed: see repo.keys.record_secret)
+    base: Mapping[tuple[str, str], dict[str, Any]] | None = None  # None: no record, or not read yet (known)
+    known: bytes = b""  # the base's digest the record cache holds (sync.recordcache): base is the app's if it has it
+    fresh: tuple[bytes, bytes] = (b"", b"")  # (head id, base digest) of a record read whole, for the cache to keep
 
 
-async def read_records(client: CesClient, env: EnvTarget, owner: str = "") -> RecordView:
+async def read_records(client: CesClient, env: EnvTarget, owner: str = "", cache: RecordCache | None = None) -> RecordView:
     """The records of env's app as plan needs them: every version's head (no snapshot), and one
-    version read whole, this owner's newest trusted record of env.
+    version read whole, this owner's newest trusted record of env, unless cache knows its base
+    (then ``known`` says by what digest, for settle_base).
 
     Another owner's records are read whatever environment they name (each repo names its
     environments as it likes): the newest trusted one per owner says what that owner owns."""
@@ -194,13 +205,34 @@ async def read_records(client: CesClient, env: EnvTarget, owner: str = "") -> Re
                     )
                 )
     others = {k: ns for ns, r in sorted(newest.items(), reverse=True) for k in r.owned}
-    record = None
-    for r in mine:
+    found = RecordView(None, others, tuple(ignored), key_from)
+    for r in mine:  # trusted on its head: the version read whole adds only its snapshot, which no one can change
         head = next(h for h in heads if h.get("name") == r.version)
-        record = await _whole(client, env.parent, head)
-        if record is not None:
-            break
-    return RecordView(record, others, tuple(ignored), key_from)
+        head_id = cache.head_id(client.base_url, head) if cache is not None else b""
+        if known := cache.known(head_id) if cache is not None else b"":
+            return replace(found, record=r, known=known)
+        whole = await _whole(client, env.parent, head)
+        if whole is not None and whole.time == r.time:  # not made again since it was listed
+            base = base_of(whole.snapshot, KIND_OF)
+            fresh = (head_id, cache.of_base(base)) if cache is not None else (b"", b"")
+            return replace(found, record=r, base=base, fresh=fresh)
+    return found
+
+
+async def settle_base(
+    client: CesClient, env: EnvTarget, owner: str, view: RecordView, remote: list[Resource], cache: RecordCache
+) -> RecordView:
+    """view with its base: the app as read, when it has the digest the cache knows the record's base
+    by (nothing changed since the apply); else the record's version read whole (the records read
+    again if it went since it was listed)."""
+    if view.base is not None or not view.known or view.record is None:
+        return view
+    if cache.of_app(remote) == view.known:
+        return replace(view, base=AppBase(remote))
+    whole = await _whole(client, env.parent, {"name": view.record.version})
+    if whole is not None and whole.time == view.record.time:
+        return replace(view, base=base_of(whole.snapshot, KIND_OF))
+    return await read_records(client, env, owner)
 
 
 async def _whole(client: CesClient, parent: str, head: dict[str, Any]) -> AppliedRecord | None:

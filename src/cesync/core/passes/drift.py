@@ -18,7 +18,7 @@ from ..diff import diff_resource
 from ..plan import Change, Plan
 from . import PlanInput
 
-__all__ = ["drift", "drift_fields", "maybe_drifted"]
+__all__ = ["as_desired", "drift", "drift_fields", "maybe_drifted"]
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ def drift_fields(
         return ["(deleted outside cesync)"] if was is not None else []
     if was is None:
         return ["(made outside cesync)"]
-    return list(diff_resource(kind, rid, _as_desired(was), remote.body).update_mask)
+    return list(diff_resource(kind, rid, as_desired(was), remote.body).update_mask)
 
 
 def maybe_drifted(
@@ -70,12 +70,15 @@ def maybe_drifted(
         if was is None or now is None:
             drifted = (was is None) != (now is None)
         else:  # equal with the server's fields is equal without them (a snapshot keeps them: the common case)
-            drifted = was != now.body and _as_desired(was) != _as_desired(now.body)
+            drifted = was != now.body and as_desired(was) != as_desired(now.body)
         if drifted:
             found.add(d.kind.resource_name(parent, d.id))
     return found
 
 
-def _as_desired(body: dict[str, Any]) -> dict[str, Any]:
-    """A resource as the server printed it, compared as if the repo had said it: server-set fields out."""
+def as_desired(body: dict[str, Any]) -> dict[str, Any]:
+    """A resource as the server printed it, compared as if the repo had said it: server-set fields out.
+
+    A base is compared only without these (sync.recordcache stands the app, its own server-set
+    fields included, in for a snapshot it equals without them)."""
     return {k: v for k, v in body.items() if k not in ("name", "etag", "createTime", "updateTime")}
