@@ -169,7 +169,7 @@ def _same(path: str, digest: bytes, sig: tuple[Any, ...]) -> bool:
 def _loader(root: Path, path: Path, digest: bytes, singleton: bool) -> Callable[[], Document]:
     def load() -> Document:
         problems: list[Problem] = []
-        doc = parse_file(path, root, problems)
+        doc = parse_file(path, root, problems, folder=path.parent)  # a folder _listing found plain
         if doc is None or doc.digest != digest or not isinstance(doc.data, dict):
             shown = display_path(path, root)
             raise CesyncError(f"{shown} changed while cesync was reading the repo; run the command again")
