@@ -27,7 +27,9 @@ def desired_digest(env: str, app: str, desired: list[Resource], key: bytes = b""
     """
     resources = sorted(((d.kind.name, d.id, d.body) for d in desired), key=lambda d: (d[0], d[1]))
     digest = hmac.new(key, f'{{"app": {json.dumps(app)}, "env": {json.dumps(env)}, "resources": ['.encode(), "sha256")
-    encoder = json.JSONEncoder(sort_keys=True)  # json.dumps(..., sort_keys=True), made once
+    # json.dumps(..., sort_keys=True), made once; a rendered body is a tree (parsed YAML), so the
+    # check for a container inside itself, which writes no byte of the text, is left out
+    encoder = json.JSONEncoder(sort_keys=True, check_circular=False)
     for start in range(0, len(resources), _BATCH):
         # a list's text is "[" + its items' texts joined by ", " + "]": the brackets cut, as one run of the whole
         text = encoder.encode(resources[start : start + _BATCH])[1:-1]
