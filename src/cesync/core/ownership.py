@@ -108,6 +108,8 @@ def foreign_references(
     """Problems with the repo's references to another owner's resources: each must be in the app,
     and a {ref: ..., owner: NAME} (declared: "kind/id" -> (file, NAME)) must name the owner whose
     newest record owns it. [] when every one holds (a reference across owners is allowed)."""
+    if not declared and not others:
+        return []  # nothing declared, and no other owner whose resource could be missing
     mine = {f"{d.kind.name}/{d.id}" for d in desired}
     there = {f"{r.kind.name}/{r.id}" for r in remote}
     pattern = names_pattern(parent)

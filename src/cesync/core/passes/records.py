@@ -27,8 +27,10 @@ def other_owners(plan: Plan, given: PlanInput) -> Plan:
     records = given.records
     if problems := foreign_references(given.desired, given.remote, given.parent, records.others, records.declared):
         raise CesyncError("; ".join(problems))
+    if not records.others:
+        return plan  # no other owner's records: nothing to keep out
     defined = [f"{d.kind.name}/{d.id}" for d in given.desired]
-    return keep_others(plan, given.records.others, given.records.owner, defined)
+    return keep_others(plan, records.others, records.owner, defined)
 
 
 def sealed_drift(plan: Plan, given: PlanInput) -> Plan:
