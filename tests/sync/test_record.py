@@ -212,3 +212,31 @@ def test_hostile_records_cost_a_plan_little(
 
     asyncio.run(go())
     assert sum(inflated) <= (0 if keyed else MAX_OWNERS) * (2 << 20) + 1000, sum(inflated)
+
+
+def test_what_the_heads_say_is_read_without_a_snapshot(
+    server: BackgroundServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pull needs only what the other owners own: whole=False reads no version whole."""
+    from cesync.sync import record
+    from cesync.sync.record import read_records
+
+    env = target("dev", f"app-{next(APPS)}")
+    read: list[str] = []
+    real = record.get_version
+
+    async def counted(client: CesClient, name: str) -> dict[str, Any] | None:
+        read.append(name)
+        return await real(client, name)
+
+    async def go() -> None:
+        async with CesClient(server.url) as client:
+            (await client.create(env.parent, "tools", "t1", _tool())).unwrap()
+            made = await write_record(client, env, tmp_path, digest="d", owned=["tool/t1"], keep=10, commit="", owner="a")
+            monkeypatch.setattr(record, "get_version", counted)
+            heads = await read_records(client, env, "b", whole=False)
+            assert heads.others == {"tool/t1": "a"} and heads.base is None and read == []
+            view = await read_records(client, env, "a")
+            assert view.record is not None and view.record.version == made.version and read == [made.version]
+
+    asyncio.run(go())

@@ -61,7 +61,8 @@ def pull(
 
         async with ctx.client() as client:
             remote = await read_existing(client, ctx.env.parent, left_out)
-            return remote, (await read_records(client, ctx.env, ctx.repo.config.owner or "")).others
+            # what the other owners own is in the heads: no record's snapshot (the app again) is read
+            return remote, (await read_records(client, ctx.env, ctx.repo.config.owner or "", whole=False)).others
 
     remote, others = asyncio.run(run())
     for note in left_out:  # the tools CES makes: never files of the repo

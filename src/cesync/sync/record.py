@@ -177,10 +177,13 @@ class RecordView:
     fresh: tuple[bytes, bytes] = (b"", b"")  # (head id, base digest) of a record read whole, for the cache to keep
 
 
-async def read_records(client: CesClient, env: EnvTarget, owner: str = "", cache: RecordCache | None = None) -> RecordView:
+async def read_records(
+    client: CesClient, env: EnvTarget, owner: str = "", cache: RecordCache | None = None, *, whole: bool = True
+) -> RecordView:
     """The records of env's app as plan needs them: every version's head (no snapshot), and one
     version read whole, this owner's newest trusted record of env, unless cache knows its base
-    (then ``known`` says by what digest, for settle_base).
+    (then ``known`` says by what digest, for settle_base). whole=False: none is read whole (the
+    view has no base), for a caller that needs only what the heads say.
 
     Another owner's records are read whatever environment they name (each repo names its
     environments as it likes): the newest trusted one per owner says what that owner owns."""
@@ -207,13 +210,15 @@ async def read_records(client: CesClient, env: EnvTarget, owner: str = "", cache
     others = {k: ns for ns, r in sorted(newest.items(), reverse=True) for k in r.owned}
     found = RecordView(None, others, tuple(ignored), key_from)
     for r in mine:  # trusted on its head: the version read whole adds only its snapshot, which no one can change
+        if not whole:
+            return replace(found, record=r)
         head = next(h for h in heads if h.get("name") == r.version)
         head_id = cache.head_id(client.base_url, head) if cache is not None else b""
         if known := cache.known(head_id) if cache is not None else b"":
             return replace(found, record=r, known=known)
-        whole = await _whole(client, env.parent, head)
-        if whole is not None and whole.time == r.time:  # not made again since it was listed
-            base = base_of(whole.snapshot, KIND_OF)
+        full = await _whole(client, env.parent, head)
+        if full is not None and full.time == r.time:  # not made again since it was listed
+            base = base_of(full.snapshot, KIND_OF)
             fresh = (head_id, cache.of_base(base)) if cache is not None else (b"", b"")
             return replace(found, record=r, base=base, fresh=fresh)
     return found
