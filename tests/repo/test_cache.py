@@ -161,6 +161,19 @@ def test_a_cache_signed_with_another_key_or_altered_is_not_read(tmp_path: Path) 
         assert (again.returncode, again.stdout, again.stderr) == (broken.returncode, broken.stdout, broken.stderr)
 
 
+def test_a_cache_other_code_wrote_is_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """cesync's own files are part of what a cache is of: an install from a source tree keeps its
+    version string while its code changes, and what the old code parsed or rendered is not used."""
+    monkeypatch.setenv("CESYNC_CACHE_KEY", KEY["CESYNC_CACHE_KEY"])
+    root = generate(tmp_path / "repo", 10, agents=True)
+    assert cesync("validate", "--dir", str(root), "--env", "dev", env=KEY).returncode == 0
+    found = cache.load_cache(root)
+    assert found is not None and found.stored()
+    monkeypatch.setattr(cache, "_code_id", lambda: "the code changed")
+    found = cache.load_cache(root)
+    assert found is not None and not found.stored()
+
+
 def test_a_small_repo_gets_no_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cache, "MIN_ENTRIES", 200)
     root = generate(tmp_path / "repo", 20)

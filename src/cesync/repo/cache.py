@@ -17,6 +17,7 @@ or more (a small one parses in the time it takes to read the key and the file).
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import hmac
 import logging
@@ -92,8 +93,28 @@ def _inside(root: Path, folder: Path) -> bool:
 
 def _header(name: Path) -> bytes:
     # Python's version too: ast.parse of one text can succeed on one and fail on another. The
-    # file's name too: one cache's file is never read as another's.
-    return FORMAT + f"{name.name} {__version__} python {sys.version_info[0]}.{sys.version_info[1]}".encode() + b"\n"
+    # file's name too: one cache's file is never read as another's. And cesync's own files:
+    # an install from a source tree keeps its version string while the code changes under it.
+    python = f"python {sys.version_info[0]}.{sys.version_info[1]}"
+    return FORMAT + f"{name.name} {__version__} {python} {_code_id()}".encode() + b"\n"
+
+
+@functools.cache
+def _code_id() -> str:
+    """A digest of cesync's own files as they are (size and modification time of each): what
+    was made by other code is not this code's."""
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.blake2b(digest_size=12)
+    for folder, dirs, names in sorted(os.walk(package)):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(names):
+            if name.endswith((".py", ".json", ".binpb")):
+                try:
+                    info = os.stat(os.path.join(folder, name))
+                except OSError:
+                    continue
+                digest.update(f"{folder[len(str(package)) :]}/{name} {info.st_size} {info.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
 
 
 def load_cache(root: Path, name: Path = CACHE_FILE) -> ParseCache | None:
