@@ -101,8 +101,9 @@ def _header(name: Path) -> bytes:
 
 @functools.cache
 def _code_id() -> str:
-    """A digest of cesync's own files as they are (size and modification time of each): what
-    was made by other code is not this code's."""
+    """A digest of cesync's own files (2.5 MB, read in a few milliseconds): what other code
+    parsed or rendered is not this code's, and every install of the same code agrees (a CI job
+    installs cesync afresh, with new file times, and restores the cache of the job before)."""
     package = Path(__file__).resolve().parents[1]
     digest = hashlib.blake2b(digest_size=12)
     for folder, dirs, names in sorted(os.walk(package)):
@@ -110,10 +111,10 @@ def _code_id() -> str:
         for name in sorted(names):
             if name.endswith((".py", ".json", ".binpb")):
                 try:
-                    info = os.stat(os.path.join(folder, name))
+                    with open(os.path.join(folder, name), "rb") as handle:
+                        digest.update(f"{folder[len(str(package)) :]}/{name}\0".encode() + handle.read())
                 except OSError:
                     continue
-                digest.update(f"{folder[len(str(package)) :]}/{name} {info.st_size} {info.st_mtime_ns}\n".encode())
     return digest.hexdigest()
 
 
