@@ -14,7 +14,18 @@ from typing import Any, NamedTuple
 from . import parsecache
 from .yamlfile import load_data
 
-__all__ = ["ENV_VAR", "parse_document", "python_functions", "substitute_url", "unreadable", "url_back"]
+__all__ = [
+    "ENV_VAR",
+    "Parsed",
+    "adopt",
+    "parse_document",
+    "python_functions",
+    "record",
+    "recorded",
+    "substitute_url",
+    "unreadable",
+    "url_back",
+]
 
 
 def parse_document(text: str) -> Any:
@@ -26,7 +37,7 @@ def parse_document(text: str) -> Any:
     """
     found = _SUBSTITUTED.get(text, _NOT_DERIVED)
     if found is _NOT_DERIVED:
-        return _parse_document(text)
+        return _document(text)
     return _derived(text, found) if isinstance(found, _Recipe) else found
 
 
@@ -64,7 +75,9 @@ def substitute_url(text: str, placeholder: str, url: str) -> str:
     """text with placeholder replaced by url; its data is derived without parsing it again."""
     out = text.replace(placeholder, url)
     if out not in _SUBSTITUTED and _PLAIN_URL.fullmatch(url):
-        _SUBSTITUTED[out] = _Recipe(text, placeholder, url)
+        _SUBSTITUTED[out] = recipe = _Recipe(text, placeholder, url)
+        if _log is not None:
+            _log.substituted.append((out, recipe))
     return out
 
 
@@ -72,10 +85,10 @@ def _derived(text: str, recipe: _Recipe) -> Any:
     """text's data from its recipe's source, kept in place of the recipe; a source that cannot be
     read, or holds the placeholder in a key, leaves text to be parsed itself."""
     try:
-        data = _substituted(_parse_document(recipe.source), recipe.placeholder, recipe.url)
+        data = _substituted(_document(recipe.source), recipe.placeholder, recipe.url)
     except (ValueError, _KeyPlaceholder):
         _SUBSTITUTED.pop(text, None)
-        return _parse_document(text)
+        return _document(text)
     _SUBSTITUTED[text] = data
     return data
 
@@ -133,10 +146,18 @@ def _substituted(data: Any, placeholder: str, url: str) -> Any:
     return data
 
 
+def _document(text: str) -> Any:
+    """parse_document, uncached by substitution: what another process parsed (adopt), else parsed here."""
+    found = _ADOPTED_DOCUMENTS.get(text, _NOT_DERIVED)
+    return _parse_document(text) if found is _NOT_DERIVED else found
+
+
 @functools.cache  # as _top_functions
 def _parse_document(text: str) -> Any:
-    """parse_document, uncached by substitution."""
-    return load_data(text)
+    data = load_data(text)
+    if _log is not None:
+        _log.documents.append((text, data))
+    return data
 
 
 def unreadable(body: dict[str, Any]) -> list[str]:
@@ -156,15 +177,23 @@ def unreadable(body: dict[str, Any]) -> list[str]:
 
 
 def python_functions(code: str) -> list[str]:
-    return list(_top_functions(code))
+    found = _ADOPTED_FUNCTIONS.get(code)
+    return list(_top_functions(code) if found is None else found)
 
 
 _OPENAPI_FIELDS = ("openApiTool", "openApiToolset")
 
 
 @functools.cache  # one entry per distinct code of the repo: memory grows with resources
-@functools.partial(parsecache.cached, b"p")  # kept between runs (a SyntaxError is raised again, not kept)
 def _top_functions(code: str) -> tuple[str, ...]:
+    names: tuple[str, ...] = _function_names(code)
+    if _log is not None:
+        _log.functions.append((code, names))
+    return names
+
+
+@functools.partial(parsecache.cached, b"p")  # kept between runs (a SyntaxError is raised again, not kept)
+def _function_names(code: str) -> tuple[str, ...]:
     """Cached by content: every environment (and both sides of a diff) checks the same code.
     ValueError for code too complex for Python's parser: the code may be a server's or the app's
     (a console user's), and the parser stops on deep nesting with MemoryError or RecursionError,
@@ -174,3 +203,41 @@ def _top_functions(code: str) -> tuple[str, ...]:
     except (MemoryError, RecursionError):
         raise ValueError("the code is too complex for Python's parser (nested too deep)") from None
     return tuple(n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+
+class Parsed(NamedTuple):
+    """What one process parsed and made (record), for another to take (adopt): each is a pure
+    function's result for its text, so taking one gives what parsing there would have."""
+
+    documents: list[tuple[str, Any]]  # (OpenAPI text, parse_document's data)
+    functions: list[tuple[str, tuple[str, ...]]]  # (Python code, its top-level function names)
+    substituted: list[tuple[str, Any]]  # (substitute_url's text, how it was made)
+
+
+# What this process parsed since record(), or None when not recording (the usual case).
+_log: Parsed | None = None
+# What another process parsed and handed over (adopt), by text.
+_ADOPTED_DOCUMENTS: dict[str, Any] = {}
+_ADOPTED_FUNCTIONS: dict[str, tuple[str, ...]] = {}
+
+
+def record() -> None:
+    """Keep from now on what this process parses and substitutes (recorded()): a process forked
+    to render part of a repo hands it to its parent (repo/parallel.py)."""
+    global _log
+    _log = Parsed([], [], [])
+
+
+def recorded() -> Parsed:
+    """What was parsed and substituted since record() (nothing if it was not called)."""
+    return _log if _log is not None else Parsed([], [], [])
+
+
+def adopt(parsed: Parsed) -> None:
+    """Take what another process parsed: parse_document and python_functions give it without
+    parsing the text again, and the same object each time (the diff's walk is skipped for one
+    document on both sides)."""
+    _ADOPTED_DOCUMENTS.update(parsed.documents)
+    _ADOPTED_FUNCTIONS.update(parsed.functions)
+    for text, recipe in parsed.substituted:
+        _SUBSTITUTED.setdefault(text, recipe)

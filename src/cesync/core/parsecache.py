@@ -97,6 +97,18 @@ class ParseCache:
     def _holds(self, raw: bytes) -> bool:
         return any(needle in raw for needle in self._needles)  # marshal writes a text as its UTF-8
 
+    def since(self, before: frozenset[bytes]) -> dict[bytes, bytes]:
+        """What this run used or made that is not in before (the keys used at some point): what a
+        process forked to parse part of the run hands to its parent (take)."""
+        return {k: v for k, v in self.used.items() if k not in before}
+
+    def take(self, entries: dict[bytes, bytes]) -> None:
+        """Keep what another process of this run used or made (since) as if this one had."""
+        for key, raw in entries.items():
+            self._asked.add(key[0])
+            if not self._holds(raw):
+                self.used.setdefault(key, raw)
+
     def stored(self) -> frozenset[bytes]:
         """The keys the store held when it was handed in."""
         return frozenset(self._old)

@@ -30,7 +30,7 @@ from ..core.references import Ref, cycles, names_in
 from ..core.yamlfile import Document, Path_
 from ..errors import CesyncError, ConfigError, Problem
 from ..models import TOOL_TYPES
-from . import rendercache, wholeload, wholerender
+from . import parallel, rendercache, wholeload, wholerender
 from .apidescription import settle
 from .cache import load_cache, save_cache
 from .config import Config
@@ -220,11 +220,11 @@ class Repo:
         found = None
         if cache is not None and whole is not None:  # the whole render of an unchanged repo, if kept
             found = wholerender.find(cache, self.root, self.files, self.config_doc.digest, envs[0], whole)
-        if started is not None:
-            started()
         if found is not None:
+            if started is not None:
+                started()
             return [found]
-        per_file = render(self.files)
+        per_file = parallel.render(self.files, render, started)  # a large repo.s second half in a second process
         return [[renders[i] for renders in per_file] for i in range(len(envs))]
 
     def _collect(self, env: EnvTarget, renders: list[_FileRender], *, keep: bool = False) -> list[Resource]:

@@ -1,0 +1,166 @@
+"""Rendering a large repo on two cores: half of its files in a forked child process.
+
+Rendering a file (templating, key linting, the model, the checks that parse each OpenAPI
+document and each Python tool's code) is CPU work in Python, one core at a time in one
+process; a repo of thousands of files spends most of a cold plan or validate there. So,
+from THRESHOLD files on and with two CPUs or more, every other file is
+rendered in a child forked from this process (it has the repo parsed already: nothing is
+sent to it) while this one renders the other half. The child sends back its renders, the
+parse cache's entries it used or made (core/parsecache.py: the next run's cache holds
+every file's) and the documents and code it parsed (core/documents.py: the plan's diff
+finds them parsed). Every render is a function of its file and the environment, so the
+result is the one a single process gives: the same resources in the same order and the
+same problems.
+
+The child writes no file and prints nothing (its standard streams are the null device),
+ignores Ctrl-C (the terminal sends it to both: the parent stops it), ends on SIGTERM
+without a word, and stops when the parent is gone. Whatever goes wrong in it (an
+exception, a value that cannot be pickled, a lost pipe) leaves its half to the parent,
+which renders it as a single process would.
+
+``CESYNC_PARALLEL=off`` renders everything in one process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import os
+import signal
+import sys
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from typing import Any, TypeVar
+
+from ..core import documents, parsecache
+
+__all__ = ["THRESHOLD", "render", "wanted"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+# Files from which a second process pays: forking, and pickling half the renders back, cost
+# about what rendering a few hundred files does (measured on the 10k benchmark repo).
+THRESHOLD = 1000
+CHUNK = 200  # files the child renders between two looks at whether its parent is still there
+OFF = ("off", "0", "no", "false")
+JOIN_SECONDS = 10  # for a child told to end (SIGTERM) before it is killed
+
+
+def cpus() -> int:
+    """The CPUs this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def wanted(count: int) -> bool:
+    """Whether count files are rendered in two processes."""
+    if os.environ.get("CESYNC_PARALLEL", "").lower() in OFF or count < THRESHOLD:
+        return False
+    return "fork" in multiprocessing.get_all_start_methods() and cpus() >= 2
+
+
+def render(items: list[T], work: Callable[[list[T]], list[R]], started: Callable[[], None] | None = None) -> list[R]:
+    """work(items), every other item in a forked child when there are enough of them.
+
+    started() is called once the child is forked: it may start a thread, and a process with
+    threads is not to be forked (a lock one of them holds would stay held in the child)."""
+    if not wanted(len(items)):
+        if started is not None:
+            started()
+        return work(items)
+    # Every other item: a repo's files come kind by kind, and some kinds cost more than others
+    # (a toolset's OpenAPI document), so halves taken in a row would not take the same time.
+    mine, theirs = items[0::2], items[1::2]
+    context = multiprocessing.get_context("fork")
+    receiver, sender = context.Pipe(duplex=False)
+    cache = parsecache.current()
+    before = frozenset(cache.used) if cache is not None else frozenset()
+    child = context.Process(target=_child, args=(sender, work, theirs, before), daemon=True)
+    try:
+        child.start()
+    except OSError as exc:  # no process to be had (a limit on processes or memory): one does it all
+        log.debug("render: no second process (%s)", exc)
+        receiver.close()
+        sender.close()
+        if started is not None:
+            started()
+        return work(items)
+    sender.close()  # the parent's copy: once the child is gone the receive ends, not waits
+    got: tuple[list[R], dict[bytes, bytes], documents.Parsed] | None = None
+    try:
+        if started is not None:
+            started()
+        out = work(mine)
+        got = _receive(receiver, len(theirs))
+    finally:
+        receiver.close()
+        if got is None and child.is_alive():
+            child.terminate()  # interrupted, or its answer is not to be had: nothing more of it is wanted
+        child.join(JOIN_SECONDS)
+        if child.is_alive():
+            child.kill()
+            child.join()
+    if got is None:
+        log.debug("render: the second process gave no answer; its files are rendered here")
+        return _woven(out, work(theirs))
+    renders, entries, parsed = got
+    if cache is not None:
+        cache.take(entries)
+    documents.adopt(parsed)
+    return _woven(out, renders)
+
+
+def _woven(evens: list[R], odds: list[R]) -> list[R]:
+    """The items' results in the items' order, from those of items[0::2] and items[1::2]."""
+    out = evens + odds
+    out[0::2], out[1::2] = evens, odds
+    return out
+
+
+def _receive(receiver: Connection, count: int) -> Any:
+    """The child's (renders, parse cache entries, parsed documents), or None: it failed, or sent
+    something else."""
+    try:
+        got = receiver.recv()
+    except Exception as exc:  # gone (EOFError), or an answer that does not unpickle
+        log.debug("render: the second process's answer is lost (%s)", type(exc).__name__)
+        return None
+    if not (isinstance(got, tuple) and len(got) == 3 and isinstance(got[0], list) and len(got[0]) == count):
+        return None
+    if not (isinstance(got[1], dict) and isinstance(got[2], documents.Parsed)):
+        return None
+    return got
+
+
+def _child(sender: Connection, work: Callable[[list[T]], list[R]], items: list[T], before: frozenset[bytes]) -> None:
+    """The forked child: render items and send what it made. multiprocessing leaves a forked child
+    through os._exit once this returns, so the parent's atexit handlers and finalizers (which
+    write files) never run here."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent stops this one
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # Whatever is written here, a warning or a stream's buffer flushed at exit, is never seen: the
+    # streams and the descriptors under them lead to the null device.
+    sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - for the rest of the process
+    os.dup2(sys.stdout.fileno(), 1)
+    os.dup2(sys.stdout.fileno(), 2)
+    logging.disable(logging.CRITICAL)
+    documents.record()
+    parent = multiprocessing.parent_process()
+    with contextlib.suppress(BaseException):  # any failure: the parent renders these files itself
+        out: list[R] = []
+        for start in range(0, len(items), CHUNK):
+            if parent is not None and not parent.is_alive():
+                return  # the parent is gone: nobody wants the rest
+            out += work(items[start : start + CHUNK])
+        cache = parsecache.current()
+        _send(sender, (out, cache.since(before) if cache is not None else {}, documents.recorded()))
+    sender.close()
+
+
+def _send(sender: Connection, answer: Any) -> None:
+    sender.send(answer)  # pickled whole before a byte is written: a value that cannot be pickled sends nothing
