@@ -21,6 +21,7 @@ from cesync.core import documents, parsecache
 from cesync.errors import ConfigError
 from cesync.repo import cache, parallel
 from cesync.repo.cache import load_cache
+from cesync.repo.loading import load_sources
 from cesync.repo.repo import load_repo
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
@@ -90,7 +91,7 @@ def broken(root: Path) -> Path:
 def test_a_repo_renders_the_same_in_two_processes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answers: list[bool]) -> None:
     root = generate(tmp_path / "repo", 40, agents=True)
     two, one = both_ways(root, monkeypatch)
-    assert answers == [True, True]
+    assert answers == [True] * 4  # the files parsed, then rendered; for render and for validate
     assert two == one
     assert isinstance(one[0], list) and len(one[0]) == 41 and one[1] == []
 
@@ -100,7 +101,7 @@ def test_a_repo_with_problems_reports_the_same_in_two_processes(
 ) -> None:
     root = broken(generate(tmp_path / "repo", 40, agents=True))
     two, one = both_ways(root, monkeypatch)
-    assert answers == [True, True]
+    assert answers == [True] * 4
     assert two == one
     assert len(one[1]) >= 5
     assert {p.file for p in one[1]} >= {"tools/bad-yaml.yaml", "toolsets/bad-schema.yaml"}
@@ -142,7 +143,7 @@ def test_a_child_that_fails_leaves_its_half_to_the_parent(
     capfd.readouterr()
     monkeypatch.setattr(parallel, "_send", failure)
     assert [outcome(root) for root in (good, bad)] == expected
-    assert answers == [False] * 4
+    assert answers == [False] * 8
     assert capfd.readouterr() == ("", "")  # the child says nothing, whatever happened to it
 
 
@@ -170,6 +171,29 @@ def test_started_is_called_once_after_the_fork(answers: list[bool]) -> None:
     assert out[1::2] == [0] * 4  # the child was forked before started() was called
 
 
+def test_the_files_parsed_in_two_processes_are_those_one_parses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answers: list[bool]
+) -> None:
+    root = broken(generate(tmp_path / "repo", 30, agents=True))
+    (root / "tools" / "round-trip.yaml").write_text("%YAML 1.2\n---\nclientFunction:\n  name: rt\n  description: x\n")
+    loaded = []
+    for way in ("on", "off"):
+        monkeypatch.setenv("CESYNC_PARALLEL", way)
+        problems: list[Any] = []
+        files = load_sources(root, problems)
+        docs = [f.doc for f in files]
+        loaded.append(
+            (
+                [(f.kind, f.id, f.path, f.ignore) for f in files],
+                [(d.file, d.data, d.text, d.digest, d.positions.keys, d.positions.values) for d in docs],
+                problems,
+            )
+        )
+    assert answers == [True]
+    assert loaded[0] == loaded[1]
+    assert loaded[0][2] and any(positions for *_, positions in loaded[0][1])
+
+
 def test_small_repos_one_cpu_and_the_switch_use_one_process(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.undo()
     assert not parallel.wanted(parallel.THRESHOLD - 1)
@@ -190,7 +214,7 @@ def test_the_parent_has_what_the_child_parsed(tmp_path: Path, answers: list[bool
         path.write_text(path.read_text() + marker)
     repo = load_repo(root)
     resources = repo.render(repo.env("dev"))
-    assert answers == [True]
+    assert answers == [True, True]
     schemas = [r.body["openApiToolset"]["openApiSchema"] for r in resources if "openApiToolset" in r.body]
     schemas = [s for s in schemas if marker in s]
     assert len(schemas) >= 4
@@ -217,7 +241,7 @@ def test_the_parse_cache_holds_what_both_processes_parsed(
         stored = load_cache(root)
         assert stored is not None
         kept.append(stored.stored())
-    assert answers == [True, True]
+    assert answers == [True] * 4
     assert kept[0] == kept[1] and len(kept[0]) > 60
     parsecache.install(None)
 

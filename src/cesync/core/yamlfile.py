@@ -189,7 +189,8 @@ def load_text(text: str, display: str) -> Document | Problem:
     data = fast_load(text)
     digest = text_digest(text)
     if data is not SLOW:
-        return Document(display, data, Positions(later=lambda: _positions(text, display)), text, digest)
+        # a partial, not a lambda: a Document pickles (repo/parallel.py sends those a child parsed)
+        return Document(display, data, Positions(later=functools.partial(_positions, text, display)), text, digest)
     doc = _load_rt(text, display)
     if isinstance(doc, Document):
         doc.digest = digest

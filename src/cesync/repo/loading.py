@@ -7,6 +7,7 @@ import re
 import types
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any, Union, get_args, get_origin
 
@@ -17,6 +18,7 @@ from ..api.resource import ID_RE
 from ..core.checks import suggest, unknown_field_advice
 from ..core.yamlfile import Document, Path_, load_text, read_text
 from ..errors import Problem
+from . import parallel
 
 __all__ = [
     "CONFIG_FILE",
@@ -63,40 +65,38 @@ def load_sources(root: Path, problems: list[Problem], unreadable: set[tuple[str,
     files: list[SourceFile] = []
     broken = unreadable if unreadable is not None else set()
     seen: dict[tuple[str, str], str] = {}
-    folders: dict[Path, Path] = {}
-    for kind, paths in ((k, kind_files(root, k)) for k in KINDS.values()):
-        for path in paths:
-            if path.parent not in folders:  # resolved once per folder (one resolve was most of reading a file)
-                folders[path.parent] = path.parent.resolve()
-            doc = parse_file(path, root, problems, folder=folders[path.parent])
-            if not kind.singleton:
-                broken.add((kind.name, path.stem))  # taken out again below once the file is read
-            if doc is None:
-                continue
-            if not isinstance(doc.data, dict):
-                article = "an" if kind.name[0] in "aeiou" else "a"
-                problems.append(doc.problem((), f"{article} {kind} file must be a mapping of fields, not {type_name(doc.data)}"))
-                continue
-            if kind.singleton and "id" in doc.data:
-                message = f"the {kind}'s id is each environment's '{kind}:' in cesync.yaml, not part of {path.name}"
-                problems.append(doc.problem(("id",), message, key=True))
-                continue
-            ignore = doc.data.pop(IGNORE_KEY, [])
-            if not isinstance(ignore, list) or not all(isinstance(x, str) and x for x in ignore):
-                problems.append(doc.problem((IGNORE_KEY,), f"{IGNORE_KEY} must be a list of field paths (e.g. [description])"))
-                ignore = []
-            rid = kind.name if kind.singleton else doc.data.pop("id", path.stem)
-            if not isinstance(rid, str) or not ID_RE.match(rid):
-                problems.append(
-                    doc.problem(("id",), f"invalid {kind} id {rid!r}: use letters, digits, '-' and '_' (at most 128)")
-                )
-                continue
-            if (kind.name, rid) in seen:
-                problems.append(doc.problem(("id",), f"duplicate {kind} id '{rid}' (also defined in {seen[(kind.name, rid)]})"))
-                continue
-            seen[(kind.name, rid)] = doc.file
-            broken.discard((kind.name, path.stem))
-            files.append(SourceFile(kind, rid, path, doc, tuple(ignore)))
+    listed = [(kind, path) for kind in KINDS.values() for path in kind_files(root, kind)]
+    # each folder resolved once (one resolve was most of reading a file)
+    folders = {parent: parent.resolve() for parent in dict.fromkeys(path.parent for _, path in listed)}
+    parsed = parallel.render([path for _, path in listed], partial(_parse_files, root, folders))
+    for (kind, path), (doc, found) in zip(listed, parsed, strict=True):
+        problems += found
+        if not kind.singleton:
+            broken.add((kind.name, path.stem))  # taken out again below once the file is read
+        if doc is None:
+            continue
+        if not isinstance(doc.data, dict):
+            article = "an" if kind.name[0] in "aeiou" else "a"
+            problems.append(doc.problem((), f"{article} {kind} file must be a mapping of fields, not {type_name(doc.data)}"))
+            continue
+        if kind.singleton and "id" in doc.data:
+            message = f"the {kind}'s id is each environment's '{kind}:' in cesync.yaml, not part of {path.name}"
+            problems.append(doc.problem(("id",), message, key=True))
+            continue
+        ignore = doc.data.pop(IGNORE_KEY, [])
+        if not isinstance(ignore, list) or not all(isinstance(x, str) and x for x in ignore):
+            problems.append(doc.problem((IGNORE_KEY,), f"{IGNORE_KEY} must be a list of field paths (e.g. [description])"))
+            ignore = []
+        rid = kind.name if kind.singleton else doc.data.pop("id", path.stem)
+        if not isinstance(rid, str) or not ID_RE.match(rid):
+            problems.append(doc.problem(("id",), f"invalid {kind} id {rid!r}: use letters, digits, '-' and '_' (at most 128)"))
+            continue
+        if (kind.name, rid) in seen:
+            problems.append(doc.problem(("id",), f"duplicate {kind} id '{rid}' (also defined in {seen[(kind.name, rid)]})"))
+            continue
+        seen[(kind.name, rid)] = doc.file
+        broken.discard((kind.name, path.stem))
+        files.append(SourceFile(kind, rid, path, doc, tuple(ignore)))
     return files
 
 
@@ -121,6 +121,15 @@ def declared_owners(files: Iterable[SourceFile]) -> dict[str, tuple[str, str]]:
             elif isinstance(item, list):
                 stack.extend(item)
     return found
+
+
+def _parse_files(root: Path, folders: dict[Path, Path], paths: list[Path]) -> list[tuple[Document | None, list[Problem]]]:
+    """Each file parsed, and its problems."""
+    out: list[tuple[Document | None, list[Problem]]] = []
+    for path in paths:
+        found: list[Problem] = []
+        out.append((parse_file(path, root, found, folder=folders[path.parent]), found))
+    return out
 
 
 def misplaced_files(root: Path) -> list[Problem]:

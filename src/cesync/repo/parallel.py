@@ -1,24 +1,24 @@
-"""Rendering a large repo on two cores: half of its files in a forked child process.
+"""A large repo parsed and rendered on two cores: every other file in a forked child process.
 
-Rendering a file (templating, key linting, the model, the checks that parse each OpenAPI
-document and each Python tool's code) is CPU work in Python, one core at a time in one
-process; a repo of thousands of files spends most of a cold plan or validate there. So,
-from THRESHOLD files on and with two CPUs or more, every other file is
-rendered in a child forked from this process (it has the repo parsed already: nothing is
-sent to it) while this one renders the other half. The child sends back its renders, the
-parse cache's entries it used or made (core/parsecache.py: the next run's cache holds
-every file's) and the documents and code it parsed (core/documents.py: the plan's diff
-finds them parsed). Every render is a function of its file and the environment, so the
-result is the one a single process gives: the same resources in the same order and the
-same problems.
+Parsing the files (loading.load_sources) and rendering them (templating, key linting, the
+model, the checks that parse each OpenAPI document and each Python tool's code) is CPU work
+in Python, one core at a time in one process; a repo of thousands of files spends most of a
+cold plan or validate there. So, from THRESHOLD files on and with two CPUs or more, every
+other file is handled in a child forked from this process (it has all it needs already:
+nothing is sent to it) while this one handles the rest. The child sends back its results
+(parsed Documents, or renders), the parse cache's entries it used or made
+(core/parsecache.py: the next run's cache holds every file's) and the documents and code it
+parsed (core/documents.py: the plan's diff finds them parsed). Each file's result is a
+function of the file (and the environment), so the outcome is the one a single process
+gives: the same resources in the same order and the same problems.
 
-The child writes no file and prints nothing (its standard streams are the null device),
+The child writes no file and prints nothing (its standard streams lead to the null device),
 ignores Ctrl-C (the terminal sends it to both: the parent stops it), ends on SIGTERM
 without a word, and stops when the parent is gone. Whatever goes wrong in it (an
-exception, a value that cannot be pickled, a lost pipe) leaves its half to the parent,
-which renders it as a single process would.
+exception, a value that cannot be pickled, a lost pipe) leaves its files to the parent,
+which handles them as a single process would.
 
-``CESYNC_PARALLEL=off`` renders everything in one process.
+``CESYNC_PARALLEL=off`` keeps everything in one process.
 """
 
 from __future__ import annotations
