@@ -154,7 +154,7 @@ def test_the_child_prints_nothing(capfd: pytest.CaptureFixture[str], answers: li
         return [i * 2 for i in items]
 
     capfd.readouterr()
-    assert parallel.render(list(range(10)), work) == [i * 2 for i in range(10)]
+    assert parallel.run(list(range(10)), work) == [i * 2 for i in range(10)]
     out, err = capfd.readouterr()
     assert answers == [True]
     assert out.splitlines() == [f"from {os.getpid()}"] and err.splitlines() == ["to stderr"]  # the parent's half only
@@ -166,7 +166,7 @@ def test_started_is_called_once_after_the_fork(answers: list[bool]) -> None:
     def work(items: list[int]) -> list[int]:
         return [len(calls) if multiprocessing.parent_process() is not None else -1 for _ in items]
 
-    out = parallel.render(list(range(8)), work, started=lambda: calls.append(1))
+    out = parallel.run(list(range(8)), work, started=lambda: calls.append(1))
     assert calls == [1] and answers == [True]
     assert out[1::2] == [0] * 4  # the child was forked before started() was called
 
@@ -262,7 +262,7 @@ def test_a_child_whose_parent_is_gone_ends(tmp_path: Path) -> None:
                 time.sleep(0.5)
                 os.kill(os.getpid(), signal.SIGKILL)
             return items
-        parallel.render(list(range(400)), work)
+        parallel.run(list(range(400)), work)
         """
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)

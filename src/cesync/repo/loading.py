@@ -68,7 +68,7 @@ def load_sources(root: Path, problems: list[Problem], unreadable: set[tuple[str,
     listed = [(kind, path) for kind in KINDS.values() for path in kind_files(root, kind)]
     # each folder resolved once (one resolve was most of reading a file)
     folders = {parent: parent.resolve() for parent in dict.fromkeys(path.parent for _, path in listed)}
-    parsed = parallel.render([path for _, path in listed], partial(_parse_files, root, folders))
+    parsed = parallel.run([path for _, path in listed], partial(_parse_files, root, folders))
     for (kind, path), (doc, found) in zip(listed, parsed, strict=True):
         problems += found
         if not kind.singleton:

@@ -24,6 +24,7 @@ which handles them as a single process would.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import multiprocessing
 import os
@@ -35,7 +36,7 @@ from typing import Any, TypeVar
 
 from ..core import documents, parsecache
 
-__all__ = ["THRESHOLD", "render", "wanted"]
+__all__ = ["THRESHOLD", "run", "wanted"]
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +46,7 @@ R = TypeVar("R")
 # Files from which a second process pays: forking, and pickling half the renders back, cost
 # about what rendering a few hundred files does (measured on the 10k benchmark repo).
 THRESHOLD = 1000
-CHUNK = 200  # files the child renders between two looks at whether its parent is still there
+CHUNK = 200  # items the child does between two looks at whether its parent is still there
 OFF = ("off", "0", "no", "false")
 JOIN_SECONDS = 10  # for a child told to end (SIGTERM) before it is killed
 
@@ -58,13 +59,13 @@ def cpus() -> int:
 
 
 def wanted(count: int) -> bool:
-    """Whether count files are rendered in two processes."""
+    """Whether count files are parsed or rendered in two processes."""
     if os.environ.get("CESYNC_PARALLEL", "").lower() in OFF or count < THRESHOLD:
         return False
     return "fork" in multiprocessing.get_all_start_methods() and cpus() >= 2
 
 
-def render(items: list[T], work: Callable[[list[T]], list[R]], started: Callable[[], None] | None = None) -> list[R]:
+def run(items: list[T], work: Callable[[list[T]], list[R]], started: Callable[[], None] | None = None) -> list[R]:
     """work(items), every other item in a forked child when there are enough of them.
 
     started() is called once the child is forked: it may start a thread, and a process with
@@ -76,6 +77,10 @@ def render(items: list[T], work: Callable[[list[T]], list[R]], started: Callable
     # Every other item: a repo's files come kind by kind, and some kinds cost more than others
     # (a toolset's OpenAPI document), so halves taken in a row would not take the same time.
     mine, theirs = items[0::2], items[1::2]
+    # What this process holds now (the repo read) stays out of the collector's full passes from here
+    # on, in this process and the child: each pass would walk all of it (a fifth of a cold render's
+    # time on the 10k repo), and in the child copy every page it is on (a pass writes to each object).
+    gc.freeze()
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
     cache = parsecache.current()
@@ -84,7 +89,7 @@ def render(items: list[T], work: Callable[[list[T]], list[R]], started: Callable
     try:
         child.start()
     except OSError as exc:  # no process to be had (a limit on processes or memory): one does it all
-        log.debug("render: no second process (%s)", exc)
+        log.debug("parallel: no second process (%s)", exc)
         receiver.close()
         sender.close()
         if started is not None:
@@ -106,7 +111,7 @@ def render(items: list[T], work: Callable[[list[T]], list[R]], started: Callable
             child.kill()
             child.join()
     if got is None:
-        log.debug("render: the second process gave no answer; its files are rendered here")
+        log.debug("parallel: the second process gave no answer; its items are done here")
         return _woven(out, work(theirs))
     renders, entries, parsed = got
     if cache is not None:
@@ -123,13 +128,18 @@ def _woven(evens: list[R], odds: list[R]) -> list[R]:
 
 
 def _receive(receiver: Connection, count: int) -> Any:
-    """The child's (renders, parse cache entries, parsed documents), or None: it failed, or sent
+    """The child's (results, parse cache entries, parsed documents), or None: it failed, or sent
     something else."""
+    collecting = gc.isenabled()
+    gc.disable()  # unpickling makes no garbage: a collection meanwhile would walk the whole heap for nothing
     try:
         got = receiver.recv()
     except Exception as exc:  # gone (EOFError), or an answer that does not unpickle
-        log.debug("render: the second process's answer is lost (%s)", type(exc).__name__)
+        log.debug("parallel: the second process's answer is lost (%s)", type(exc).__name__)
         return None
+    finally:
+        if collecting:
+            gc.enable()
     if not (isinstance(got, tuple) and len(got) == 3 and isinstance(got[0], list) and len(got[0]) == count):
         return None
     if not (isinstance(got[1], dict) and isinstance(got[2], documents.Parsed)):
@@ -138,7 +148,7 @@ def _receive(receiver: Connection, count: int) -> Any:
 
 
 def _child(sender: Connection, work: Callable[[list[T]], list[R]], items: list[T], before: frozenset[bytes]) -> None:
-    """The forked child: render items and send what it made. multiprocessing leaves a forked child
+    """The forked child: work on items and send what it made. multiprocessing leaves a forked child
     through os._exit once this returns, so the parent's atexit handlers and finalizers (which
     write files) never run here."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent stops this one
@@ -151,7 +161,7 @@ def _child(sender: Connection, work: Callable[[list[T]], list[R]], items: list[T
     logging.disable(logging.CRITICAL)
     documents.record()
     parent = multiprocessing.parent_process()
-    with contextlib.suppress(BaseException):  # any failure: the parent renders these files itself
+    with contextlib.suppress(BaseException):  # any failure: the parent does these items itself
         out: list[R] = []
         for start in range(0, len(items), CHUNK):
             if parent is not None and not parent.is_alive():

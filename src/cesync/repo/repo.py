@@ -224,7 +224,7 @@ class Repo:
             if started is not None:
                 started()
             return [found]
-        per_file = parallel.render(self.files, render, started)  # a large repo.s second half in a second process
+        per_file = parallel.run(self.files, render, started)  # a large repo: every other file in a second process
         return [[renders[i] for renders in per_file] for i in range(len(envs))]
 
     def _collect(self, env: EnvTarget, renders: list[_FileRender], *, keep: bool = False) -> list[Resource]:
