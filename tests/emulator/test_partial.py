@@ -76,3 +76,27 @@ def test_a_version_list_without_its_snapshots_is_the_list_projected() -> None:
         ):
             got = http.get(f"{parent}/versions", params={"fields": fields})
             assert got.json() == project(whole, parse_fields(fields)), fields
+
+
+scalars = st.dictionaries(names.filter(lambda n: n != "snapshot"), leaf, max_size=4)
+
+
+@given(scalars, values, st.dictionaries(names.filter(lambda n: n != "snapshot"), values, max_size=2))
+def test_a_text_cut_after_the_snapshot_s_name_is_the_version_without_it(
+    head: dict[str, Any], snapshot: Any, nested: dict[str, Any]
+) -> None:
+    """What store.page's cut leaves of a version (its text up to '"snapshot":') gives what the whole
+    text does without the snapshot; a version whose fields before it are not all scalars is read
+    whole (None)."""
+    import json
+
+    from cesync.emulator.partial import head_before, without_last
+
+    for before in (head, {**head, **nested}):
+        text = json.dumps({**before, "snapshot": snapshot}, separators=(",", ":"))
+        cut = text[: text.index('"snapshot":') + len('"snapshot":')]
+        got = head_before(cut, "snapshot")
+        if any(isinstance(v, (dict, list)) for v in before.values()):
+            assert got is None
+        else:
+            assert got is not None and json.loads(got) == json.loads(without_last(text, "snapshot")) == before

@@ -40,25 +40,36 @@ class Resources(References, Changelogs, Versions):
         """Every list of an app's collection, with what lists.py says its query may ask for."""
         asked = lists.listing(collection, query(request), self.evaluations.runs.get, api_version(request))
         offset, size = page_args(request, f"{parent}|{asked.key}")
+        field_name = "appVersions" if collection == "versions" else collection
+        heads = collection == "versions" and not partial.selects(request.scope.get("ces_fields"), field_name, "snapshot")
         self.store.app(parent)
-        with self.store.transaction() as db:
-            rows, total = self.store.page(
-                db,
-                parent,
-                collection,
-                system=collection != "tools" or asked.system_tools,
-                offset=offset,
-                size=size,
-                order=asked.plain,
-                arrange=lambda found: asked.arranged(found, lambda r: r[2]),
-            )
         enum_int = wants_enum_int(request)
-        texts = [r[1] if enum_int else r[0] for r in rows]
+
+        def listed(cut: str) -> tuple[list[str], int]:
+            with self.store.transaction() as db:
+                rows, total = self.store.page(
+                    db,
+                    parent,
+                    collection,
+                    system=collection != "tools" or asked.system_tools,
+                    offset=offset,
+                    size=size,
+                    order=asked.plain,
+                    arrange=lambda found: asked.arranged(found, lambda r: r[2]),
+                    cut=cut,
+                )
+            return [r[1] if enum_int else r[0] for r in rows], total
+
+        texts, total = listed("snapshot" if heads else "")
+        if heads:  # the snapshot is not printed only to be parsed and dropped, nor read to be cut off here
+            kept = [partial.head_before(t, "snapshot") for t in texts]
+            texts = (
+                [k for k in kept if k is not None]
+                if None not in kept
+                else [partial.without_last(t, "snapshot") for t in listed("")[0]]
+            )
         if asked.last_ten_results:
             texts = [self._with_last_ten_results(text, enum_int) for text in texts]
-        field_name = "appVersions" if collection == "versions" else collection
-        if collection == "versions" and not partial.selects(request.scope.get("ces_fields"), field_name, "snapshot"):
-            texts = [partial.without_last(t, "snapshot") for t in texts]  # not printed only to be parsed and dropped
         text = f'{{"{field_name}":[' + ",".join(texts) + "]"
         if offset + size < total:
             text += f',"nextPageToken":{json.dumps(page_token(offset + size, f"{parent}|{asked.key}"))}'

@@ -120,6 +120,20 @@ def selects(selection: Selection | None, *path: str) -> bool:
     return True
 
 
+def head_before(text: str, key: str) -> str | None:
+    """A stored JSON object's text cut after '"key":' (store.page's cut), as the object without key:
+    only when every field before it is a scalar, else None (the whole text is needed); a text
+    with no such field is whole, and kept as it is."""
+    if not text.endswith(f'"{key}":'):
+        return text
+    head = text[: -len(key) - 3].rstrip().removesuffix(",") + "}"
+    try:
+        fields = json.loads(head)
+    except ValueError:
+        return None
+    return head if isinstance(fields, dict) and not any(isinstance(v, (dict, list)) for v in fields.values()) else None
+
+
 def without_last(text: str, key: str) -> str:
     """A stored JSON object's text without key, where key is its last field and every field before it
     a scalar (an app version: its snapshot, written last, is as large as the app); any other text is

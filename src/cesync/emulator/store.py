@@ -252,11 +252,15 @@ class Store:
         size: int,
         order: tuple[str, bool] | None = ("name", False),
         arrange: Callable[[list[tuple[str, str, dict[str, Any]]]], list[tuple[str, str, dict[str, Any]]]] | None = None,
+        cut: str = "",
     ) -> tuple[list[tuple[str, str]], int]:
         """(names text, ints text) of one page of a collection, and how many the whole list holds. order:
         (name or createTime, descending), which the database sorts by; None: arrange filters and sorts
-        every row, as (names text, ints text, data), in Python (a list filter, another order)."""
+        every row, as (names text, ints text, data), in Python (a list filter, another order).
+        cut: a field (a name of letters) each text is cut after, by the database: a version's
+        snapshot, as large as the app, never reaches Python to be dropped (partial.without_last)."""
         where = "app = ? AND collection = ?" + ("" if system else " AND system = 0")
+        cols = f"{_cut_after('names', cut)}, {_cut_after('ints', cut)}" if cut.isalpha() and order is not None else "names, ints"
         args = (parent, collection)
         if order is None:
             assert arrange is not None
@@ -267,7 +271,7 @@ class Store:
         direction = "DESC" if order[1] else "ASC"
         (total,) = db.execute(f"SELECT count(*) FROM resources WHERE {where}", args).fetchone()
         rows = db.execute(
-            f"SELECT names, ints FROM resources WHERE {where} ORDER BY {key} {direction}, name {direction} LIMIT ? OFFSET ?",
+            f"SELECT {cols} FROM resources WHERE {where} ORDER BY {key} {direction}, name {direction} LIMIT ? OFFSET ?",
             (*args, size, offset),
         ).fetchall()
         return [(r[0], r[1]) for r in rows], int(total)
@@ -376,6 +380,13 @@ def _legacy_state(path: Path) -> dict[str, Any] | None:
         raise RpcError("INTERNAL", f"emulator state file {path} is unreadable: {exc}") from None
     path.unlink()
     return state
+
+
+def _cut_after(column: str, field: str) -> str:
+    """SQL: column's text up to the end of '"field":' (all of it when it holds none)."""
+    mark = f'"{field}":'
+    at = f"instr({column}, '{mark}')"
+    return f"CASE WHEN {at} > 0 THEN substr({column}, 1, {at} + {len(mark) - 1}) ELSE {column} END"
 
 
 def page_token(offset: int, key: str) -> str:
