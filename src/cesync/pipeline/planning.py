@@ -141,10 +141,14 @@ async def read_for_plan(ctx: Context, client: CesClient | None) -> Read:
         # the embedded emulator's app is a file of the repo's, which a branch writes as it likes
         cache = open_record_cache(ctx.repo.root) if ctx.endpoint_url != EMBEDDED else None
         remote, view = await read_app(client, ctx.env, ctx.repo.config.owner or "", cache)
+    from ..sync.recordcache import AppBase
+
     record = view.record
     authors: dict[str, tuple[str, str]] = {}
     base = view.base
-    if record is not None and base is not None:
+    # AppBase: the app as read stands for the base (it has the base's digest), so nothing drifted
+    # (maybe_drifted finds nothing, each of its ten thousand lookups a copy)
+    if record is not None and base is not None and not isinstance(base, AppBase):
         app_body = None if ctx.destroy else app_to_create(ctx.env, remote)
         writes = writes_of(PlanInput(ctx.env.name, ctx.env.parent, ctx.desired, remote, app_body=app_body))
         if names := maybe_drifted(ctx.env.parent, writes, remote, base):
