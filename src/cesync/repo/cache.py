@@ -20,6 +20,7 @@ import contextlib
 import functools
 import hashlib
 import hmac
+import io
 import logging
 import marshal
 import os
@@ -38,7 +39,7 @@ log = logging.getLogger(__name__)
 CACHE_FILE = Path(".cesync") / "cache" / "parsed.bin"
 COMPARED_FILE = Path(".cesync") / "cache" / "compared.bin"  # pairs the plan's diff found equal (core.diff.pair_digest)
 RECORD_FILE = Path(".cesync") / "cache" / "record.bin"  # the applied record's base by its digest (sync.recordcache)
-FORMAT = b"cesync-parse-cache 1 "
+FORMAT = b"cesync-parse-cache 2 "  # 2: the entries one after another, not one dict
 MAX_BYTES = 1 << 30
 KEY_BYTES = 32
 MIN_ENTRIES = 200  # texts parsed: below this a repo gets no cache (and the source tree's fixtures none)
@@ -147,11 +148,17 @@ def load_cache(root: Path, name: Path = CACHE_FILE) -> ParseCache | None:
     if not hmac.compare_digest(mac, signed.digest()):
         log.debug("parse cache %s: not signed by this machine's key; not used", path)
         return ParseCache()
-    try:
-        entries = marshal.loads(body)  # signed by us: data this code wrote
+    del body  # the file's bytes are read below as a stream, not copied
+    entries: dict[bytes, bytes] = {}
+    stream = io.BytesIO(raw)  # shares raw's bytes
+    stream.seek(len(header) + 32)
+    try:  # signed by us: data this code wrote, (key, value) after (key, value)
+        while stream.tell() < len(raw):
+            k, v = marshal.load(stream)
+            if not (isinstance(k, bytes) and isinstance(v, bytes)):
+                return ParseCache()
+            entries[k] = v
     except (ValueError, EOFError, TypeError):
-        return ParseCache()
-    if not isinstance(entries, dict) or not all(isinstance(k, bytes) and isinstance(v, bytes) for k, v in entries.items()):
         return ParseCache()
     log.debug("parse cache %s: %d entries", path, len(entries))
     return ParseCache(entries)
@@ -173,10 +180,8 @@ def save_cache(root: Path, cache: ParseCache | None, name: Path = CACHE_FILE, *,
         log.debug("parse cache not written: %s leads outside the repo (a symlink?)", path.parent)
         return
     entries = cache.kept()
-    body = marshal.dumps(entries, 4)
     header = _header(name)
     signed = hmac.new(key, header, hashlib.sha256)
-    signed.update(body)
     # The folder is the repo's, which a pull request writes: every file is made anew (O_EXCL), never
     # opened through a symlink planted at its name (the cache would be written over whatever it names).
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
@@ -185,10 +190,15 @@ def save_cache(root: Path, cache: ParseCache | None, name: Path = CACHE_FILE, *,
         if not ignore.is_symlink() and not ignore.exists():
             with contextlib.suppress(FileExistsError), os.fdopen(_new_file(ignore), "w") as text:
                 text.write("# written by cesync: this folder is a cache, never part of the repo\n*\n")
-        with os.fdopen(_new_file(tmp), "wb") as out:  # in parts: the body is never copied into one larger buffer
+        with os.fdopen(_new_file(tmp), "wb") as out:  # entry by entry: the entries are never copied into one buffer
             out.write(header)
+            out.write(bytes(32))  # the signature, once all is written
+            for entry in entries.items():
+                record = marshal.dumps(entry, 4)
+                signed.update(record)
+                out.write(record)
+            out.seek(len(header))
             out.write(signed.digest())
-            out.write(body)
         os.replace(tmp, path)  # a symlink at path is replaced, never written through
     except OSError as exc:
         log.debug("parse cache %s not written: %s", path, exc)
