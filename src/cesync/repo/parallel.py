@@ -26,15 +26,16 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
-import multiprocessing
 import os
 import signal
 import sys
 from collections.abc import Callable
-from multiprocessing.connection import Connection
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..core import documents, parsecache
+
+if TYPE_CHECKING:  # multiprocessing (and subprocess, socket...) loads for a repo that forks, not every run
+    from multiprocessing.connection import Connection
 
 __all__ = ["THRESHOLD", "run", "wanted"]
 
@@ -62,6 +63,8 @@ def wanted(count: int) -> bool:
     """Whether count files are parsed or rendered in two processes."""
     if os.environ.get("CESYNC_PARALLEL", "").lower() in OFF or count < THRESHOLD:
         return False
+    import multiprocessing
+
     return "fork" in multiprocessing.get_all_start_methods() and cpus() >= 2
 
 
@@ -81,6 +84,8 @@ def run(items: list[T], work: Callable[[list[T]], list[R]], started: Callable[[]
     # on, in this process and the child: each pass would walk all of it (a fifth of a cold render's
     # time on the 10k repo), and in the child copy every page it is on (a pass writes to each object).
     gc.freeze()
+    import multiprocessing
+
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
     cache = parsecache.current()
@@ -160,6 +165,8 @@ def _child(sender: Connection, work: Callable[[list[T]], list[R]], items: list[T
     os.dup2(sys.stdout.fileno(), 2)
     logging.disable(logging.CRITICAL)
     documents.record()
+    import multiprocessing
+
     parent = multiprocessing.parent_process()
     with contextlib.suppress(BaseException):  # any failure: the parent does these items itself
         out: list[R] = []
