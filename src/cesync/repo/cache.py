@@ -20,12 +20,11 @@ import contextlib
 import functools
 import hashlib
 import hmac
-import io
 import logging
-import marshal
 import os
 import secrets
 import stat
+import struct
 import sys
 from pathlib import Path
 
@@ -39,9 +38,10 @@ log = logging.getLogger(__name__)
 CACHE_FILE = Path(".cesync") / "cache" / "parsed.bin"
 COMPARED_FILE = Path(".cesync") / "cache" / "compared.bin"  # pairs the plan's diff found equal (core.diff.pair_digest)
 RECORD_FILE = Path(".cesync") / "cache" / "record.bin"  # the applied record's base by its digest (sync.recordcache)
-FORMAT = b"cesync-parse-cache 2 "  # 2: the entries one after another, not one dict
+FORMAT = b"cesync-parse-cache 2 "  # 2: the entries one after another, each its lengths, key and value
 MAX_BYTES = 1 << 30
 KEY_BYTES = 32
+_LENGTHS = struct.Struct("<IQ")  # an entry's key and value lengths, before the two
 MIN_ENTRIES = 200  # texts parsed: below this a repo gets no cache (and the source tree's fixtures none)
 
 
@@ -148,18 +148,18 @@ def load_cache(root: Path, name: Path = CACHE_FILE) -> ParseCache | None:
     if not hmac.compare_digest(mac, signed.digest()):
         log.debug("parse cache %s: not signed by this machine's key; not used", path)
         return ParseCache()
-    del body  # the file's bytes are read below as a stream, not copied
+    del body  # the entries are cut out of raw below
     entries: dict[bytes, bytes] = {}
-    stream = io.BytesIO(raw)  # shares raw's bytes
-    stream.seek(len(header) + 32)
-    try:  # signed by us: data this code wrote, (key, value) after (key, value)
-        while stream.tell() < len(raw):
-            k, v = marshal.load(stream)
-            if not (isinstance(k, bytes) and isinstance(v, bytes)):
-                return ParseCache()
-            entries[k] = v
-    except (ValueError, EOFError, TypeError):
-        return ParseCache()
+    at, end = len(header) + 32, len(raw)
+    while at < end:  # signed by us: what this code wrote, but read with care all the same
+        if at + _LENGTHS.size > end:
+            return ParseCache()
+        k, v = _LENGTHS.unpack_from(raw, at)
+        at += _LENGTHS.size
+        if at + k + v > end:
+            return ParseCache()
+        entries[raw[at : at + k]] = raw[at + k : at + k + v]
+        at += k + v
     log.debug("parse cache %s: %d entries", path, len(entries))
     return ParseCache(entries)
 
@@ -193,10 +193,12 @@ def save_cache(root: Path, cache: ParseCache | None, name: Path = CACHE_FILE, *,
         with os.fdopen(_new_file(tmp), "wb") as out:  # entry by entry: the entries are never copied into one buffer
             out.write(header)
             out.write(bytes(32))  # the signature, once all is written
-            for entry in entries.items():
-                record = marshal.dumps(entry, 4)
-                signed.update(record)
-                out.write(record)
+            for k, v in entries.items():
+                lengths = _LENGTHS.pack(len(k), len(v)) + k
+                signed.update(lengths)
+                signed.update(v)
+                out.write(lengths)
+                out.write(v)
             out.seek(len(header))
             out.write(signed.digest())
         os.replace(tmp, path)  # a symlink at path is replaced, never written through
