@@ -194,6 +194,28 @@ def test_the_files_parsed_in_two_processes_are_those_one_parses(
     assert loaded[0][2] and any(positions for *_, positions in loaded[0][1])
 
 
+def test_no_second_process_to_be_had_leaves_all_to_one(monkeypatch: pytest.MonkeyPatch, answers: list[bool]) -> None:
+    real = multiprocessing.get_context("fork")
+
+    class NoFork:
+        def Pipe(self, duplex: bool) -> Any:
+            return real.Pipe(duplex=duplex)
+
+        def Process(self, **kwargs: Any) -> Any:
+            process = real.Process(**kwargs)
+
+            def refused() -> None:
+                raise OSError(11, "Resource temporarily unavailable")
+
+            process.start = refused  # type: ignore[method-assign]
+            return process
+
+    monkeypatch.setattr(parallel.multiprocessing, "get_context", lambda method: NoFork())
+    calls: list[int] = []
+    assert parallel.run(list(range(10)), lambda xs: [x + 1 for x in xs], started=lambda: calls.append(1)) == list(range(1, 11))
+    assert calls == [1] and answers == []
+
+
 def test_small_repos_one_cpu_and_the_switch_use_one_process(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.undo()
     assert not parallel.wanted(parallel.THRESHOLD - 1)

@@ -29,6 +29,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -44,9 +45,11 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 R = TypeVar("R")
 
-# Files from which a second process pays: forking, and pickling half the renders back, cost
-# about what rendering a few hundred files does (measured on the 10k benchmark repo).
-THRESHOLD = 1000
+# Files from which a second process pays. A cold validate of generated repos (benchmarks/generate.py)
+# took this process 0.57 s of CPU alone and 0.42 s beside its child at 250 files, 0.84 and 0.55 s
+# at 500, 1.40 and 0.80 s at 1,000: the fork and the pickles cost little, but below a few hundred
+# files there is little to gain for a second process's memory and a second core taken.
+THRESHOLD = 500
 CHUNK = 200  # items the child does between two looks at whether its parent is still there
 OFF = ("off", "0", "no", "false")
 JOIN_SECONDS = 10  # for a child told to end (SIGTERM) before it is killed
@@ -93,7 +96,7 @@ def run(items: list[T], work: Callable[[list[T]], list[R]], started: Callable[[]
     child = context.Process(target=_child, args=(sender, work, theirs, before), daemon=True)
     try:
         child.start()
-    except OSError as exc:  # no process to be had (a limit on processes or memory): one does it all
+    except Exception as exc:  # no process to be had (a limit on processes or memory; a daemon process): one does it all
         log.debug("parallel: no second process (%s)", exc)
         receiver.close()
         sender.close()
@@ -105,8 +108,21 @@ def run(items: list[T], work: Callable[[list[T]], list[R]], started: Callable[[]
     try:
         if started is not None:
             started()
+        begun = time.perf_counter()
         out = work(mine)
+        done = time.perf_counter()
+        with contextlib.suppress(OSError):
+            receiver.poll(None)  # the child's answer, or its end
+        waited = time.perf_counter()
         got = _receive(receiver, len(theirs))
+        log.debug(
+            "parallel: %d items here in %.2f s; waited %.2f s for the other %d, received in %.2f s",
+            len(mine),
+            done - begun,
+            waited - done,
+            len(theirs),
+            time.perf_counter() - waited,
+        )
     finally:
         receiver.close()
         if got is None and child.is_alive():
