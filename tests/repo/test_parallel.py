@@ -210,7 +210,7 @@ def test_no_second_process_to_be_had_leaves_all_to_one(monkeypatch: pytest.Monke
             process.start = refused  # type: ignore[method-assign]
             return process
 
-    monkeypatch.setattr(parallel.multiprocessing, "get_context", lambda method: NoFork())
+    monkeypatch.setattr(multiprocessing, "get_context", lambda method: NoFork())
     calls: list[int] = []
     assert parallel.run(list(range(10)), lambda xs: [x + 1 for x in xs], started=lambda: calls.append(1)) == list(range(1, 11))
     assert calls == [1] and answers == []
