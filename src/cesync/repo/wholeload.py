@@ -33,8 +33,9 @@ __all__ = ["LazyDocument", "find", "store"]
 
 SLOT = b"l" + hashlib.blake2b(b"the repo's resource files", digest_size=20).digest()
 SETTLED_NS = 2_000_000_000  # a file last changed this close to its reading is read again (coarse clocks)
-# One file: kind, path, id, ignoreChanges, text digest, and size, mtime, ctime, inode (-1: read it again)
-Entry = tuple[str, str, str, list[str], bytes, int, int, int, int]
+# One file: path (its folder says its kind), id, ignoreChanges, text digest, and size, mtime,
+# ctime, inode (-1: read it again)
+Entry = tuple[str, str, list[str], bytes, int, int, int, int]
 
 
 class LazyDocument(Document):
@@ -95,8 +96,8 @@ def find(cache: ParseCache, root: Path) -> tuple[list[SourceFile], dict[str, tup
         if listed is None or len(listed) != len(kept):
             return None
         files = []
-        for (kind, written), (kind_name, was, rid, ignore, digest, *sig) in zip(listed, kept, strict=True):
-            if kind.name != kind_name or written != was or not _same(written, digest, tuple(sig)):
+        for (kind, written), (was, rid, ignore, digest, *sig) in zip(listed, kept, strict=True):
+            if written != was or not _same(written, digest, tuple(sig)):  # a path is of one kind's folder
                 return None
             path = Path(written)
             doc = LazyDocument(written[len(str(root)) + 1 :], digest, _loader(root, path, digest, kind.singleton))
@@ -142,7 +143,7 @@ def store(cache: ParseCache, root: Path, files: Sequence[SourceFile], owners: di
             return
         if not stat.S_ISREG(info.st_mode) or not f.doc.digest or isinstance(f.doc, LazyDocument):
             return
-        kept.append((f.kind.name, str(f.path), f.id, list(f.ignore), f.doc.digest, *signature(info, now)))
+        kept.append((str(f.path), f.id, list(f.ignore), f.doc.digest, *signature(info, now)))
     cache.put(SLOT, (kept, owners))
 
 
