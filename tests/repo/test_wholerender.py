@@ -5,6 +5,7 @@ run without the cache says; with nothing changed, the run must take the whole re
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -165,3 +166,15 @@ def test_a_repo_with_a_problem_is_not_kept_whole(tmp_path: Path, taken: list[boo
     first, second = validate(root, KEY), validate(root, KEY)
     assert first == second == validate(root, OFF)
     assert first[0] == 1 and taken == [False, False]
+
+
+def test_a_variable_written_with_a_yaml_escape_is_part_of_the_key(tmp_path: Path, taken: list[bool]) -> None:
+    """A YAML escape makes ${TONE} of "\\x24{TONE}": the text never says so, the data does."""
+    root = generate(tmp_path / "repo", 12, agents=True)
+    agent = sorted((root / "agents").glob("*.yaml"))[0]
+    text = agent.read_text()
+    agent.write_text(re.sub(r"(?m)^description: .*\n", lambda _: 'description: "\\x24{TONE} handles"\n', text, count=1))
+    validate(root, {**KEY, "CESYNC_VAR_TONE": "calm"})
+    cached, fresh = validate(root, KEY), validate(root, OFF)
+    assert cached == fresh
+    assert fresh[0] == 1

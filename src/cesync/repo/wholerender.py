@@ -109,7 +109,7 @@ def store(
         return
     if any(not f.doc.digest or not f.doc.text for f in files):
         return
-    names = sorted({m.group(2) for f in files for m in VAR_RE.finditer(f.doc.text) if not m.group(1)})
+    names = sorted({m.group(2) for f in files for text in _strings(f) for m in VAR_RE.finditer(text) if not m.group(1)})
     values = _values(env, names, scope)
     includes = _includes(root, files)
     if values is None or includes is None:
@@ -146,6 +146,23 @@ def _digest(
         digest.update(len(part).to_bytes(8, "little"))
         digest.update(part)
     return digest.digest()
+
+
+def _strings(f: SourceFile) -> Iterator[str]:
+    """Where f's ${NAME}s are: its text, and its data's strings when the text has an escape (YAML
+    reads "\\x24{NAME}" as ${NAME}, which substitution then replaces)."""
+    yield f.doc.text
+    if "\\" not in f.doc.text:
+        return
+    stack = [f.doc.data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
 
 
 def _file_mentions(data: Any) -> Iterator[str]:
