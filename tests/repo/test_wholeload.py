@@ -5,6 +5,7 @@ cache says; a file that changes after the check, before its data is read, stops 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -121,3 +122,28 @@ def test_a_file_changed_after_the_check_stops_the_run(tmp_path: Path, monkeypatc
     with pytest.raises(CesyncError, match="changed while cesync was reading the repo"):
         _ = lazy[0].doc.data
     assert lazy[1].doc.data == load_repo(root).files[1].doc.data  # the others read as they are
+
+
+def test_a_file_changed_while_the_run_read_the_others_is_read_again(
+    tmp_path: Path, taken: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file changed after it was read, in a run that went on long enough for the change to look
+    settled when the files were kept: what the run read is not what the file holds."""
+    from cesync.repo import repo as repo_module
+
+    root = generate(tmp_path / "repo", 12, agents=True)
+    real_load, real_clock = repo_module.load_sources, time.time_ns
+
+    def load_then_edit(*args: Any) -> Any:
+        files = real_load(*args)
+        _content(root, tmp_path)
+        monkeypatch.setattr(time, "time_ns", lambda: real_clock() + 10 * 10**9)  # ten seconds on
+        return files
+
+    monkeypatch.setattr(repo_module, "load_sources", load_then_edit)
+    assert validate(root, KEY)[0] == 0
+    monkeypatch.undo()
+    monkeypatch.setattr(cache, "MIN_ENTRIES", 0)
+    cached, fresh = validate(root, KEY), validate(root, OFF)
+    assert cached == fresh
+    assert fresh[0] == 1

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -327,13 +328,14 @@ def load_repo(root: Path, *, resources: bool = True) -> Repo:
     if resources:  # what parsing the files gave, kept from the last run (cache.py)
         parsecache.install(load_cache(root))
     cache = parsecache.current() if resources else None
+    begun = time.time_ns()
     kept = wholeload.find(cache, root) if cache is not None else None
     files, declared = kept if kept is not None else (load_sources(root, problems, unreadable) if resources else [], None)
     if config is None or cfg_doc is None:
         raise ConfigError(problems)
     if cache is not None and kept is None and not problems:
         declared = declared_owners(files)
-        wholeload.store(cache, root, files, declared)
+        wholeload.store(cache, root, files, declared, begun)
     settle(root, config, cfg_doc, files, problems)  # before rendering, which reads the description
     return Repo(root, config, cfg_doc, files, problems, unreadable=unreadable, declared=declared)
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -130,11 +129,16 @@ def _listing(root: Path) -> list[tuple[ResourceKind, str]] | None:
     return found
 
 
-def store(cache: ParseCache, root: Path, files: Sequence[SourceFile], owners: dict[str, tuple[str, str]]) -> None:
-    """Keep files (loaded without a problem, every one of the kinds' folders) for the next run."""
+def store(
+    cache: ParseCache, root: Path, files: Sequence[SourceFile], owners: dict[str, tuple[str, str]], begun: int
+) -> None:
+    """Keep files (loaded without a problem, every one of the kinds' folders) for the next run.
+
+    begun: time.time_ns() before the first file was read. A file is vouched for by its signature
+    only when it settled before then: one changed after it was read (a long run) holds another
+    text than the digest kept names, and its signature, taken now, would say it did not."""
     if not _plain_folders(root, {f.path.parent for f in files}):
         return
-    now = time.time_ns()
     kept: list[Entry] = []
     for f in files:
         try:
@@ -143,7 +147,7 @@ def store(cache: ParseCache, root: Path, files: Sequence[SourceFile], owners: di
             return
         if not stat.S_ISREG(info.st_mode) or not f.doc.digest or isinstance(f.doc, LazyDocument):
             return
-        kept.append((str(f.path), f.id, list(f.ignore), f.doc.digest, *signature(info, now)))
+        kept.append((str(f.path), f.id, list(f.ignore), f.doc.digest, *signature(info, begun)))
     cache.put(SLOT, (kept, owners))
 
 
