@@ -129,9 +129,7 @@ def _listing(root: Path) -> list[tuple[ResourceKind, str]] | None:
     return found
 
 
-def store(
-    cache: ParseCache, root: Path, files: Sequence[SourceFile], owners: dict[str, tuple[str, str]], begun: int
-) -> None:
+def store(cache: ParseCache, root: Path, files: Sequence[SourceFile], owners: dict[str, tuple[str, str]], begun: int) -> None:
     """Keep files (loaded without a problem, every one of the kinds' folders) for the next run.
 
     begun: time.time_ns() before the first file was read. A file is vouched for by its signature
