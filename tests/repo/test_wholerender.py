@@ -20,6 +20,8 @@ from tests.repo.test_cache import KEY, OFF, generate
 @pytest.fixture(autouse=True)
 def small_repos_cached(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cache, "MIN_ENTRIES", 0)
+    # a repo here is written an instant before its first run: settled once the run begins
+    monkeypatch.setattr(wholerender, "SETTLED_NS", 0)
 
 
 @pytest.fixture
@@ -119,7 +121,7 @@ CHANGES: dict[str, Callable[[Path, Path], None]] = {
 }
 
 
-@pytest.mark.parametrize("settled", [False, True], ids=["just written", "settled"])
+@pytest.mark.parametrize("settled", [False, True], ids=["written before the run", "settled"])
 @pytest.mark.parametrize("name", sorted(CHANGES))
 def test_a_change_is_never_hidden_by_the_whole_render(
     tmp_path: Path, taken: list[bool], monkeypatch: pytest.MonkeyPatch, name: str, settled: bool
@@ -175,6 +177,25 @@ def test_a_variable_written_with_a_yaml_escape_is_part_of_the_key(tmp_path: Path
     text = agent.read_text()
     agent.write_text(re.sub(r"(?m)^description: .*\n", lambda _: 'description: "\\x24{TONE} handles"\n', text, count=1))
     validate(root, {**KEY, "CESYNC_VAR_TONE": "calm"})
+    cached, fresh = validate(root, KEY), validate(root, OFF)
+    assert cached == fresh
+    assert fresh[0] == 1
+
+
+def test_an_include_changed_after_the_render_read_it_is_read_again(
+    tmp_path: Path, taken: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The include changed between the render and the keeping of it: the render kept is of the old text."""
+    root = generate(tmp_path / "repo", 12, agents=True)
+    real = wholerender.store
+
+    def edit_then_store(*args: Any) -> None:
+        include(root).write_text("def broken(:\n")
+        real(*args)
+
+    monkeypatch.setattr(wholerender, "store", edit_then_store)
+    assert validate(root, KEY)[0] == 0
+    monkeypatch.setattr(wholerender, "store", real)
     cached, fresh = validate(root, KEY), validate(root, OFF)
     assert cached == fresh
     assert fresh[0] == 1

@@ -99,6 +99,7 @@ class Repo:
     unreadable: set[tuple[str, str]] = field(default_factory=set)  # (kind, id) of those files, by file name
     overrides: dict[str, str] = field(default_factory=dict)  # --var NAME=VALUE and --var-file values
     declared: dict[str, tuple[str, str]] | None = None  # declared_owners(), once asked (or as wholeload kept it)
+    render_began: int = 0  # time.time_ns() as the last render of the files began (wholerender.store)
 
     @property
     def env_names(self) -> list[str]:
@@ -205,6 +206,7 @@ class Repo:
     def _render_files(self, envs: list[EnvTarget], started: Callable[[], None] | None = None) -> list[list[_FileRender]]:
         """Each file rendered for each environment (by environment, then in file order)."""
         known = self._known
+        self.render_began = time.time_ns()
         cache = parsecache.current()
         if cache is not None:  # before the first parse of a text a ${NAME} was substituted into
             cache.withhold(self.every_sensitive_value())
@@ -255,7 +257,7 @@ class Repo:
             raise ConfigError(problems)
         if keep and (cache := parsecache.current()) is not None:
             within = rendercache.scope(self._known, self.sensitive_values(env).values())
-            wholerender.store(cache, self.root, self.files, self.config_doc.digest, env, within, renders)
+            wholerender.store(cache, self.root, self.files, self.config_doc.digest, env, within, renders, self.render_began)
         return sorted(out, key=lambda d: d.key)
 
     def locate(self, kind: ResourceKind, rid: str, field: str) -> str:

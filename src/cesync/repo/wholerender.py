@@ -12,8 +12,10 @@ and the renders; a run that finds the same digest takes the renders as they are.
 An include is checked as the render found it: the path its ``file:`` gives, resolved below the
 repo now, must still be the regular file it was, holding the same bytes. The bytes are read
 again unless the file's size, modification and change times and inode are those seen when they
-were read, and it was last modified well before that (git's test for an unchanged file: a file
-written in the same instant as it was read could differ and look the same).
+were read. The render is kept only when each include was last changed well before the render
+began: its bytes, read again to be kept, are then those the render read, and a file written
+in the same instant as it was read, which could differ and look the same, is never vouched for
+by its times (git's test for an unchanged file).
 
 Only a render without a problem is kept, never one that a sensitive value took part in (the
 digest would let a reader of the cache test guesses of it), and nothing when the repo had a file
@@ -27,7 +29,6 @@ import hashlib
 import marshal
 import os
 import stat
-import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -103,15 +104,18 @@ def store(
     env: EnvTarget,
     scope: Scope,
     renders: Sequence[FileRender],
+    begun: int,
 ) -> None:
-    """Keep renders (files', in order) when none has a problem and everything they came from can be checked."""
+    """Keep renders (files', in order) when none has a problem and everything they came from can be checked.
+
+    begun: time.time_ns() before the render read its first include."""
     if not config_digest or any(problems or body is None for body, problems, _ in renders):
         return
     if any(not f.doc.digest or not f.doc.text for f in files):
         return
     names = sorted({m.group(2) for f in files for text in _strings(f) for m in VAR_RE.finditer(text) if not m.group(1)})
     values = _values(env, names, scope)
-    includes = _includes(root, files)
+    includes = _includes(root, files, begun)
     if values is None or includes is None:
         return
     kept = [(body, [(list(path), list(target)) for path, target in refs]) for body, _, refs in renders]
@@ -179,10 +183,10 @@ def _file_mentions(data: Any) -> Iterator[str]:
             stack.extend(item)
 
 
-def _includes(root: Path, files: Sequence[SourceFile]) -> list[Include] | None:
-    """Each include of files as it is now, or None when one cannot be checked again."""
+def _includes(root: Path, files: Sequence[SourceFile], begun: int) -> list[Include] | None:
+    """Each include of files as it is now, or None when one cannot be checked again, or may have
+    changed since the render began: its bytes now need not be those the render read."""
     found: dict[str, Include] = {}
-    now = time.time_ns()
     for f in files:
         for rel in _file_mentions(f.doc.data):
             written = str(f.path.parent / rel)
@@ -199,8 +203,9 @@ def _includes(root: Path, files: Sequence[SourceFile]) -> list[Include] | None:
                 return None
             if not stat.S_ISREG(info.st_mode):
                 return None
-            settled = info.st_mtime_ns < now - SETTLED_NS and info.st_ctime_ns < now - SETTLED_NS
-            sig = (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino) if settled else (-1, 0, 0, 0)
+            if info.st_mtime_ns >= begun - SETTLED_NS or info.st_ctime_ns >= begun - SETTLED_NS:
+                return None
+            sig = (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
             found[written] = (written, target, *sig, hashlib.blake2b(raw, digest_size=20).digest())
     return [found[k] for k in sorted(found)]
 
