@@ -199,3 +199,14 @@ def test_an_include_changed_after_the_render_read_it_is_read_again(
     cached, fresh = validate(root, KEY), validate(root, OFF)
     assert cached == fresh
     assert fresh[0] == 1
+
+
+def test_a_file_that_did_not_load_is_a_problem_of_the_whole_render_too(tmp_path: Path, taken: list[bool]) -> None:
+    """A second file of an id (tools/x.yml beside tools/x.yaml) adds a problem, not a resource or a name."""
+    root = generate(tmp_path / "repo", 12, agents=True)
+    validate(root, KEY)
+    tool = sorted((root / "tools").glob("*.yaml"))[0]
+    tool.with_suffix(".yml").write_text(tool.read_text())
+    cached, fresh = validate(root, KEY), validate(root, OFF)
+    assert cached == fresh
+    assert fresh[0] == 1

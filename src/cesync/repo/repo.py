@@ -221,7 +221,9 @@ class Repo:
 
         whole = scopes[envs[0].name] if len(envs) == 1 else None
         found = None
-        if cache is not None and whole is not None:  # the whole render of an unchanged repo, if kept
+        # the whole render of an unchanged repo, if kept; not for a repo with a file that did not load:
+        # that file may add no input of the render (tools/x.yml beside tools/x.yaml), only its problem
+        if cache is not None and whole is not None and not self.load_problems:
             found = wholerender.find(cache, self.root, self.files, self.config_doc.digest, envs[0], whole)
         if found is not None:
             if started is not None:
