@@ -4,6 +4,7 @@ include that changed, left the repo or went away since the render is never taken
 
 from __future__ import annotations
 
+import marshal
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from cesync.repo import cache
 from cesync.repo.cache import CACHE_FILE, COMPARED_FILE
 from tests.helpers import cesync, make_repo
 from tests.repo.test_cache import KEY, OFF, apply_edit, edit, generate, runs, same, uncached
+from tests.repo.test_wholerender import validate
 
 APP = "projects/bench/locations/us/apps/bench-dev"
 NO_SHRINK = [Phase.explicit, Phase.reuse, Phase.generate]  # a whole plan per example: shrinking would take minutes
@@ -188,3 +190,20 @@ def test_a_render_names_the_files_it_comes_from_now(tmp_path: Path, how: str) ->
     cached, fresh = (cesync("validate", "--dir", str(root), env=e) for e in (KEY, OFF))
     assert cached.returncode == fresh.returncode == 1, cached.stdout + cached.stderr
     assert (cached.stdout, cached.stderr) == (fresh.stdout, fresh.stderr)
+
+
+def test_a_sensitive_value_typed_as_a_number_reaches_no_cache(tmp_path: Path) -> None:
+    """${PIN} in a number field is the number, which the cache writes as binary, not as the text;
+    marked sensitive in another environment, its value here is withheld all the same."""
+    root = generate(tmp_path / "repo", 12, agents=True)
+    config = root / "cesync.yaml"
+    config.write_text(config.read_text().replace("    app: bench-prod\n", "    app: bench-prod\n    sensitive: [PIN]\n", 1))
+    agent = sorted((root / "agents").glob("*.yaml"))[0]
+    agent.write_text(agent.read_text().replace("llmAgent: {}", "llmAgent: {}\nmodelSettings:\n  temperature: ${PIN}", 1))
+    for _ in range(2):
+        assert validate(root, {**KEY, "CESYNC_VAR_PIN": "0.7351"})[0] == 0
+    number = marshal.dumps(0.7351, 4)[1:]  # the float's 8 bytes
+    assert (root / CACHE_FILE).is_file()
+    for kept in (root / ".cesync").rglob("*"):
+        if kept.is_file():
+            assert number not in kept.read_bytes(), kept

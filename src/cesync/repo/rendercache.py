@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import marshal
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
@@ -31,9 +31,9 @@ from ..core.parsecache import MISSING, ParseCache
 from ..core.yamlfile import Path_, text_digest
 from ..errors import Problem
 from .loading import SourceFile
-from .templating import Expander
+from .templating import VAR_RE, Expander
 
-__all__ = ["Rendered", "Scope", "find", "known_id", "render_key", "scope", "store"]
+__all__ = ["Rendered", "Scope", "find", "known_id", "render_key", "scope", "store", "variables"]
 
 log = logging.getLogger(__name__)
 
@@ -57,10 +57,37 @@ class Scope:
 
     known_id: bytes
     secrets: tuple[bytes, ...] = ()
+    # the variables marked sensitive (in any environment): a file that names one is rendered without
+    # the cache, since its value is not always text to look for (${PIN} in a number field is a number)
+    names: frozenset[str] = frozenset()
 
 
-def scope(known: Iterable[Key], secrets: Iterable[str]) -> Scope:
-    return Scope(known_id(known), tuple(v.encode("utf-8", "surrogatepass") for v in secrets if v))
+def scope(known: Iterable[Key], secrets: Iterable[str], names: Iterable[str] = ()) -> Scope:
+    return Scope(known_id(known), tuple(v.encode("utf-8", "surrogatepass") for v in secrets if v), frozenset(names))
+
+
+def variables(src: SourceFile) -> Iterator[str]:
+    """The ${NAME}s src's data may substitute (and perhaps more): those of its text, and of its
+    data's strings when the text has an escape (YAML reads "\\x24{NAME}" as ${NAME})."""
+    texts: Iterable[Any] = [src.doc.text]
+    if "\\" in src.doc.text:
+        texts = _strings(src.doc.data)
+    for text in texts:
+        for match in VAR_RE.finditer(text):
+            if not match.group(1):
+                yield match.group(2)
+
+
+def _strings(data: Any) -> Iterator[str]:
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
 
 
 def known_id(known: Iterable[Key]) -> bytes:
@@ -71,7 +98,7 @@ def known_id(known: Iterable[Key]) -> bytes:
 def render_key(cache: ParseCache, src: SourceFile, data: Any, parent: str, within: Scope) -> bytes | None:
     """The key of src's render from data for parent, or None (not cachable: no digest of its text,
     data marshal cannot write, or data that holds a sensitive value)."""
-    if not src.doc.digest:
+    if not src.doc.digest or (within.names and not within.names.isdisjoint(variables(src))):
         return None
     try:
         substituted = marshal.dumps(data, MARSHAL_VERSION)

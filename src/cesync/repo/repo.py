@@ -115,10 +115,15 @@ class Repo:
         """Resolve --env (or CESYNC_ENV); required when there is more than one environment."""
         return resolve_env(self.config, self.config_doc, name, self.overrides)
 
+    def every_sensitive_name(self) -> frozenset[str]:
+        """Each variable any environment marks sensitive."""
+        d = self.config.defaults
+        return frozenset({*d.sensitive, *(n for e in self.config.environments.values() for n in e.sensitive)})
+
     def every_sensitive_value(self) -> list[str]:
         """The value of each variable any environment marks sensitive, in every environment that gives one."""
         d = self.config.defaults
-        names = {*d.sensitive, *(n for e in self.config.environments.values() for n in e.sensitive)}
+        names = self.every_sensitive_name()
         found: set[str] = set()
         for name in names:
             own = [os.environ.get(env_var_name(e, name)) for e in self.config.environments]
@@ -211,7 +216,10 @@ class Repo:
         if cache is not None:  # before the first parse of a text a ${NAME} was substituted into
             cache.withhold(self.every_sensitive_value())
         scopes = {
-            e.name: rendercache.scope(known, self.sensitive_values(e).values()) if cache is not None else None for e in envs
+            e.name: rendercache.scope(known, self.sensitive_values(e).values(), self.every_sensitive_name())
+            if cache is not None
+            else None
+            for e in envs
         }
 
         def render(files: list[SourceFile]) -> list[list[_FileRender]]:
@@ -258,7 +266,7 @@ class Repo:
         if problems:
             raise ConfigError(problems)
         if keep and (cache := parsecache.current()) is not None:
-            within = rendercache.scope(self._known, self.sensitive_values(env).values())
+            within = rendercache.scope(self._known, self.sensitive_values(env).values(), self.every_sensitive_name())
             wholerender.store(cache, self.root, self.files, self.config_doc.digest, env, within, renders, self.render_began)
         return sorted(out, key=lambda d: d.key)
 

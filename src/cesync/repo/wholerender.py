@@ -41,8 +41,7 @@ from ..errors import Problem
 from .environments import EnvTarget
 from .files import resolved_below
 from .loading import SourceFile
-from .rendercache import Scope
-from .templating import VAR_RE
+from .rendercache import Scope, variables
 
 __all__ = ["FileRender", "Kept", "find", "store"]
 
@@ -113,7 +112,7 @@ def store(
         return
     if any(not f.doc.digest or not f.doc.text for f in files):
         return
-    names = sorted({m.group(2) for f in files for text in _strings(f) for m in VAR_RE.finditer(text) if not m.group(1)})
+    names = sorted({name for f in files for name in variables(f)})
     values = _values(env, names, scope)
     includes = _includes(root, files, begun)
     if values is None or includes is None:
@@ -126,7 +125,7 @@ def store(
 def _values(env: EnvTarget, names: list[str], scope: Scope) -> list[str | None] | None:
     """Each name's value in env, or None when one is sensitive (never part of a digest)."""
     values = [env.var(name) for name in names]
-    if any(name in env.sensitive for name in names):
+    if any(name in env.sensitive or name in scope.names for name in names):
         return None
     if any(v is not None and any(s in v.encode("utf-8", "surrogatepass") for s in scope.secrets) for v in values):
         return None
@@ -150,23 +149,6 @@ def _digest(
         digest.update(len(part).to_bytes(8, "little"))
         digest.update(part)
     return digest.digest()
-
-
-def _strings(f: SourceFile) -> Iterator[str]:
-    """Where f's ${NAME}s are: its text, and its data's strings when the text has an escape (YAML
-    reads "\\x24{NAME}" as ${NAME}, which substitution then replaces)."""
-    yield f.doc.text
-    if "\\" not in f.doc.text:
-        return
-    stack = [f.doc.data]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            yield item
-        elif isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
 
 
 def _file_mentions(data: Any) -> Iterator[str]:
