@@ -210,3 +210,25 @@ def test_a_file_that_did_not_load_is_a_problem_of_the_whole_render_too(tmp_path:
     cached, fresh = validate(root, KEY), validate(root, OFF)
     assert cached == fresh
     assert fresh[0] == 1
+
+
+def test_a_file_mapping_that_is_no_include_reads_nothing_outside_the_repo(
+    tmp_path: Path, taken: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """{file: ...} in a field that takes any value (a schema's default) is data, not an include: the
+    render reads nothing there, and neither may keeping it (a FIFO or /dev/zero would never end)."""
+    root = generate(tmp_path / "repo", 12, agents=True)
+    (tmp_path / "outside.txt").write_text("not the repo's\n")
+    tool = "clientFunction:\n  name: zz\n  parameters:\n    type: OBJECT\n    default: {file: ../../outside.txt}\n"
+    (root / "tools" / "zz.yaml").write_text(tool)
+    opened: list[str] = []
+
+    def spy(file: Any, *args: Any, **kwargs: Any) -> Any:
+        opened.append(str(file))
+        return open(file, *args, **kwargs)
+
+    monkeypatch.setattr(wholerender, "open", spy, raising=False)
+    runs = [validate(root, KEY) for _ in range(2)]
+    assert runs[0] == runs[1] == validate(root, OFF)
+    assert runs[0][0] == 0 and taken == [False, True, False]
+    assert not [p for p in opened if not Path(p).resolve().is_relative_to(root)]

@@ -39,9 +39,10 @@ from ..core.parsecache import MISSING, ParseCache
 from ..core.yamlfile import Path_
 from ..errors import Problem
 from .environments import EnvTarget
-from .files import resolved_below
+from .files import in_git_dir, resolved_below
 from .loading import SourceFile
 from .rendercache import Scope, variables
+from .templating import INCLUDABLE
 
 __all__ = ["FileRender", "Kept", "find", "store"]
 
@@ -152,15 +153,18 @@ def _digest(
 
 
 def _file_mentions(data: Any) -> Iterator[str]:
-    """Every {file: ...} text in data (the includes a render can make, and perhaps more)."""
+    """Every {file: ...} text in data under a key templating includes (Expander.expand): the includes
+    a render can make, and perhaps more. Elsewhere (a schema's default takes any value) it is data,
+    which the render never reads as a path."""
     stack = [data]
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
-            if set(item) == {"file"}:
-                yield item["file"] if isinstance(item["file"], str) else ""
-            else:
-                stack.extend(item.values())
+            for key, value in item.items():
+                if key in INCLUDABLE and isinstance(value, dict) and set(value) == {"file"}:
+                    yield value["file"] if isinstance(value["file"], str) else ""
+                else:
+                    stack.append(value)
         elif isinstance(item, list):
             stack.extend(item)
 
@@ -176,8 +180,13 @@ def _includes(root: Path, files: Sequence[SourceFile], begun: int) -> list[Inclu
                 continue
             if not rel or "${" in rel or Path(rel).is_absolute():
                 return None
-            target = str(resolved_below(Path(written), root))
+            resolved = resolved_below(Path(written), root)
+            if not resolved.is_relative_to(root) or in_git_dir(resolved, root, resolved=True):
+                return None  # no file the render read (it refuses these): never opened here
+            target = str(resolved)
             try:
+                if not stat.S_ISREG(os.stat(target).st_mode):
+                    return None  # nor a FIFO or a device, which an open or a read would wait on
                 with open(target, "rb") as handle:
                     info = os.fstat(handle.fileno())
                     raw = handle.read()
