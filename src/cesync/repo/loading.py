@@ -14,16 +14,18 @@ from typing import Annotated, Any, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 from ..api.kinds import KINDS, ResourceKind, by_collection
-from ..api.resource import ID_RE
+from ..api.resource import ID_RE, Resource
 from ..core.checks import suggest, unknown_field_advice
 from ..core.yamlfile import Document, Path_, load_text, read_text
 from ..errors import Problem
+from ..models import TOOL_TYPES
 from . import parallel
 
 __all__ = [
     "CONFIG_FILE",
     "IGNORE_KEY",
     "SourceFile",
+    "cross_checks",
     "declared_owners",
     "display_path",
     "error_owner",
@@ -340,3 +342,26 @@ def _enum_message(err: Any) -> str:
         newer = f"; {unknown_field_advice()}"  # written like a value of the API's: perhaps newer than cesync
     shown = ", ".join(allowed) if len(allowed) <= 12 else ", ".join(allowed[:12]) + ", ..."
     return f"{given!r} is not a valid value{hint} (one of: {shown}){newer}"
+
+
+def cross_checks(resources: list[Resource], files: list[SourceFile]) -> list[Problem]:
+    """Tool names (the type's `name`) must be unique in an app."""
+    docs = {f.key: f.doc for f in files}
+    problems: list[Problem] = []
+    names: dict[str, str] = {}
+    for r in resources:
+        if not r.kind.named_by_type:
+            continue
+        type_field = next(iter(k for k in r.body if isinstance(r.body[k], dict) and k in TOOL_TYPES), None)
+        if type_field is None:
+            continue
+        name = r.body[type_field].get("name")
+        doc = docs[r.key]
+        if name:
+            if name in names:
+                problems.append(
+                    doc.problem((type_field, "name"), f"duplicate tool name '{name}' (also used by tool '{names[name]}')")
+                )
+            else:
+                names[name] = r.id
+    return problems

@@ -30,7 +30,6 @@ from ..core.fieldpath import data_path, position
 from ..core.references import Ref, cycles, names_in
 from ..core.yamlfile import Document, Path_
 from ..errors import CesyncError, ConfigError, Problem
-from ..models import TOOL_TYPES
 from . import parallel, rendercache, wholeload, wholerender
 from .apidescription import settle
 from .cache import load_cache, save_cache
@@ -40,6 +39,7 @@ from .loading import (
     CONFIG_FILE,
     SourceFile,
     clean_loc,
+    cross_checks,
     declared_owners,
     error_owner,
     load_sources,
@@ -229,8 +229,7 @@ class Repo:
 
         whole = scopes[envs[0].name] if len(envs) == 1 else None
         found = None
-        # the whole render of an unchanged repo, if kept; not for a repo with a file that did not load:
-        # that file may add no input of the render (tools/x.yml beside tools/x.yaml), only its problem
+        # kept whole for an unchanged repo; not with a file that did not load (x.yml beside x.yaml: no input of the key)
         if cache is not None and whole is not None and not self.load_problems:
             found = wholerender.find(cache, self.root, self.files, self.config_doc.digest, envs[0], whole)
         if found is not None:
@@ -261,7 +260,7 @@ class Repo:
             edges += [Ref(src.key, target, partial(src.doc.problem, at, "")) for at, target in refs]
             if body is not None:
                 out.append(Resource(src.kind, src.id, body, source=Position(src.doc.file)))
-        problems += _cross_checks(out, self.files)
+        problems += cross_checks(out, self.files)
         problems += cycles(edges)
         if problems:
             raise ConfigError(problems)
@@ -477,26 +476,3 @@ def _finding(f: Finding, doc: Document, includes: dict[Path_, tuple[str, int]]) 
         line += f.line_in_value  # block scalar text starts on the line after the key
         col = f.col_in_value or 1
     return Problem(doc.file, line, col, f.message)
-
-
-def _cross_checks(resources: list[Resource], files: list[SourceFile]) -> list[Problem]:
-    """Tool names (the type's `name`) must be unique in an app."""
-    docs = {f.key: f.doc for f in files}
-    problems: list[Problem] = []
-    names: dict[str, str] = {}
-    for r in resources:
-        if not r.kind.named_by_type:
-            continue
-        type_field = next(iter(k for k in r.body if isinstance(r.body[k], dict) and k in TOOL_TYPES), None)
-        if type_field is None:
-            continue
-        name = r.body[type_field].get("name")
-        doc = docs[r.key]
-        if name:
-            if name in names:
-                problems.append(
-                    doc.problem((type_field, "name"), f"duplicate tool name '{name}' (also used by tool '{names[name]}')")
-                )
-            else:
-                names[name] = r.id
-    return problems
