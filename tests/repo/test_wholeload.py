@@ -147,3 +147,26 @@ def test_a_file_changed_while_the_run_read_the_others_is_read_again(
     cached, fresh = validate(root, KEY), validate(root, OFF)
     assert cached == fresh
     assert fresh[0] == 1
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        lambda files: ([(p, "x", [], d) for p, d in files], {}),  # no signature
+        lambda files: ([(p, "x", [], d, -1, 0, 0, 0) for p, d in files], []),  # owners not a mapping
+        lambda files: 5,
+    ],
+    ids=["no signature", "owners a list", "a number"],
+)
+def test_an_entry_of_another_shape_is_loaded_again(tmp_path: Path, entry: Callable[[list[tuple[str, bytes]]], Any]) -> None:
+    """What the signed file holds is what this code wrote, read with care all the same."""
+    import marshal
+
+    from cesync.api.kinds import KINDS
+    from cesync.core.yamlfile import text_digest
+    from cesync.repo.loading import kind_files
+
+    root = generate(tmp_path / "repo", 3, agents=False).resolve()
+    files = [(str(p), text_digest(p.read_text())) for kind in KINDS.values() for p in kind_files(root, kind)]
+    store = parsecache.ParseCache({wholeload.SLOT: marshal.dumps(entry(files), 4)})
+    assert wholeload.find(store, root) is None

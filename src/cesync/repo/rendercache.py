@@ -144,7 +144,7 @@ def find(
             {tuple(p) for p in ref_paths},
             None,
         )
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, LookupError, AttributeError):
         return None  # not an entry of this shape: rendered again
     return bool(used_parent), rendered
 

@@ -103,7 +103,7 @@ def find(cache: ParseCache, root: Path) -> tuple[list[SourceFile], dict[str, tup
             files.append(SourceFile(kind, rid, path, doc, tuple(ignore)))
         cache.keep([b"y" + f.doc.digest for f in files])  # their parses, for a run that must load again
         return files, {str(k): (str(f), str(o)) for k, (f, o) in owners.items()}
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, LookupError, AttributeError):
         return None  # not an entry of this shape: loaded again
 
 

@@ -92,7 +92,7 @@ def find(
         if digest != _digest(files, config_digest, env, scope, values, [i[6] for i in includes]):
             return None
         return Kept((body, [], [(tuple(path), (kind, rid)) for path, (kind, rid) in refs]) for body, refs in renders)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, LookupError, AttributeError):
         return None  # not an entry of this shape: rendered again
 
 
