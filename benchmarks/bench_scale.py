@@ -117,7 +117,8 @@ def measure(n: int, opts: argparse.Namespace, work: Path) -> Figures:
             "list floor": [sys.executable, str(HERE / "floors.py"), "list", emu.url, PARENT, *collections()],
             "parse floor": [sys.executable, str(HERE / "floors.py"), "parse", str(root)],
         }
-        launched(plan)  # the parse cache filled, as any run before leaves it
+        # the cache filled, as any run before leaves it: the first run of a CI job with no cache to restore
+        runs["plan, filling the cache"] = [launched(plan, server=emu)]
         edited = root / "tools" / "t00000.yaml"
         original = edited.read_text()
         for r in range(opts.repeats):
@@ -173,8 +174,8 @@ def report(sizes: dict[int, Figures], start: tuple[float, float]) -> int:
             f"      {n}: validate warm / parse floor {f.median('validate, warm') / parsed:.2f}x; one file changed / cold "
             f"{f.median('validate, one file changed') / f.median('validate, cold'):.2f}x"
         )
-        rss = max(f.rss("plan, cold"), f.rss("plan, warm"))
-        check(f"{n}: plan peak RSS (cold or warm), ten records", f"{rss:.0f} MB", "< 400 MB", rss < 400)
+        rss = max(f.rss("plan, cold"), f.rss("plan, warm"), f.rss("plan, filling the cache"))
+        check(f"{n}: plan peak RSS (cold, warm, filling the cache)", f"{rss:.0f} MB", "< 400 MB", rss < 400)
     if len(sizes) > 1:
         small, large = min(sizes), max(sizes)
         for name in ("plan, cold", "plan, warm", "validate, cold"):

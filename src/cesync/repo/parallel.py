@@ -153,8 +153,8 @@ def _receive(receiver: Connection, count: int) -> Any:
     something else."""
     collecting = gc.isenabled()
     gc.disable()  # unpickling makes no garbage: a collection meanwhile would walk the whole heap for nothing
-    try:
-        got = receiver.recv()
+    try:  # in three parts: only one part's pickled bytes at a time beside what they unpickle to
+        got = (receiver.recv(), receiver.recv(), receiver.recv())
     except Exception as exc:  # gone (EOFError), or an answer that does not unpickle
         log.debug("parallel: the second process's answer is lost (%s)", type(exc).__name__)
         return None
@@ -191,7 +191,8 @@ def _child(sender: Connection, work: Callable[[list[T]], list[R]], items: list[T
                 return  # the parent is gone: nobody wants the rest
             out += work(items[start : start + CHUNK])
         cache = parsecache.current()
-        _send(sender, (out, cache.since(before) if cache is not None else {}, documents.recorded()))
+        for part in (out, cache.since(before) if cache is not None else {}, documents.recorded()):
+            _send(sender, part)
     sender.close()
 
 
