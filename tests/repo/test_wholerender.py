@@ -232,3 +232,15 @@ def test_a_file_mapping_that_is_no_include_reads_nothing_outside_the_repo(
     assert runs[0] == runs[1] == validate(root, OFF)
     assert runs[0][0] == 0 and taken == [False, True]
     assert not [p for p in opened if not Path(p).resolve().is_relative_to(root)]
+
+
+def test_a_url_holding_a_sensitive_value_keeps_no_whole_render(tmp_path: Path, taken: list[bool]) -> None:
+    """An environment's urls are part of the kept render's digest: one that holds a sensitive value
+    (substituted from ${KEY_IN_URL}) would let a reader of the cache check guesses of it."""
+    root = generate(tmp_path / "repo", 12, agents=True)
+    config = root / "cesync.yaml"
+    url = "    app: bench-dev\n    sensitive: [TOKEN]\n    urls: {elsewhere: 'https://x.example/?k=${TOKEN}'}\n"
+    config.write_text(config.read_text().replace("    app: bench-dev\n", url, 1))
+    runs = [validate(root, {**KEY, "CESYNC_VAR_TOKEN": "Qw8Zr4Tn6Yp2Lk0Hs5"}) for _ in range(2)]
+    assert runs[0][0] == 0, runs[0]
+    assert taken == [False, False]

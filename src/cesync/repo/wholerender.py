@@ -124,11 +124,13 @@ def store(
 
 
 def _values(env: EnvTarget, names: list[str], scope: Scope) -> list[str | None] | None:
-    """Each name's value in env, or None when one is sensitive (never part of a digest)."""
+    """Each name's value in env, or None when one is sensitive, or a sensitive value is in one of
+    them or in the environment's urls (a url takes ${NAME} too): never part of a digest."""
     values = [env.var(name) for name in names]
     if any(name in env.sensitive or name in scope.names for name in names):
         return None
-    if any(v is not None and any(s in v.encode("utf-8", "surrogatepass") for s in scope.secrets) for v in values):
+    texts = [*(v for v in values if v is not None), *env.urls.values()]
+    if any(s in text.encode("utf-8", "surrogatepass") for text in texts for s in scope.secrets):
         return None
     return values
 
