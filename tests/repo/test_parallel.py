@@ -302,3 +302,23 @@ def _alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_no_fork_while_another_thread_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lock another thread holds at the fork stays held in the child: with the app read ahead
+    in a thread, the files are handled in one process."""
+    import threading
+
+    monkeypatch.setattr(parallel, "cpus", lambda: 2)
+    monkeypatch.delenv("CESYNC_PARALLEL", raising=False)
+    forking = "fork" in multiprocessing.get_all_start_methods()
+    assert parallel.wanted(10**6) == forking
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert not parallel.wanted(10**6)
+    finally:
+        stop.set()
+        other.join()
+    assert parallel.wanted(10**6) == forking

@@ -84,10 +84,45 @@ def open_context(
     is rendered, so that no output of the command, a problem message included, shows one.
 
     read_ahead: read the app (read_remote) in a thread while the repo renders, for make_plan;
-    the read waits on the network most of its time, rendering on the CPU.
+    the read waits on the network most of its time, rendering on the CPU. It starts as the
+    rendering does, after any fork (repo/parallel.py), or as soon as the files are known to be
+    the run before's (repo/wholeload.py), when nothing is left to parse and the render is most
+    likely kept whole.
     preview: render for the preview app NAME of the environment (pipeline.preview.preview_env).
     """
-    repo = load_repo(directory)
+    early: list[ReadAhead] = []
+
+    def kept_files(repo: Repo) -> None:  # nothing is left to load, nor to fork for: the app is read from here on
+        env, _ = _environment(repo, env_name, variables, preview, scrubber)
+        if _can_read_ahead(env, endpoint):
+            early.append(ReadAhead(env, repo.root, endpoint, repo.config.owner or "", scrubber=scrubber))
+            early[0].start()
+
+    try:
+        repo = load_repo(directory, kept_files=kept_files if read_ahead else None)
+    except BaseException:
+        for started in early:
+            started.cancel()
+        raise
+    ahead = early[0] if early else None
+    try:
+        env, secrets = _environment(repo, env_name, variables, preview, scrubber)
+        if ahead is None and read_ahead and _can_read_ahead(env, endpoint):
+            ahead = ReadAhead(env, repo.root, endpoint, repo.config.owner or "", scrubber=scrubber)
+        desired = repo.render(env, started=ahead.start if ahead is not None and not early else None)
+        hidden = sensitive_fields(repo, env, desired, secrets)
+        remember_sensitive(scrubber, repo, secrets, desired)
+    except BaseException:
+        if ahead is not None:
+            ahead.cancel()
+        raise
+    return Context(repo, env, desired, scrubber, endpoint, secrets, hidden, ahead, ignore=repo.ignore_rules(env))
+
+
+def _environment(
+    repo: Repo, env_name: str | None, variables: dict[str, str] | None, preview: str | None, scrubber: Scrubber
+) -> tuple[EnvTarget, dict[str, str]]:
+    """The environment rendered for, and its sensitive values, told to the scrubber first."""
     repo.overrides = dict(variables or {})
     remember_sensitive(scrubber, repo)
     env = repo.env(env_name)
@@ -97,20 +132,7 @@ def open_context(
         env = preview_env(env, preview)
     secrets = repo.sensitive_values(env)
     remember_sensitive(scrubber, repo, secrets)
-    ahead = (
-        ReadAhead(env, repo.root, endpoint, repo.config.owner or "", scrubber=scrubber)
-        if read_ahead and _can_read_ahead(env, endpoint)
-        else None
-    )
-    try:
-        desired = repo.render(env, started=ahead.start if ahead else None)
-        hidden = sensitive_fields(repo, env, desired, secrets)
-        remember_sensitive(scrubber, repo, secrets, desired)
-    except BaseException:
-        if ahead is not None:
-            ahead.cancel()
-        raise
-    return Context(repo, env, desired, scrubber, endpoint, secrets, hidden, ahead, ignore=repo.ignore_rules(env))
+    return env, secrets
 
 
 def _can_read_ahead(env: EnvTarget, endpoint: str | None) -> bool:

@@ -29,6 +29,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -63,8 +64,10 @@ def cpus() -> int:
 
 
 def wanted(count: int) -> bool:
-    """Whether count files are parsed or rendered in two processes."""
-    if os.environ.get("CESYNC_PARALLEL", "").lower() in OFF or count < THRESHOLD:
+    """Whether count files are parsed or rendered in two processes: never from a process with a
+    thread besides this one (a lock it holds would stay held in the child: the app read ahead
+    starts early only when nothing is left to load)."""
+    if os.environ.get("CESYNC_PARALLEL", "").lower() in OFF or count < THRESHOLD or threading.active_count() > 1:
         return False
     import multiprocessing
 

@@ -312,11 +312,13 @@ def find_root(start: Path) -> Path:
     )
 
 
-def load_repo(root: Path, *, resources: bool = True) -> Repo:
+def load_repo(root: Path, *, resources: bool = True, kept_files: Callable[[Repo], None] | None = None) -> Repo:
     """Read cesync.yaml and every tool and toolset file; ConfigError on any problem.
 
     resources=False reads cesync.yaml only (for commands that need the environments,
-    not the definitions: export, diff, exec, test).
+    not the definitions: export, diff, exec, test). kept_files(repo) is called as soon as the
+    files are known to be those the run before loaded (repo/wholeload.py): nothing of loading
+    them is left to do (the app may be read meanwhile).
     """
     root = find_root(root.resolve())
     cfg_path = root / CONFIG_FILE
@@ -347,8 +349,11 @@ def load_repo(root: Path, *, resources: bool = True) -> Repo:
     if cache is not None and kept is None and not problems:
         declared = declared_owners(files)
         wholeload.store(cache, root, files, declared, begun)
+    repo = Repo(root, config, cfg_doc, files, problems, unreadable=unreadable, declared=declared)
+    if kept is not None and kept_files is not None:
+        kept_files(repo)
     settle(root, config, cfg_doc, files, problems)  # before rendering, which reads the description
-    return Repo(root, config, cfg_doc, files, problems, unreadable=unreadable, declared=declared)
+    return repo
 
 
 # --- rendering one file for one environment ----------------------------------------------
