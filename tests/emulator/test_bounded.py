@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from cesync.emulator.bounded import MAX_DEPTH, MAX_NODES, TooLarge, load_json, load_yaml
@@ -48,8 +48,13 @@ def test_a_hostile_document_is_refused_quickly_saying_why(what: str) -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(depth=st.integers(1, MAX_DEPTH + 20), as_json=st.booleans())
+@example(depth=MAX_DEPTH, as_json=False)
+@example(depth=MAX_DEPTH + 1, as_json=False)
+@example(depth=MAX_DEPTH, as_json=True)
+@example(depth=MAX_DEPTH + 1, as_json=True)
 def test_the_depth_limit_is_exact(depth: int, as_json: bool) -> None:
-    text = "[" * (depth - 1) + "1" + "]" * (depth - 1)
+    """depth: lists nested in one another, as the limit counts them (DEEP_SAID)."""
+    text = "[" * depth + "1" + "]" * depth
     if depth <= MAX_DEPTH:
         assert (load_json if as_json else load_yaml)(text) is not None
     else:

@@ -221,9 +221,7 @@ def _load_rt(text: str, display: str) -> Document | Problem:
         return Problem(display, 1, 1, f"invalid YAML: {_squash(str(exc))}")
     except RecursionError:
         return Problem(display, 1, 1, "invalid YAML: nested too deeply")
-    except Exception as exc:  # ruamel.yaml's own constructors fail on some plain scalars
-        # ('._' resolves as a float that float() refuses, '0b_' as an int past its end): a file's
-        # problem, with what the library said, never a traceback
+    except Exception as exc:  # ruamel.yaml's constructors fail on some plain scalars ('._', '0b_'): never a traceback
         said = f"{type(exc).__name__}: {_squash(str(exc))}"
         return Problem(display, 1, 1, f"invalid YAML: a plain value looks like a number or date but is none ({said}); quote it")
     positions = Positions()
