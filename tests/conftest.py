@@ -34,6 +34,9 @@ SLOW_FILES = {
     "tests/docs/test_readme.py": "the README's tour, run",
     "tests/cli/test_cli.py": "commands in subprocesses against an emulator, Ctrl-C at each moment",
     "tests/emulator/test_scrapi.py": "Google's cxas-scrapi against the emulator",
+    "tests/repo/test_wholeload.py": "generated repos validated twice around each change",
+    "tests/repo/test_wholerender.py": "generated repos validated twice around each change",
+    "tests/repo/test_parallel.py": "generated repos rendered in forked processes",
 }
 SLOW_FIXTURES = {"tour"}  # the tour's 20 s run
 # Single tests of a pure module whose generated cases cost seconds each: the full suite runs them;
@@ -47,6 +50,7 @@ SLOW_TESTS = {
     "tests/api/test_discoverydoc.py::test_a_document_with_many_additions_merges_in_linear_time": "large documents timed",
     "tests/repo/test_fmt_kinds.py::test_fmt_orders_every_kind_as_files_write_it_and_keeps_style_and_comments": "every kind",
     "tests/core/test_yamlout.py::test_written_yaml_reads_back_exactly": "generated documents written and read",
+    "tests/core/test_order.py::test_nodes_that_neither_wait_nor_are_waited_for_leave_the_placement_unchanged": "generated apps ordered twice",
 }
 # Whole folders whose subject is I/O or a server: the pipelines and commands against the emulator,
 # the emulator itself, the HTTP client and forges against loopback servers, the sync of an app,
