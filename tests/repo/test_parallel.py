@@ -36,6 +36,9 @@ def two_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(parallel, "THRESHOLD", 4)
     monkeypatch.setattr(parallel, "CHUNK", 3)
     monkeypatch.setattr(parallel, "cpus", lambda: 2)
+    # the test process may hold threads of other tests (a server a fixture started): forking it
+    # here is the tests' choice, not the product's
+    monkeypatch.setattr(parallel, "other_threads", lambda: 0)
     monkeypatch.delenv("CESYNC_PARALLEL", raising=False)
     monkeypatch.setenv("CESYNC_CACHE", "off")
 
@@ -218,6 +221,7 @@ def test_no_second_process_to_be_had_leaves_all_to_one(monkeypatch: pytest.Monke
 
 def test_small_repos_one_cpu_and_the_switch_use_one_process(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.undo()
+    monkeypatch.setattr(parallel, "other_threads", lambda: 0)
     assert not parallel.wanted(parallel.THRESHOLD - 1)
     monkeypatch.setattr(parallel, "cpus", lambda: 2)
     assert parallel.wanted(parallel.THRESHOLD) == ("fork" in multiprocessing.get_all_start_methods())
@@ -309,16 +313,21 @@ def test_no_fork_while_another_thread_runs(monkeypatch: pytest.MonkeyPatch) -> N
     in a thread, the files are handled in one process."""
     import threading
 
+    monkeypatch.undo()  # the real count of threads
     monkeypatch.setattr(parallel, "cpus", lambda: 2)
     monkeypatch.delenv("CESYNC_PARALLEL", raising=False)
     forking = "fork" in multiprocessing.get_all_start_methods()
-    assert parallel.wanted(10**6) == forking
+    before = parallel.other_threads()
+    assert before == threading.active_count() - 1
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)
     other.start()
     try:
+        assert parallel.other_threads() == before + 1
         assert not parallel.wanted(10**6)
     finally:
         stop.set()
         other.join()
+    assert parallel.other_threads() == before
+    monkeypatch.setattr(parallel, "other_threads", lambda: 0)
     assert parallel.wanted(10**6) == forking

@@ -63,11 +63,16 @@ def cpus() -> int:
     return os.cpu_count() or 1
 
 
+def other_threads() -> int:
+    """The threads alive besides this one: a fork copies none of them, but every lock they hold."""
+    return threading.active_count() - 1
+
+
 def wanted(count: int) -> bool:
     """Whether count files are parsed or rendered in two processes: never from a process with a
     thread besides this one (a lock it holds would stay held in the child: the app read ahead
     starts early only when nothing is left to load)."""
-    if os.environ.get("CESYNC_PARALLEL", "").lower() in OFF or count < THRESHOLD or threading.active_count() > 1:
+    if os.environ.get("CESYNC_PARALLEL", "").lower() in OFF or count < THRESHOLD or other_threads():
         return False
     import multiprocessing
 
