@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from cesync.repo import cache, wholerender
+from cesync.repo import cache, wholeload, wholerender
 from tests.helpers import cesync
 from tests.repo.test_cache import KEY, OFF, generate
 
@@ -21,7 +21,7 @@ from tests.repo.test_cache import KEY, OFF, generate
 def small_repos_cached(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cache, "MIN_ENTRIES", 0)
     # a repo here is written an instant before its first run: settled once the run begins
-    monkeypatch.setattr(wholerender, "SETTLED_NS", 0)
+    monkeypatch.setattr(wholeload, "SETTLED_NS", 0)
 
 
 @pytest.fixture
@@ -127,7 +127,7 @@ def test_a_change_is_never_hidden_by_the_whole_render(
     tmp_path: Path, taken: list[bool], monkeypatch: pytest.MonkeyPatch, name: str, settled: bool
 ) -> None:
     if settled:  # every file counts as long unchanged: only its size, times and inode vouch for it
-        monkeypatch.setattr(wholerender, "SETTLED_NS", -(10**18))
+        monkeypatch.setattr(wholeload, "SETTLED_NS", -(10**18))
     root = generate(tmp_path / "repo", 12, agents=True)
     validate(root, KEY)
     CHANGES[name](root, tmp_path)
@@ -227,7 +227,8 @@ def test_a_file_mapping_that_is_no_include_reads_nothing_outside_the_repo(
         opened.append(str(file))
         return open(file, *args, **kwargs)
 
-    monkeypatch.setattr(wholerender, "open", spy, raising=False)
+    for module in (wholerender, wholeload):  # wholeload reads an include again for wholerender
+        monkeypatch.setattr(module, "open", spy, raising=False)
     runs = [validate(root, KEY) for _ in range(2)]
     assert runs[0] == runs[1] == validate(root, OFF)
     assert runs[0][0] == 0 and taken == [False, True]

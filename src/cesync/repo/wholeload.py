@@ -28,7 +28,7 @@ from ..core.yamlfile import Document, Positions, text_digest
 from ..errors import CesyncError, Problem
 from .loading import IGNORE_KEY, SourceFile, display_path, kind_files, parse_file
 
-__all__ = ["LazyDocument", "find", "store"]
+__all__ = ["SETTLED_NS", "LazyDocument", "find", "signature", "store", "unchanged"]
 
 SLOT = b"l" + hashlib.blake2b(b"the repo's resource files", digest_size=20).digest()
 SETTLED_NS = 2_000_000_000  # a file last changed this close to its reading is read again (coarse clocks)
@@ -96,7 +96,7 @@ def find(cache: ParseCache, root: Path) -> tuple[list[SourceFile], dict[str, tup
             return None
         files = []
         for (kind, written), (was, rid, ignore, digest, *sig) in zip(listed, kept, strict=True):
-            if written != was or not _same(written, digest, tuple(sig)):  # a path is of one kind's folder
+            if written != was or not unchanged(written, sig, digest, _text_digest):  # a path is of one kind's folder
                 return None
             path = Path(written)
             doc = LazyDocument(written[len(str(root)) + 1 :], digest, _loader(root, path, digest, kind.singleton))
@@ -155,18 +155,23 @@ def _plain_folders(root: Path, folders: set[Path]) -> bool:
     return all(os.path.realpath(folder) == str(folder) and str(folder).startswith(top) for folder in folders)
 
 
-def _same(path: str, digest: bytes, sig: tuple[Any, ...]) -> bool:
+def unchanged(path: str, sig: Sequence[int], digest: bytes, digest_of: Callable[[bytes], bytes]) -> bool:
+    """Whether path is still the regular file it was: sig (size, mtime, ctime, inode, or size -1:
+    read it again) its signature, or else its bytes of digest_of that give digest."""
     try:
         info = os.stat(path, follow_symlinks=False)
         if not stat.S_ISREG(info.st_mode):
             return False
-        if sig[0] != -1 and (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino) == sig:
+        if sig[0] != -1 and (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino) == tuple(sig):
             return True
         with open(path, "rb") as handle:
-            raw = handle.read()
-        return text_digest(raw.decode("utf-8-sig")) == digest
+            return digest_of(handle.read()) == digest
     except (OSError, UnicodeDecodeError):
         return False
+
+
+def _text_digest(raw: bytes) -> bytes:
+    return text_digest(raw.decode("utf-8-sig"))
 
 
 def _loader(root: Path, path: Path, digest: bytes, singleton: bool) -> Callable[[], Document]:

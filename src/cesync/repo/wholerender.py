@@ -38,6 +38,7 @@ from ..api.resource import Position, Resource
 from ..core.parsecache import MISSING, ParseCache
 from ..core.yamlfile import Path_
 from ..errors import Problem
+from . import wholeload
 from .environments import EnvTarget
 from .files import in_git_dir, resolved_below
 from .loading import SourceFile
@@ -67,9 +68,6 @@ class Kept(list[FileRender]):
             if body is not None and src.key not in env.skip
         ]
         return sorted(out, key=lambda d: d.key)
-
-
-SETTLED_NS = 2_000_000_000  # a file last changed this close to its reading is read again (coarse clocks)
 
 
 def slot(env: EnvTarget) -> bytes:
@@ -196,10 +194,10 @@ def _includes(root: Path, files: Sequence[SourceFile], begun: int) -> list[Inclu
                 return None
             if not stat.S_ISREG(info.st_mode):
                 return None
-            if info.st_mtime_ns >= begun - SETTLED_NS or info.st_ctime_ns >= begun - SETTLED_NS:
+            sig = wholeload.signature(info, begun)
+            if sig[0] == -1:
                 return None
-            sig = (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
-            found[written] = (written, target, *sig, hashlib.blake2b(raw, digest_size=20).digest())
+            found[written] = (written, target, *sig, _bytes_digest(raw))
     return [found[k] for k in sorted(found)]
 
 
@@ -209,15 +207,12 @@ def _same_includes(root: Path, includes: list[Any]) -> bool:
         folder, _, name = written.rpartition("/")
         if folder not in folders:
             folders[folder] = str(resolved_below(Path(folder), root))
-        try:
-            info = os.stat(f"{folders[folder]}/{name}", follow_symlinks=False)
-            if f"{folders[folder]}/{name}" != target or name in ("", ".", "..") or not stat.S_ISREG(info.st_mode):
-                return False  # not the file it was (a symlink now is no regular file here)
-            if (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino) == (size, mtime, ctime, inode):
-                continue
-            with open(target, "rb") as handle:
-                if hashlib.blake2b(handle.read(), digest_size=20).digest() != digest:
-                    return False
-        except OSError:
+        if f"{folders[folder]}/{name}" != target or name in ("", ".", ".."):
+            return False  # not the file it was (a symlink now is no regular file to wholeload.unchanged)
+        if not wholeload.unchanged(target, (size, mtime, ctime, inode), digest, _bytes_digest):
             return False
     return True
+
+
+def _bytes_digest(raw: bytes) -> bytes:
+    return hashlib.blake2b(raw, digest_size=20).digest()
