@@ -107,6 +107,16 @@ def test_a_change_to_the_files_is_never_hidden(
     assert taken == [False, False]
 
 
+def test_a_repo_with_a_symlinked_folder_inside_it_is_loaded_each_run(tmp_path: Path, taken: list[bool]) -> None:
+    """Loading follows a folder's symlink that stays in the repo; the entry, checked through plain folders only, is never taken."""
+    root = generate(tmp_path / "repo", 12, agents=True)
+    (root / "tools").rename(root / "tools-real")
+    (root / "tools").symlink_to("tools-real")
+    first, second = validate(root, KEY), validate(root, KEY)
+    assert first == second == validate(root, OFF)
+    assert first[0] == 0 and taken == [False, False]
+
+
 def test_a_file_changed_after_the_check_stops_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The check passed, then the file changed before its data was read: the run must not go on
     with a text the check never saw."""

@@ -135,8 +135,8 @@ def store(cache: ParseCache, root: Path, files: Sequence[SourceFile], owners: di
     begun: time.time_ns() before the first file was read. A file is vouched for by its signature
     only when it settled before then: one changed after it was read (a long run) holds another
     text than the digest kept names, and its signature, taken now, would say it did not."""
-    if not _plain_folders(root, {f.path.parent for f in files}):
-        return
+    if _listing(root) is None:
+        return  # a symlinked folder, which find refuses: its check, made when the entry is taken, is the one that counts
     kept: list[Entry] = []
     for f in files:
         try:
@@ -147,12 +147,6 @@ def store(cache: ParseCache, root: Path, files: Sequence[SourceFile], owners: di
             return
         kept.append((str(f.path), f.id, list(f.ignore), f.doc.digest, *signature(info, begun)))
     cache.put(SLOT, (kept, owners))
-
-
-def _plain_folders(root: Path, folders: set[Path]) -> bool:
-    """Whether each folder is itself below root, through no symlink (the files then resolve there)."""
-    top = str(root)
-    return all(os.path.realpath(folder) == str(folder) and str(folder).startswith(top) for folder in folders)
 
 
 def unchanged(path: str, sig: Sequence[int], digest: bytes, digest_of: Callable[[bytes], bytes]) -> bool:
