@@ -63,6 +63,21 @@ def cesync(
 cesync_in_process = cesync  # the older name of the same helper
 
 
+def spy_found(monkeypatch: Any, module: Any) -> list[bool]:
+    """Whether each call of module.find (a cache's lookup of a whole entry) found one, call by call:
+    which runs took the entry and which did the work again."""
+    seen: list[bool] = []
+    real = module.find
+
+    def spy(*args: Any) -> Any:
+        found = real(*args)
+        seen.append(found is not None)
+        return found
+
+    monkeypatch.setattr(module, "find", spy)
+    return seen
+
+
 def cesync_process(
     *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:

@@ -16,6 +16,7 @@ from cesync.core import parsecache
 from cesync.errors import CesyncError
 from cesync.repo import cache, wholeload
 from cesync.repo.repo import load_repo
+from tests.helpers import spy_found
 from tests.repo.test_cache import KEY, OFF, generate
 from tests.repo.test_wholerender import validate
 
@@ -28,16 +29,7 @@ def small_repos_cached(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def taken(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Whether each run took the files as the run before loaded them."""
-    seen: list[bool] = []
-    real = wholeload.find
-
-    def spy(*args: Any) -> Any:
-        found = real(*args)
-        seen.append(found is not None)
-        return found
-
-    monkeypatch.setattr(wholeload, "find", spy)
-    return seen
+    return spy_found(monkeypatch, wholeload)
 
 
 def tool(root: Path) -> Path:
@@ -108,7 +100,8 @@ def test_a_change_to_the_files_is_never_hidden(
 
 
 def test_a_repo_with_a_symlinked_folder_inside_it_is_loaded_each_run(tmp_path: Path, taken: list[bool]) -> None:
-    """Loading follows a folder's symlink that stays in the repo; the entry, checked through plain folders only, is never taken."""
+    """Loading follows a folder's symlink that stays in the repo; the entry, checked through plain
+    folders only, is never taken."""
     root = generate(tmp_path / "repo", 12, agents=True)
     (root / "tools").rename(root / "tools-real")
     (root / "tools").symlink_to("tools-real")

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from cesync.repo import cache, wholeload, wholerender
-from tests.helpers import cesync
+from tests.helpers import cesync, spy_found
 from tests.repo.test_cache import KEY, OFF, generate
 
 
@@ -27,16 +27,7 @@ def small_repos_cached(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def taken(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Whether each run took the whole render from the cache."""
-    seen: list[bool] = []
-    real = wholerender.find
-
-    def spy(*args: Any) -> Any:
-        found = real(*args)
-        seen.append(found is not None)
-        return found
-
-    monkeypatch.setattr(wholerender, "find", spy)
-    return seen
+    return spy_found(monkeypatch, wholerender)
 
 
 def validate(root: Path, env: dict[str, str | None], *extra: str) -> tuple[int, str, str]:
