@@ -36,6 +36,7 @@ SLOW_FILES = {
     "tests/emulator/test_scrapi.py": "Google's cxas-scrapi against the emulator",
     "tests/repo/test_wholeload.py": "generated repos validated twice around each change",
     "tests/repo/test_wholerender.py": "generated repos validated twice around each change",
+    "tests/repo/test_wholecache_property.py": "generated repos validated with and without the cache after each edit",
     "tests/repo/test_parallel.py": "generated repos rendered in forked processes",
 }
 SLOW_FIXTURES = {"tour"}  # the tour's 20 s run
