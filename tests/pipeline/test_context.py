@@ -1,5 +1,5 @@
-"""open_context reads the app ahead: as the render starts, or as soon as the files are known to
-be the run before's (nothing is left to parse, nor to fork for)."""
+"""open_context reads the app ahead: as the render starts (after any fork), or, when a run of this
+code left the repo's parse cache, as soon as cesync.yaml is read, before the files load."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from cesync.core.scrubber import Scrubber
 from cesync.emulator.server import BackgroundServer
 from cesync.pipeline import context, readahead
-from cesync.repo import cache
+from cesync.repo import cache, wholeload
 from cesync.repo.repo import Repo
 from tests.helpers import cesync
 
@@ -28,14 +28,10 @@ def server() -> Iterator[BackgroundServer]:
         yield s
 
 
-def test_the_app_is_read_from_when_the_files_are_the_run_before_s(
-    tmp_path: Path, server: BackgroundServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(cache, "MIN_ENTRIES", 0)
-    monkeypatch.setenv("CESYNC_CACHE_KEY", KEY["CESYNC_CACHE_KEY"])
-    root = generate(tmp_path / "repo", 12, agents=True)
+def _events(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """What open_context does, in order: "files" (the whole-load cache asked), "render", "read"."""
     events: list[str] = []
-    start, render = readahead.ReadAhead.start, Repo.render
+    start, render, find = readahead.ReadAhead.start, Repo.render, wholeload.find
 
     def started(self: readahead.ReadAhead) -> None:
         events.append("read")
@@ -45,15 +41,58 @@ def test_the_app_is_read_from_when_the_files_are_the_run_before_s(
         events.append("render")
         return render(self, *args, **kwargs)  # type: ignore[arg-type]
 
+    def found(*args: object) -> object:
+        events.append("files")
+        return find(*args)  # type: ignore[arg-type]
+
     monkeypatch.setattr(readahead.ReadAhead, "start", started)
     monkeypatch.setattr(Repo, "render", rendered)
+    monkeypatch.setattr(wholeload, "find", found)
+    return events
+
+
+def _open(root: Path, server: BackgroundServer) -> None:
+    ctx = context.open_context(root, "dev", server.url, read_ahead=True, scrubber=Scrubber())
+    assert ctx.read_ahead is not None
+    ctx.read_ahead.cancel()
+
+
+def test_the_app_is_read_before_the_files_load_once_a_run_left_its_cache(
+    tmp_path: Path, server: BackgroundServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cache, "MIN_ENTRIES", 0)
+    monkeypatch.setenv("CESYNC_CACHE_KEY", KEY["CESYNC_CACHE_KEY"])
+    root = generate(tmp_path / "repo", 12, agents=True)
+    events = _events(monkeypatch)
     orders = []
-    for _ in range(2):  # the first run keeps the files, the second finds them
+    for _ in range(2):  # the first run leaves the cache, the second reads the app before its files
         events.clear()
-        ctx = context.open_context(root, "dev", server.url, read_ahead=True, scrubber=Scrubber())
-        assert ctx.read_ahead is not None
-        ctx.read_ahead.cancel()
+        _open(root, server)
         orders.append(list(events))
-    assert orders == [["render", "read"], ["read", "render"]]
+    assert orders == [["files", "render", "read"], ["read", "files", "render"]]
+    (root / "tools" / "t00000.yaml").write_text((root / "tools" / "t00000.yaml").read_text() + "# changed\n")
+    events.clear()
+    _open(root, server)  # a file changed: the read still starts first (the files then load in this process)
+    assert events == ["read", "files", "render"]
     done = cesync("plan", "--dir", str(root), "--env", "dev", "--endpoint", server.url, env=KEY)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("left", ["none", "another code's", "off"])
+def test_without_this_code_s_cache_the_app_is_read_as_the_render_starts(
+    tmp_path: Path, server: BackgroundServer, monkeypatch: pytest.MonkeyPatch, left: str
+) -> None:
+    monkeypatch.setattr(cache, "MIN_ENTRIES", 0)
+    monkeypatch.setenv("CESYNC_CACHE_KEY", KEY["CESYNC_CACHE_KEY"])
+    root = generate(tmp_path / "repo", 12, agents=True)
+    _open(root, server)  # leaves the cache
+    if left == "none":
+        (root / cache.CACHE_FILE).unlink()
+    elif left == "another code's":  # an upgrade: every file is parsed again, on two cores from THRESHOLD files
+        data = (root / cache.CACHE_FILE).read_bytes()
+        (root / cache.CACHE_FILE).write_bytes(data.replace(b"cesync-parse-cache 2 ", b"cesync-parse-cache 1 ", 1))
+    else:
+        monkeypatch.setenv("CESYNC_CACHE", "off")
+    events = _events(monkeypatch)
+    _open(root, server)
+    assert events[-2:] == ["render", "read"]

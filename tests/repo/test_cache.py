@@ -174,6 +174,25 @@ def test_a_cache_other_code_wrote_is_not_read(tmp_path: Path, monkeypatch: pytes
     assert found is not None and not found.stored()
 
 
+def test_cached_before_says_whether_this_code_left_a_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hint that starts the app's read before the files load: this code's cache file is there."""
+    monkeypatch.setenv("CESYNC_CACHE_KEY", KEY["CESYNC_CACHE_KEY"])
+    root = generate(tmp_path / "repo", 10, agents=True)
+    assert not cache.cached_before(root)
+    assert cesync("validate", "--dir", str(root), "--env", "dev", env=KEY).returncode == 0
+    assert cache.cached_before(root)
+    monkeypatch.setenv("CESYNC_CACHE", "off")
+    assert not cache.cached_before(root)
+    monkeypatch.delenv("CESYNC_CACHE")
+    monkeypatch.setattr(cache, "_code_id", lambda: "the code changed")
+    assert not cache.cached_before(root)
+    monkeypatch.undo()
+    kept = root / "kept.bin"
+    (root / CACHE_FILE).rename(kept)
+    (root / CACHE_FILE).symlink_to(kept)  # the repo's file, never one a symlink in it names
+    assert not cache.cached_before(root)
+
+
 def test_a_small_repo_gets_no_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cache, "MIN_ENTRIES", 200)
     root = generate(tmp_path / "repo", 20)

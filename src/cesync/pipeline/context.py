@@ -85,21 +85,21 @@ def open_context(
 
     read_ahead: read the app (read_remote) in a thread while the repo renders, for make_plan;
     the read waits on the network most of its time, rendering on the CPU. It starts as the
-    rendering does, after any fork (repo/parallel.py), or as soon as the files are known to be
-    the run before's (repo/wholeload.py), when nothing is left to parse and the render is most
-    likely kept whole.
+    rendering does, after any fork (repo/parallel.py), or, when a run before left its parse
+    cache (the files most likely load from it whole: nothing to fork for), as soon as
+    cesync.yaml is read. A repo read with the thread running is read in this process alone.
     preview: render for the preview app NAME of the environment (pipeline.preview.preview_env).
     """
     early: list[ReadAhead] = []
 
-    def kept_files(repo: Repo) -> None:  # nothing is left to load, nor to fork for: the app is read from here on
+    def configured(repo: Repo) -> None:  # the app is read from here on, while the files load
         env, _ = _environment(repo, env_name, variables, preview, scrubber)
         if _can_read_ahead(env, endpoint):
             early.append(ReadAhead(env, repo.root, endpoint, repo.config.owner or "", scrubber=scrubber))
             early[0].start()
 
     try:
-        repo = load_repo(directory, kept_files=kept_files if read_ahead else None)
+        repo = load_repo(directory, configured=configured if read_ahead else None)
     except BaseException:
         for started in early:
             started.cancel()

@@ -31,7 +31,7 @@ from pathlib import Path
 from .. import __version__
 from ..core.parsecache import ParseCache
 
-__all__ = ["CACHE_FILE", "COMPARED_FILE", "RECORD_FILE", "load_cache", "save_cache", "signing_key"]
+__all__ = ["CACHE_FILE", "COMPARED_FILE", "RECORD_FILE", "cached_before", "load_cache", "save_cache", "signing_key"]
 
 log = logging.getLogger(__name__)
 
@@ -119,10 +119,28 @@ def _code_id() -> str:
     return digest.hexdigest()
 
 
+def _off() -> bool:
+    return os.environ.get("CESYNC_CACHE", "").lower() in ("off", "0", "no", "false")
+
+
+def cached_before(root: Path) -> bool:
+    """Whether a run of this code left the repo's parse cache (its files then most likely load
+    from it): its first line read, nothing checked (load_cache does that)."""
+    if _off():
+        return False
+    header = _header(CACHE_FILE)
+    try:
+        fd = os.open(root / CACHE_FILE, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return False
+    with os.fdopen(fd, "rb") as f:
+        return f.read(len(header)) == header
+
+
 def load_cache(root: Path, name: Path = CACHE_FILE) -> ParseCache | None:
     """The repo's parse cache (or the one name says: COMPARED_FILE), empty when there is none yet
     or it is not to be trusted; None when caching is off or no key can be had."""
-    if os.environ.get("CESYNC_CACHE", "").lower() in ("off", "0", "no", "false"):
+    if _off():
         return None
     path = root / name
     try:  # the repo's file, not where a symlink in it points, and never more than MAX_BYTES of it

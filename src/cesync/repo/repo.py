@@ -32,7 +32,7 @@ from ..core.yamlfile import Document, Path_
 from ..errors import CesyncError, ConfigError, Problem
 from . import parallel, rendercache, wholeload, wholerender
 from .apidescription import settle
-from .cache import load_cache, save_cache
+from .cache import cached_before, load_cache, save_cache
 from .config import Config
 from .environments import VAR_ENV_PREFIX, EnvTarget, env_var_name, resolve_env, skip_problems
 from .loading import (
@@ -312,13 +312,13 @@ def find_root(start: Path) -> Path:
     )
 
 
-def load_repo(root: Path, *, resources: bool = True, kept_files: Callable[[Repo], None] | None = None) -> Repo:
+def load_repo(root: Path, *, resources: bool = True, configured: Callable[[Repo], None] | None = None) -> Repo:
     """Read cesync.yaml and every tool and toolset file; ConfigError on any problem.
 
     resources=False reads cesync.yaml only (for commands that need the environments,
-    not the definitions: export, diff, exec, test). kept_files(repo) is called as soon as the
-    files are known to be those the run before loaded (repo/wholeload.py): nothing of loading
-    them is left to do (the app may be read meanwhile).
+    not the definitions: export, diff, exec, test). configured(repo) is called with cesync.yaml
+    read and valid, before a file is, when a run before left its parse cache (the files most
+    likely load from it): the app may be read meanwhile. Its repo has the environments, no files.
     """
     root = find_root(root.resolve())
     cfg_path = root / CONFIG_FILE
@@ -337,6 +337,9 @@ def load_repo(root: Path, *, resources: bool = True, kept_files: Callable[[Repo]
     elif cfg_doc is not None:
         config, found = validate_model(Config, cfg_doc.data, cfg_doc)
         problems += found
+    early = configured is not None and resources and not problems and cached_before(root)
+    if early and configured is not None and config is not None and cfg_doc is not None:
+        configured(Repo(root, config, cfg_doc))
     unreadable: set[tuple[str, str]] = set()
     if resources:  # what parsing the files gave, kept from the last run (cache.py)
         parsecache.install(load_cache(root))
@@ -350,8 +353,6 @@ def load_repo(root: Path, *, resources: bool = True, kept_files: Callable[[Repo]
         declared = declared_owners(files)
         wholeload.store(cache, root, files, declared, begun)
     repo = Repo(root, config, cfg_doc, files, problems, unreadable=unreadable, declared=declared)
-    if kept is not None and kept_files is not None:
-        kept_files(repo)
     settle(root, config, cfg_doc, files, problems)  # before rendering, which reads the description
     return repo
 
