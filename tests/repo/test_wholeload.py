@@ -173,3 +173,30 @@ def test_an_entry_of_another_shape_is_loaded_again(tmp_path: Path, entry: Callab
     files = [(str(p), text_digest(p.read_text())) for kind in KINDS.values() for p in kind_files(root, kind)]
     store = parsecache.ParseCache({wholeload.SLOT: marshal.dumps(entry(files), 4)})
     assert wholeload.find(store, root) is None
+
+
+def test_files_known_by_their_text_are_known_by_their_signature_the_run_after(
+    tmp_path: Path, taken: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkout again (or touch) leaves every text as it was and every signature new: the run that
+    finds them by their bytes keeps their signatures, so the run after reads none of them."""
+    root = generate(tmp_path / "repo", 12, agents=True)
+    assert validate(root, KEY)[0] == 0
+    for path in (root / "tools").glob("*.yaml"):
+        path.touch()
+    real_clock = time.time_ns
+    monkeypatch.setattr(time, "time_ns", lambda: real_clock() + 10 * 10**9)  # the touches settled
+    opened: list[str] = []
+
+    def spy(file: Any, *args: Any, **kwargs: Any) -> Any:
+        opened.append(str(file))
+        return open(file, *args, **kwargs)
+
+    monkeypatch.setattr(wholeload, "open", spy, raising=False)
+    runs = []
+    for _ in range(2):
+        opened.clear()
+        runs.append((validate(root, KEY), [p for p in opened if "/tools/" in p]))
+    assert taken == [False, True, True]
+    assert runs[0][1] and not runs[1][1]
+    assert runs[0][0] == runs[1][0] == validate(root, OFF)

@@ -44,6 +44,7 @@ class ParseCache:
         self._secrets: tuple[str, ...] = ()
         self._needles: tuple[bytes, ...] = ()
         self._withheld: frozenset[bytes] = frozenset()
+        self._replaced = False  # an entry put under a key the store holds with another value
 
     @staticmethod
     def key(parser: bytes, text: str) -> bytes:
@@ -70,6 +71,7 @@ class ParseCache:
             raw = marshal.dumps(value, MARSHAL_VERSION)
             if not self._holds(raw):
                 self.used[key] = raw
+                self._replaced |= self._old.get(key, raw) != raw
 
     def keep(self, keys: list[bytes]) -> None:
         """Leave the entries of keys for the next run, as if this one had used them (a whole
@@ -130,7 +132,7 @@ class ParseCache:
     @property
     def changed(self) -> bool:
         """Whether the store on disk would differ from what the next run is to find."""
-        return self.kept().keys() != self._old.keys()
+        return self._replaced or self.kept().keys() != self._old.keys()
 
 
 _current: ParseCache | None = None

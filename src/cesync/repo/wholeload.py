@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -95,13 +96,18 @@ def find(cache: ParseCache, root: Path) -> tuple[list[SourceFile], dict[str, tup
         if listed is None or len(listed) != len(kept):
             return None
         files = []
+        now, seen = time.time_ns(), []
         for (kind, written), (was, rid, ignore, digest, *sig) in zip(listed, kept, strict=True):
-            if written != was or not unchanged(written, sig, digest, _text_digest):  # a path is of one kind's folder
+            current = vouched(written, sig, digest, _text_digest, now)
+            if written != was or current is None:  # a path is of one kind's folder
                 return None
+            seen.append((was, rid, ignore, digest, *current))
             path = Path(written)
             doc = LazyDocument(written[len(str(root)) + 1 :], digest, _loader(root, path, digest, kind.singleton))
             files.append(SourceFile(kind, rid, path, doc, tuple(ignore)))
         cache.keep([b"y" + f.doc.digest for f in files])  # their parses, for a run that must load again
+        if seen != kept:  # a file known by its text (touched, checked out again): known by its signature next time
+            cache.put(SLOT, (seen, owners))
         return files, {str(k): (str(f), str(o)) for k, (f, o) in owners.items()}
     except (TypeError, ValueError, LookupError, AttributeError):
         return None  # not an entry of this shape: loaded again
@@ -152,16 +158,25 @@ def store(cache: ParseCache, root: Path, files: Sequence[SourceFile], owners: di
 def unchanged(path: str, sig: Sequence[int], digest: bytes, digest_of: Callable[[bytes], bytes]) -> bool:
     """Whether path is still the regular file it was: sig (size, mtime, ctime, inode, or size -1:
     read it again) its signature, or else its bytes of digest_of that give digest."""
+    return vouched(path, sig, digest, digest_of, 0) is not None
+
+
+def vouched(
+    path: str, sig: Sequence[int], digest: bytes, digest_of: Callable[[bytes], bytes], now: int
+) -> tuple[int, int, int, int] | None:
+    """unchanged(), and the signature to know it by from now on (signature(info, now) when its
+    bytes vouched for it: taken before they were read); None when it changed."""
     try:
         info = os.stat(path, follow_symlinks=False)
         if not stat.S_ISREG(info.st_mode):
-            return False
-        if sig[0] != -1 and (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino) == tuple(sig):
-            return True
+            return None
+        found = (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+        if sig[0] != -1 and found == tuple(sig):
+            return found
         with open(path, "rb") as handle:
-            return digest_of(handle.read()) == digest
+            return signature(info, now) if digest_of(handle.read()) == digest else None
     except (OSError, UnicodeDecodeError):
-        return False
+        return None
 
 
 def _text_digest(raw: bytes) -> bytes:
