@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import json
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 from click.testing import CliRunner, Result
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from cesync.cli import main
@@ -177,11 +178,19 @@ TEXT = st.text(alphabet=st.sampled_from("abcXYZ019 -_.,:#'\"${}[]&*!|>%@`\\é→
 )
 
 
+def pullable(name: str, value: str) -> bool:
+    """Whether the repo can hold value where the edit puts it: a ${NAME} in an included file is a
+    problem validate reports (included files are not templated), and pull refuses to write it
+    (test_a_reference_typed_into_an_included_schema_is_refused)."""
+    return "(include)" not in name or not re.search(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}", value)
+
+
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(name=st.sampled_from(sorted(EDITS)), value=TEXT)
 def test_a_console_edit_comes_back_as_a_minimal_edit(
     tmp_path_factory: pytest.TempPathFactory, emulator: BackgroundServer, name: str, value: str
 ) -> None:
+    assume(pullable(name, value))
     edit = EDITS[name]
     root, parent = fresh_repo(tmp_path_factory.mktemp("pull"), emulator)
     before = snapshot(root)
@@ -399,6 +408,7 @@ def test_a_conflict_leaves_only_its_resource_and_the_rest_is_pulled(
 ) -> None:
     """One resource whose remote text no value of its ${VAR} can produce: every other console edit
     still comes back (and is shown by --dry-run), the conflict is reported with the right hint, exit 1."""
+    assume(pullable(name, value))
     edit = EDITS[name]
     root, parent = fresh_repo(tmp_path_factory.mktemp("pull"), emulator)
     before = snapshot(root)
@@ -418,3 +428,17 @@ def test_a_conflict_leaves_only_its_resource_and_the_rest_is_pulled(
     assert after["tools/search.yaml"] == before["tools/search.yaml"] and after[edit.file] != before[edit.file]
     plan = cli("plan", "--dir", str(root), "--endpoint", emulator.url, "--format", "json")
     assert [c["id"] for c in json.loads(plan.output)["changes"]] == ["search"]  # only the conflict is left
+
+
+@pytest.mark.parametrize("value", ["${X}", "at ${API_URL} now"])
+def test_a_reference_typed_into_an_included_schema_is_refused(tmp_path: Path, emulator: BackgroundServer, value: str) -> None:
+    """${NAME} in an included file would be a problem of the repo (validate: included files are not
+    templated): pull writes nothing and says where, rather than leave a repo that does not validate."""
+    edit = EDITS["json schema title (include)"]
+    root, parent = fresh_repo(tmp_path, emulator)
+    before = snapshot(root)
+    console_edit(emulator, f"{parent}/{edit.resource}", edit.mask, edit.make(value))
+    r = cli("pull", "--dir", str(root), "--endpoint", emulator.url)
+    assert r.exit_code == 1
+    assert f"{edit.file}:" in r.output and "would reach CES as written" in r.output
+    assert snapshot(root) == before

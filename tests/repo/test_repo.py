@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import string
 from pathlib import Path
@@ -578,3 +579,14 @@ def test_resolving_an_environment_registers_nothing(tmp_path: Path, monkeypatch:
     assert repo.sensitive_values(env) == {"API_KEY": "sk-resolve-only-1234"}
     assert repo.every_sensitive_value() == ["sk-resolve-only-1234"]
     assert not any("scrubber" in name.lower() or "scrub" in name for name in [*vars(repo_module), *dir(repo)])
+
+
+@pytest.mark.parametrize("written", ["${", '${", "x": "y"}', "${a b}", "costs ${ 5", "$${ESCAPED}", "${1X}"])
+def test_text_that_is_no_reference_in_an_included_openapi_file_is_no_problem(tmp_path: Path, written: str) -> None:
+    """Only ${NAME} is a reference someone meant to be substituted: "${" followed by other text (a
+    title typed in the console, pulled into the include as it is) reaches CES as written, as meant."""
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "pull", root)
+    schema = root / "schemas" / "weather.yaml"
+    schema.write_text(schema.read_text().replace("Weather", json.dumps(written), 1))
+    assert load_repo(root).validate() == []

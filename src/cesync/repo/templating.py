@@ -321,8 +321,8 @@ def _variables_in_include(text: str, shown: str, here: Path_) -> list[Problem]:
     reach CES as written, most often in the server URL, which each environment gives another way."""
     found = []
     for match in VAR_RE.finditer(text):
-        if match.group(1):
-            continue  # $${ is no reference in a templated string either
+        if match.group(1) or not match.group(0).endswith("}") or not VAR_NAME.match(match.group(2)):
+            continue  # $${ is no reference in a templated string either; "${" and other text, no reference at all
         line = text.count("\n", 0, match.start()) + 1
         col = match.start() - (text.rfind("\n", 0, match.start()) + 1) + 1
         field_name = here[0] if here else "openApiToolset"
