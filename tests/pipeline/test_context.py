@@ -96,3 +96,40 @@ def test_without_this_code_s_cache_the_app_is_read_as_the_render_starts(
     events = _events(monkeypatch)
     _open(root, server)
     assert events[-2:] == ["render", "read"]
+
+
+def test_the_read_s_thread_has_ended_once_its_answer_is_taken(
+    tmp_path: Path, server: BackgroundServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plan's diffs fork for a large app (repo/parallel.py), never while another thread runs:
+    the read's thread, its name lookups' included, is gone when plan has the app."""
+    import asyncio
+    import threading
+    import time
+
+    made = asyncio.new_event_loop
+
+    def slow_to_close() -> asyncio.AbstractEventLoop:
+        """A loop whose close takes a while after the answer is given: the window a fork would fall in."""
+        loop = made()
+        close = loop.close
+
+        def closing() -> None:
+            time.sleep(0.3)
+            close()
+
+        loop.close = closing  # type: ignore[method-assign]
+        return loop
+
+    monkeypatch.setattr(readahead.asyncio, "new_event_loop", slow_to_close)
+    root = generate(tmp_path / "repo", 12, agents=True)
+    before = threading.active_count()
+    ctx = context.open_context(root, "dev", server.url, read_ahead=True, scrubber=Scrubber())
+    assert ctx.read_ahead is not None
+    mine = made()
+    try:
+        remote, _ = mine.run_until_complete(ctx.read_ahead.result())
+    finally:
+        mine.close()
+    assert threading.active_count() == before
+    assert remote  # the app as read (auto-created)

@@ -331,3 +331,18 @@ def test_no_fork_while_another_thread_runs(monkeypatch: pytest.MonkeyPatch) -> N
     assert parallel.other_threads() == before
     monkeypatch.setattr(parallel, "other_threads", lambda: 0)
     assert parallel.wanted(10**6) == forking
+
+
+def test_an_app_s_diffs_made_in_two_processes_are_those_one_makes(answers: list[bool]) -> None:
+    """The plan's compare pass, handed parallel.run (as plan does): a forked child diffs every other
+    pair, and sends back only the diffs that differ."""
+    from cesync.core.passes.compare import compare
+    from tests.core.passes.data import empty, given, remote_tool, tool
+
+    desired = [tool(f"t{i}", "g" if i % 4 == 0 else "f") for i in range(20)]
+    remote = [remote_tool(f"t{i}", **({"surprise": 1} if i % 5 == 0 else {})) for i in range(1, 22)]
+    one, two = given(desired, remote), given(desired, remote, mapper=parallel.run)
+    plan = compare(empty(two), two)
+    assert answers == [True]
+    assert plan == compare(empty(one), one)
+    assert {c.action for c in plan.changes} == {"create", "update", "delete"} and plan.unknown_fields

@@ -183,6 +183,8 @@ def plan_input(
     labels: Sequence[str] = (),
 ) -> PlanInput:
     """The one value the plan passes take: the repo rendered, what was read, the options, the clock."""
+    from ..repo import parallel  # a large app's diffs on two cores, as a large repo's renders
+
     record = read.record
     return PlanInput(
         ctx.env.name,
@@ -218,6 +220,7 @@ def plan_input(
         policy_rules=policies_of(ctx.repo).rules,
         labels=labels,
         tool_tests=tested_tools(ctx.repo.root, ctx.desired),
+        mapper=parallel.run,
     )
 
 

@@ -23,6 +23,8 @@ if TYPE_CHECKING:  # the HTTP client loads when a command first uses it (see cli
 
 log = logging.getLogger(__name__)
 
+JOIN_SECONDS = 10
+
 
 class ReadAhead:
     """read_remote in a thread with its own event loop and client, started once rendering is.
@@ -58,6 +60,8 @@ class ReadAhead:
         finally:
             self._begun.set()  # cancel() waits for this: set whatever happened
             if loop is not None:
+                with contextlib.suppress(Exception):  # its threads (name lookups) end with it, as asyncio.run's do
+                    loop.run_until_complete(loop.shutdown_default_executor())
                 loop.close()
 
     async def _read(self) -> AppRead:
@@ -83,6 +87,7 @@ class ReadAhead:
             read.cancel()
             self.cancel()
             raise
+        self._thread.join(JOIN_SECONDS)  # it ends as it closes its loop: a process with no thread may fork (repo/parallel.py)
         for line in self._notices:
             stderr_line(line, self._scrubber)
         return read.result()

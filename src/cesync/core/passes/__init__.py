@@ -16,14 +16,26 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 from ...api.resource import Resource
 from ..plan import Plan
 from ..policy import CompiledRule
 from ..yamlfile import Path_
 
-__all__ = ["Compared", "Pass", "PlanInput", "RecordsInput", "SafetyLimits", "SealInput"]
+__all__ = ["Compared", "Mapper", "Pass", "PlanInput", "RecordsInput", "SafetyLimits", "SealInput", "in_turn"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+# How a pass has a pure function of a list done, item by item in order: work(items), or the same
+# results made on more than one core (the pipeline hands in repo.parallel.run).
+Mapper = Callable[[list[Any], Callable[[list[Any]], list[Any]]], list[Any]]
+
+
+def in_turn(items: list[T], work: Callable[[list[T]], list[R]]) -> list[R]:
+    """The Mapper of one process: work(items)."""
+    return work(items)
 
 
 @dataclass(frozen=True)
@@ -115,6 +127,7 @@ class PlanInput:
     ignore: Mapping[tuple[str, str], Sequence[str]] = field(default_factory=dict)  # ignoreChanges (passes.ignore)
     tool_tests: Mapping[str, Sequence[str]] = field(default_factory=dict)  # test id -> "tool/id" it runs (passes.affected)
     compared: Compared | None = None  # pairs found equal before: not diffed again (passes.compare)
+    mapper: Mapper = in_turn  # how the diffs of many pairs are made (passes.compare)
 
     @cached_property
     def remote_by(self) -> Mapping[tuple[str, str], Resource]:

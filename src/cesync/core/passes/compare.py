@@ -18,7 +18,7 @@ from typing import Any
 from ...api import behaviour as fb
 from ...api.kinds import APP, THE_APP
 from ...api.resource import Resource
-from ..diff import FieldChange, diff_resource, pair_digest
+from ..diff import FieldChange, ResourceDiff, diff_resource, pair_digest
 from ..documents import unreadable
 from ..order import Node, Placed, order
 from ..plan import RESENT, Change, Plan
@@ -43,22 +43,27 @@ def compare(plan: Plan, given: PlanInput) -> Plan:
     sensitive = given.sensitive or {}
     same: set[bytes] = set()
     debug = log.isEnabledFor(logging.DEBUG)
+    pairs: list[tuple[Resource, Resource | None, bytes | None]] = []
     for res in writes:
-        kind, rid, body = res.kind, res.id, res.body
-        key = res.key
-        r = remote_by.get(key)
+        r = remote_by.get(res.key)
         # a body holding a sensitive value is never known by a digest kept on disk (one could try guesses against it)
         pair = (
-            pair_digest(kind, rid, body, r.body, memo.salt)
-            if memo is not None and r is not None and not sensitive.get(key)
+            pair_digest(res.kind, res.id, res.body, r.body, memo.salt)
+            if memo is not None and r is not None and not sensitive.get(res.key)
             else None
         )
         if pair is not None and pair in known:
             same.add(pair)
             if debug:
-                log.debug("plan: %s %s: unchanged (the same pair as an earlier run's)", kind, rid)
+                log.debug("plan: %s %s: unchanged (the same pair as an earlier run's)", res.kind, res.id)
             continue
-        d = diff_resource(kind, rid, body, r.body if r else None)
+        pairs.append((res, r, pair))
+    diffs = given.mapper([(res.kind, res.id, res.body, r.body if r else None) for res, r, _ in pairs], _diffs)
+    for (res, r, pair), found in zip(pairs, diffs, strict=True):
+        kind, rid, body = res.kind, res.id, res.body
+        d = found or _EQUAL if r is not None else diff_resource(kind, rid, body, None)
+        if d is _EQUAL and given.resend_input_only and input_only_fields(kind.model_name, body):
+            d = diff_resource(kind, rid, body, r.body if r else None)  # the update sends the body again: its diff shown
         if pair is not None and not d.update_mask and not d.unknown:
             same.add(pair)
         name = kind.resource_name(parent, rid)
@@ -110,6 +115,18 @@ def compare(plan: Plan, given: PlanInput) -> Plan:
 
 
 _NOWHERE = Placed()  # what order gives a write when the apply creates nothing
+_EQUAL = ResourceDiff(None, None)  # a pair the diff found equal, with nothing unknown
+
+
+def _diffs(pairs: list[tuple[Any, str, dict[str, Any], dict[str, Any] | None]]) -> list[ResourceDiff | None]:
+    """diff_resource of each (kind, id, desired, remote) whose remote is there, None when it found
+    them equal with nothing unknown (most of an unchanged app's: nothing of theirs is sent back
+    from a second process)."""
+    out: list[ResourceDiff | None] = []
+    for kind, rid, desired, remote in pairs:
+        d = diff_resource(kind, rid, desired, remote) if remote is not None else None
+        out.append(d if d is not None and (d.update_mask or d.unknown) else None)
+    return out
 
 
 def _placed(writes: list[Resource], remote_by: Mapping[tuple[str, str], Resource], parent: str) -> Mapping[str, Placed]:
