@@ -49,8 +49,8 @@ def answers(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     seen: list[bool] = []
     receive = parallel._receive
 
-    def spy(receiver: Any, count: int) -> Any:
-        got = receive(receiver, count)
+    def spy(receiver: Any, count: int, **options: Any) -> Any:
+        got = receive(receiver, count, **options)
         seen.append(got is not None)
         return got
 
@@ -346,3 +346,53 @@ def test_an_app_s_diffs_made_in_two_processes_are_those_one_makes(answers: list[
     assert answers == [True]
     assert plan == compare(empty(one), one)
     assert {c.action for c in plan.changes} == {"create", "update", "delete"} and plan.unknown_fields
+
+
+def test_the_child_s_documents_come_once_the_parse_cache_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answers: list[bool]
+) -> None:
+    """A whole render takes the documents the child parsed after the cache file is written and let
+    go of: the two are never held at once (the peak of the run that fills the cache)."""
+    from cesync.repo import repo as repo_module
+
+    monkeypatch.delenv("CESYNC_CACHE")
+    monkeypatch.setenv("CESYNC_CACHE_KEY", KEY["CESYNC_CACHE_KEY"])
+    monkeypatch.setattr(cache, "MIN_ENTRIES", 0)
+    root = generate(tmp_path / "repo", 40, agents=True)
+    for path in (root / "schemas").glob("*"):  # texts no earlier test parsed in this process
+        path.write_text(path.read_text() + f"x-run: {tmp_path.name}\n")
+    events: list[str] = []
+    save, adopt = repo_module.save_cache, documents.adopt
+    monkeypatch.setattr(repo_module, "save_cache", lambda *a, **k: (events.append("saved"), save(*a, **k))[1])
+    monkeypatch.setattr(documents, "adopt", lambda parsed: (events.append(f"adopted {len(parsed.documents)}"), adopt(parsed))[1])
+    repo = load_repo(root)
+    events.clear()
+    resources = repo.render(repo.env("dev"))
+    assert answers == [True, True]
+    assert events[0] == "saved" and events[1].startswith("adopted ") and events[1] != "adopted 0"
+    assert multiprocessing.active_children() == []
+    monkeypatch.setenv("CESYNC_PARALLEL", "off")
+    one = load_repo(root)
+    assert [(r.key, r.body) for r in resources] == [(r.key, r.body) for r in one.render(one.env("dev"))]
+
+
+def test_documents_the_child_could_not_send_are_parsed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answers: list[bool]
+) -> None:
+    send = parallel._send
+
+    def no_documents(sender: Any, answer: Any) -> None:
+        if isinstance(answer, documents.Parsed):
+            raise RuntimeError("lost on the way")  # in the child: its pipe closes with nothing more in it
+        send(sender, answer)
+
+    monkeypatch.setattr(parallel, "_send", no_documents)
+    adopted: list[int] = []
+    adopt = documents.adopt
+    monkeypatch.setattr(documents, "adopt", lambda parsed: (adopted.append(len(parsed.documents)), adopt(parsed))[1])
+    root = generate(tmp_path / "repo", 40, agents=True)
+    two, one = both_ways(root, monkeypatch)
+    # the parse's child answers in one go (lost: the parent parses all), the render's documents come later
+    assert two == one and answers[:2] == [False, True]
+    assert adopted == []
+    assert multiprocessing.active_children() == []

@@ -79,11 +79,20 @@ def wanted(count: int) -> bool:
     return "fork" in multiprocessing.get_all_start_methods() and cpus() >= 2
 
 
-def run(items: list[T], work: Callable[[list[T]], list[R]], started: Callable[[], None] | None = None) -> list[R]:
+def run(
+    items: list[T],
+    work: Callable[[list[T]], list[R]],
+    started: Callable[[], None] | None = None,
+    *,
+    later: list[Callable[[], None]] | None = None,
+) -> list[R]:
     """work(items), every other item in a forked child when there are enough of them.
 
     started() is called once the child is forked: it may start a thread, and a process with
-    threads is not to be forked (a lock one of them holds would stay held in the child)."""
+    threads is not to be forked (a lock one of them holds would stay held in the child).
+    later: where to leave the receipt of the documents the child parsed, for the caller to call
+    once it has let go of what it holds meanwhile (the parse cache, written): the two are never
+    held at once. Called or not, the child ends with the process (it is a daemon)."""
     if not wanted(len(items)):
         if started is not None:
             started()
@@ -112,7 +121,7 @@ def run(items: list[T], work: Callable[[list[T]], list[R]], started: Callable[[]
             started()
         return work(items)
     sender.close()  # the parent's copy: once the child is gone the receive ends, not waits
-    got: tuple[list[R], dict[bytes, bytes], documents.Parsed] | None = None
+    got: tuple[list[R], dict[bytes, bytes], documents.Parsed | None] | None = None
     try:
         if started is not None:
             started()
@@ -122,7 +131,7 @@ def run(items: list[T], work: Callable[[list[T]], list[R]], started: Callable[[]
         with contextlib.suppress(OSError):
             receiver.poll(None)  # the child's answer, or its end
         waited = time.perf_counter()
-        got = _receive(receiver, len(theirs))
+        got = _receive(receiver, len(theirs), docs=later is None)
         log.debug(
             "parallel: %d items here in %.2f s; waited %.2f s for the other %d, received in %.2f s",
             len(mine),
@@ -132,21 +141,46 @@ def run(items: list[T], work: Callable[[list[T]], list[R]], started: Callable[[]
             time.perf_counter() - waited,
         )
     finally:
-        receiver.close()
-        if got is None and child.is_alive():
-            child.terminate()  # interrupted, or its answer is not to be had: nothing more of it is wanted
-        child.join(JOIN_SECONDS)
-        if child.is_alive():
-            child.kill()
-            child.join()
+        if got is None or later is None:
+            _end(receiver, child, answered=got is not None)
     if got is None:
         log.debug("parallel: the second process gave no answer; its items are done here")
         return _woven(out, work(theirs))
     renders, entries, parsed = got
     if cache is not None:
         cache.take(entries)
-    documents.adopt(parsed)
+    if parsed is not None:
+        documents.adopt(parsed)
+    if later is not None:
+        later.append(lambda: _adopt_then_end(receiver, child))
     return _woven(out, renders)
+
+
+def _end(receiver: Connection, child: Any, *, answered: bool) -> None:
+    receiver.close()
+    if not answered and child.is_alive():
+        child.terminate()  # interrupted, or its answer is not to be had: nothing more of it is wanted
+    child.join(JOIN_SECONDS)
+    if child.is_alive():
+        child.kill()
+        child.join()
+
+
+def _adopt_then_end(receiver: Connection, child: Any) -> None:
+    """The documents the child parsed, taken (a lost or odd answer: they are parsed again when asked for)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    parsed: Any = None
+    try:
+        parsed = receiver.recv()
+    except Exception as exc:
+        log.debug("parallel: the second process's documents are lost (%s)", type(exc).__name__)
+    finally:
+        if collecting:
+            gc.enable()
+        _end(receiver, child, answered=parsed is not None)
+    if isinstance(parsed, documents.Parsed):
+        documents.adopt(parsed)
 
 
 def _woven(evens: list[R], odds: list[R]) -> list[R]:
@@ -156,13 +190,13 @@ def _woven(evens: list[R], odds: list[R]) -> list[R]:
     return out
 
 
-def _receive(receiver: Connection, count: int) -> Any:
+def _receive(receiver: Connection, count: int, *, docs: bool = True) -> Any:
     """The child's (results, parse cache entries, parsed documents), or None: it failed, or sent
-    something else."""
+    something else. docs=False: the documents are left in the pipe (None in their place)."""
     collecting = gc.isenabled()
     gc.disable()  # unpickling makes no garbage: a collection meanwhile would walk the whole heap for nothing
     try:  # in three parts: only one part's pickled bytes at a time beside what they unpickle to
-        got = (receiver.recv(), receiver.recv(), receiver.recv())
+        got = (receiver.recv(), receiver.recv(), receiver.recv() if docs else None)
     except Exception as exc:  # gone (EOFError), or an answer that does not unpickle
         log.debug("parallel: the second process's answer is lost (%s)", type(exc).__name__)
         return None
@@ -171,7 +205,7 @@ def _receive(receiver: Connection, count: int) -> Any:
             gc.enable()
     if not (isinstance(got, tuple) and len(got) == 3 and isinstance(got[0], list) and len(got[0]) == count):
         return None
-    if not (isinstance(got[1], dict) and isinstance(got[2], documents.Parsed)):
+    if not (isinstance(got[1], dict) and (isinstance(got[2], documents.Parsed) or not docs)):
         return None
     return got
 

@@ -142,12 +142,15 @@ class Repo:
         started() is called as rendering starts (the app is read meanwhile).
         """
         if memo is None:  # a whole render
-            renders = self._render_files([env], started)[0]
+            later: list[Callable[[], None]] = []
+            renders = self._render_files([env], started, later)[0]
             try:
                 return self._collect(env, renders, keep=True)
             finally:
                 self.keep_cache()
                 parsecache.install(None)  # written: its bytes are freed before the plan holds the app as well
+                for then in later:  # and before a second process's parsed documents come (repo/parallel.py)
+                    then()
         return self._collect(env, [_render_file(self.root, src, env, self._known, memo) for src in self.files])
 
     def keep_cache(self) -> None:
@@ -208,8 +211,10 @@ class Repo:
         """What a reference may name: the files read, and those whose own problem is reported already."""
         return {f.key for f in self.files} | self.unreadable
 
-    def _render_files(self, envs: list[EnvTarget], started: Callable[[], None] | None = None) -> list[list[_FileRender]]:
-        """Each file rendered for each environment (by environment, then in file order)."""
+    def _render_files(
+        self, envs: list[EnvTarget], started: Callable[[], None] | None = None, later: list[Callable[[], None]] | None = None
+    ) -> list[list[_FileRender]]:
+        """Each file rendered for each environment (by environment, then in file order); later: see parallel.run."""
         known = self._known
         self.render_began = time.time_ns()
         cache = parsecache.current()
@@ -236,7 +241,7 @@ class Repo:
             if started is not None:
                 started()
             return [found]
-        per_file = parallel.run(self.files, render, started)  # a large repo: every other file in a second process
+        per_file = parallel.run(self.files, render, started, later=later)  # a large repo: every other file in a second process
         return [[renders[i] for renders in per_file] for i in range(len(envs))]
 
     def _collect(self, env: EnvTarget, renders: list[_FileRender], *, keep: bool = False) -> list[Resource]:
