@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..api.resource import Resource
 from ..core.scrubber import Scrubber
+from ..errors import NotFound
 from ..repo.repo import EnvTarget
 from ..sync.remote import read_remote
 
@@ -122,6 +123,8 @@ async def read_app(client: CesClient, env: EnvTarget, owner: str = "", cache: Re
         raise remote
     if not any(r.kind.singleton for r in remote):
         return remote, RecordView(key_from=record_secret()[0])  # no app: no versions either
+    if isinstance(view, NotFound):  # the app was made between the two reads (an apply beside this one): read again
+        view = await read_records(client, env, owner, cache)
     if isinstance(view, BaseException):
         raise view
     return remote, await settle_base(client, env, owner, view, remote, cache) if cache is not None else view
