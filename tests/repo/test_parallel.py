@@ -4,6 +4,7 @@ loses its parent changes nothing and prints nothing."""
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import signal
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cesync.core import documents, parsecache
 from cesync.errors import ConfigError
@@ -396,3 +399,28 @@ def test_documents_the_child_could_not_send_are_parsed_again(
     assert two == one and answers[:2] == [False, True]
     assert adopted == []
     assert multiprocessing.active_children() == []
+
+
+@settings(max_examples=100, deadline=None)
+@given(count=st.integers(0, 400), share=st.floats(0.05, 0.95))
+def test_the_child_s_share_is_spread_evenly_and_every_item_placed_back(count: int, share: float) -> None:
+    theirs = parallel._spread(count, share)
+    assert theirs == sorted(set(theirs)) and all(0 <= i < count for i in theirs)
+    assert abs(len(theirs) - count * share) < 1
+    assert all(b - a <= int(1 / share) + 1 for a, b in itertools.pairwise(theirs))  # no long run left out
+    mine = [i for i in range(count) if i not in set(theirs)]
+    assert parallel._placed(mine, [f"r{i}" for i in mine], theirs, [f"r{i}" for i in theirs]) == [f"r{i}" for i in range(count)]
+    assert parallel._spread(count, 0.5) == list(range(1, count, 2))
+
+
+def test_with_a_thread_to_start_the_child_takes_a_little_more(answers: list[bool]) -> None:
+    """The app's read runs in this process beside its share (started): the child takes THREADED_SHARE."""
+    sizes: list[int] = []
+
+    def work(items: list[int]) -> list[int]:
+        sizes.append(len(items))
+        return [i * 2 for i in items]
+
+    items = list(range(200))
+    assert parallel.run(items, work, started=lambda: None) == [i * 2 for i in items]
+    assert answers == [True] and sizes == [200 - round(200 * parallel.THREADED_SHARE)]  # this process's own count
