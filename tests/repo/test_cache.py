@@ -10,6 +10,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -190,6 +191,30 @@ def test_cached_before_says_whether_this_code_left_a_cache(tmp_path: Path, monke
     kept = root / "kept.bin"
     (root / CACHE_FILE).rename(kept)
     (root / CACHE_FILE).symlink_to(kept)  # the repo's file, never one a symlink in it names
+    assert not cache.cached_before(root)
+
+
+def test_a_planted_cache_name_never_fails_nor_waits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pull request commits a folder at parsed.bin, or a symlinked .cesync whose parsed.bin is
+    this code's; a local FIFO at the name has no writer. None is a cache, and none fails or waits."""
+    monkeypatch.setenv("CESYNC_CACHE_KEY", KEY["CESYNC_CACHE_KEY"])
+    root = generate(tmp_path / "repo", 10, agents=True)
+    (root / CACHE_FILE).mkdir(parents=True)
+    assert not cache.cached_before(root)
+    planted = cesync("plan", "--dir", str(root), "--env", "dev", "--endpoint", "embedded", env=KEY)
+    assert "internal error" not in planted.stderr and planted.returncode == 0, planted.stderr
+    (root / CACHE_FILE).rmdir()
+    os.mkfifo(root / CACHE_FILE)
+    found: list[object] = []
+    reader = threading.Thread(target=lambda: found.extend([cache.cached_before(root), cache.load_cache(root)]), daemon=True)
+    reader.start()
+    reader.join(10)
+    assert not reader.is_alive() and found[0] is False and not found[1].stored()  # type: ignore[union-attr]
+    elsewhere = generate(tmp_path / "other", 10, agents=True)
+    assert cesync("validate", "--dir", str(elsewhere), "--env", "dev", env=KEY).returncode == 0
+    assert cache.cached_before(elsewhere)
+    shutil.rmtree(root / ".cesync")
+    (root / ".cesync").symlink_to(elsewhere / ".cesync")  # its parsed.bin is outside the repo
     assert not cache.cached_before(root)
 
 

@@ -119,6 +119,10 @@ def _code_id() -> str:
     return digest.hexdigest()
 
 
+# O_NONBLOCK: a FIFO at the name opens at once (and is then no regular file) instead of waiting for a writer
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+
+
 def _off() -> bool:
     return os.environ.get("CESYNC_CACHE", "").lower() in ("off", "0", "no", "false")
 
@@ -129,12 +133,15 @@ def cached_before(root: Path) -> bool:
     if _off():
         return False
     header = _header(CACHE_FILE)
-    try:
-        fd = os.open(root / CACHE_FILE, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    path = root / CACHE_FILE
+    try:  # a pull request's folder, a FIFO or a symlink at the name: no cache, never a wait nor a read elsewhere
+        if path.parent.is_symlink() or path.parent.parent.is_symlink():
+            return False
+        fd = os.open(path, _READ_FLAGS)
+        with os.fdopen(fd, "rb") as f:
+            return stat.S_ISREG(os.fstat(f.fileno()).st_mode) and f.read(len(header)) == header
     except OSError:
         return False
-    with os.fdopen(fd, "rb") as f:
-        return f.read(len(header)) == header
 
 
 def load_cache(root: Path, name: Path = CACHE_FILE) -> ParseCache | None:
@@ -144,14 +151,15 @@ def load_cache(root: Path, name: Path = CACHE_FILE) -> ParseCache | None:
         return None
     path = root / name
     try:  # the repo's file, not where a symlink in it points, and never more than MAX_BYTES of it
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(path, _READ_FLAGS)
     except OSError:
         return ParseCache()  # none yet: no key needed until one is written
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BYTES or not _inside(root, path.parent):
+        os.close(fd)  # before fdopen, which refuses a folder (one a pull request commits at the name)
+        log.debug("parse cache %s: not a regular file of the repo, or too large; not used", path)
+        return ParseCache()
     with os.fdopen(fd, "rb") as f:
-        info = os.fstat(f.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BYTES or not _inside(root, path.parent):
-            log.debug("parse cache %s: not a regular file of the repo, or too large; not used", path)
-            return ParseCache()
         raw = f.read(MAX_BYTES + 1)
     key = _key()
     if key is None:
