@@ -590,3 +590,18 @@ def test_text_that_is_no_reference_in_an_included_openapi_file_is_no_problem(tmp
     schema = root / "schemas" / "weather.yaml"
     schema.write_text(schema.read_text().replace("Weather", json.dumps(written), 1))
     assert load_repo(root).validate() == []
+
+
+@pytest.mark.parametrize("stray", ['"${"', '"costs ${ 5"', '"${a b"'])
+def test_a_reference_after_stray_text_in_an_included_openapi_file_is_still_a_problem(tmp_path: Path, stray: str) -> None:
+    """A "${" typed into the title runs, as a reference's span, up to the next "}": the ${NAME} in
+    the server URL after it is still found, at its own line."""
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "pull", root)
+    schema = root / "schemas" / "weather.yaml"
+    text = schema.read_text().replace("Weather", stray, 1).replace("$env_var", "${API_BASE}/v1", 1)
+    schema.write_text(text)
+    line = next(i for i, x in enumerate(text.splitlines(), 1) if "${API_BASE}" in x)
+    problems = load_repo(root).validate()
+    assert [(p.file, p.line) for p in problems] == [("schemas/weather.yaml", line)], problems
+    assert "'${API_BASE}' would reach CES as written" in problems[0].message

@@ -44,6 +44,9 @@ __all__ = [
 VAR_SPAN = r"\{([^}]*)\}?"  # what follows "$" (or the escape "$$") in a ${NAME} reference
 VAR_RE = re.compile(r"\$(\$?)" + VAR_SPAN)
 VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
+# A ${NAME} in an included file, and nothing else: VAR_RE's span of a stray "${" runs to the next "}"
+# and would swallow a reference after it (a "${" typed into a title hid the server URL's ${API_BASE})
+_INCLUDE_REF = re.compile(r"\$(\$?)\{([A-Za-z_][A-Za-z0-9_]*)\}")
 INCLUDABLE = {"openApiSchema", "pythonCode", "pythonScript"}
 
 
@@ -320,9 +323,9 @@ def _variables_in_include(text: str, shown: str, here: Path_) -> list[Problem]:
     """${NAME} in an included OpenAPI document: included files are taken as they are, so it would
     reach CES as written, most often in the server URL, which each environment gives another way."""
     found = []
-    for match in VAR_RE.finditer(text):
-        if match.group(1) or not match.group(0).endswith("}") or not VAR_NAME.match(match.group(2)):
-            continue  # $${ is no reference in a templated string either; "${" and other text, no reference at all
+    for match in _INCLUDE_REF.finditer(text):
+        if match.group(1):
+            continue  # $${ is no reference in a templated string either
         line = text.count("\n", 0, match.start()) + 1
         col = match.start() - (text.rfind("\n", 0, match.start()) + 1) + 1
         field_name = here[0] if here else "openApiToolset"
