@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -237,36 +236,3 @@ def test_a_url_holding_a_sensitive_value_keeps_no_whole_render(tmp_path: Path, t
     runs = [validate(root, {**KEY, "CESYNC_VAR_TOKEN": "Qw8Zr4Tn6Yp2Lk0Hs5"}) for _ in range(2)]
     assert runs[0][0] == 0, runs[0]
     assert taken == [False, False]
-
-
-@pytest.mark.parametrize(
-    "packed",
-    [
-        b"not zlib",
-        zlib.compress(b"\x00" * 64)[:-4],  # cut short
-        zlib.compress(b"marshal? no"),
-        zlib.compress(b"\x00" * 4096),  # more than the bound below
-        None,  # the entry as it was kept: taken
-    ],
-    ids=["not compressed", "cut short", "not marshal", "too large", "as kept"],
-)
-def test_a_kept_render_that_does_not_inflate_is_rendered_again(
-    tmp_path: Path, taken: list[bool], monkeypatch: pytest.MonkeyPatch, packed: bytes | None
-) -> None:
-    """The renders are kept compressed, and inflated with a bound: whatever the signed entry holds,
-    a run renders again rather than fail or take it."""
-    root = generate(tmp_path / "repo", 12, agents=True)
-    first = validate(root, KEY)
-    monkeypatch.setenv("CESYNC_CACHE_KEY", str(KEY["CESYNC_CACHE_KEY"]))
-    store = cache.load_cache(root)
-    assert store is not None
-    for key in store.stored():
-        store.get(key)  # used: kept in the file written below
-    [slot] = [k for k in store.stored() if k[:1] == b"w"]
-    digest, names, includes, kept = store.get(slot)
-    store.put(slot, (digest, names, includes, kept if packed is None else packed))
-    store.put(b"x", 1)  # the store changed: written
-    cache.save_cache(root, store)
-    monkeypatch.setattr(wholerender, "MAX_BYTES", 1024 if packed is not None else 1 << 30)
-    assert validate(root, KEY) == first == validate(root, OFF)
-    assert taken == [False, packed is None]

@@ -26,11 +26,9 @@ disk by repo/cache.py.
 from __future__ import annotations
 
 import hashlib
-import io
 import marshal
 import os
 import stat
-import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -41,7 +39,6 @@ from ..core.parsecache import MISSING, ParseCache
 from ..core.yamlfile import Path_
 from ..errors import Problem
 from . import wholeload
-from .cache import MAX_BYTES
 from .environments import EnvTarget
 from .files import in_git_dir, resolved_below
 from .loading import SourceFile
@@ -86,40 +83,15 @@ def find(
     if entry is MISSING:
         return None
     try:
-        digest, names, includes, packed = entry
-        renders = _unpacked(packed)
+        digest, names, includes, renders = entry
         values = _values(env, names, scope)
         if values is None or len(renders) != len(files) or not _same_includes(root, includes):
             return None
         if digest != _digest(files, config_digest, env, scope, values, [i[6] for i in includes]):
             return None
         return Kept((body, [], [(tuple(path), (kind, rid)) for path, (kind, rid) in refs]) for body, refs in renders)
-    except (TypeError, ValueError, LookupError, AttributeError, EOFError, zlib.error):
+    except (TypeError, ValueError, LookupError, AttributeError):
         return None  # not an entry of this shape: rendered again
-
-
-def _packed(kept: list[Any]) -> bytes:
-    """kept compressed (zlib's fastest level): its count, then each render, marshalled one at a
-    time (never the whole render's bytes at once)."""
-    pack = zlib.compressobj(1)
-    parts = [pack.compress(marshal.dumps(len(kept), MARSHAL_VERSION))]
-    parts += [pack.compress(marshal.dumps(item, MARSHAL_VERSION)) for item in kept]
-    return b"".join([*parts, pack.flush()])
-
-
-def _unpacked(packed: bytes) -> list[Any]:
-    """What _packed kept, never inflated past what a cache file may hold (signed by this machine's
-    key: what this code wrote, read with care all the same)."""
-    inflate = zlib.decompressobj()
-    raw = inflate.decompress(packed, MAX_BYTES)
-    if inflate.unconsumed_tail or not inflate.eof:
-        raise ValueError("not a whole render")
-    stream = io.BytesIO(raw)
-    count = marshal.load(stream)
-    renders = [marshal.load(stream) for _ in range(count)]
-    if stream.tell() != len(raw):
-        raise ValueError("not a whole render")
-    return renders
 
 
 def store(
@@ -146,10 +118,7 @@ def store(
         return
     kept = [(body, [(list(path), list(target)) for path, target in refs]) for body, _, refs in renders]
     digest = _digest(files, config_digest, env, scope, values, [i[6] for i in includes])
-    # Compressed: the bodies of one repo's files say much the same, so a 10k repo's 17 MB render
-    # keeps in under one, read back in less time than its bytes were, and the run that fills the
-    # cache does not hold them beside every object they were made of.
-    cache.put(slot(env), (digest, names, includes, _packed(kept)))
+    cache.put(slot(env), (digest, names, includes, kept))
 
 
 def _values(env: EnvTarget, names: list[str], scope: Scope) -> list[str | None] | None:
