@@ -440,8 +440,6 @@ def _header(facts: dict[str, Any], summary: str, more: list[str]) -> list[str]:
         *more,
         '"""',
         "",
-        "from __future__ import annotations",
-        "",
     ]
 
 
@@ -464,6 +462,40 @@ def _class(walk: Walk, full: str, facts: dict[str, Any]) -> list[str]:
     for extra in overlay.EXTRA_FIELDS.get(full, []):
         alias = overlay.RESOURCE_ALIASES.get(overlay.RESOURCE_FIELDS.get(extra["field"], ""), "str")
         out.append(f"    {extra['name']}: {alias} | None = field_(doc={json.dumps(extra['doc'])})")
+    return out
+
+
+def _classes(walk: Walk, fulls: list[str], facts: dict[str, Any]) -> list[str]:
+    """The classes of these messages, each after those of them its fields hold where no cycle
+    prevents it; a field that names one not made yet (a cycle: Schema holds Schema) has its
+    annotation quoted. Annotations are evaluated as the class is made, not kept as strings
+    (no ``from __future__ import annotations``): pydantic then has no string to evaluate for each
+    field, a third of the time each model class takes to make."""
+    made = {full: _class(walk, full, facts) for full in fulls}
+    local = {walk.names[full]: full for full in fulls}
+    ordered: list[str] = []
+    state: dict[str, bool] = {}  # False while its holdings are being placed, True once placed
+
+    def place(full: str) -> None:
+        if full in state:
+            return
+        state[full] = False
+        for name in sorted(_annotated(made[full]) & set(local), key=lambda n: fulls.index(local[n])):
+            place(local[name])
+        state[full] = True
+        ordered.append(full)
+
+    for full in fulls:
+        place(full)
+    out: list[str] = []
+    defined: set[str] = set()
+    for full in ordered:
+        for line in made[full]:
+            m = re.match(r"(    \w+: )(.*?)( = field_\(.*)", line, re.S)
+            if m and set(re.findall(r"[A-Za-z_]\w*", m.group(2))) & (set(local) - defined):
+                line = f'{m.group(1)}"{m.group(2)}"{m.group(3)}'
+            out.append(line)
+        defined.add(walk.names[full])
     return out
 
 
@@ -537,7 +569,7 @@ def render_models(fds_bytes: bytes, facts_text: str) -> dict[Path, str]:
     files: dict[Path, str] = {}
     for path in [SHARED_FILE, *KIND_FILES.values()]:
         mine = [full for full in walk.order if homes.get(full) == path]
-        classes = [line for full in mine for line in _class(walk, full, facts)]
+        classes = _classes(walk, mine, facts)
         used = _annotated(classes)
         own = {"Behavior", "ProtoModel", "field_", "resolve_forward_refs"}
         if path == SHARED_FILE:
@@ -625,7 +657,7 @@ def render_models(fds_bytes: bytes, facts_text: str) -> dict[Path, str]:
         "",
     ]
     files = {MODELS_FILE: _format("\n".join(out)), **files}
-    rest = [line for full in walk.order if full not in homes for line in _class(walk, full, facts)]
+    rest = _classes(walk, [full for full in walk.order if full not in homes], facts)
     used = _annotated(rest)
     other = _header(facts, "The messages of ``google.cloud.ces.v1`` that no resource cesync manages holds.", [])
     other += [
@@ -657,7 +689,7 @@ def render_beta_models(fds_bytes: bytes, facts_text: str) -> dict[Path, str]:
     facts = json.loads(facts_text)
     walk = Walk(fds, BETA_PACKAGE, BETA_ALSO)
     eager = held_by_resources(walk, overlay.BETA_RESOURCE_MESSAGES)
-    classes = [line for full in walk.order if full in eager for line in _class(walk, full, facts)]
+    classes = _classes(walk, [full for full in walk.order if full in eager], facts)
     used = _annotated(classes)
     enums = [_enum_alias(walk, full) for full in walk.enums if walk.enum_names[full] in used]
     out = _header(

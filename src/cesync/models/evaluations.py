@@ -7,8 +7,6 @@ cesync/models/overlay.py. Do not edit: change the overlay and regenerate.
 Only v1beta has these kinds: cesync reads and writes them on the v1beta surface.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from .base import (
@@ -98,7 +96,7 @@ class Span(ProtoModel):
     endTime: Timestamp | None = field_(OUT, "Output only. The end time of the span.")
     duration: Duration | None = field_(OUT, "Output only. The duration of the span.")
     attributes: Struct | None = field_(OUT, "Output only. Key-value attributes associated with the span.")
-    childSpans: list[Span] | None = field_(OUT, "Output only. The child spans that are nested under this span.")
+    childSpans: "list[Span] | None" = field_(OUT, "Output only. The child spans that are nested under this span.")
 
 
 class EvaluationRunCachingSettings(ProtoModel):
@@ -107,18 +105,6 @@ class EvaluationRunCachingSettings(ProtoModel):
     message_name = "google.cloud.ces.v1beta.EvaluationRunCachingSettings"
     runCachingMode: EvaluationRunCachingSettingsEvaluationRunCachingMode | None = field_(
         doc="Optional. The caching mode to use for the evaluation run. If not set, default to FORCE_RUN."
-    )
-
-
-class EvaluationMetricsConfig(ProtoModel):
-    """Configures the metrics for an evaluation."""
-
-    message_name = "google.cloud.ces.v1beta.EvaluationMetricsConfig"
-    goldenMetricsConfig: GoldenMetricsConfig | None = field_(
-        doc="Optional. Configuration for the golden metrics for the evaluation."
-    )
-    scenarioMetricsConfig: ScenarioMetricsConfig | None = field_(
-        doc="Optional. Configuration for the scenario metrics for the evaluation."
     )
 
 
@@ -146,15 +132,18 @@ class ToolCorrectnessMetricsConfig(ProtoModel):
     )
 
 
-class HallucinationMetricsConfig(ProtoModel):
-    """Configuration for the hallucination metrics for the evaluation. To disable the metric, set the message but do not
-    set the ``enable_hallucination_metrics`` field to true (or explicitly set it to false). To unset the configuration
-    and fallback to the default behavior, omit the message entirely.
-    """
+class GoldenMetricsConfig(ProtoModel):
+    """Configuration for the golden metrics for the evaluation."""
 
-    message_name = "google.cloud.ces.v1beta.EvaluationMetricsConfig.HallucinationMetricsConfig"
-    enableHallucinationMetrics: bool | None = field_(
-        doc="Optional. Whether to calculate hallucination metrics for the evaluation."
+    message_name = "google.cloud.ces.v1beta.EvaluationMetricsConfig.GoldenMetricsConfig"
+    semanticSimilarityMetricsConfig: SemanticSimilarityMetricsConfig | None = field_(
+        doc="Optional. Global configuration for semantic similarity metrics."
+    )
+    toolCorrectnessMetricsConfig: ToolCorrectnessMetricsConfig | None = field_(
+        doc="Optional. Configuration for turn level tool correctness metrics."
+    )
+    stepToolCorrectnessMetricsConfig: ToolCorrectnessMetricsConfig | None = field_(
+        doc="Optional. Configuration for step level tool correctness metrics."
     )
 
 
@@ -182,21 +171,6 @@ class ExpectationsMetMetricsConfig(ProtoModel):
     )
 
 
-class GoldenMetricsConfig(ProtoModel):
-    """Configuration for the golden metrics for the evaluation."""
-
-    message_name = "google.cloud.ces.v1beta.EvaluationMetricsConfig.GoldenMetricsConfig"
-    semanticSimilarityMetricsConfig: SemanticSimilarityMetricsConfig | None = field_(
-        doc="Optional. Global configuration for semantic similarity metrics."
-    )
-    toolCorrectnessMetricsConfig: ToolCorrectnessMetricsConfig | None = field_(
-        doc="Optional. Configuration for turn level tool correctness metrics."
-    )
-    stepToolCorrectnessMetricsConfig: ToolCorrectnessMetricsConfig | None = field_(
-        doc="Optional. Configuration for step level tool correctness metrics."
-    )
-
-
 class ScenarioMetricsConfig(ProtoModel):
     """Configuration for the scenario metrics for the evaluation."""
 
@@ -207,36 +181,27 @@ class ScenarioMetricsConfig(ProtoModel):
     )
 
 
-class EvaluationMetricsThresholds(ProtoModel):
-    """Threshold settings for metrics in an Evaluation."""
+class EvaluationMetricsConfig(ProtoModel):
+    """Configures the metrics for an evaluation."""
 
-    message_name = "google.cloud.ces.v1beta.EvaluationMetricsThresholds"
-    goldenEvaluationMetricsThresholds: GoldenEvaluationMetricsThresholds | None = field_(
-        doc="Optional. The golden evaluation metrics thresholds."
+    message_name = "google.cloud.ces.v1beta.EvaluationMetricsConfig"
+    goldenMetricsConfig: GoldenMetricsConfig | None = field_(
+        doc="Optional. Configuration for the golden metrics for the evaluation."
     )
-    hallucinationMetricBehavior: EvaluationMetricsThresholdsHallucinationMetricBehavior | None = field_(
-        doc="Optional. Deprecated: Use ``golden_hallucination_metric_behavior`` instead. The hallucination "
-        "metric behavior is currently used for golden evaluations."
-    )
-    goldenHallucinationMetricBehavior: EvaluationMetricsThresholdsHallucinationMetricBehavior | None = field_(
-        doc="Optional. The hallucination metric behavior for golden evaluations."
-    )
-    scenarioHallucinationMetricBehavior: EvaluationMetricsThresholdsHallucinationMetricBehavior | None = field_(
-        doc="Optional. The hallucination metric behavior for scenario evaluations."
+    scenarioMetricsConfig: ScenarioMetricsConfig | None = field_(
+        doc="Optional. Configuration for the scenario metrics for the evaluation."
     )
 
 
-class GoldenEvaluationMetricsThresholds(ProtoModel):
-    """Settings for golden evaluations."""
+class HallucinationMetricsConfig(ProtoModel):
+    """Configuration for the hallucination metrics for the evaluation. To disable the metric, set the message but do not
+    set the ``enable_hallucination_metrics`` field to true (or explicitly set it to false). To unset the configuration
+    and fallback to the default behavior, omit the message entirely.
+    """
 
-    message_name = "google.cloud.ces.v1beta.EvaluationMetricsThresholds.GoldenEvaluationMetricsThresholds"
-    turnLevelMetricsThresholds: TurnLevelMetricsThresholds | None = field_(doc="Optional. The turn level metrics thresholds.")
-    expectationLevelMetricsThresholds: ExpectationLevelMetricsThresholds | None = field_(
-        doc="Optional. The expectation level metrics thresholds."
-    )
-    toolMatchingSettings: ToolMatchingSettings | None = field_(
-        doc="Optional. The tool matching settings. An extra tool call is a tool call that is present in the "
-        "execution but does not match any tool call in the golden expectation."
+    message_name = "google.cloud.ces.v1beta.EvaluationMetricsConfig.HallucinationMetricsConfig"
+    enableHallucinationMetrics: bool | None = field_(
+        doc="Optional. Whether to calculate hallucination metrics for the evaluation."
     )
 
 
@@ -282,19 +247,37 @@ class ToolMatchingSettings(ProtoModel):
     )
 
 
-class EvaluationPersona(ProtoModel):
-    """A persona represents an end user in an evaluation."""
+class GoldenEvaluationMetricsThresholds(ProtoModel):
+    """Settings for golden evaluations."""
 
-    message_name = "google.cloud.ces.v1beta.EvaluationPersona"
-    name: str = field_(
-        R,
-        "Required. The unique identifier of the persona. Format: "
-        "``projects/{project}/locations/{location}/apps/{app}/evaluationPersonas/{evaluationPersona}``",
+    message_name = "google.cloud.ces.v1beta.EvaluationMetricsThresholds.GoldenEvaluationMetricsThresholds"
+    turnLevelMetricsThresholds: TurnLevelMetricsThresholds | None = field_(doc="Optional. The turn level metrics thresholds.")
+    expectationLevelMetricsThresholds: ExpectationLevelMetricsThresholds | None = field_(
+        doc="Optional. The expectation level metrics thresholds."
     )
-    description: str | None = field_(doc="Optional. The description of the persona.")
-    displayName: str = field_(R, "Required. The display name of the persona. Unique within an app.")
-    personality: str = field_(R, "Required. An instruction for the agent on how to behave in the evaluation.")
-    speechConfig: SpeechConfig | None = field_(doc="Optional. Configuration for how the persona sounds (TTS settings).")
+    toolMatchingSettings: ToolMatchingSettings | None = field_(
+        doc="Optional. The tool matching settings. An extra tool call is a tool call that is present in the "
+        "execution but does not match any tool call in the golden expectation."
+    )
+
+
+class EvaluationMetricsThresholds(ProtoModel):
+    """Threshold settings for metrics in an Evaluation."""
+
+    message_name = "google.cloud.ces.v1beta.EvaluationMetricsThresholds"
+    goldenEvaluationMetricsThresholds: GoldenEvaluationMetricsThresholds | None = field_(
+        doc="Optional. The golden evaluation metrics thresholds."
+    )
+    hallucinationMetricBehavior: EvaluationMetricsThresholdsHallucinationMetricBehavior | None = field_(
+        doc="Optional. Deprecated: Use ``golden_hallucination_metric_behavior`` instead. The hallucination "
+        "metric behavior is currently used for golden evaluations."
+    )
+    goldenHallucinationMetricBehavior: EvaluationMetricsThresholdsHallucinationMetricBehavior | None = field_(
+        doc="Optional. The hallucination metric behavior for golden evaluations."
+    )
+    scenarioHallucinationMetricBehavior: EvaluationMetricsThresholdsHallucinationMetricBehavior | None = field_(
+        doc="Optional. The hallucination metric behavior for scenario evaluations."
+    )
 
 
 class SpeechConfig(ProtoModel):
@@ -313,6 +296,21 @@ class SpeechConfig(ProtoModel):
     )
 
 
+class EvaluationPersona(ProtoModel):
+    """A persona represents an end user in an evaluation."""
+
+    message_name = "google.cloud.ces.v1beta.EvaluationPersona"
+    name: str = field_(
+        R,
+        "Required. The unique identifier of the persona. Format: "
+        "``projects/{project}/locations/{location}/apps/{app}/evaluationPersonas/{evaluationPersona}``",
+    )
+    description: str | None = field_(doc="Optional. The description of the persona.")
+    displayName: str = field_(R, "Required. The display name of the persona. Unique within an app.")
+    personality: str = field_(R, "Required. An instruction for the agent on how to behave in the evaluation.")
+    speechConfig: SpeechConfig | None = field_(doc="Optional. Configuration for how the persona sounds (TTS settings).")
+
+
 class ToolsetTool(ProtoModel):
     """A tool that is created from a toolset."""
 
@@ -323,55 +321,6 @@ class ToolsetTool(ProtoModel):
         "``projects/{project}/locations/{location}/apps/{app}/toolsets/{toolset}``",
     )
     toolId: str | None = field_(doc="Optional. The tool ID to filter the tools to retrieve the schema for.")
-
-
-class Message(ProtoModel):
-    """A message within a conversation."""
-
-    message_name = "google.cloud.ces.v1beta.Message"
-    role: str | None = field_(doc="Optional. The role within the conversation, e.g., user, agent.")
-    chunks: list[Chunk] | None = field_(doc="Optional. Content of the message as a series of chunks.")
-    eventTime: Timestamp | None = field_(
-        doc="Optional. Timestamp when the message was sent or received. Should not be used if the message is "
-        "part of an [example][google.cloud.ces.v1beta.Example]."
-    )
-
-
-class Chunk(ProtoModel):
-    """A chunk of content within a message."""
-
-    message_name = "google.cloud.ces.v1beta.Chunk"
-    oneofs = {
-        "data": (
-            (
-                "text",
-                "transcript",
-                "blob",
-                "payload",
-                "image",
-                "toolCall",
-                "toolResponse",
-                "agentTransfer",
-                "updatedVariables",
-                "defaultVariables",
-            ),
-            False,
-        )
-    }
-    text: str | None = field_(doc="Optional. Text data.")
-    transcript: str | None = field_(doc="Optional. Transcript associated with the audio.")
-    blob: Blob | None = field_(doc="Optional. Blob data.")
-    payload: Struct | None = field_(doc="Optional. Custom payload data.")
-    image: Image | None = field_(doc="Optional. Image data.")
-    toolCall: ToolCall | None = field_(doc="Optional. Tool execution request.")
-    toolResponse: ToolResponse | None = field_(doc="Optional. Tool execution response.")
-    agentTransfer: AgentTransfer | None = field_(doc="Optional. Agent transfer event.")
-    updatedVariables: Struct | None = field_(
-        doc="A struct represents variables that were updated in the conversation, keyed by variable names."
-    )
-    defaultVariables: Struct | None = field_(
-        doc="A struct represents default variables at the start of the conversation, keyed by variable names."
-    )
 
 
 class Blob(ProtoModel):
@@ -489,6 +438,55 @@ class AgentTransfer(ProtoModel):
     displayName: str | None = field_(OUT, "Output only. Display name of the agent.")
 
 
+class Chunk(ProtoModel):
+    """A chunk of content within a message."""
+
+    message_name = "google.cloud.ces.v1beta.Chunk"
+    oneofs = {
+        "data": (
+            (
+                "text",
+                "transcript",
+                "blob",
+                "payload",
+                "image",
+                "toolCall",
+                "toolResponse",
+                "agentTransfer",
+                "updatedVariables",
+                "defaultVariables",
+            ),
+            False,
+        )
+    }
+    text: str | None = field_(doc="Optional. Text data.")
+    transcript: str | None = field_(doc="Optional. Transcript associated with the audio.")
+    blob: Blob | None = field_(doc="Optional. Blob data.")
+    payload: Struct | None = field_(doc="Optional. Custom payload data.")
+    image: Image | None = field_(doc="Optional. Image data.")
+    toolCall: ToolCall | None = field_(doc="Optional. Tool execution request.")
+    toolResponse: ToolResponse | None = field_(doc="Optional. Tool execution response.")
+    agentTransfer: AgentTransfer | None = field_(doc="Optional. Agent transfer event.")
+    updatedVariables: Struct | None = field_(
+        doc="A struct represents variables that were updated in the conversation, keyed by variable names."
+    )
+    defaultVariables: Struct | None = field_(
+        doc="A struct represents default variables at the start of the conversation, keyed by variable names."
+    )
+
+
+class Message(ProtoModel):
+    """A message within a conversation."""
+
+    message_name = "google.cloud.ces.v1beta.Message"
+    role: str | None = field_(doc="Optional. The role within the conversation, e.g., user, agent.")
+    chunks: list[Chunk] | None = field_(doc="Optional. Content of the message as a series of chunks.")
+    eventTime: Timestamp | None = field_(
+        doc="Optional. Timestamp when the message was sent or received. Should not be used if the message is "
+        "part of an [example][google.cloud.ces.v1beta.Example]."
+    )
+
+
 class InputAudioConfig(ProtoModel):
     """InputAudioConfig configures how the CES agent should interpret the incoming audio data."""
 
@@ -585,15 +583,6 @@ class Status(ProtoModel):
     details: list[AnyMessage] | None = field_()
 
 
-class AggregatedMetrics(ProtoModel):
-    """Aggregated metrics for an evaluation or evaluation dataset."""
-
-    message_name = "google.cloud.ces.v1beta.AggregatedMetrics"
-    metricsByAppVersion: list[MetricsByAppVersion] | None = field_(
-        OUT, "Output only. Aggregated metrics, grouped by app version ID."
-    )
-
-
 class ToolMetrics(ProtoModel):
     """Metrics for a single tool."""
 
@@ -632,6 +621,24 @@ class HallucinationMetrics(ProtoModel):
     score: Float32 | None = field_(OUT, "Output only. The average hallucination score (0 to 1).")
 
 
+class MetricsByTurn(ProtoModel):
+    """Metrics aggregated per turn."""
+
+    message_name = "google.cloud.ces.v1beta.AggregatedMetrics.MetricsByTurn"
+    turnIndex: int | None = field_(OUT, "Output only. The turn index (0-based).")
+    toolMetrics: list[ToolMetrics] | None = field_(OUT, "Output only. Metrics for each tool within this turn.")
+    semanticSimilarityMetrics: list[SemanticSimilarityMetrics] | None = field_(
+        OUT, "Output only. Metrics for semantic similarity within this turn."
+    )
+    hallucinationMetrics: list[HallucinationMetrics] | None = field_(
+        OUT, "Output only. Metrics for hallucination within this turn."
+    )
+    toolCallLatencyMetrics: list[ToolCallLatencyMetrics] | None = field_(
+        OUT, "Output only. Metrics for tool call latency within this turn."
+    )
+    turnLatencyMetrics: list[TurnLatencyMetrics] | None = field_(OUT, "Output only. Metrics for turn latency within this turn.")
+
+
 class MetricsByAppVersion(ProtoModel):
     """Metrics aggregated per app version."""
 
@@ -655,81 +662,12 @@ class MetricsByAppVersion(ProtoModel):
     metricsByTurn: list[MetricsByTurn] | None = field_(OUT, "Output only. Metrics aggregated per turn within this app version.")
 
 
-class MetricsByTurn(ProtoModel):
-    """Metrics aggregated per turn."""
+class AggregatedMetrics(ProtoModel):
+    """Aggregated metrics for an evaluation or evaluation dataset."""
 
-    message_name = "google.cloud.ces.v1beta.AggregatedMetrics.MetricsByTurn"
-    turnIndex: int | None = field_(OUT, "Output only. The turn index (0-based).")
-    toolMetrics: list[ToolMetrics] | None = field_(OUT, "Output only. Metrics for each tool within this turn.")
-    semanticSimilarityMetrics: list[SemanticSimilarityMetrics] | None = field_(
-        OUT, "Output only. Metrics for semantic similarity within this turn."
-    )
-    hallucinationMetrics: list[HallucinationMetrics] | None = field_(
-        OUT, "Output only. Metrics for hallucination within this turn."
-    )
-    toolCallLatencyMetrics: list[ToolCallLatencyMetrics] | None = field_(
-        OUT, "Output only. Metrics for tool call latency within this turn."
-    )
-    turnLatencyMetrics: list[TurnLatencyMetrics] | None = field_(OUT, "Output only. Metrics for turn latency within this turn.")
-
-
-class Evaluation(ProtoModel):
-    """An evaluation represents all of the information needed to simulate and evaluate an agent."""
-
-    message_name = "google.cloud.ces.v1beta.Evaluation"
-    oneofs = {
-        "inputs": (
-            (
-                "golden",
-                "scenario",
-            ),
-            False,
-        )
-    }
-    golden: Golden | None = field_(doc="Optional. The golden steps to be evaluated.")
-    scenario: Scenario | None = field_(doc="Optional. The config for a scenario.")
-    name: str | None = field_(
-        ID,
-        "Identifier. The unique identifier of this evaluation. Format: "
-        "``projects/{project}/locations/{location}/apps/{app}/evaluations/{evaluation}``",
-    )
-    displayName: str = field_(R, "Required. User-defined display name of the evaluation. Unique within an App.")
-    description: str | None = field_(doc="Optional. User-defined description of the evaluation.")
-    tags: list[str] | None = field_(doc="Optional. User defined tags to categorize the evaluation.")
-    evaluationDatasets: list[str] | None = field_(
-        OUT,
-        "Output only. List of evaluation datasets the evaluation belongs to. Format: "
-        "``projects/{project}/locations/{location}/apps/{app}/evaluationDatasets/{evaluationDataset}``",
-    )
-    createTime: Timestamp | None = field_(OUT, "Output only. Timestamp when the evaluation was created.")
-    createdBy: str | None = field_(OUT, "Output only. The user who created the evaluation.")
-    updateTime: Timestamp | None = field_(OUT, "Output only. Timestamp when the evaluation was last updated.")
-    lastUpdatedBy: str | None = field_(OUT, "Output only. The user who last updated the evaluation.")
-    evaluationRuns: list[str] | None = field_(OUT, "Output only. The EvaluationRuns that this Evaluation is associated with.")
-    etag: str | None = field_(
-        OUT,
-        "Output only. Etag used to ensure the object hasn't changed during a read-modify-write operation."
-        " If the etag is empty, the update will overwrite any concurrent changes.",
-    )
-    aggregatedMetrics: AggregatedMetrics | None = field_(
-        OUT, "Output only. The aggregated metrics for this evaluation across all runs."
-    )
-    lastCompletedResult: EvaluationResult | None = field_(OUT, "Output only. The latest evaluation result for this evaluation.")
-    invalid: bool | None = field_(
-        OUT,
-        "Output only. Whether the evaluation is invalid. This can happen if an evaluation is referencing "
-        "a tool, toolset, or agent that has since been deleted.",
-    )
-    lastTenResults: list[EvaluationResult] | None = field_(
-        OUT,
-        "Output only. The last 10 evaluation results for this evaluation. This is only populated if "
-        "include_last_ten_results is set to true in the ListEvaluationsRequest or GetEvaluationRequest.",
-    )
-    evaluationMetricsThresholdOverride: EvaluationMetricsThresholds | None = field_(
-        doc="Optional. Overrides metrics thresholds for this specific evaluation."
-    )
-    evaluationMetricsConfigOverride: EvaluationMetricsConfig | None = field_(
-        doc="Optional. Overrides metrics config for this specific evaluation."
+    message_name = "google.cloud.ces.v1beta.AggregatedMetrics"
+    metricsByAppVersion: list[MetricsByAppVersion] | None = field_(
+        OUT, "Output only. Aggregated metrics, grouped by app version ID."
     )
 
 
@@ -837,6 +775,22 @@ class Golden(ProtoModel):
     )
 
 
+class ToolExpectation(ProtoModel):
+    """The tool call and response pair to be evaluated."""
+
+    message_name = "google.cloud.ces.v1beta.Evaluation.ScenarioExpectation.ToolExpectation"
+    expectedToolCall: ToolCall = field_(
+        R,
+        "Required. The expected tool call, with the parameters of interest specified. Any parameters not "
+        "specified will be hallucinated by the LLM.",
+    )
+    mockToolResponse: ToolResponse = field_(
+        R,
+        "Required. The tool response to mock, with the parameters of interest specified. Any parameters "
+        "not specified will be hallucinated by the LLM.",
+    )
+
+
 class ScenarioExpectation(ProtoModel):
     """The expectation to evaluate the conversation produced by the simulation."""
 
@@ -854,20 +808,12 @@ class ScenarioExpectation(ProtoModel):
     agentResponse: Message | None = field_(doc="Optional. The agent response to be evaluated.")
 
 
-class ToolExpectation(ProtoModel):
-    """The tool call and response pair to be evaluated."""
+class UserFact(ProtoModel):
+    """Facts about the user as a key value pair."""
 
-    message_name = "google.cloud.ces.v1beta.Evaluation.ScenarioExpectation.ToolExpectation"
-    expectedToolCall: ToolCall = field_(
-        R,
-        "Required. The expected tool call, with the parameters of interest specified. Any parameters not "
-        "specified will be hallucinated by the LLM.",
-    )
-    mockToolResponse: ToolResponse = field_(
-        R,
-        "Required. The tool response to mock, with the parameters of interest specified. Any parameters "
-        "not specified will be hallucinated by the LLM.",
-    )
+    message_name = "google.cloud.ces.v1beta.Evaluation.Scenario.UserFact"
+    name: str = field_(R, "Required. The name of the user fact.")
+    value: str = field_(R, "Required. The value of the user fact.")
 
 
 class Scenario(ProtoModel):
@@ -903,36 +849,320 @@ class Scenario(ProtoModel):
     )
 
 
-class UserFact(ProtoModel):
-    """Facts about the user as a key value pair."""
+class EvaluationExpectationResult(ProtoModel):
+    """The result of a single evaluation expectation."""
 
-    message_name = "google.cloud.ces.v1beta.Evaluation.Scenario.UserFact"
-    name: str = field_(R, "Required. The name of the user fact.")
-    value: str = field_(R, "Required. The value of the user fact.")
-
-
-class EvaluationDataset(ProtoModel):
-    """An evaluation dataset represents a set of evaluations that are grouped together basaed on shared tags."""
-
-    message_name = "google.cloud.ces.v1beta.EvaluationDataset"
-    name: str | None = field_(
-        ID,
-        "Identifier. The unique identifier of this evaluation dataset. Format: "
-        "``projects/{project}/locations/{location}/apps/{app}/evaluationDatasets/{evaluationDataset}``",
-    )
-    displayName: str = field_(R, "Required. User-defined display name of the evaluation dataset. Unique within an App.")
-    evaluations: list[str] | None = field_(doc="Optional. Evaluations that are included in this dataset.")
-    createTime: Timestamp | None = field_(OUT, "Output only. Timestamp when the evaluation dataset was created.")
-    updateTime: Timestamp | None = field_(OUT, "Output only. Timestamp when the evaluation dataset was last updated.")
-    etag: str | None = field_(
+    message_name = "google.cloud.ces.v1beta.EvaluationResult.EvaluationExpectationResult"
+    evaluationExpectation: str | None = field_(
         OUT,
-        "Output only. Etag used to ensure the object hasn't changed during a read-modify-write operation."
-        " If the etag is empty, the update will overwrite any concurrent changes.",
+        "Output only. The evaluation expectation. Format: ``projects/{project}/locations/{location}/apps/"
+        "{app}/evaluationExpectations/{evaluation_expectation}``",
     )
-    createdBy: str | None = field_(OUT, "Output only. The user who created the evaluation dataset.")
-    lastUpdatedBy: str | None = field_(OUT, "Output only. The user who last updated the evaluation dataset.")
-    aggregatedMetrics: AggregatedMetrics | None = field_(
-        OUT, "Output only. The aggregated metrics for this evaluation dataset across all runs."
+    prompt: str | None = field_(OUT, "Output only. The prompt that was used for the evaluation.")
+    outcome: EvaluationResultOutcome | None = field_(OUT, "Output only. The outcome of the evaluation expectation.")
+    explanation: str | None = field_(OUT, "Output only. The explanation for the result.")
+
+
+class ToolInvocationResult(ProtoModel):
+    """The result of the tool invocation check."""
+
+    message_name = "google.cloud.ces.v1beta.EvaluationResult.GoldenExpectationOutcome.ToolInvocationResult"
+    parameterCorrectnessScore: Float32 | None = field_(
+        OUT,
+        "Output only. The tool invocation parameter correctness score. This indicates the percent of "
+        "parameters from the expected tool call that were also present in the actual tool call.",
+        presence=True,
+    )
+    outcome: EvaluationResultOutcome | None = field_(
+        OUT,
+        "Output only. The outcome of the tool invocation check. This is determined by comparing the "
+        "parameter_correctness_score to the threshold. If the score is equal to or above the threshold, "
+        "the outcome will be PASS. Otherwise, the outcome will be FAIL.",
+    )
+    explanation: str | None = field_(OUT, "Output only. A free text explanation for the tool invocation result.")
+
+
+class SemanticSimilarityResult(ProtoModel):
+    """The result of the semantic similarity check."""
+
+    message_name = "google.cloud.ces.v1beta.EvaluationResult.SemanticSimilarityResult"
+    score: int | None = field_(OUT, "Output only. The semantic similarity score. Can be 0, 1, 2, 3, or 4.", presence=True)
+    label: str | None = field_(
+        OUT,
+        "Output only. The label associated with each score. Score 4: Fully Consistent Score 3: Mostly "
+        "Consistent Score 2: Partially Consistent (Minor Omissions) Score 1: Largely Inconsistent (Major "
+        "Omissions) Score 0: Completely Inconsistent / Contradictory",
+    )
+    explanation: str | None = field_(OUT, "Output only. The explanation for the semantic similarity score.")
+    outcome: EvaluationResultOutcome | None = field_(
+        OUT,
+        "Output only. The outcome of the semantic similarity check. This is determined by comparing the "
+        "score to the semantic_similarity_success_threshold. If the score is equal to or above the "
+        "threshold, the outcome will be PASS. Otherwise, the outcome will be FAIL.",
+    )
+
+
+class GoldenExpectationOutcome(ProtoModel):
+    """Specifies the expectation and the result of that expectation."""
+
+    message_name = "google.cloud.ces.v1beta.EvaluationResult.GoldenExpectationOutcome"
+    oneofs = {
+        "result": (
+            (
+                "observedToolCall",
+                "observedToolResponse",
+                "observedAgentResponse",
+                "observedAgentTransfer",
+                "observedPayload",
+            ),
+            False,
+        )
+    }
+    observedToolCall: ToolCall | None = field_(OUT, "Output only. The result of the tool call expectation.")
+    observedToolResponse: ToolResponse | None = field_(OUT, "Output only. The result of the tool response expectation.")
+    observedAgentResponse: Message | None = field_(OUT, "Output only. The result of the agent response expectation.")
+    observedAgentTransfer: AgentTransfer | None = field_(OUT, "Output only. The result of the agent transfer expectation.")
+    observedPayload: Struct | None = field_(
+        OUT,
+        "Output only. An observed custom payload. There are no expectations for custom payloads. This is "
+        "only used for metrics calculation. The outcome is always SKIPPED.",
+    )
+    expectation: GoldenExpectation | None = field_(OUT, "Output only. The expectation that was evaluated.")
+    outcome: EvaluationResultOutcome | None = field_(OUT, "Output only. The outcome of the expectation.")
+    semanticSimilarityResult: SemanticSimilarityResult | None = field_(
+        OUT, "Output only. The result of the semantic similarity check."
+    )
+    toolInvocationResult: ToolInvocationResult | None = field_(OUT, "Output only. The result of the tool invocation check.")
+
+
+class SpanLatency(ProtoModel):
+    """The latency of a span execution."""
+
+    message_name = "google.cloud.ces.v1beta.EvaluationResult.SpanLatency"
+    oneofs = {
+        "identifier": (
+            (
+                "resource",
+                "toolset",
+                "model",
+                "callback",
+            ),
+            False,
+        )
+    }
+    resource: str | None = field_(OUT, "Output only. The resource name of the guardrail or tool spans.")
+    toolset: ToolsetTool | None = field_(OUT, "Output only. The toolset tool identifier.")
+    model: str | None = field_(OUT, "Output only. The name of the LLM span.")
+    callback: str | None = field_(OUT, "Output only. The name of the user callback span.")
+    type: EvaluationResultSpanLatencyType | None = field_(OUT, "Output only. The type of span.")
+    displayName: str | None = field_(OUT, "Output only. The display name of the span. Applicable to tool and guardrail spans.")
+    startTime: Timestamp | None = field_(OUT, "Output only. The start time of span.")
+    endTime: Timestamp | None = field_(OUT, "Output only. The end time of span.")
+    executionLatency: Duration | None = field_(OUT, "Output only. The latency of span.")
+
+
+class ToolCallLatency(ProtoModel):
+    """The latency of a tool call execution."""
+
+    message_name = "google.cloud.ces.v1beta.EvaluationResult.ToolCallLatency"
+    tool: str | None = field_(
+        OUT,
+        "Output only. The name of the tool that got executed. Format: "
+        "``projects/{project}/locations/{location}/apps/{app}/tools/{tool}``.",
+    )
+    displayName: str | None = field_(OUT, "Output only. The display name of the tool.")
+    startTime: Timestamp | None = field_(OUT, "Output only. The start time of the tool call execution.")
+    endTime: Timestamp | None = field_(OUT, "Output only. The end time of the tool call execution.")
+    executionLatency: Duration | None = field_(OUT, "Output only. The latency of the tool call execution.")
+
+
+class HallucinationResult(ProtoModel):
+    """The result of the hallucination check for a single turn."""
+
+    message_name = "google.cloud.ces.v1beta.EvaluationResult.HallucinationResult"
+    score: int | None = field_(OUT, "Output only. The hallucination score. Can be -1, 0, 1.", presence=True)
+    label: str | None = field_(
+        OUT,
+        "Output only. The label associated with each score. Score 1: Justified Score 0: Not Justified "
+        "Score -1: No Claim To Assess",
+    )
+    explanation: str | None = field_(OUT, "Output only. The explanation for the hallucination score.")
+
+
+class OverallToolInvocationResult(ProtoModel):
+    """The result of the overall tool invocation check."""
+
+    message_name = "google.cloud.ces.v1beta.EvaluationResult.OverallToolInvocationResult"
+    toolInvocationScore: Float32 | None = field_(
+        doc="The overall tool invocation score for this turn. This indicates the overall percent of tools "
+        "from the expected turn that were actually invoked.",
+        presence=True,
+    )
+    outcome: EvaluationResultOutcome | None = field_(
+        OUT,
+        "Output only. The outcome of the tool invocation check. This is determined by comparing the "
+        "tool_invocation_score to the overall_tool_invocation_correctness_threshold. If the score is "
+        "equal to or above the threshold, the outcome will be PASS. Otherwise, the outcome will be FAIL.",
+    )
+
+
+class EvaluationErrorInfo(ProtoModel):
+    """Information about an error encountered during an evaluation execution."""
+
+    message_name = "google.cloud.ces.v1beta.EvaluationErrorInfo"
+    errorType: EvaluationErrorInfoErrorType | None = field_(OUT, "Output only. The type of error.")
+    errorMessage: str | None = field_(OUT, "Output only. The error message.")
+    sessionId: str | None = field_(OUT, "Output only. The session ID for the conversation that caused the error.")
+    userFacingErrorMessage: str | None = field_(OUT, "Output only. The user facing error message.")
+
+
+class TurnReplayResult(ProtoModel):
+    """The result of running a single turn of the golden conversation."""
+
+    message_name = "google.cloud.ces.v1beta.EvaluationResult.GoldenResult.TurnReplayResult"
+    conversation: str | None = field_(OUT, "Output only. The conversation that was generated for this turn.")
+    expectationOutcome: list[GoldenExpectationOutcome] | None = field_(OUT, "Output only. The outcome of each expectation.")
+    hallucinationResult: HallucinationResult | None = field_(OUT, "Output only. The result of the hallucination check.")
+    toolInvocationScore: Float32 | None = field_(OUT, "Output only. Deprecated. Use OverallToolInvocationResult instead.")
+    toolOrderedInvocationScore: Float32 | None = field_(
+        OUT,
+        "Output only. The overall tool ordered invocation score for this turn. This indicates the overall"
+        " percent of tools from the expected turn that were actually invoked in the expected order.",
+        presence=True,
+    )
+    turnLatency: Duration | None = field_(OUT, "Output only. Duration of the turn.")
+    toolCallLatencies: list[ToolCallLatency] | None = field_(OUT, "Output only. The latency of each tool call in the turn.")
+    semanticSimilarityResult: SemanticSimilarityResult | None = field_(
+        OUT, "Output only. The result of the semantic similarity check."
+    )
+    overallToolInvocationResult: OverallToolInvocationResult | None = field_(
+        OUT, "Output only. The result of the overall tool invocation check."
+    )
+    errorInfo: EvaluationErrorInfo | None = field_(
+        OUT, "Output only. Information about the error that occurred during this turn."
+    )
+    spanLatencies: list[SpanLatency] | None = field_(OUT, "Output only. The latency of spans in the turn.")
+
+
+class GoldenResult(ProtoModel):
+    """The result of a golden evaluation."""
+
+    message_name = "google.cloud.ces.v1beta.EvaluationResult.GoldenResult"
+    turnReplayResults: list[TurnReplayResult] | None = field_(
+        OUT, "Output only. The result of running each turn of the golden conversation."
+    )
+    evaluationExpectationResults: list[EvaluationExpectationResult] | None = field_(
+        OUT, "Output only. The results of the evaluation expectations."
+    )
+
+
+class ScenarioRubricOutcome(ProtoModel):
+    """The outcome of the evaluation against the rubric."""
+
+    message_name = "google.cloud.ces.v1beta.EvaluationResult.ScenarioRubricOutcome"
+    rubric: str | None = field_(OUT, "Output only. The rubric that was used to evaluate the conversation.")
+    score: Float32 | None = field_(OUT, "Output only. The score of the conversation against the rubric.", presence=True)
+    scoreExplanation: str | None = field_(OUT, "Output only. The rater's response to the rubric.")
+
+
+class ObservedToolCall(ProtoModel):
+    """The observed tool call and response."""
+
+    message_name = "google.cloud.ces.v1beta.EvaluationResult.ScenarioExpectationOutcome.ObservedToolCall"
+    toolCall: ToolCall | None = field_(OUT, "Output only. The observed tool call.")
+    toolResponse: ToolResponse | None = field_(OUT, "Output only. The observed tool response.")
+
+
+class ScenarioExpectationOutcome(ProtoModel):
+    """The outcome of a scenario expectation."""
+
+    message_name = "google.cloud.ces.v1beta.EvaluationResult.ScenarioExpectationOutcome"
+    oneofs = {
+        "result": (
+            (
+                "observedToolCall",
+                "observedAgentResponse",
+            ),
+            False,
+        )
+    }
+    observedToolCall: ObservedToolCall | None = field_(OUT, "Output only. The observed tool call.")
+    observedAgentResponse: Message | None = field_(OUT, "Output only. The observed agent response.")
+    expectation: ScenarioExpectation | None = field_(OUT, "Output only. The expectation that was evaluated.")
+    outcome: EvaluationResultOutcome | None = field_(OUT, "Output only. The outcome of the ScenarioExpectation.")
+
+
+class UserGoalSatisfactionResult(ProtoModel):
+    """The result of a user goal satisfaction check for a conversation."""
+
+    message_name = "google.cloud.ces.v1beta.EvaluationResult.UserGoalSatisfactionResult"
+    score: int | None = field_(OUT, "Output only. The user task satisfaction score. Can be -1, 0, 1.", presence=True)
+    label: str | None = field_(
+        OUT,
+        "Output only. The label associated with each score. Score 1: User Task Satisfied Score 0: User "
+        "Task Not Satisfied Score -1: User Task Unspecified",
+    )
+    explanation: str | None = field_(OUT, "Output only. The explanation for the user task satisfaction score.")
+
+
+class TaskCompletionResult(ProtoModel):
+    """The result of the task completion check for the conversation."""
+
+    message_name = "google.cloud.ces.v1beta.EvaluationResult.TaskCompletionResult"
+    score: int | None = field_(OUT, "Output only. The task completion score. Can be -1, 0, 1", presence=True)
+    label: str | None = field_(
+        OUT,
+        "Output only. The label associated with each score. Score 1: Task Completed Score 0: Task Not "
+        "Completed Score -1: User Goal Undefined",
+    )
+    explanation: str | None = field_(OUT, "Output only. The explanation for the task completion score.")
+
+
+class ScenarioResult(ProtoModel):
+    """The outcome of a scenario evaluation."""
+
+    message_name = "google.cloud.ces.v1beta.EvaluationResult.ScenarioResult"
+    conversation: str | None = field_(OUT, "Output only. The conversation that was generated in the scenario.")
+    task: str | None = field_(OUT, "Output only. The task that was used when running the scenario for this result.")
+    userFacts: list[UserFact] | None = field_(OUT, "Output only. The user facts that were used by the scenario for this result.")
+    expectationOutcomes: list[ScenarioExpectationOutcome] | None = field_(OUT, "Output only. The outcome of each expectation.")
+    rubricOutcomes: list[ScenarioRubricOutcome] | None = field_(OUT, "Output only. The outcome of the rubric.")
+    hallucinationResult: list[HallucinationResult] | None = field_(
+        OUT,
+        "Output only. The result of the hallucination check. There will be one hallucination result for "
+        "each turn in the conversation.",
+    )
+    taskCompletionResult: TaskCompletionResult | None = field_(OUT, "Output only. The result of the task completion check.")
+    toolCallLatencies: list[ToolCallLatency] | None = field_(
+        OUT, "Output only. The latency of each tool call execution in the conversation."
+    )
+    userGoalSatisfactionResult: UserGoalSatisfactionResult | None = field_(
+        OUT, "Output only. The result of the user goal satisfaction check."
+    )
+    allExpectationsSatisfied: bool | None = field_(
+        OUT, "Output only. Whether all expectations were satisfied for this turn.", presence=True
+    )
+    taskCompleted: bool | None = field_(
+        OUT,
+        "Output only. Whether the task was completed for this turn. This is a composite of all "
+        "expectations satisfied, no hallucinations, and user goal satisfaction.",
+        presence=True,
+    )
+    spanLatencies: list[SpanLatency] | None = field_(OUT, "Output only. The latency of spans in the conversation.")
+    evaluationExpectationResults: list[EvaluationExpectationResult] | None = field_(
+        OUT, "Output only. The results of the evaluation expectations."
+    )
+
+
+class EvaluationConfig(ProtoModel):
+    """EvaluationConfig configures settings for running the evaluation."""
+
+    message_name = "google.cloud.ces.v1beta.EvaluationConfig"
+    inputAudioConfig: InputAudioConfig | None = field_(doc="Optional. Configuration for processing the input audio.")
+    outputAudioConfig: OutputAudioConfig | None = field_(doc="Optional. Configuration for generating the output audio.")
+    evaluationChannel: EvaluationConfigEvaluationChannel | None = field_(doc="Optional. The channel to evaluate.")
+    toolCallBehaviour: EvaluationToolCallBehaviour | None = field_(
+        doc="Optional. Specifies whether the evaluation should use real tool calls or fake tools."
     )
 
 
@@ -1015,299 +1245,96 @@ class EvaluationResult(ProtoModel):
     )
 
 
-class GoldenExpectationOutcome(ProtoModel):
-    """Specifies the expectation and the result of that expectation."""
+class Evaluation(ProtoModel):
+    """An evaluation represents all of the information needed to simulate and evaluate an agent."""
 
-    message_name = "google.cloud.ces.v1beta.EvaluationResult.GoldenExpectationOutcome"
+    message_name = "google.cloud.ces.v1beta.Evaluation"
     oneofs = {
-        "result": (
+        "inputs": (
             (
-                "observedToolCall",
-                "observedToolResponse",
-                "observedAgentResponse",
-                "observedAgentTransfer",
-                "observedPayload",
+                "golden",
+                "scenario",
             ),
             False,
         )
     }
-    observedToolCall: ToolCall | None = field_(OUT, "Output only. The result of the tool call expectation.")
-    observedToolResponse: ToolResponse | None = field_(OUT, "Output only. The result of the tool response expectation.")
-    observedAgentResponse: Message | None = field_(OUT, "Output only. The result of the agent response expectation.")
-    observedAgentTransfer: AgentTransfer | None = field_(OUT, "Output only. The result of the agent transfer expectation.")
-    observedPayload: Struct | None = field_(
+    golden: Golden | None = field_(doc="Optional. The golden steps to be evaluated.")
+    scenario: Scenario | None = field_(doc="Optional. The config for a scenario.")
+    name: str | None = field_(
+        ID,
+        "Identifier. The unique identifier of this evaluation. Format: "
+        "``projects/{project}/locations/{location}/apps/{app}/evaluations/{evaluation}``",
+    )
+    displayName: str = field_(R, "Required. User-defined display name of the evaluation. Unique within an App.")
+    description: str | None = field_(doc="Optional. User-defined description of the evaluation.")
+    tags: list[str] | None = field_(doc="Optional. User defined tags to categorize the evaluation.")
+    evaluationDatasets: list[str] | None = field_(
         OUT,
-        "Output only. An observed custom payload. There are no expectations for custom payloads. This is "
-        "only used for metrics calculation. The outcome is always SKIPPED.",
+        "Output only. List of evaluation datasets the evaluation belongs to. Format: "
+        "``projects/{project}/locations/{location}/apps/{app}/evaluationDatasets/{evaluationDataset}``",
     )
-    expectation: GoldenExpectation | None = field_(OUT, "Output only. The expectation that was evaluated.")
-    outcome: EvaluationResultOutcome | None = field_(OUT, "Output only. The outcome of the expectation.")
-    semanticSimilarityResult: SemanticSimilarityResult | None = field_(
-        OUT, "Output only. The result of the semantic similarity check."
-    )
-    toolInvocationResult: ToolInvocationResult | None = field_(OUT, "Output only. The result of the tool invocation check.")
-
-
-class ToolInvocationResult(ProtoModel):
-    """The result of the tool invocation check."""
-
-    message_name = "google.cloud.ces.v1beta.EvaluationResult.GoldenExpectationOutcome.ToolInvocationResult"
-    parameterCorrectnessScore: Float32 | None = field_(
+    createTime: Timestamp | None = field_(OUT, "Output only. Timestamp when the evaluation was created.")
+    createdBy: str | None = field_(OUT, "Output only. The user who created the evaluation.")
+    updateTime: Timestamp | None = field_(OUT, "Output only. Timestamp when the evaluation was last updated.")
+    lastUpdatedBy: str | None = field_(OUT, "Output only. The user who last updated the evaluation.")
+    evaluationRuns: list[str] | None = field_(OUT, "Output only. The EvaluationRuns that this Evaluation is associated with.")
+    etag: str | None = field_(
         OUT,
-        "Output only. The tool invocation parameter correctness score. This indicates the percent of "
-        "parameters from the expected tool call that were also present in the actual tool call.",
-        presence=True,
+        "Output only. Etag used to ensure the object hasn't changed during a read-modify-write operation."
+        " If the etag is empty, the update will overwrite any concurrent changes.",
     )
-    outcome: EvaluationResultOutcome | None = field_(
+    aggregatedMetrics: AggregatedMetrics | None = field_(
+        OUT, "Output only. The aggregated metrics for this evaluation across all runs."
+    )
+    lastCompletedResult: EvaluationResult | None = field_(OUT, "Output only. The latest evaluation result for this evaluation.")
+    invalid: bool | None = field_(
         OUT,
-        "Output only. The outcome of the tool invocation check. This is determined by comparing the "
-        "parameter_correctness_score to the threshold. If the score is equal to or above the threshold, "
-        "the outcome will be PASS. Otherwise, the outcome will be FAIL.",
+        "Output only. Whether the evaluation is invalid. This can happen if an evaluation is referencing "
+        "a tool, toolset, or agent that has since been deleted.",
     )
-    explanation: str | None = field_(OUT, "Output only. A free text explanation for the tool invocation result.")
-
-
-class EvaluationExpectationResult(ProtoModel):
-    """The result of a single evaluation expectation."""
-
-    message_name = "google.cloud.ces.v1beta.EvaluationResult.EvaluationExpectationResult"
-    evaluationExpectation: str | None = field_(
+    lastTenResults: list[EvaluationResult] | None = field_(
         OUT,
-        "Output only. The evaluation expectation. Format: ``projects/{project}/locations/{location}/apps/"
-        "{app}/evaluationExpectations/{evaluation_expectation}``",
+        "Output only. The last 10 evaluation results for this evaluation. This is only populated if "
+        "include_last_ten_results is set to true in the ListEvaluationsRequest or GetEvaluationRequest.",
     )
-    prompt: str | None = field_(OUT, "Output only. The prompt that was used for the evaluation.")
-    outcome: EvaluationResultOutcome | None = field_(OUT, "Output only. The outcome of the evaluation expectation.")
-    explanation: str | None = field_(OUT, "Output only. The explanation for the result.")
-
-
-class GoldenResult(ProtoModel):
-    """The result of a golden evaluation."""
-
-    message_name = "google.cloud.ces.v1beta.EvaluationResult.GoldenResult"
-    turnReplayResults: list[TurnReplayResult] | None = field_(
-        OUT, "Output only. The result of running each turn of the golden conversation."
+    evaluationMetricsThresholdOverride: EvaluationMetricsThresholds | None = field_(
+        doc="Optional. Overrides metrics thresholds for this specific evaluation."
     )
-    evaluationExpectationResults: list[EvaluationExpectationResult] | None = field_(
-        OUT, "Output only. The results of the evaluation expectations."
+    evaluationMetricsConfigOverride: EvaluationMetricsConfig | None = field_(
+        doc="Optional. Overrides metrics config for this specific evaluation."
     )
 
 
-class TurnReplayResult(ProtoModel):
-    """The result of running a single turn of the golden conversation."""
+class EvaluationDataset(ProtoModel):
+    """An evaluation dataset represents a set of evaluations that are grouped together basaed on shared tags."""
 
-    message_name = "google.cloud.ces.v1beta.EvaluationResult.GoldenResult.TurnReplayResult"
-    conversation: str | None = field_(OUT, "Output only. The conversation that was generated for this turn.")
-    expectationOutcome: list[GoldenExpectationOutcome] | None = field_(OUT, "Output only. The outcome of each expectation.")
-    hallucinationResult: HallucinationResult | None = field_(OUT, "Output only. The result of the hallucination check.")
-    toolInvocationScore: Float32 | None = field_(OUT, "Output only. Deprecated. Use OverallToolInvocationResult instead.")
-    toolOrderedInvocationScore: Float32 | None = field_(
+    message_name = "google.cloud.ces.v1beta.EvaluationDataset"
+    name: str | None = field_(
+        ID,
+        "Identifier. The unique identifier of this evaluation dataset. Format: "
+        "``projects/{project}/locations/{location}/apps/{app}/evaluationDatasets/{evaluationDataset}``",
+    )
+    displayName: str = field_(R, "Required. User-defined display name of the evaluation dataset. Unique within an App.")
+    evaluations: list[str] | None = field_(doc="Optional. Evaluations that are included in this dataset.")
+    createTime: Timestamp | None = field_(OUT, "Output only. Timestamp when the evaluation dataset was created.")
+    updateTime: Timestamp | None = field_(OUT, "Output only. Timestamp when the evaluation dataset was last updated.")
+    etag: str | None = field_(
         OUT,
-        "Output only. The overall tool ordered invocation score for this turn. This indicates the overall"
-        " percent of tools from the expected turn that were actually invoked in the expected order.",
-        presence=True,
+        "Output only. Etag used to ensure the object hasn't changed during a read-modify-write operation."
+        " If the etag is empty, the update will overwrite any concurrent changes.",
     )
-    turnLatency: Duration | None = field_(OUT, "Output only. Duration of the turn.")
-    toolCallLatencies: list[ToolCallLatency] | None = field_(OUT, "Output only. The latency of each tool call in the turn.")
-    semanticSimilarityResult: SemanticSimilarityResult | None = field_(
-        OUT, "Output only. The result of the semantic similarity check."
-    )
-    overallToolInvocationResult: OverallToolInvocationResult | None = field_(
-        OUT, "Output only. The result of the overall tool invocation check."
-    )
-    errorInfo: EvaluationErrorInfo | None = field_(
-        OUT, "Output only. Information about the error that occurred during this turn."
-    )
-    spanLatencies: list[SpanLatency] | None = field_(OUT, "Output only. The latency of spans in the turn.")
-
-
-class ScenarioRubricOutcome(ProtoModel):
-    """The outcome of the evaluation against the rubric."""
-
-    message_name = "google.cloud.ces.v1beta.EvaluationResult.ScenarioRubricOutcome"
-    rubric: str | None = field_(OUT, "Output only. The rubric that was used to evaluate the conversation.")
-    score: Float32 | None = field_(OUT, "Output only. The score of the conversation against the rubric.", presence=True)
-    scoreExplanation: str | None = field_(OUT, "Output only. The rater's response to the rubric.")
-
-
-class ScenarioExpectationOutcome(ProtoModel):
-    """The outcome of a scenario expectation."""
-
-    message_name = "google.cloud.ces.v1beta.EvaluationResult.ScenarioExpectationOutcome"
-    oneofs = {
-        "result": (
-            (
-                "observedToolCall",
-                "observedAgentResponse",
-            ),
-            False,
-        )
-    }
-    observedToolCall: ObservedToolCall | None = field_(OUT, "Output only. The observed tool call.")
-    observedAgentResponse: Message | None = field_(OUT, "Output only. The observed agent response.")
-    expectation: ScenarioExpectation | None = field_(OUT, "Output only. The expectation that was evaluated.")
-    outcome: EvaluationResultOutcome | None = field_(OUT, "Output only. The outcome of the ScenarioExpectation.")
-
-
-class ObservedToolCall(ProtoModel):
-    """The observed tool call and response."""
-
-    message_name = "google.cloud.ces.v1beta.EvaluationResult.ScenarioExpectationOutcome.ObservedToolCall"
-    toolCall: ToolCall | None = field_(OUT, "Output only. The observed tool call.")
-    toolResponse: ToolResponse | None = field_(OUT, "Output only. The observed tool response.")
-
-
-class ScenarioResult(ProtoModel):
-    """The outcome of a scenario evaluation."""
-
-    message_name = "google.cloud.ces.v1beta.EvaluationResult.ScenarioResult"
-    conversation: str | None = field_(OUT, "Output only. The conversation that was generated in the scenario.")
-    task: str | None = field_(OUT, "Output only. The task that was used when running the scenario for this result.")
-    userFacts: list[UserFact] | None = field_(OUT, "Output only. The user facts that were used by the scenario for this result.")
-    expectationOutcomes: list[ScenarioExpectationOutcome] | None = field_(OUT, "Output only. The outcome of each expectation.")
-    rubricOutcomes: list[ScenarioRubricOutcome] | None = field_(OUT, "Output only. The outcome of the rubric.")
-    hallucinationResult: list[HallucinationResult] | None = field_(
-        OUT,
-        "Output only. The result of the hallucination check. There will be one hallucination result for "
-        "each turn in the conversation.",
-    )
-    taskCompletionResult: TaskCompletionResult | None = field_(OUT, "Output only. The result of the task completion check.")
-    toolCallLatencies: list[ToolCallLatency] | None = field_(
-        OUT, "Output only. The latency of each tool call execution in the conversation."
-    )
-    userGoalSatisfactionResult: UserGoalSatisfactionResult | None = field_(
-        OUT, "Output only. The result of the user goal satisfaction check."
-    )
-    allExpectationsSatisfied: bool | None = field_(
-        OUT, "Output only. Whether all expectations were satisfied for this turn.", presence=True
-    )
-    taskCompleted: bool | None = field_(
-        OUT,
-        "Output only. Whether the task was completed for this turn. This is a composite of all "
-        "expectations satisfied, no hallucinations, and user goal satisfaction.",
-        presence=True,
-    )
-    spanLatencies: list[SpanLatency] | None = field_(OUT, "Output only. The latency of spans in the conversation.")
-    evaluationExpectationResults: list[EvaluationExpectationResult] | None = field_(
-        OUT, "Output only. The results of the evaluation expectations."
+    createdBy: str | None = field_(OUT, "Output only. The user who created the evaluation dataset.")
+    lastUpdatedBy: str | None = field_(OUT, "Output only. The user who last updated the evaluation dataset.")
+    aggregatedMetrics: AggregatedMetrics | None = field_(
+        OUT, "Output only. The aggregated metrics for this evaluation dataset across all runs."
     )
 
 
-class SpanLatency(ProtoModel):
-    """The latency of a span execution."""
+class LlmCriteria(ProtoModel):
+    """Configuration for LLM-based evaluation criteria."""
 
-    message_name = "google.cloud.ces.v1beta.EvaluationResult.SpanLatency"
-    oneofs = {
-        "identifier": (
-            (
-                "resource",
-                "toolset",
-                "model",
-                "callback",
-            ),
-            False,
-        )
-    }
-    resource: str | None = field_(OUT, "Output only. The resource name of the guardrail or tool spans.")
-    toolset: ToolsetTool | None = field_(OUT, "Output only. The toolset tool identifier.")
-    model: str | None = field_(OUT, "Output only. The name of the LLM span.")
-    callback: str | None = field_(OUT, "Output only. The name of the user callback span.")
-    type: EvaluationResultSpanLatencyType | None = field_(OUT, "Output only. The type of span.")
-    displayName: str | None = field_(OUT, "Output only. The display name of the span. Applicable to tool and guardrail spans.")
-    startTime: Timestamp | None = field_(OUT, "Output only. The start time of span.")
-    endTime: Timestamp | None = field_(OUT, "Output only. The end time of span.")
-    executionLatency: Duration | None = field_(OUT, "Output only. The latency of span.")
-
-
-class ToolCallLatency(ProtoModel):
-    """The latency of a tool call execution."""
-
-    message_name = "google.cloud.ces.v1beta.EvaluationResult.ToolCallLatency"
-    tool: str | None = field_(
-        OUT,
-        "Output only. The name of the tool that got executed. Format: "
-        "``projects/{project}/locations/{location}/apps/{app}/tools/{tool}``.",
-    )
-    displayName: str | None = field_(OUT, "Output only. The display name of the tool.")
-    startTime: Timestamp | None = field_(OUT, "Output only. The start time of the tool call execution.")
-    endTime: Timestamp | None = field_(OUT, "Output only. The end time of the tool call execution.")
-    executionLatency: Duration | None = field_(OUT, "Output only. The latency of the tool call execution.")
-
-
-class HallucinationResult(ProtoModel):
-    """The result of the hallucination check for a single turn."""
-
-    message_name = "google.cloud.ces.v1beta.EvaluationResult.HallucinationResult"
-    score: int | None = field_(OUT, "Output only. The hallucination score. Can be -1, 0, 1.", presence=True)
-    label: str | None = field_(
-        OUT,
-        "Output only. The label associated with each score. Score 1: Justified Score 0: Not Justified "
-        "Score -1: No Claim To Assess",
-    )
-    explanation: str | None = field_(OUT, "Output only. The explanation for the hallucination score.")
-
-
-class UserGoalSatisfactionResult(ProtoModel):
-    """The result of a user goal satisfaction check for a conversation."""
-
-    message_name = "google.cloud.ces.v1beta.EvaluationResult.UserGoalSatisfactionResult"
-    score: int | None = field_(OUT, "Output only. The user task satisfaction score. Can be -1, 0, 1.", presence=True)
-    label: str | None = field_(
-        OUT,
-        "Output only. The label associated with each score. Score 1: User Task Satisfied Score 0: User "
-        "Task Not Satisfied Score -1: User Task Unspecified",
-    )
-    explanation: str | None = field_(OUT, "Output only. The explanation for the user task satisfaction score.")
-
-
-class SemanticSimilarityResult(ProtoModel):
-    """The result of the semantic similarity check."""
-
-    message_name = "google.cloud.ces.v1beta.EvaluationResult.SemanticSimilarityResult"
-    score: int | None = field_(OUT, "Output only. The semantic similarity score. Can be 0, 1, 2, 3, or 4.", presence=True)
-    label: str | None = field_(
-        OUT,
-        "Output only. The label associated with each score. Score 4: Fully Consistent Score 3: Mostly "
-        "Consistent Score 2: Partially Consistent (Minor Omissions) Score 1: Largely Inconsistent (Major "
-        "Omissions) Score 0: Completely Inconsistent / Contradictory",
-    )
-    explanation: str | None = field_(OUT, "Output only. The explanation for the semantic similarity score.")
-    outcome: EvaluationResultOutcome | None = field_(
-        OUT,
-        "Output only. The outcome of the semantic similarity check. This is determined by comparing the "
-        "score to the semantic_similarity_success_threshold. If the score is equal to or above the "
-        "threshold, the outcome will be PASS. Otherwise, the outcome will be FAIL.",
-    )
-
-
-class OverallToolInvocationResult(ProtoModel):
-    """The result of the overall tool invocation check."""
-
-    message_name = "google.cloud.ces.v1beta.EvaluationResult.OverallToolInvocationResult"
-    toolInvocationScore: Float32 | None = field_(
-        doc="The overall tool invocation score for this turn. This indicates the overall percent of tools "
-        "from the expected turn that were actually invoked.",
-        presence=True,
-    )
-    outcome: EvaluationResultOutcome | None = field_(
-        OUT,
-        "Output only. The outcome of the tool invocation check. This is determined by comparing the "
-        "tool_invocation_score to the overall_tool_invocation_correctness_threshold. If the score is "
-        "equal to or above the threshold, the outcome will be PASS. Otherwise, the outcome will be FAIL.",
-    )
-
-
-class TaskCompletionResult(ProtoModel):
-    """The result of the task completion check for the conversation."""
-
-    message_name = "google.cloud.ces.v1beta.EvaluationResult.TaskCompletionResult"
-    score: int | None = field_(OUT, "Output only. The task completion score. Can be -1, 0, 1", presence=True)
-    label: str | None = field_(
-        OUT,
-        "Output only. The label associated with each score. Score 1: Task Completed Score 0: Task Not "
-        "Completed Score -1: User Goal Undefined",
-    )
-    explanation: str | None = field_(OUT, "Output only. The explanation for the task completion score.")
+    message_name = "google.cloud.ces.v1beta.EvaluationExpectation.LlmCriteria"
+    prompt: str = field_(R, "Required. The prompt/instructions provided to the LLM judge.")
 
 
 class EvaluationExpectation(ProtoModel):
@@ -1332,33 +1359,33 @@ class EvaluationExpectation(ProtoModel):
     )
 
 
-class LlmCriteria(ProtoModel):
-    """Configuration for LLM-based evaluation criteria."""
+class PersonaRunConfig(ProtoModel):
+    """Configuration for running an evaluation for a specific persona."""
 
-    message_name = "google.cloud.ces.v1beta.EvaluationExpectation.LlmCriteria"
-    prompt: str = field_(R, "Required. The prompt/instructions provided to the LLM judge.")
-
-
-class EvaluationConfig(ProtoModel):
-    """EvaluationConfig configures settings for running the evaluation."""
-
-    message_name = "google.cloud.ces.v1beta.EvaluationConfig"
-    inputAudioConfig: InputAudioConfig | None = field_(doc="Optional. Configuration for processing the input audio.")
-    outputAudioConfig: OutputAudioConfig | None = field_(doc="Optional. Configuration for generating the output audio.")
-    evaluationChannel: EvaluationConfigEvaluationChannel | None = field_(doc="Optional. The channel to evaluate.")
-    toolCallBehaviour: EvaluationToolCallBehaviour | None = field_(
-        doc="Optional. Specifies whether the evaluation should use real tool calls or fake tools."
+    message_name = "google.cloud.ces.v1beta.PersonaRunConfig"
+    persona: str | None = field_(
+        doc="Optional. The persona to use for the evaluation. Format: "
+        "``projects/{project}/locations/{location}/apps/{app}/evaluationPersonas/{evaluationPersona}``"
     )
+    taskCount: int | None = field_(doc="Optional. The number of tasks to run for the persona.")
 
 
-class EvaluationErrorInfo(ProtoModel):
-    """Information about an error encountered during an evaluation execution."""
+class OptimizationConfig(ProtoModel):
+    """Configuration for running the optimization step after the evaluation run."""
 
-    message_name = "google.cloud.ces.v1beta.EvaluationErrorInfo"
-    errorType: EvaluationErrorInfoErrorType | None = field_(OUT, "Output only. The type of error.")
-    errorMessage: str | None = field_(OUT, "Output only. The error message.")
-    sessionId: str | None = field_(OUT, "Output only. The session ID for the conversation that caused the error.")
-    userFacingErrorMessage: str | None = field_(OUT, "Output only. The user facing error message.")
+    message_name = "google.cloud.ces.v1beta.OptimizationConfig"
+    generateLossReport: bool | None = field_(doc="Optional. Whether to generate a loss report.")
+    assistantSession: str | None = field_(
+        OUT,
+        "Output only. The assistant session to use for the optimization based on this evaluation run. "
+        "Format: "
+        "``projects/{project}/locations/{location}/apps/{app}/assistantSessions/{assistantSession}``",
+    )
+    reportSummary: str | None = field_(OUT, "Output only. The summary of the loss report.")
+    shouldSuggestFix: bool | None = field_(OUT, "Output only. Whether to suggest a fix for the losses.")
+    status: OptimizationConfigOptimizationStatus | None = field_(OUT, "Output only. The status of the optimization run.")
+    errorMessage: str | None = field_(OUT, "Output only. The error message if the optimization run failed.")
+    lossReport: Struct | None = field_(OUT, "Output only. The generated loss report.")
 
 
 class RunEvaluationRequest(ProtoModel):
@@ -1405,6 +1432,18 @@ class RunEvaluationRequest(ProtoModel):
     )
 
 
+class SchedulingConfig(ProtoModel):
+    """Eval scheduling configuration details"""
+
+    message_name = "google.cloud.ces.v1beta.ScheduledEvaluationRun.SchedulingConfig"
+    frequency: ScheduledEvaluationRunSchedulingConfigFrequency = field_(R, "Required. The frequency with which to run the eval")
+    startTime: Timestamp = field_(R, "Required. Timestamp when the eval should start.")
+    daysOfWeek: list[int] | None = field_(
+        doc="Optional. The days of the week to run the eval. Applicable only for Weekly and Biweekly "
+        "frequencies. 1 is Monday, 2 is Tuesday, ..., 7 is Sunday."
+    )
+
+
 class ScheduledEvaluationRun(ProtoModel):
     """Represents a scheduled evaluation run configuration."""
 
@@ -1437,47 +1476,6 @@ class ScheduledEvaluationRun(ProtoModel):
         "Output only. Etag used to ensure the object hasn't changed during a read-modify-write operation."
         " If the etag is empty, the update will overwrite any concurrent changes.",
     )
-
-
-class SchedulingConfig(ProtoModel):
-    """Eval scheduling configuration details"""
-
-    message_name = "google.cloud.ces.v1beta.ScheduledEvaluationRun.SchedulingConfig"
-    frequency: ScheduledEvaluationRunSchedulingConfigFrequency = field_(R, "Required. The frequency with which to run the eval")
-    startTime: Timestamp = field_(R, "Required. Timestamp when the eval should start.")
-    daysOfWeek: list[int] | None = field_(
-        doc="Optional. The days of the week to run the eval. Applicable only for Weekly and Biweekly "
-        "frequencies. 1 is Monday, 2 is Tuesday, ..., 7 is Sunday."
-    )
-
-
-class PersonaRunConfig(ProtoModel):
-    """Configuration for running an evaluation for a specific persona."""
-
-    message_name = "google.cloud.ces.v1beta.PersonaRunConfig"
-    persona: str | None = field_(
-        doc="Optional. The persona to use for the evaluation. Format: "
-        "``projects/{project}/locations/{location}/apps/{app}/evaluationPersonas/{evaluationPersona}``"
-    )
-    taskCount: int | None = field_(doc="Optional. The number of tasks to run for the persona.")
-
-
-class OptimizationConfig(ProtoModel):
-    """Configuration for running the optimization step after the evaluation run."""
-
-    message_name = "google.cloud.ces.v1beta.OptimizationConfig"
-    generateLossReport: bool | None = field_(doc="Optional. Whether to generate a loss report.")
-    assistantSession: str | None = field_(
-        OUT,
-        "Output only. The assistant session to use for the optimization based on this evaluation run. "
-        "Format: "
-        "``projects/{project}/locations/{location}/apps/{app}/assistantSessions/{assistantSession}``",
-    )
-    reportSummary: str | None = field_(OUT, "Output only. The summary of the loss report.")
-    shouldSuggestFix: bool | None = field_(OUT, "Output only. Whether to suggest a fix for the losses.")
-    status: OptimizationConfigOptimizationStatus | None = field_(OUT, "Output only. The status of the optimization run.")
-    errorMessage: str | None = field_(OUT, "Output only. The error message if the optimization run failed.")
-    lossReport: Struct | None = field_(OUT, "Output only. The generated loss report.")
 
 
 resolve_forward_refs(globals())

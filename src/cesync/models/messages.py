@@ -12,8 +12,6 @@ other messages (requests, responses, sessions...) are in cesync.models.other, im
 first use of one of them the same way (``messages.SessionInput`` works).
 """
 
-from __future__ import annotations
-
 import importlib
 from typing import TYPE_CHECKING, Any
 

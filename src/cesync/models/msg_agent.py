@@ -8,8 +8,6 @@ Made on first use of one of them, through cesync.models.messages: a command buil
 the classes of the kinds it meets.
 """
 
-from __future__ import annotations
-
 from .base import (
     Behavior,
     ProtoModel,
@@ -42,33 +40,6 @@ class PythonCodeCondition(ProtoModel):
     pythonCode: str = field_(R, "Required. The python code to execute.")
 
 
-class TransferRule(ProtoModel):
-    """Rule for transferring to a specific agent."""
-
-    message_name = "google.cloud.ces.v1.TransferRule"
-    oneofs = {
-        "rule_type": (
-            (
-                "deterministicTransfer",
-                "disablePlannerTransfer",
-            ),
-            False,
-        )
-    }
-    deterministicTransfer: DeterministicTransfer | None = field_(
-        doc="Optional. A rule that immediately transfers to the target agent when the condition is met."
-    )
-    disablePlannerTransfer: DisablePlannerTransfer | None = field_(
-        doc="Optional. Rule that prevents the planner from transferring to the target agent."
-    )
-    childAgent: str = field_(
-        R,
-        "Required. The resource name of the child agent the rule applies to. Format: "
-        "``projects/{project}/locations/{location}/apps/{app}/agents/{agent}``",
-    )
-    direction: TransferRuleDirection = field_(R, "Required. The direction of the transfer.")
-
-
 class DeterministicTransfer(ProtoModel):
     """Deterministic transfer rule. When the condition evaluates to true, the transfer occurs."""
 
@@ -98,6 +69,127 @@ class DisablePlannerTransfer(ProtoModel):
     expressionCondition: ExpressionCondition = field_(
         R, "Required. If the condition evaluates to true, planner will not be allowed to transfer to the target agent."
     )
+
+
+class TransferRule(ProtoModel):
+    """Rule for transferring to a specific agent."""
+
+    message_name = "google.cloud.ces.v1.TransferRule"
+    oneofs = {
+        "rule_type": (
+            (
+                "deterministicTransfer",
+                "disablePlannerTransfer",
+            ),
+            False,
+        )
+    }
+    deterministicTransfer: DeterministicTransfer | None = field_(
+        doc="Optional. A rule that immediately transfers to the target agent when the condition is met."
+    )
+    disablePlannerTransfer: DisablePlannerTransfer | None = field_(
+        doc="Optional. Rule that prevents the planner from transferring to the target agent."
+    )
+    childAgent: str = field_(
+        R,
+        "Required. The resource name of the child agent the rule applies to. Format: "
+        "``projects/{project}/locations/{location}/apps/{app}/agents/{agent}``",
+    )
+    direction: TransferRuleDirection = field_(R, "Required. The direction of the transfer.")
+
+
+class LlmAgent(ProtoModel):
+    """Default agent type. The agent uses instructions and callbacks specified in the agent to perform the task using a
+    large language model.
+    """
+
+    message_name = "google.cloud.ces.v1.Agent.LlmAgent"
+
+
+class RemoteDialogflowAgent(ProtoModel):
+    """The agent which will transfer execution to a remote `Dialogflow CX
+    <https://docs.cloud.google.com/dialogflow/cx/docs/concept/agent>`__ agent. The Dialogflow agent will process
+    subsequent user queries until the session ends or flow ends, and the control is transferred back to the parent CES
+    agent.
+    """
+
+    message_name = "google.cloud.ces.v1.Agent.RemoteDialogflowAgent"
+    agent: str = field_(
+        R,
+        "Required. The `Dialogflow <https://docs.cloud.google.com/dialogflow/cx/docs/concept/agent>`__ "
+        "agent resource name. Format: ``projects/{project}/locations/{location}/agents/{agent}``",
+    )
+    flowId: str | None = field_(doc="Optional. The flow ID of the flow in the Dialogflow agent.")
+    environmentId: str | None = field_(
+        doc="Optional. The environment ID of the Dialogflow agent to be used for the agent execution. If not "
+        "specified, the draft environment will be used."
+    )
+    inputVariableMapping: dict[str, str] | None = field_(
+        doc="Optional. The mapping of the app variables names to the Dialogflow session parameters names to "
+        "be sent to the Dialogflow agent as input."
+    )
+    outputVariableMapping: dict[str, str] | None = field_(
+        doc="Optional. The mapping of the Dialogflow session parameters names to the app variables names to "
+        "be sent back to the CES agent after the Dialogflow agent execution ends."
+    )
+    respectResponseInterruptionSettings: bool | None = field_(
+        doc="Optional. Indicates whether to respect the message-level interruption settings configured in the"
+        " Dialogflow agent.\n\n- If false: all response messages from the Dialogflow agent follow the app-"
+        "level barge-in settings. - If true: only response messages with ```allow_playback_interruption``"
+        " <https://docs.cloud.google.com/dialogflow/cx/docs/reference/rpc/google.cloud.dialogflow.cx.v3#t"
+        "ext>`__ set to true will be interruptable, all other messages follow the app-level barge-in "
+        "settings."
+    )
+    languageCodeVariable: str | None = field_(
+        doc="Optional. The name of the variable that contains the language code to be used for the Dialogflow"
+        " session. If unspecified, the default language code of the Dialogflow agent will be used."
+    )
+
+
+class AgentToolset(ProtoModel):
+    """A toolset with a selection of its tools."""
+
+    message_name = "google.cloud.ces.v1.Agent.AgentToolset"
+    toolset: str = field_(
+        R,
+        "Required. The resource name of the toolset. Format: "
+        "``projects/{project}/locations/{location}/apps/{app}/toolsets/{toolset}``",
+    )
+    toolIds: list[str] | None = field_(doc="Optional. The tools IDs to filter the toolset.")
+
+
+class RemoteA2aConfig(ProtoModel):
+    """Shared configuration for connecting to a remote [A2A](https://github.com/a2aproject/A2A) agent."""
+
+    message_name = "google.cloud.ces.v1.RemoteA2aConfig"
+    agentCard: AgentCard | None = field_(doc="Optional. The full agent card defined inline.")
+    agentRegistry: str | None = field_(
+        doc="Optional. Reference to the agent in the Agent Registry. Format: "
+        "`projects/{project}/locations/{location}/agents/{agent}`"
+    )
+    apiAuthentication: ApiAuthentication | None = field_(
+        doc="Optional. Authentication configuration for calling the remote agent. Optional if the registry "
+        "reference already handles authentication."
+    )
+    contextId: str | None = field_(
+        doc="Optional. If not empty, interactions with the remote A2A agent will use this context ID. This "
+        "context_id field can refer to a session variable like "
+        "`$context.variables.order_agent_session_id`."
+    )
+    inputVariableMapping: dict[str, str] | None = field_(
+        doc="Optional. Mapping of input variable names of remote agent to GECX variable names."
+    )
+    outputVariableMapping: dict[str, str] | None = field_(
+        doc="Optional. Mapping of output variable names of remote agent to GECX variable names."
+    )
+    streamingEnabled: bool | None = field_(doc="Optional. Whether streaming is enabled for the remote agent.")
+
+
+class AgentRemoteA2aAgent(ProtoModel):
+    """The agent which will transfer execution to a remote [A2A](https://github.com/a2aproject/A2A) agent."""
+
+    message_name = "google.cloud.ces.v1.AgentRemoteA2aAgent"
+    a2aConfig: RemoteA2aConfig = field_(R, "Required. The A2A connection configuration.")
 
 
 class Agent(ProtoModel):
@@ -199,100 +291,6 @@ class Agent(ProtoModel):
     remoteA2aAgent: AgentRemoteA2aAgent | None = field_(
         doc="Optional. The remote [A2A](https://github.com/a2aproject/A2A) agent to be used for the agent execution."
     )
-
-
-class LlmAgent(ProtoModel):
-    """Default agent type. The agent uses instructions and callbacks specified in the agent to perform the task using a
-    large language model.
-    """
-
-    message_name = "google.cloud.ces.v1.Agent.LlmAgent"
-
-
-class RemoteDialogflowAgent(ProtoModel):
-    """The agent which will transfer execution to a remote `Dialogflow CX
-    <https://docs.cloud.google.com/dialogflow/cx/docs/concept/agent>`__ agent. The Dialogflow agent will process
-    subsequent user queries until the session ends or flow ends, and the control is transferred back to the parent CES
-    agent.
-    """
-
-    message_name = "google.cloud.ces.v1.Agent.RemoteDialogflowAgent"
-    agent: str = field_(
-        R,
-        "Required. The `Dialogflow <https://docs.cloud.google.com/dialogflow/cx/docs/concept/agent>`__ "
-        "agent resource name. Format: ``projects/{project}/locations/{location}/agents/{agent}``",
-    )
-    flowId: str | None = field_(doc="Optional. The flow ID of the flow in the Dialogflow agent.")
-    environmentId: str | None = field_(
-        doc="Optional. The environment ID of the Dialogflow agent to be used for the agent execution. If not "
-        "specified, the draft environment will be used."
-    )
-    inputVariableMapping: dict[str, str] | None = field_(
-        doc="Optional. The mapping of the app variables names to the Dialogflow session parameters names to "
-        "be sent to the Dialogflow agent as input."
-    )
-    outputVariableMapping: dict[str, str] | None = field_(
-        doc="Optional. The mapping of the Dialogflow session parameters names to the app variables names to "
-        "be sent back to the CES agent after the Dialogflow agent execution ends."
-    )
-    respectResponseInterruptionSettings: bool | None = field_(
-        doc="Optional. Indicates whether to respect the message-level interruption settings configured in the"
-        " Dialogflow agent.\n\n- If false: all response messages from the Dialogflow agent follow the app-"
-        "level barge-in settings. - If true: only response messages with ```allow_playback_interruption``"
-        " <https://docs.cloud.google.com/dialogflow/cx/docs/reference/rpc/google.cloud.dialogflow.cx.v3#t"
-        "ext>`__ set to true will be interruptable, all other messages follow the app-level barge-in "
-        "settings."
-    )
-    languageCodeVariable: str | None = field_(
-        doc="Optional. The name of the variable that contains the language code to be used for the Dialogflow"
-        " session. If unspecified, the default language code of the Dialogflow agent will be used."
-    )
-
-
-class AgentToolset(ProtoModel):
-    """A toolset with a selection of its tools."""
-
-    message_name = "google.cloud.ces.v1.Agent.AgentToolset"
-    toolset: str = field_(
-        R,
-        "Required. The resource name of the toolset. Format: "
-        "``projects/{project}/locations/{location}/apps/{app}/toolsets/{toolset}``",
-    )
-    toolIds: list[str] | None = field_(doc="Optional. The tools IDs to filter the toolset.")
-
-
-class AgentRemoteA2aAgent(ProtoModel):
-    """The agent which will transfer execution to a remote [A2A](https://github.com/a2aproject/A2A) agent."""
-
-    message_name = "google.cloud.ces.v1.AgentRemoteA2aAgent"
-    a2aConfig: RemoteA2aConfig = field_(R, "Required. The A2A connection configuration.")
-
-
-class RemoteA2aConfig(ProtoModel):
-    """Shared configuration for connecting to a remote [A2A](https://github.com/a2aproject/A2A) agent."""
-
-    message_name = "google.cloud.ces.v1.RemoteA2aConfig"
-    agentCard: AgentCard | None = field_(doc="Optional. The full agent card defined inline.")
-    agentRegistry: str | None = field_(
-        doc="Optional. Reference to the agent in the Agent Registry. Format: "
-        "`projects/{project}/locations/{location}/agents/{agent}`"
-    )
-    apiAuthentication: ApiAuthentication | None = field_(
-        doc="Optional. Authentication configuration for calling the remote agent. Optional if the registry "
-        "reference already handles authentication."
-    )
-    contextId: str | None = field_(
-        doc="Optional. If not empty, interactions with the remote A2A agent will use this context ID. This "
-        "context_id field can refer to a session variable like "
-        "`$context.variables.order_agent_session_id`."
-    )
-    inputVariableMapping: dict[str, str] | None = field_(
-        doc="Optional. Mapping of input variable names of remote agent to GECX variable names."
-    )
-    outputVariableMapping: dict[str, str] | None = field_(
-        doc="Optional. Mapping of output variable names of remote agent to GECX variable names."
-    )
-    streamingEnabled: bool | None = field_(doc="Optional. Whether streaming is enabled for the remote agent.")
 
 
 resolve_forward_refs(globals())

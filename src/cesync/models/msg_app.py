@@ -8,8 +8,6 @@ Made on first use of one of them, through cesync.models.messages: a command buil
 the classes of the kinds it meets.
 """
 
-from __future__ import annotations
-
 from .base import (
     Behavior,
     Bytes,
@@ -51,77 +49,6 @@ class BigQueryExportSettings(ProtoModel):
         "ces.iam.gserviceaccount.com``."
     )
     dataset: str | None = field_(doc="Optional. The BigQuery **dataset ID** to export the data to.")
-
-
-class App(ProtoModel):
-    """An app serves as a top-level container for a group of agents, including the root agent and its sub-agents, along
-    with their associated configurations. These agents work together to achieve specific goals within the app's context.
-    """
-
-    message_name = "google.cloud.ces.v1.App"
-    name: str | None = field_(
-        ID, "Identifier. The unique identifier of the app. Format: ``projects/{project}/locations/{location}/apps/{app}``"
-    )
-    displayName: str = field_(R, "Required. Display name of the app.")
-    description: str | None = field_(doc="Optional. Human-readable description of the app.")
-    pinned: bool | None = field_(doc="Optional. Whether the app is pinned in the app list.")
-    rootAgent: str | None = field_(
-        doc="Optional. The root agent is the entry point of the app. Format: "
-        "``projects/{project}/locations/{location}/apps/{app}/agents/{agent}``"
-    )
-    languageSettings: LanguageSettings | None = field_(doc="Optional. Language settings of the app.")
-    timeZoneSettings: TimeZoneSettings | None = field_(doc="Optional. TimeZone settings of the app.")
-    audioProcessingConfig: AudioProcessingConfig | None = field_(doc="Optional. Audio processing configuration of the app.")
-    loggingSettings: LoggingSettings | None = field_(doc="Optional. Logging settings of the app.")
-    errorHandlingSettings: ErrorHandlingSettings | None = field_(doc="Optional. Error handling settings of the app.")
-    modelSettings: ModelSettings | None = field_(
-        doc="Optional. The default LLM model settings for the app. Individual resources (e.g. agents, "
-        "guardrails) can override these configurations as needed."
-    )
-    toolExecutionMode: AppToolExecutionMode | None = field_(
-        doc="Optional. The tool execution mode for the app. If not provided, will default to PARALLEL."
-    )
-    evaluationMetricsThresholds: EvaluationMetricsThresholds | None = field_(
-        doc="Optional. The evaluation thresholds for the app."
-    )
-    variableDeclarations: list[VariableDeclaration] | None = field_(doc="Optional. The declarations of the variables.")
-    predefinedVariableDeclarations: list[VariableDeclaration] | None = field_(
-        OUT, "Output only. The declarations of predefined variables for the app."
-    )
-    globalInstruction: str | None = field_(
-        doc="Optional. Instructions for all the agents in the app. You can use this instruction to set up a "
-        "stable identity or personality across all the agents."
-    )
-    guardrails: list[str] | None = field_(
-        doc="Optional. List of guardrails for the app. Format: "
-        "``projects/{project}/locations/{location}/apps/{app}/guardrails/{guardrail}``"
-    )
-    dataStoreSettings: DataStoreSettings | None = field_(doc="Optional. The data store settings for the app.")
-    defaultChannelProfile: ChannelProfile | None = field_(doc="Optional. The default channel profile used by the app.")
-    metadata: dict[str, str] | None = field_(
-        doc="Optional. Metadata about the app. This field can be used to store additional information "
-        "relevant to the app's details or intended usages."
-    )
-    createTime: Timestamp | None = field_(OUT, "Output only. Timestamp when the app was created.")
-    updateTime: Timestamp | None = field_(OUT, "Output only. Timestamp when the app was last updated.")
-    etag: str | None = field_(
-        OUT,
-        "Output only. Etag used to ensure the object hasn't changed during a read-modify-write operation."
-        " If the etag is empty, the update will overwrite any concurrent changes.",
-    )
-    deploymentCount: int | None = field_(OUT, "Output only. Number of deployments in the app.")
-    clientCertificateSettings: ClientCertificateSettings | None = field_(
-        doc="Optional. The default client certificate settings for the app."
-    )
-    vpcScSettings: VpcScSettings | None = field_(doc="Optional. VPC-SC settings for the app.")
-    locked: bool | None = field_(
-        doc="Optional. Indicates whether the app is locked for changes. If the app is locked, modifications "
-        "to the app resources will be rejected."
-    )
-    validationErrors: list[str] | None = field_(OUT, "Output only. Misconfigurations or warnings in the app.")
-    dashboardSettings: DashboardSettings | None = field_(
-        doc="Optional. App-specific dashboard settings for linking and configuring Contact Center Insights dashboards."
-    )
 
 
 class VariableDeclaration(ProtoModel):
@@ -167,32 +94,6 @@ class LanguageSettings(ProtoModel):
         'predefined system action, such as "escalate" or "exit", which triggers an '
         "[EndSession][google.cloud.ces.v1.EndSession] signal with corresponding "
         "[metadata][google.cloud.ces.v1.EndSession.metadata] to terminate the conversation."
-    )
-
-
-class AudioProcessingConfig(ProtoModel):
-    """Configuration for how the input and output audio should be processed and delivered."""
-
-    message_name = "google.cloud.ces.v1.AudioProcessingConfig"
-    synthesizeSpeechConfigs: dict[str, SynthesizeSpeechConfig] | None = field_(
-        doc="Optional. Configuration of how the agent response should be synthesized, mapping from the "
-        "language code to [SynthesizeSpeechConfig][google.cloud.ces.v1.SynthesizeSpeechConfig].\n\nIf the "
-        "configuration for the specified language code is not found, the configuration for the root "
-        'language code will be used. For example, if the map contains "en-us" and "en", and the specified'
-        ' language code is "en-gb", then "en" configuration will be used.\n\nNote: Language code is case-'
-        "insensitive."
-    )
-    bargeInConfig: BargeInConfig | None = field_(doc="Optional. Configures the agent behavior for the user barge-in activities.")
-    inactivityTimeout: Duration | None = field_(
-        doc="Optional. The duration of user inactivity (no speech or interaction) before the agent prompts "
-        "the user for reengagement. If not set, the agent will not prompt the user for reengagement."
-    )
-    ambientSoundConfig: AmbientSoundConfig | None = field_(
-        doc="Optional. Configuration for the ambient sound to be played with the synthesized agent response, "
-        "to enhance the naturalness of the conversation."
-    )
-    customVoiceSamples: list[CustomVoiceSample] | None = field_(
-        doc="Optional. Configures custom voice samples for voice cloning."
     )
 
 
@@ -281,6 +182,66 @@ class SynthesizeSpeechConfig(ProtoModel):
     instruction: str | None = field_(doc="Optional. The instruction used to synthesize speech when using a generative model.")
 
 
+class CustomVoiceSampleWarning(ProtoModel):
+    """A warning message encountered during voice sample processing."""
+
+    message_name = "google.cloud.ces.v1.CustomVoiceSampleWarning"
+    message: str | None = field_(OUT, "Output only. A human-readable description of the warning.")
+    type: CustomVoiceSampleWarningType | None = field_(OUT, "Output only. The type of the warning.")
+
+
+class CustomVoiceSample(ProtoModel):
+    """Configuration for a custom voice sample used for voice cloning."""
+
+    message_name = "google.cloud.ces.v1.CustomVoiceSample"
+    consentAudioGcsUri: str | None = field_(doc="Optional. Consent audio for voice cloning.")
+    name: str | None = field_(doc="Optional. The user-defined name for the custom voice sample.")
+    previewAudioContent: Bytes | None = field_(
+        OUT,
+        "Output only. Synthesized preview audio for custom voice, formatted as canonical WAV (LINEAR16, 24kHz, 16-bit, mono).",
+    )
+    previewText: str | None = field_(doc="Optional. Text for synthesizing preview audio for custom voice.")
+    voiceInstruction: str | None = field_(
+        doc="Optional. Natural language instructions for voice style, tone, pacing, or pronunciation."
+    )
+    voiceInstructionMode: CustomVoiceSampleVoiceInstructionMode | None = field_(
+        doc="Optional. Instruction mode for the voice sample. If unspecified, defaults to NO_INSTRUCTION."
+    )
+    voiceSampleGcsUri: str | None = field_(
+        doc="Optional. The Cloud Storage URI to the audio sample for voice cloning. The audio sample should "
+        "be a mono-channel, 24kHz WAV file."
+    )
+    warnings: list[CustomVoiceSampleWarning] | None = field_(
+        OUT, "Output only. Warning messages encountered during voice clone processing (e.g. low audio level)."
+    )
+
+
+class AudioProcessingConfig(ProtoModel):
+    """Configuration for how the input and output audio should be processed and delivered."""
+
+    message_name = "google.cloud.ces.v1.AudioProcessingConfig"
+    synthesizeSpeechConfigs: dict[str, SynthesizeSpeechConfig] | None = field_(
+        doc="Optional. Configuration of how the agent response should be synthesized, mapping from the "
+        "language code to [SynthesizeSpeechConfig][google.cloud.ces.v1.SynthesizeSpeechConfig].\n\nIf the "
+        "configuration for the specified language code is not found, the configuration for the root "
+        'language code will be used. For example, if the map contains "en-us" and "en", and the specified'
+        ' language code is "en-gb", then "en" configuration will be used.\n\nNote: Language code is case-'
+        "insensitive."
+    )
+    bargeInConfig: BargeInConfig | None = field_(doc="Optional. Configures the agent behavior for the user barge-in activities.")
+    inactivityTimeout: Duration | None = field_(
+        doc="Optional. The duration of user inactivity (no speech or interaction) before the agent prompts "
+        "the user for reengagement. If not set, the agent will not prompt the user for reengagement."
+    )
+    ambientSoundConfig: AmbientSoundConfig | None = field_(
+        doc="Optional. Configuration for the ambient sound to be played with the synthesized agent response, "
+        "to enhance the naturalness of the conversation."
+    )
+    customVoiceSamples: list[CustomVoiceSample] | None = field_(
+        doc="Optional. Configures custom voice samples for voice cloning."
+    )
+
+
 class MetricAnalysisSettings(ProtoModel):
     """Settings to describe the conversation data collection behaviors for LLM analysis metrics pipeline."""
 
@@ -289,200 +250,6 @@ class MetricAnalysisSettings(ProtoModel):
         doc="Optional. Whether to collect conversation data for llm analysis metrics. If true, conversation "
         "data will not be collected for llm analysis metrics; otherwise, conversation data will be "
         "collected."
-    )
-
-
-class LoggingSettings(ProtoModel):
-    """Settings to describe the logging behaviors for the app."""
-
-    message_name = "google.cloud.ces.v1.LoggingSettings"
-    redactionConfig: RedactionConfig | None = field_(doc="Optional. Configuration for how sensitive data should be redacted.")
-    audioRecordingConfig: AudioRecordingConfig | None = field_(
-        doc="Optional. Configuration for how audio interactions should be recorded. The audio is subject to "
-        "redaction as configured in "
-        "[RedactionConfig][google.cloud.ces.v1.LoggingSettings.redaction_config]."
-    )
-    unredactedAudioRecordingConfig: AudioRecordingConfig | None = field_(
-        doc="Optional. Configures an additional recording of unredacted audio. This can be used to maintain a"
-        " raw audio copy when audio redaction is "
-        "[enabled][google.cloud.ces.v1.RedactionConfig.enable_redaction], typically for auditing or "
-        "monitoring purposes."
-    )
-    bigqueryExportSettings: BigQueryExportSettings | None = field_(
-        doc="Optional. Configures the BigQuery export behaviors for the app. The conversation data is subject"
-        " to redaction as configured in "
-        "[RedactionConfig][google.cloud.ces.v1.LoggingSettings.redaction_config]."
-    )
-    unredactedBigqueryExportSettings: BigQueryExportSettings | None = field_(
-        doc="Optional. Configures the BigQuery export behaviors for the app. The unredacted conversation data"
-        " will be exported to BigQuery tables if it is enabled."
-    )
-    cloudLoggingSettings: CloudLoggingSettings | None = field_(
-        doc="Optional. Settings to describe the Cloud Logging behaviors for the app."
-    )
-    conversationLoggingSettings: ConversationLoggingSettings | None = field_(
-        doc="Optional. Settings to describe the conversation logging behaviors for the app."
-    )
-    evaluationAudioRecordingConfig: AudioRecordingConfig | None = field_(
-        doc="Optional. Configuration for how audio interactions should be recorded for the evaluation. By "
-        "default, audio recording is not enabled for evaluation sessions."
-    )
-    metricAnalysisSettings: MetricAnalysisSettings | None = field_(
-        doc="Optional. Settings to describe the conversation data collection behaviors for the LLM analysis pipeline for the app."
-    )
-    requiredRecordingConsent: bool | None = field_(
-        doc="Optional. Whether the app has to say what may be recorded before anything is kept. When true, a "
-        "session starts with recording off and stays off until the client sends "
-        "SessionInput.recording_control, which then decides every turn from that point on. This covers "
-        "audio recording as well as conversation history, BigQuery export and Cloud Logging. When "
-        "`false`, the default, the settings above decide on their own and the client does not have to "
-        "send anything."
-    )
-
-
-class ErrorHandlingSettings(ProtoModel):
-    """Settings to describe how errors should be handled in the app."""
-
-    message_name = "google.cloud.ces.v1.ErrorHandlingSettings"
-    errorHandlingStrategy: ErrorHandlingSettingsErrorHandlingStrategy | None = field_(
-        doc="Optional. The strategy to use for error handling."
-    )
-    fallbackResponseConfig: FallbackResponseConfig | None = field_(doc="Optional. Configuration for handling fallback responses.")
-    endSessionConfig: EndSessionConfig | None = field_(
-        doc="Optional. Configuration for ending the session in case of system errors (e.g. LLM errors)."
-    )
-
-
-class FallbackResponseConfig(ProtoModel):
-    """Configuration for handling fallback responses."""
-
-    message_name = "google.cloud.ces.v1.ErrorHandlingSettings.FallbackResponseConfig"
-    customFallbackMessages: dict[str, str] | None = field_(
-        doc="Optional. The fallback messages in case of system errors (e.g. LLM errors), mapped by `supported"
-        " language code <https://docs.cloud.google.com/customer-engagement-ai/conversational-"
-        "agents/ps/reference/language>`__."
-    )
-    maxFallbackAttempts: int | None = field_(
-        doc="Optional. The maximum number of fallback attempts to make before the agent emitting "
-        "[EndSession][google.cloud.ces.v1.EndSession] Signal."
-    )
-
-
-class EndSessionConfig(ProtoModel):
-    """Configuration for ending the session in case of system errors (e.g. LLM errors)."""
-
-    message_name = "google.cloud.ces.v1.ErrorHandlingSettings.EndSessionConfig"
-    escalateSession: bool | None = field_(
-        doc="Optional. Whether to escalate the session in [EndSession][google.cloud.ces.v1.EndSession]. If "
-        "session is escalated, [metadata in EndSession][google.cloud.ces.v1.EndSession.metadata] will "
-        "contain ``session_escalated = true``. See https://docs.cloud.google.com/customer-engagement-"
-        "ai/conversational-agents/ps/deploy/google-telephony-platform#transfer_a_call_to_a_human_agent "
-        "for details.",
-        presence=True,
-    )
-
-
-class EvaluationMetricsThresholds(ProtoModel):
-    """Threshold settings for metrics in an Evaluation."""
-
-    message_name = "google.cloud.ces.v1.EvaluationMetricsThresholds"
-    goldenEvaluationMetricsThresholds: GoldenEvaluationMetricsThresholds | None = field_(
-        doc="Optional. The golden evaluation metrics thresholds."
-    )
-    hallucinationMetricBehavior: EvaluationMetricsThresholdsHallucinationMetricBehavior | None = field_(
-        doc="Optional. Deprecated: Use ``golden_hallucination_metric_behavior`` instead. The hallucination "
-        "metric behavior is currently used for golden evaluations."
-    )
-    goldenHallucinationMetricBehavior: EvaluationMetricsThresholdsHallucinationMetricBehavior | None = field_(
-        doc="Optional. The hallucination metric behavior for golden evaluations."
-    )
-    scenarioHallucinationMetricBehavior: EvaluationMetricsThresholdsHallucinationMetricBehavior | None = field_(
-        doc="Optional. The hallucination metric behavior for scenario evaluations."
-    )
-
-
-class GoldenEvaluationMetricsThresholds(ProtoModel):
-    """Settings for golden evaluations."""
-
-    message_name = "google.cloud.ces.v1.EvaluationMetricsThresholds.GoldenEvaluationMetricsThresholds"
-    turnLevelMetricsThresholds: TurnLevelMetricsThresholds | None = field_(doc="Optional. The turn level metrics thresholds.")
-    expectationLevelMetricsThresholds: ExpectationLevelMetricsThresholds | None = field_(
-        doc="Optional. The expectation level metrics thresholds."
-    )
-    toolMatchingSettings: ToolMatchingSettings | None = field_(
-        doc="Optional. The tool matching settings. An extra tool call is a tool call that is present in the "
-        "execution but does not match any tool call in the golden expectation."
-    )
-
-
-class TurnLevelMetricsThresholds(ProtoModel):
-    """Turn level metrics thresholds."""
-
-    message_name = "google.cloud.ces.v1.EvaluationMetricsThresholds.GoldenEvaluationMetricsThresholds.TurnLevelMetricsThresholds"
-    semanticSimilaritySuccessThreshold: int | None = field_(
-        doc="Optional. The success threshold for semantic similarity. Must be an integer between 0 and 4. Default is >= 3.",
-        presence=True,
-    )
-    overallToolInvocationCorrectnessThreshold: Float32 | None = field_(
-        doc="Optional. The success threshold for overall tool invocation correctness. Must be a float between"
-        " 0 and 1. Default is 1.0.",
-        presence=True,
-    )
-    semanticSimilarityChannel: (
-        EvaluationMetricsThresholdsGoldenEvaluationMetricsThresholdsTurnLevelMetricsThresholdsSemanticSimilarityChannel | None
-    ) = field_(doc="Optional. The semantic similarity channel to use for evaluation.")
-
-
-class ExpectationLevelMetricsThresholds(ProtoModel):
-    """Expectation level metrics thresholds."""
-
-    message_name = (
-        "google.cloud.ces.v1.EvaluationMetricsThresholds.GoldenEvaluationMetricsThresholds.ExpectationLevelMetricsThresholds"
-    )
-    toolInvocationParameterCorrectnessThreshold: Float32 | None = field_(
-        doc="Optional. The success threshold for individual tool invocation parameter correctness. Must be a "
-        "float between 0 and 1. Default is 1.0.",
-        presence=True,
-    )
-
-
-class ToolMatchingSettings(ProtoModel):
-    """Settings for matching tool calls."""
-
-    message_name = "google.cloud.ces.v1.EvaluationMetricsThresholds.ToolMatchingSettings"
-    extraToolCallBehavior: EvaluationMetricsThresholdsToolMatchingSettingsExtraToolCallBehavior | None = field_(
-        doc="Optional. Behavior for extra tool calls. Defaults to FAIL."
-    )
-
-
-class ClientCertificateSettings(ProtoModel):
-    """Settings for custom client certificates."""
-
-    message_name = "google.cloud.ces.v1.ClientCertificateSettings"
-    tlsCertificate: str = field_(
-        R, "Required. The TLS certificate encoded in PEM format. This string must include the begin header and end footer lines."
-    )
-    privateKey: str = field_(
-        R,
-        "Required. The name of the SecretManager secret version resource storing the private key encoded "
-        "in PEM format. Format: ``projects/{project}/secrets/{secret}/versions/{version}``",
-    )
-    passphrase: str | None = field_(
-        doc="Optional. The name of the SecretManager secret version resource storing the passphrase to "
-        "decrypt the private key. Should be left unset if the private key is not encrypted. Format: "
-        "``projects/{project}/secrets/{secret}/versions/{version}``"
-    )
-
-
-class VpcScSettings(ProtoModel):
-    """VPC-SC settings for the app."""
-
-    message_name = "google.cloud.ces.v1.VpcScSettings"
-    allowedOrigins: list[str] | None = field_(
-        doc="Optional. The allowed HTTP(s) origins that OpenAPI tools in the App are able to directly call "
-        "when VPC Service Controls are enabled. These strings must match the origin exactly, including "
-        'the port if specified. For example, "https://example.com" or "https://example.com:443". This '
-        "list does not yet apply to Python tools that may make direct HTTP calls."
     )
 
 
@@ -544,11 +311,198 @@ class RedactionConfig(ProtoModel):
     )
 
 
-class DataStoreSettings(ProtoModel):
-    """Data store related settings for the app."""
+class LoggingSettings(ProtoModel):
+    """Settings to describe the logging behaviors for the app."""
 
-    message_name = "google.cloud.ces.v1.DataStoreSettings"
-    engines: list[Engine] | None = field_(OUT, "Output only. The engines for the app.")
+    message_name = "google.cloud.ces.v1.LoggingSettings"
+    redactionConfig: RedactionConfig | None = field_(doc="Optional. Configuration for how sensitive data should be redacted.")
+    audioRecordingConfig: AudioRecordingConfig | None = field_(
+        doc="Optional. Configuration for how audio interactions should be recorded. The audio is subject to "
+        "redaction as configured in "
+        "[RedactionConfig][google.cloud.ces.v1.LoggingSettings.redaction_config]."
+    )
+    unredactedAudioRecordingConfig: AudioRecordingConfig | None = field_(
+        doc="Optional. Configures an additional recording of unredacted audio. This can be used to maintain a"
+        " raw audio copy when audio redaction is "
+        "[enabled][google.cloud.ces.v1.RedactionConfig.enable_redaction], typically for auditing or "
+        "monitoring purposes."
+    )
+    bigqueryExportSettings: BigQueryExportSettings | None = field_(
+        doc="Optional. Configures the BigQuery export behaviors for the app. The conversation data is subject"
+        " to redaction as configured in "
+        "[RedactionConfig][google.cloud.ces.v1.LoggingSettings.redaction_config]."
+    )
+    unredactedBigqueryExportSettings: BigQueryExportSettings | None = field_(
+        doc="Optional. Configures the BigQuery export behaviors for the app. The unredacted conversation data"
+        " will be exported to BigQuery tables if it is enabled."
+    )
+    cloudLoggingSettings: CloudLoggingSettings | None = field_(
+        doc="Optional. Settings to describe the Cloud Logging behaviors for the app."
+    )
+    conversationLoggingSettings: ConversationLoggingSettings | None = field_(
+        doc="Optional. Settings to describe the conversation logging behaviors for the app."
+    )
+    evaluationAudioRecordingConfig: AudioRecordingConfig | None = field_(
+        doc="Optional. Configuration for how audio interactions should be recorded for the evaluation. By "
+        "default, audio recording is not enabled for evaluation sessions."
+    )
+    metricAnalysisSettings: MetricAnalysisSettings | None = field_(
+        doc="Optional. Settings to describe the conversation data collection behaviors for the LLM analysis pipeline for the app."
+    )
+    requiredRecordingConsent: bool | None = field_(
+        doc="Optional. Whether the app has to say what may be recorded before anything is kept. When true, a "
+        "session starts with recording off and stays off until the client sends "
+        "SessionInput.recording_control, which then decides every turn from that point on. This covers "
+        "audio recording as well as conversation history, BigQuery export and Cloud Logging. When "
+        "`false`, the default, the settings above decide on their own and the client does not have to "
+        "send anything."
+    )
+
+
+class FallbackResponseConfig(ProtoModel):
+    """Configuration for handling fallback responses."""
+
+    message_name = "google.cloud.ces.v1.ErrorHandlingSettings.FallbackResponseConfig"
+    customFallbackMessages: dict[str, str] | None = field_(
+        doc="Optional. The fallback messages in case of system errors (e.g. LLM errors), mapped by `supported"
+        " language code <https://docs.cloud.google.com/customer-engagement-ai/conversational-"
+        "agents/ps/reference/language>`__."
+    )
+    maxFallbackAttempts: int | None = field_(
+        doc="Optional. The maximum number of fallback attempts to make before the agent emitting "
+        "[EndSession][google.cloud.ces.v1.EndSession] Signal."
+    )
+
+
+class EndSessionConfig(ProtoModel):
+    """Configuration for ending the session in case of system errors (e.g. LLM errors)."""
+
+    message_name = "google.cloud.ces.v1.ErrorHandlingSettings.EndSessionConfig"
+    escalateSession: bool | None = field_(
+        doc="Optional. Whether to escalate the session in [EndSession][google.cloud.ces.v1.EndSession]. If "
+        "session is escalated, [metadata in EndSession][google.cloud.ces.v1.EndSession.metadata] will "
+        "contain ``session_escalated = true``. See https://docs.cloud.google.com/customer-engagement-"
+        "ai/conversational-agents/ps/deploy/google-telephony-platform#transfer_a_call_to_a_human_agent "
+        "for details.",
+        presence=True,
+    )
+
+
+class ErrorHandlingSettings(ProtoModel):
+    """Settings to describe how errors should be handled in the app."""
+
+    message_name = "google.cloud.ces.v1.ErrorHandlingSettings"
+    errorHandlingStrategy: ErrorHandlingSettingsErrorHandlingStrategy | None = field_(
+        doc="Optional. The strategy to use for error handling."
+    )
+    fallbackResponseConfig: FallbackResponseConfig | None = field_(doc="Optional. Configuration for handling fallback responses.")
+    endSessionConfig: EndSessionConfig | None = field_(
+        doc="Optional. Configuration for ending the session in case of system errors (e.g. LLM errors)."
+    )
+
+
+class TurnLevelMetricsThresholds(ProtoModel):
+    """Turn level metrics thresholds."""
+
+    message_name = "google.cloud.ces.v1.EvaluationMetricsThresholds.GoldenEvaluationMetricsThresholds.TurnLevelMetricsThresholds"
+    semanticSimilaritySuccessThreshold: int | None = field_(
+        doc="Optional. The success threshold for semantic similarity. Must be an integer between 0 and 4. Default is >= 3.",
+        presence=True,
+    )
+    overallToolInvocationCorrectnessThreshold: Float32 | None = field_(
+        doc="Optional. The success threshold for overall tool invocation correctness. Must be a float between"
+        " 0 and 1. Default is 1.0.",
+        presence=True,
+    )
+    semanticSimilarityChannel: (
+        EvaluationMetricsThresholdsGoldenEvaluationMetricsThresholdsTurnLevelMetricsThresholdsSemanticSimilarityChannel | None
+    ) = field_(doc="Optional. The semantic similarity channel to use for evaluation.")
+
+
+class ExpectationLevelMetricsThresholds(ProtoModel):
+    """Expectation level metrics thresholds."""
+
+    message_name = (
+        "google.cloud.ces.v1.EvaluationMetricsThresholds.GoldenEvaluationMetricsThresholds.ExpectationLevelMetricsThresholds"
+    )
+    toolInvocationParameterCorrectnessThreshold: Float32 | None = field_(
+        doc="Optional. The success threshold for individual tool invocation parameter correctness. Must be a "
+        "float between 0 and 1. Default is 1.0.",
+        presence=True,
+    )
+
+
+class ToolMatchingSettings(ProtoModel):
+    """Settings for matching tool calls."""
+
+    message_name = "google.cloud.ces.v1.EvaluationMetricsThresholds.ToolMatchingSettings"
+    extraToolCallBehavior: EvaluationMetricsThresholdsToolMatchingSettingsExtraToolCallBehavior | None = field_(
+        doc="Optional. Behavior for extra tool calls. Defaults to FAIL."
+    )
+
+
+class GoldenEvaluationMetricsThresholds(ProtoModel):
+    """Settings for golden evaluations."""
+
+    message_name = "google.cloud.ces.v1.EvaluationMetricsThresholds.GoldenEvaluationMetricsThresholds"
+    turnLevelMetricsThresholds: TurnLevelMetricsThresholds | None = field_(doc="Optional. The turn level metrics thresholds.")
+    expectationLevelMetricsThresholds: ExpectationLevelMetricsThresholds | None = field_(
+        doc="Optional. The expectation level metrics thresholds."
+    )
+    toolMatchingSettings: ToolMatchingSettings | None = field_(
+        doc="Optional. The tool matching settings. An extra tool call is a tool call that is present in the "
+        "execution but does not match any tool call in the golden expectation."
+    )
+
+
+class EvaluationMetricsThresholds(ProtoModel):
+    """Threshold settings for metrics in an Evaluation."""
+
+    message_name = "google.cloud.ces.v1.EvaluationMetricsThresholds"
+    goldenEvaluationMetricsThresholds: GoldenEvaluationMetricsThresholds | None = field_(
+        doc="Optional. The golden evaluation metrics thresholds."
+    )
+    hallucinationMetricBehavior: EvaluationMetricsThresholdsHallucinationMetricBehavior | None = field_(
+        doc="Optional. Deprecated: Use ``golden_hallucination_metric_behavior`` instead. The hallucination "
+        "metric behavior is currently used for golden evaluations."
+    )
+    goldenHallucinationMetricBehavior: EvaluationMetricsThresholdsHallucinationMetricBehavior | None = field_(
+        doc="Optional. The hallucination metric behavior for golden evaluations."
+    )
+    scenarioHallucinationMetricBehavior: EvaluationMetricsThresholdsHallucinationMetricBehavior | None = field_(
+        doc="Optional. The hallucination metric behavior for scenario evaluations."
+    )
+
+
+class ClientCertificateSettings(ProtoModel):
+    """Settings for custom client certificates."""
+
+    message_name = "google.cloud.ces.v1.ClientCertificateSettings"
+    tlsCertificate: str = field_(
+        R, "Required. The TLS certificate encoded in PEM format. This string must include the begin header and end footer lines."
+    )
+    privateKey: str = field_(
+        R,
+        "Required. The name of the SecretManager secret version resource storing the private key encoded "
+        "in PEM format. Format: ``projects/{project}/secrets/{secret}/versions/{version}``",
+    )
+    passphrase: str | None = field_(
+        doc="Optional. The name of the SecretManager secret version resource storing the passphrase to "
+        "decrypt the private key. Should be left unset if the private key is not encrypted. Format: "
+        "``projects/{project}/secrets/{secret}/versions/{version}``"
+    )
+
+
+class VpcScSettings(ProtoModel):
+    """VPC-SC settings for the app."""
+
+    message_name = "google.cloud.ces.v1.VpcScSettings"
+    allowedOrigins: list[str] | None = field_(
+        doc="Optional. The allowed HTTP(s) origins that OpenAPI tools in the App are able to directly call "
+        "when VPC Service Controls are enabled. These strings must match the origin exactly, including "
+        'the port if specified. For example, "https://example.com" or "https://example.com:443". This '
+        "list does not yet apply to Python tools that may make direct HTTP calls."
+    )
 
 
 class Engine(ProtoModel):
@@ -566,6 +520,13 @@ class Engine(ProtoModel):
     type: DataStoreSettingsEngineType | None = field_(OUT, "Output only. The type of the engine.")
 
 
+class DataStoreSettings(ProtoModel):
+    """Data store related settings for the app."""
+
+    message_name = "google.cloud.ces.v1.DataStoreSettings"
+    engines: list[Engine] | None = field_(OUT, "Output only. The engines for the app.")
+
+
 class DashboardSettings(ProtoModel):
     """Settings for dashboards associated with the app, that show up in the Monitoring view."""
 
@@ -577,38 +538,75 @@ class DashboardSettings(ProtoModel):
     )
 
 
-class CustomVoiceSample(ProtoModel):
-    """Configuration for a custom voice sample used for voice cloning."""
+class App(ProtoModel):
+    """An app serves as a top-level container for a group of agents, including the root agent and its sub-agents, along
+    with their associated configurations. These agents work together to achieve specific goals within the app's context.
+    """
 
-    message_name = "google.cloud.ces.v1.CustomVoiceSample"
-    consentAudioGcsUri: str | None = field_(doc="Optional. Consent audio for voice cloning.")
-    name: str | None = field_(doc="Optional. The user-defined name for the custom voice sample.")
-    previewAudioContent: Bytes | None = field_(
+    message_name = "google.cloud.ces.v1.App"
+    name: str | None = field_(
+        ID, "Identifier. The unique identifier of the app. Format: ``projects/{project}/locations/{location}/apps/{app}``"
+    )
+    displayName: str = field_(R, "Required. Display name of the app.")
+    description: str | None = field_(doc="Optional. Human-readable description of the app.")
+    pinned: bool | None = field_(doc="Optional. Whether the app is pinned in the app list.")
+    rootAgent: str | None = field_(
+        doc="Optional. The root agent is the entry point of the app. Format: "
+        "``projects/{project}/locations/{location}/apps/{app}/agents/{agent}``"
+    )
+    languageSettings: LanguageSettings | None = field_(doc="Optional. Language settings of the app.")
+    timeZoneSettings: TimeZoneSettings | None = field_(doc="Optional. TimeZone settings of the app.")
+    audioProcessingConfig: AudioProcessingConfig | None = field_(doc="Optional. Audio processing configuration of the app.")
+    loggingSettings: LoggingSettings | None = field_(doc="Optional. Logging settings of the app.")
+    errorHandlingSettings: ErrorHandlingSettings | None = field_(doc="Optional. Error handling settings of the app.")
+    modelSettings: ModelSettings | None = field_(
+        doc="Optional. The default LLM model settings for the app. Individual resources (e.g. agents, "
+        "guardrails) can override these configurations as needed."
+    )
+    toolExecutionMode: AppToolExecutionMode | None = field_(
+        doc="Optional. The tool execution mode for the app. If not provided, will default to PARALLEL."
+    )
+    evaluationMetricsThresholds: EvaluationMetricsThresholds | None = field_(
+        doc="Optional. The evaluation thresholds for the app."
+    )
+    variableDeclarations: list[VariableDeclaration] | None = field_(doc="Optional. The declarations of the variables.")
+    predefinedVariableDeclarations: list[VariableDeclaration] | None = field_(
+        OUT, "Output only. The declarations of predefined variables for the app."
+    )
+    globalInstruction: str | None = field_(
+        doc="Optional. Instructions for all the agents in the app. You can use this instruction to set up a "
+        "stable identity or personality across all the agents."
+    )
+    guardrails: list[str] | None = field_(
+        doc="Optional. List of guardrails for the app. Format: "
+        "``projects/{project}/locations/{location}/apps/{app}/guardrails/{guardrail}``"
+    )
+    dataStoreSettings: DataStoreSettings | None = field_(doc="Optional. The data store settings for the app.")
+    defaultChannelProfile: ChannelProfile | None = field_(doc="Optional. The default channel profile used by the app.")
+    metadata: dict[str, str] | None = field_(
+        doc="Optional. Metadata about the app. This field can be used to store additional information "
+        "relevant to the app's details or intended usages."
+    )
+    createTime: Timestamp | None = field_(OUT, "Output only. Timestamp when the app was created.")
+    updateTime: Timestamp | None = field_(OUT, "Output only. Timestamp when the app was last updated.")
+    etag: str | None = field_(
         OUT,
-        "Output only. Synthesized preview audio for custom voice, formatted as canonical WAV (LINEAR16, 24kHz, 16-bit, mono).",
+        "Output only. Etag used to ensure the object hasn't changed during a read-modify-write operation."
+        " If the etag is empty, the update will overwrite any concurrent changes.",
     )
-    previewText: str | None = field_(doc="Optional. Text for synthesizing preview audio for custom voice.")
-    voiceInstruction: str | None = field_(
-        doc="Optional. Natural language instructions for voice style, tone, pacing, or pronunciation."
+    deploymentCount: int | None = field_(OUT, "Output only. Number of deployments in the app.")
+    clientCertificateSettings: ClientCertificateSettings | None = field_(
+        doc="Optional. The default client certificate settings for the app."
     )
-    voiceInstructionMode: CustomVoiceSampleVoiceInstructionMode | None = field_(
-        doc="Optional. Instruction mode for the voice sample. If unspecified, defaults to NO_INSTRUCTION."
+    vpcScSettings: VpcScSettings | None = field_(doc="Optional. VPC-SC settings for the app.")
+    locked: bool | None = field_(
+        doc="Optional. Indicates whether the app is locked for changes. If the app is locked, modifications "
+        "to the app resources will be rejected."
     )
-    voiceSampleGcsUri: str | None = field_(
-        doc="Optional. The Cloud Storage URI to the audio sample for voice cloning. The audio sample should "
-        "be a mono-channel, 24kHz WAV file."
+    validationErrors: list[str] | None = field_(OUT, "Output only. Misconfigurations or warnings in the app.")
+    dashboardSettings: DashboardSettings | None = field_(
+        doc="Optional. App-specific dashboard settings for linking and configuring Contact Center Insights dashboards."
     )
-    warnings: list[CustomVoiceSampleWarning] | None = field_(
-        OUT, "Output only. Warning messages encountered during voice clone processing (e.g. low audio level)."
-    )
-
-
-class CustomVoiceSampleWarning(ProtoModel):
-    """A warning message encountered during voice sample processing."""
-
-    message_name = "google.cloud.ces.v1.CustomVoiceSampleWarning"
-    message: str | None = field_(OUT, "Output only. A human-readable description of the warning.")
-    type: CustomVoiceSampleWarningType | None = field_(OUT, "Output only. The type of the warning.")
 
 
 resolve_forward_refs(globals())

@@ -8,8 +8,6 @@ Made on first use of one of them, through cesync.models.messages: a command buil
 the classes of the kinds it meets.
 """
 
-from __future__ import annotations
-
 from .base import (
     Behavior,
     ProtoModel,
@@ -27,21 +25,6 @@ from .msg_shared import (
 R, OUT, ID = Behavior.REQUIRED, Behavior.OUTPUT_ONLY, Behavior.IDENTIFIER
 
 
-class ExperimentConfig(ProtoModel):
-    """Experiment for the deployment."""
-
-    message_name = "google.cloud.ces.v1.ExperimentConfig"
-    versionRelease: VersionRelease | None = field_(doc="Optional. Version release for the experiment.")
-
-
-class VersionRelease(ProtoModel):
-    """Version release for the experiment."""
-
-    message_name = "google.cloud.ces.v1.ExperimentConfig.VersionRelease"
-    state: ExperimentConfigState | None = field_(doc="Optional. State of the version release.")
-    trafficAllocations: list[TrafficAllocation] | None = field_(doc="Optional. Traffic allocations for the version release.")
-
-
 class TrafficAllocation(ProtoModel):
     """Traffic allocation for the version release."""
 
@@ -53,6 +36,52 @@ class TrafficAllocation(ProtoModel):
     appVersion: str | None = field_(
         doc="Optional. App version of the traffic allocation. Format: "
         "``projects/{project}/locations/{location}/apps/{app}/versions/{version}``"
+    )
+
+
+class VersionRelease(ProtoModel):
+    """Version release for the experiment."""
+
+    message_name = "google.cloud.ces.v1.ExperimentConfig.VersionRelease"
+    state: ExperimentConfigState | None = field_(doc="Optional. State of the version release.")
+    trafficAllocations: list[TrafficAllocation] | None = field_(doc="Optional. Traffic allocations for the version release.")
+
+
+class ExperimentConfig(ProtoModel):
+    """Experiment for the deployment."""
+
+    message_name = "google.cloud.ces.v1.ExperimentConfig"
+    versionRelease: VersionRelease | None = field_(doc="Optional. Version release for the experiment.")
+
+
+class WhatsAppCredentials(ProtoModel):
+    """Ephemeral Meta credentials for WhatsApp native integration."""
+
+    message_name = "google.cloud.ces.v1.WhatsAppCredentials"
+    authCode: str = field_(R, "Required. The Meta auth code provided by the embedded signup flow.")
+    pin: str = field_(R, "Required. The 6-digit PIN created by the user for two-step verification.")
+    phoneNumber: str = field_(R, "Required. The phone number to register with WhatsApp.")
+    businessAccountId: str = field_(R, "Required. The Business Account ID to use for the phone number.")
+    wabaId: str = field_(R, "Required. The WhatsApp Business Account ID.")
+    conversationProfileId: str | None = field_(doc="Required. The Conversation Profile ID to use for the deployment.")
+
+
+class InstagramCredentials(ProtoModel):
+    """Ephemeral Meta credentials for Instagram native integration."""
+
+    message_name = "google.cloud.ces.v1.InstagramCredentials"
+    authCode: str = field_(R, "Required. The Meta auth code provided by the embedded signup flow.")
+    conversationProfileId: str | None = field_(doc="Required. The Conversation Profile ID to use for the deployment.")
+
+
+class AgentRegistryDeployment(ProtoModel):
+    """Configuration and status for Agent Registry deployment."""
+
+    message_name = "google.cloud.ces.v1.AgentRegistryDeployment"
+    agentRegistryServiceName: str | None = field_(
+        OUT,
+        "Optional. Output only. The resource name of the deployed Agent Registry service. Format: "
+        "`projects/{project}/locations/{location}/services/{service}`",
     )
 
 
@@ -100,37 +129,6 @@ class Deployment(ProtoModel):
         doc="Optional. Model settings for the deployment. Overrides model settings configured at the "
         "app/agent levels. Note: Deployment-level model settings override is gated behind an allowlist. "
         "Contact the CXAS team to enable this field."
-    )
-
-
-class WhatsAppCredentials(ProtoModel):
-    """Ephemeral Meta credentials for WhatsApp native integration."""
-
-    message_name = "google.cloud.ces.v1.WhatsAppCredentials"
-    authCode: str = field_(R, "Required. The Meta auth code provided by the embedded signup flow.")
-    pin: str = field_(R, "Required. The 6-digit PIN created by the user for two-step verification.")
-    phoneNumber: str = field_(R, "Required. The phone number to register with WhatsApp.")
-    businessAccountId: str = field_(R, "Required. The Business Account ID to use for the phone number.")
-    wabaId: str = field_(R, "Required. The WhatsApp Business Account ID.")
-    conversationProfileId: str | None = field_(doc="Required. The Conversation Profile ID to use for the deployment.")
-
-
-class InstagramCredentials(ProtoModel):
-    """Ephemeral Meta credentials for Instagram native integration."""
-
-    message_name = "google.cloud.ces.v1.InstagramCredentials"
-    authCode: str = field_(R, "Required. The Meta auth code provided by the embedded signup flow.")
-    conversationProfileId: str | None = field_(doc="Required. The Conversation Profile ID to use for the deployment.")
-
-
-class AgentRegistryDeployment(ProtoModel):
-    """Configuration and status for Agent Registry deployment."""
-
-    message_name = "google.cloud.ces.v1.AgentRegistryDeployment"
-    agentRegistryServiceName: str | None = field_(
-        OUT,
-        "Optional. Output only. The resource name of the deployed Agent Registry service. Format: "
-        "`projects/{project}/locations/{location}/services/{service}`",
     )
 
 

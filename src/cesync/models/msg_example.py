@@ -8,8 +8,6 @@ Made on first use of one of them, through cesync.models.messages: a command buil
 the classes of the kinds it meets.
 """
 
-from __future__ import annotations
-
 from .base import (
     Behavior,
     Bytes,
@@ -33,85 +31,6 @@ class ToolsetTool(ProtoModel):
         "``projects/{project}/locations/{location}/apps/{app}/toolsets/{toolset}``",
     )
     toolId: str | None = field_(doc="Optional. The tool ID to filter the tools to retrieve the schema for.")
-
-
-class Example(ProtoModel):
-    """An example represents a sample conversation between the user and the agent(s)."""
-
-    message_name = "google.cloud.ces.v1.Example"
-    name: str | None = field_(
-        ID,
-        "Identifier. The unique identifier of the example. Format: "
-        "``projects/{project}/locations/{location}/apps/{app}/examples/{example}``",
-    )
-    displayName: str = field_(R, "Required. Display name of the example.")
-    description: str | None = field_(doc="Optional. Human-readable description of the example.")
-    entryAgent: str | None = field_(
-        doc="Optional. The agent that initially handles the conversation. If not specified, the example "
-        "represents a conversation that is handled by the root agent. Format: "
-        "``projects/{project}/locations/{location}/apps/{app}/agents/{agent}``"
-    )
-    messages: list[Message] | None = field_(doc="Optional. The collection of messages that make up the conversation.")
-    createTime: Timestamp | None = field_(OUT, "Output only. Timestamp when the example was created.")
-    updateTime: Timestamp | None = field_(OUT, "Output only. Timestamp when the example was last updated.")
-    invalid: bool | None = field_(
-        OUT,
-        "Output only. The example may become invalid if referencing resources are deleted. Invalid "
-        "examples will not be used as few-shot examples.",
-    )
-    etag: str | None = field_(
-        doc="Etag used to ensure the object hasn't changed during a read-modify-write operation. If the etag "
-        "is empty, the update will overwrite any concurrent changes."
-    )
-
-
-class Message(ProtoModel):
-    """A message within a conversation."""
-
-    message_name = "google.cloud.ces.v1.Message"
-    role: str | None = field_(doc="Optional. The role within the conversation, e.g., user, agent.")
-    chunks: list[Chunk] | None = field_(doc="Optional. Content of the message as a series of chunks.")
-    eventTime: Timestamp | None = field_(
-        doc="Optional. Timestamp when the message was sent or received. Should not be used if the message is "
-        "part of an [example][google.cloud.ces.v1.Example]."
-    )
-
-
-class Chunk(ProtoModel):
-    """A chunk of content within a message."""
-
-    message_name = "google.cloud.ces.v1.Chunk"
-    oneofs = {
-        "data": (
-            (
-                "text",
-                "transcript",
-                "blob",
-                "payload",
-                "image",
-                "toolCall",
-                "toolResponse",
-                "agentTransfer",
-                "updatedVariables",
-                "defaultVariables",
-            ),
-            False,
-        )
-    }
-    text: str | None = field_(doc="Optional. Text data.")
-    transcript: str | None = field_(doc="Optional. Transcript associated with the audio.")
-    blob: Blob | None = field_(doc="Optional. Blob data.")
-    payload: Struct | None = field_(doc="Optional. Custom payload data.")
-    image: Image | None = field_(doc="Optional. Image data.")
-    toolCall: ToolCall | None = field_(doc="Optional. Tool execution request.")
-    toolResponse: ToolResponse | None = field_(doc="Optional. Tool execution response.")
-    agentTransfer: AgentTransfer | None = field_(doc="Optional. Agent transfer event.")
-    updatedVariables: Struct | None = field_(
-        doc="A struct represents variables that were updated in the conversation, keyed by variable names."
-    )
-    defaultVariables: Struct | None = field_(
-        doc="A struct represents default variables at the start of the conversation, keyed by variable names."
-    )
 
 
 class Blob(ProtoModel):
@@ -224,6 +143,85 @@ class AgentTransfer(ProtoModel):
         "``projects/{project}/locations/{location}/apps/{app}/agents/{agent}``",
     )
     displayName: str | None = field_(OUT, "Output only. Display name of the agent.")
+
+
+class Chunk(ProtoModel):
+    """A chunk of content within a message."""
+
+    message_name = "google.cloud.ces.v1.Chunk"
+    oneofs = {
+        "data": (
+            (
+                "text",
+                "transcript",
+                "blob",
+                "payload",
+                "image",
+                "toolCall",
+                "toolResponse",
+                "agentTransfer",
+                "updatedVariables",
+                "defaultVariables",
+            ),
+            False,
+        )
+    }
+    text: str | None = field_(doc="Optional. Text data.")
+    transcript: str | None = field_(doc="Optional. Transcript associated with the audio.")
+    blob: Blob | None = field_(doc="Optional. Blob data.")
+    payload: Struct | None = field_(doc="Optional. Custom payload data.")
+    image: Image | None = field_(doc="Optional. Image data.")
+    toolCall: ToolCall | None = field_(doc="Optional. Tool execution request.")
+    toolResponse: ToolResponse | None = field_(doc="Optional. Tool execution response.")
+    agentTransfer: AgentTransfer | None = field_(doc="Optional. Agent transfer event.")
+    updatedVariables: Struct | None = field_(
+        doc="A struct represents variables that were updated in the conversation, keyed by variable names."
+    )
+    defaultVariables: Struct | None = field_(
+        doc="A struct represents default variables at the start of the conversation, keyed by variable names."
+    )
+
+
+class Message(ProtoModel):
+    """A message within a conversation."""
+
+    message_name = "google.cloud.ces.v1.Message"
+    role: str | None = field_(doc="Optional. The role within the conversation, e.g., user, agent.")
+    chunks: list[Chunk] | None = field_(doc="Optional. Content of the message as a series of chunks.")
+    eventTime: Timestamp | None = field_(
+        doc="Optional. Timestamp when the message was sent or received. Should not be used if the message is "
+        "part of an [example][google.cloud.ces.v1.Example]."
+    )
+
+
+class Example(ProtoModel):
+    """An example represents a sample conversation between the user and the agent(s)."""
+
+    message_name = "google.cloud.ces.v1.Example"
+    name: str | None = field_(
+        ID,
+        "Identifier. The unique identifier of the example. Format: "
+        "``projects/{project}/locations/{location}/apps/{app}/examples/{example}``",
+    )
+    displayName: str = field_(R, "Required. Display name of the example.")
+    description: str | None = field_(doc="Optional. Human-readable description of the example.")
+    entryAgent: str | None = field_(
+        doc="Optional. The agent that initially handles the conversation. If not specified, the example "
+        "represents a conversation that is handled by the root agent. Format: "
+        "``projects/{project}/locations/{location}/apps/{app}/agents/{agent}``"
+    )
+    messages: list[Message] | None = field_(doc="Optional. The collection of messages that make up the conversation.")
+    createTime: Timestamp | None = field_(OUT, "Output only. Timestamp when the example was created.")
+    updateTime: Timestamp | None = field_(OUT, "Output only. Timestamp when the example was last updated.")
+    invalid: bool | None = field_(
+        OUT,
+        "Output only. The example may become invalid if referencing resources are deleted. Invalid "
+        "examples will not be used as few-shot examples.",
+    )
+    etag: str | None = field_(
+        doc="Etag used to ensure the object hasn't changed during a read-modify-write operation. If the etag "
+        "is empty, the update will overwrite any concurrent changes."
+    )
 
 
 resolve_forward_refs(globals())

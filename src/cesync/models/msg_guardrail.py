@@ -8,8 +8,6 @@ Made on first use of one of them, through cesync.models.messages: a command buil
 the classes of the kinds it meets.
 """
 
-from __future__ import annotations
-
 from .base import (
     Behavior,
     ProtoModel,
@@ -29,25 +27,6 @@ from .msg_shared import (
 )
 
 R, OUT, ID = Behavior.REQUIRED, Behavior.OUTPUT_ONLY, Behavior.IDENTIFIER
-
-
-class TriggerAction(ProtoModel):
-    """Action that is taken when a certain precondition is met."""
-
-    message_name = "google.cloud.ces.v1.TriggerAction"
-    oneofs = {
-        "action": (
-            (
-                "respondImmediately",
-                "transferAgent",
-                "generativeAnswer",
-            ),
-            False,
-        )
-    }
-    respondImmediately: RespondImmediately | None = field_(doc="Optional. Immediately respond with a preconfigured response.")
-    transferAgent: TransferAgent | None = field_(doc="Optional. Transfer the conversation to a different agent.")
-    generativeAnswer: GenerativeAnswer | None = field_(doc="Optional. Respond with a generative answer.")
 
 
 class Response(ProtoModel):
@@ -86,6 +65,169 @@ class TransferAgent(ProtoModel):
         "app as the current agent. Format: "
         "``projects/{project}/locations/{location}/apps/{app}/agents/{agent}``",
     )
+
+
+class TriggerAction(ProtoModel):
+    """Action that is taken when a certain precondition is met."""
+
+    message_name = "google.cloud.ces.v1.TriggerAction"
+    oneofs = {
+        "action": (
+            (
+                "respondImmediately",
+                "transferAgent",
+                "generativeAnswer",
+            ),
+            False,
+        )
+    }
+    respondImmediately: RespondImmediately | None = field_(doc="Optional. Immediately respond with a preconfigured response.")
+    transferAgent: TransferAgent | None = field_(doc="Optional. Transfer the conversation to a different agent.")
+    generativeAnswer: GenerativeAnswer | None = field_(doc="Optional. Respond with a generative answer.")
+
+
+class ContentFilter(ProtoModel):
+    """Guardrail that bans certain content from being used in the conversation."""
+
+    message_name = "google.cloud.ces.v1.Guardrail.ContentFilter"
+    bannedContents: list[str] | None = field_(
+        doc="Optional. List of banned phrases. Applies to both user inputs and agent responses."
+    )
+    bannedContentsInUserInput: list[str] | None = field_(doc="Optional. List of banned phrases. Applies only to user inputs.")
+    bannedContentsInAgentResponse: list[str] | None = field_(
+        doc="Optional. List of banned phrases. Applies only to agent responses."
+    )
+    matchType: GuardrailContentFilterMatchType = field_(R, "Required. Match type for the content filter.")
+    disregardDiacritics: bool | None = field_(doc="Optional. If true, diacritics are ignored during matching.")
+    sensitiveWordsExemptions: list[str] | None = field_(
+        doc="Optional. Entries of the sensitive words list that this guardrail allows. Only valid when "
+        "match_type is SENSITIVE_WORDS. Each value must equal a list entry (case-insensitive, surrounding"
+        " whitespace ignored); other values have no effect. Applies to this guardrail only. At most 1000 "
+        "entries of up to 256 characters each."
+    )
+
+
+class DefaultSecuritySettings(ProtoModel):
+    """Configuration for default system security settings."""
+
+    message_name = "google.cloud.ces.v1.Guardrail.LlmPromptSecurity.DefaultSecuritySettings"
+    defaultPromptTemplate: str | None = field_(
+        OUT,
+        "Output only. The default prompt template used by the system. This field is for display purposes "
+        "to show the user what prompt the system uses by default. It is OUTPUT_ONLY.",
+    )
+
+
+class LlmPolicy(ProtoModel):
+    """Guardrail that blocks the conversation if the LLM response is considered violating the policy based on the LLM
+    classification.
+    """
+
+    message_name = "google.cloud.ces.v1.Guardrail.LlmPolicy"
+    maxConversationMessages: int | None = field_(
+        doc="Optional. When checking this policy, consider the last 'n' messages in the conversation. When "
+        "not set a default value of 10 will be used."
+    )
+    modelSettings: ModelSettings | None = field_(doc="Optional. Model settings.")
+    prompt: str = field_(R, "Required. Policy prompt.")
+    policyScope: GuardrailLlmPolicyPolicyScope = field_(
+        R,
+        "Required. Defines when to apply the policy check during the conversation. If set to "
+        "``POLICY_SCOPE_UNSPECIFIED``, the policy will be applied to the user input. When applying the "
+        "policy to the agent response, additional latency will be introduced before the agent can "
+        "respond.",
+    )
+    failOpen: bool | None = field_(
+        doc="Optional. If an error occurs during the policy check, fail open and do not trigger the guardrail."
+    )
+    allowShortUtterance: bool | None = field_(
+        doc="Optional. By default, the LLM policy check is bypassed for short utterances. Enabling this "
+        "setting applies the policy check to all utterances, including those that would normally be "
+        "skipped."
+    )
+
+
+class LlmPromptSecurity(ProtoModel):
+    """Guardrail that blocks the conversation if the input is considered unsafe based on the LLM classification."""
+
+    message_name = "google.cloud.ces.v1.Guardrail.LlmPromptSecurity"
+    oneofs = {
+        "security_config": (
+            (
+                "defaultSettings",
+                "customPolicy",
+            ),
+            False,
+        )
+    }
+    defaultSettings: DefaultSecuritySettings | None = field_(
+        doc="Optional. Use the system's predefined default security settings. To select this mode, include an"
+        " empty 'default_settings' message in the request. The 'default_prompt_template' field within "
+        "will be populated by the server in the response."
+    )
+    customPolicy: LlmPolicy | None = field_(doc="Optional. Use a user-defined LlmPolicy to configure the security guardrail.")
+    failOpen: bool | None = field_(
+        doc="Optional. Determines the behavior when the guardrail encounters an LLM error.\n\n- If true: the "
+        "guardrail is bypassed. - If false (default): the guardrail triggers/blocks.\n\nNote: If a custom "
+        "policy is provided, this field is ignored in favor of the policy's 'fail_open' configuration."
+    )
+
+
+class SafetySetting(ProtoModel):
+    """Safety setting."""
+
+    message_name = "google.cloud.ces.v1.Guardrail.ModelSafety.SafetySetting"
+    category: GuardrailModelSafetyHarmCategory = field_(R, "Required. The harm category.")
+    threshold: GuardrailModelSafetyHarmBlockThreshold = field_(R, "Required. The harm block threshold.")
+
+
+class ModelSafety(ProtoModel):
+    """Model safety settings overrides. When this is set, it will override the default settings and trigger the guardrail
+    if the response is considered unsafe.
+    """
+
+    message_name = "google.cloud.ces.v1.Guardrail.ModelSafety"
+    safetySettings: list[SafetySetting] = field_(R, "Required. List of safety settings.")
+
+
+class CodeCallback(ProtoModel):
+    """Guardrail that blocks the conversation based on the code callbacks provided."""
+
+    message_name = "google.cloud.ces.v1.Guardrail.CodeCallback"
+    beforeAgentCallback: Callback | None = field_(
+        doc="Optional. The callback to execute before the agent is called. Each callback function is expected"
+        " to return a structure (e.g., a dict or object) containing at least:\n\n- 'decision': Either 'OK' "
+        "or 'TRIGGER'. - 'reason': A string explaining the decision. A 'TRIGGER' decision may halt "
+        "further processing."
+    )
+    afterAgentCallback: Callback | None = field_(
+        doc="Optional. The callback to execute after the agent is called. Each callback function is expected "
+        "to return a structure (e.g., a dict or object) containing at least:\n\n- 'decision': Either 'OK' "
+        "or 'TRIGGER'. - 'reason': A string explaining the decision. A 'TRIGGER' decision may halt "
+        "further processing."
+    )
+    beforeModelCallback: Callback | None = field_(
+        doc="Optional. The callback to execute before the model is called. If there are multiple calls to the"
+        " model, the callback will be executed multiple times. Each callback function is expected to "
+        "return a structure (e.g., a dict or object) containing at least:\n\n- 'decision': Either 'OK' or "
+        "'TRIGGER'. - 'reason': A string explaining the decision. A 'TRIGGER' decision may halt further "
+        "processing."
+    )
+    afterModelCallback: Callback | None = field_(
+        doc="Optional. The callback to execute after the model is called. If there are multiple calls to the "
+        "model, the callback will be executed multiple times. Each callback function is expected to "
+        "return a structure (e.g., a dict or object) containing at least:\n\n- 'decision': Either 'OK' or "
+        "'TRIGGER'. - 'reason': A string explaining the decision. A 'TRIGGER' decision may halt further "
+        "processing."
+    )
+
+
+class GuardrailSupervisor(ProtoModel):
+    """Guardrail that runs supervisor intervention."""
+
+    message_name = "google.cloud.ces.v1.GuardrailSupervisor"
+    detectionMode: GuardrailSupervisorDetectionMode | None = field_(doc="Optional. The detection mode of the supervisor.")
+    type: GuardrailSupervisorType | None = field_(doc="Optional. The type of the supervisor.")
 
 
 class Guardrail(ProtoModel):
@@ -137,150 +279,6 @@ class Guardrail(ProtoModel):
         "is empty, the update will overwrite any concurrent changes."
     )
     supervisor: GuardrailSupervisor | None = field_(doc="Optional. Guardrail that runs supervisor intervention.")
-
-
-class ContentFilter(ProtoModel):
-    """Guardrail that bans certain content from being used in the conversation."""
-
-    message_name = "google.cloud.ces.v1.Guardrail.ContentFilter"
-    bannedContents: list[str] | None = field_(
-        doc="Optional. List of banned phrases. Applies to both user inputs and agent responses."
-    )
-    bannedContentsInUserInput: list[str] | None = field_(doc="Optional. List of banned phrases. Applies only to user inputs.")
-    bannedContentsInAgentResponse: list[str] | None = field_(
-        doc="Optional. List of banned phrases. Applies only to agent responses."
-    )
-    matchType: GuardrailContentFilterMatchType = field_(R, "Required. Match type for the content filter.")
-    disregardDiacritics: bool | None = field_(doc="Optional. If true, diacritics are ignored during matching.")
-    sensitiveWordsExemptions: list[str] | None = field_(
-        doc="Optional. Entries of the sensitive words list that this guardrail allows. Only valid when "
-        "match_type is SENSITIVE_WORDS. Each value must equal a list entry (case-insensitive, surrounding"
-        " whitespace ignored); other values have no effect. Applies to this guardrail only. At most 1000 "
-        "entries of up to 256 characters each."
-    )
-
-
-class LlmPromptSecurity(ProtoModel):
-    """Guardrail that blocks the conversation if the input is considered unsafe based on the LLM classification."""
-
-    message_name = "google.cloud.ces.v1.Guardrail.LlmPromptSecurity"
-    oneofs = {
-        "security_config": (
-            (
-                "defaultSettings",
-                "customPolicy",
-            ),
-            False,
-        )
-    }
-    defaultSettings: DefaultSecuritySettings | None = field_(
-        doc="Optional. Use the system's predefined default security settings. To select this mode, include an"
-        " empty 'default_settings' message in the request. The 'default_prompt_template' field within "
-        "will be populated by the server in the response."
-    )
-    customPolicy: LlmPolicy | None = field_(doc="Optional. Use a user-defined LlmPolicy to configure the security guardrail.")
-    failOpen: bool | None = field_(
-        doc="Optional. Determines the behavior when the guardrail encounters an LLM error.\n\n- If true: the "
-        "guardrail is bypassed. - If false (default): the guardrail triggers/blocks.\n\nNote: If a custom "
-        "policy is provided, this field is ignored in favor of the policy's 'fail_open' configuration."
-    )
-
-
-class DefaultSecuritySettings(ProtoModel):
-    """Configuration for default system security settings."""
-
-    message_name = "google.cloud.ces.v1.Guardrail.LlmPromptSecurity.DefaultSecuritySettings"
-    defaultPromptTemplate: str | None = field_(
-        OUT,
-        "Output only. The default prompt template used by the system. This field is for display purposes "
-        "to show the user what prompt the system uses by default. It is OUTPUT_ONLY.",
-    )
-
-
-class LlmPolicy(ProtoModel):
-    """Guardrail that blocks the conversation if the LLM response is considered violating the policy based on the LLM
-    classification.
-    """
-
-    message_name = "google.cloud.ces.v1.Guardrail.LlmPolicy"
-    maxConversationMessages: int | None = field_(
-        doc="Optional. When checking this policy, consider the last 'n' messages in the conversation. When "
-        "not set a default value of 10 will be used."
-    )
-    modelSettings: ModelSettings | None = field_(doc="Optional. Model settings.")
-    prompt: str = field_(R, "Required. Policy prompt.")
-    policyScope: GuardrailLlmPolicyPolicyScope = field_(
-        R,
-        "Required. Defines when to apply the policy check during the conversation. If set to "
-        "``POLICY_SCOPE_UNSPECIFIED``, the policy will be applied to the user input. When applying the "
-        "policy to the agent response, additional latency will be introduced before the agent can "
-        "respond.",
-    )
-    failOpen: bool | None = field_(
-        doc="Optional. If an error occurs during the policy check, fail open and do not trigger the guardrail."
-    )
-    allowShortUtterance: bool | None = field_(
-        doc="Optional. By default, the LLM policy check is bypassed for short utterances. Enabling this "
-        "setting applies the policy check to all utterances, including those that would normally be "
-        "skipped."
-    )
-
-
-class ModelSafety(ProtoModel):
-    """Model safety settings overrides. When this is set, it will override the default settings and trigger the guardrail
-    if the response is considered unsafe.
-    """
-
-    message_name = "google.cloud.ces.v1.Guardrail.ModelSafety"
-    safetySettings: list[SafetySetting] = field_(R, "Required. List of safety settings.")
-
-
-class SafetySetting(ProtoModel):
-    """Safety setting."""
-
-    message_name = "google.cloud.ces.v1.Guardrail.ModelSafety.SafetySetting"
-    category: GuardrailModelSafetyHarmCategory = field_(R, "Required. The harm category.")
-    threshold: GuardrailModelSafetyHarmBlockThreshold = field_(R, "Required. The harm block threshold.")
-
-
-class CodeCallback(ProtoModel):
-    """Guardrail that blocks the conversation based on the code callbacks provided."""
-
-    message_name = "google.cloud.ces.v1.Guardrail.CodeCallback"
-    beforeAgentCallback: Callback | None = field_(
-        doc="Optional. The callback to execute before the agent is called. Each callback function is expected"
-        " to return a structure (e.g., a dict or object) containing at least:\n\n- 'decision': Either 'OK' "
-        "or 'TRIGGER'. - 'reason': A string explaining the decision. A 'TRIGGER' decision may halt "
-        "further processing."
-    )
-    afterAgentCallback: Callback | None = field_(
-        doc="Optional. The callback to execute after the agent is called. Each callback function is expected "
-        "to return a structure (e.g., a dict or object) containing at least:\n\n- 'decision': Either 'OK' "
-        "or 'TRIGGER'. - 'reason': A string explaining the decision. A 'TRIGGER' decision may halt "
-        "further processing."
-    )
-    beforeModelCallback: Callback | None = field_(
-        doc="Optional. The callback to execute before the model is called. If there are multiple calls to the"
-        " model, the callback will be executed multiple times. Each callback function is expected to "
-        "return a structure (e.g., a dict or object) containing at least:\n\n- 'decision': Either 'OK' or "
-        "'TRIGGER'. - 'reason': A string explaining the decision. A 'TRIGGER' decision may halt further "
-        "processing."
-    )
-    afterModelCallback: Callback | None = field_(
-        doc="Optional. The callback to execute after the model is called. If there are multiple calls to the "
-        "model, the callback will be executed multiple times. Each callback function is expected to "
-        "return a structure (e.g., a dict or object) containing at least:\n\n- 'decision': Either 'OK' or "
-        "'TRIGGER'. - 'reason': A string explaining the decision. A 'TRIGGER' decision may halt further "
-        "processing."
-    )
-
-
-class GuardrailSupervisor(ProtoModel):
-    """Guardrail that runs supervisor intervention."""
-
-    message_name = "google.cloud.ces.v1.GuardrailSupervisor"
-    detectionMode: GuardrailSupervisorDetectionMode | None = field_(doc="Optional. The detection mode of the supervisor.")
-    type: GuardrailSupervisorType | None = field_(doc="Optional. The type of the supervisor.")
 
 
 resolve_forward_refs(globals())

@@ -8,8 +8,6 @@ Made on first use of one of them, through cesync.models.messages: a command buil
 the classes of the kinds it meets.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from .base import (
@@ -248,13 +246,6 @@ class ModelSettings(ProtoModel):
     thinkingLevel: ModelSettingsThinkingLevel | None = field_(doc="Optional. The thinking level of the model.")
 
 
-class TlsConfig(ProtoModel):
-    """The TLS configuration."""
-
-    message_name = "google.cloud.ces.v1.TlsConfig"
-    caCerts: list[CaCert] = field_(R, "Required. Specifies a list of allowed custom CA certificates for HTTPS verification.")
-
-
 class CaCert(ProtoModel):
     """The CA certificate."""
 
@@ -275,6 +266,13 @@ class CaCert(ProtoModel):
     )
 
 
+class TlsConfig(ProtoModel):
+    """The TLS configuration."""
+
+    message_name = "google.cloud.ces.v1.TlsConfig"
+    caCerts: list[CaCert] = field_(R, "Required. Specifies a list of allowed custom CA certificates for HTTPS verification.")
+
+
 class ServiceDirectoryConfig(ProtoModel):
     """Configuration for tools using Service Directory."""
 
@@ -288,45 +286,11 @@ class ServiceDirectoryConfig(ProtoModel):
     )
 
 
-class ChannelProfile(ProtoModel):
-    """A ChannelProfile configures the agent's behavior for a specific communication channel, such as web UI or telephony."""
-
-    message_name = "google.cloud.ces.v1.ChannelProfile"
-    profileId: str | None = field_(doc="Optional. The unique identifier of the channel profile.")
-    channelType: ChannelProfileChannelType | None = field_(doc="Optional. The type of the channel profile.")
-    personaProperty: PersonaProperty | None = field_(doc="Optional. The persona property of the channel profile.")
-    disableDtmf: bool | None = field_(doc="Optional. Whether to disable DTMF (dual-tone multi-frequency).")
-    disableBargeInControl: bool | None = field_(
-        doc="Optional. Whether to disable user barge-in control in the conversation.\n\n- **true**: User "
-        "interruptions are disabled while the agent is speaking. - **false**: The agent retains automatic"
-        " control over when the user can interrupt."
-    )
-    webWidgetConfig: WebWidgetConfig | None = field_(doc="Optional. The configuration for the web widget.")
-    noiseSuppressionLevel: str | None = field_(
-        doc='Optional. The noise suppression level of the channel profile. Available values are "low", '
-        '"moderate", "high", "very_high".'
-    )
-    whatsappConfig: WhatsAppConfig | None = field_(doc="Optional. Configuration specific to WhatsApp deployments.")
-    instagramConfig: InstagramConfig | None = field_(doc="Optional. Configuration specific to Instagram deployments.")
-
-
 class PersonaProperty(ProtoModel):
     """Represents the persona property of a channel."""
 
     message_name = "google.cloud.ces.v1.ChannelProfile.PersonaProperty"
     persona: ChannelProfilePersonaPropertyPersona | None = field_(doc="Optional. The persona of the channel.")
-
-
-class WebWidgetConfig(ProtoModel):
-    """Message for configuration for the web widget."""
-
-    message_name = "google.cloud.ces.v1.ChannelProfile.WebWidgetConfig"
-    modality: ChannelProfileWebWidgetConfigModality | None = field_(doc="Optional. The modality of the web widget.")
-    theme: ChannelProfileWebWidgetConfigTheme | None = field_(doc="Optional. The theme of the web widget.")
-    webWidgetTitle: str | None = field_(doc="Optional. The title of the web widget.")
-    securitySettings: ChannelProfileWebWidgetConfigSecuritySettings | None = field_(
-        doc="Optional. The security settings of the web widget."
-    )
 
 
 class ChannelProfileWebWidgetConfigSecuritySettings(ProtoModel):
@@ -352,6 +316,18 @@ class ChannelProfileWebWidgetConfigSecuritySettings(ProtoModel):
     enableRecaptcha: bool | None = field_(doc="Optional. Indicates whether reCAPTCHA verification for the web widget is enabled.")
 
 
+class WebWidgetConfig(ProtoModel):
+    """Message for configuration for the web widget."""
+
+    message_name = "google.cloud.ces.v1.ChannelProfile.WebWidgetConfig"
+    modality: ChannelProfileWebWidgetConfigModality | None = field_(doc="Optional. The modality of the web widget.")
+    theme: ChannelProfileWebWidgetConfigTheme | None = field_(doc="Optional. The theme of the web widget.")
+    webWidgetTitle: str | None = field_(doc="Optional. The title of the web widget.")
+    securitySettings: ChannelProfileWebWidgetConfigSecuritySettings | None = field_(
+        doc="Optional. The security settings of the web widget."
+    )
+
+
 class WhatsAppConfig(ProtoModel):
     """Configuration specific to WhatsApp deployments."""
 
@@ -372,6 +348,28 @@ class InstagramConfig(ProtoModel):
     displayName: str | None = field_(OUT, "Output only. The fetched Meta business page name.")
     thumbnailUrl: str | None = field_(OUT, "Output only. The fetched Meta business profile thumbnail URL.")
     description: str | None = field_(OUT, "Output only. The description of the Meta business page or profile.")
+
+
+class ChannelProfile(ProtoModel):
+    """A ChannelProfile configures the agent's behavior for a specific communication channel, such as web UI or telephony."""
+
+    message_name = "google.cloud.ces.v1.ChannelProfile"
+    profileId: str | None = field_(doc="Optional. The unique identifier of the channel profile.")
+    channelType: ChannelProfileChannelType | None = field_(doc="Optional. The type of the channel profile.")
+    personaProperty: PersonaProperty | None = field_(doc="Optional. The persona property of the channel profile.")
+    disableDtmf: bool | None = field_(doc="Optional. Whether to disable DTMF (dual-tone multi-frequency).")
+    disableBargeInControl: bool | None = field_(
+        doc="Optional. Whether to disable user barge-in control in the conversation.\n\n- **true**: User "
+        "interruptions are disabled while the agent is speaking. - **false**: The agent retains automatic"
+        " control over when the user can interrupt."
+    )
+    webWidgetConfig: WebWidgetConfig | None = field_(doc="Optional. The configuration for the web widget.")
+    noiseSuppressionLevel: str | None = field_(
+        doc='Optional. The noise suppression level of the channel profile. Available values are "low", '
+        '"moderate", "high", "very_high".'
+    )
+    whatsappConfig: WhatsAppConfig | None = field_(doc="Optional. Configuration specific to WhatsApp deployments.")
+    instagramConfig: InstagramConfig | None = field_(doc="Optional. Configuration specific to Instagram deployments.")
 
 
 class ApiKeyConfig(ProtoModel):
@@ -445,25 +443,6 @@ class BearerTokenConfig(ProtoModel):
     )
 
 
-class EndUserAuthConfig(ProtoModel):
-    """End-user authentication configuration used for Connection calls. The field values must be the names of context
-    variables in the format ``$context.variables.<name_of_variable>``.
-    """
-
-    message_name = "google.cloud.ces.v1.EndUserAuthConfig"
-    oneofs = {
-        "auth_config": (
-            (
-                "oauth2AuthCodeConfig",
-                "oauth2JwtBearerConfig",
-            ),
-            False,
-        )
-    }
-    oauth2AuthCodeConfig: Oauth2AuthCodeConfig | None = field_(doc="Oauth 2.0 Authorization Code authentication.")
-    oauth2JwtBearerConfig: Oauth2JwtBearerConfig | None = field_(doc="JWT Profile Oauth 2.0 Authorization Grant authentication.")
-
-
 class Oauth2AuthCodeConfig(ProtoModel):
     """Oauth 2.0 Authorization Code authentication configuration."""
 
@@ -489,6 +468,25 @@ class Oauth2JwtBearerConfig(ProtoModel):
     )
 
 
+class EndUserAuthConfig(ProtoModel):
+    """End-user authentication configuration used for Connection calls. The field values must be the names of context
+    variables in the format ``$context.variables.<name_of_variable>``.
+    """
+
+    message_name = "google.cloud.ces.v1.EndUserAuthConfig"
+    oneofs = {
+        "auth_config": (
+            (
+                "oauth2AuthCodeConfig",
+                "oauth2JwtBearerConfig",
+            ),
+            False,
+        )
+    }
+    oauth2AuthCodeConfig: Oauth2AuthCodeConfig | None = field_(doc="Oauth 2.0 Authorization Code authentication.")
+    oauth2JwtBearerConfig: Oauth2JwtBearerConfig | None = field_(doc="JWT Profile Oauth 2.0 Authorization Grant authentication.")
+
+
 class ApiAuthentication(ProtoModel):
     """Authentication information required for API calls."""
 
@@ -512,25 +510,6 @@ class ApiAuthentication(ProtoModel):
     )
     serviceAccountAuthConfig: ServiceAccountAuthConfig | None = field_(doc="Optional. Config for service account authentication.")
     bearerTokenConfig: BearerTokenConfig | None = field_(doc="Optional. Config for bearer token auth.")
-
-
-class AgentCard(ProtoModel):
-    """AgentCard conveys key information about a remote agent. It is a trimmed version of the AgentCard defined in the A2A
-    protocol https://a2a-protocol.org/dev/specification/#441-agentcard
-    """
-
-    message_name = "google.cloud.ces.v1.AgentCard"
-    name: str = field_(R, "Required. A human-readable name for the agent.")
-    description: str = field_(R, "Required. A description of the agent's domain of action/solution space.")
-    supportedInterfaces: list[AgentInterface] = field_(
-        R, "Required. Ordered list of supported interfaces. The first entry is preferred."
-    )
-    version: str = field_(R, "Required. The version of the agent.")
-    skills: list[AgentSkill] = field_(
-        R,
-        "Required. Skills represent a unit of ability an agent can perform. This may somewhat abstract "
-        "but represents a more focused set of actions that the agent is highly likely to succeed at.",
-    )
 
 
 class AgentInterface(ProtoModel):
@@ -575,22 +554,41 @@ class AgentSkill(ProtoModel):
     )
 
 
+class AgentCard(ProtoModel):
+    """AgentCard conveys key information about a remote agent. It is a trimmed version of the AgentCard defined in the A2A
+    protocol https://a2a-protocol.org/dev/specification/#441-agentcard
+    """
+
+    message_name = "google.cloud.ces.v1.AgentCard"
+    name: str = field_(R, "Required. A human-readable name for the agent.")
+    description: str = field_(R, "Required. A description of the agent's domain of action/solution space.")
+    supportedInterfaces: list[AgentInterface] = field_(
+        R, "Required. Ordered list of supported interfaces. The first entry is preferred."
+    )
+    version: str = field_(R, "Required. The version of the agent.")
+    skills: list[AgentSkill] = field_(
+        R,
+        "Required. Skills represent a unit of ability an agent can perform. This may somewhat abstract "
+        "but represents a more focused set of actions that the agent is highly likely to succeed at.",
+    )
+
+
 class Schema(ProtoModel):
     """Represents a select subset of an OpenAPI 3.0 schema object."""
 
     message_name = "google.cloud.ces.v1.Schema"
     type: SchemaType = field_(R, "Required. The type of the data.")
-    properties: dict[str, Schema] | None = field_(doc="Optional. Properties of Type.OBJECT.")
+    properties: "dict[str, Schema] | None" = field_(doc="Optional. Properties of Type.OBJECT.")
     required: list[str] | None = field_(doc="Optional. Required properties of Type.OBJECT.")
     description: str | None = field_(doc="Optional. The description of the data.")
-    items: Schema | None = field_(doc="Optional. Schema of the elements of Type.ARRAY.")
+    items: "Schema | None" = field_(doc="Optional. Schema of the elements of Type.ARRAY.")
     nullable: bool | None = field_(doc="Optional. Indicates if the value may be null.")
     uniqueItems: bool | None = field_(doc="Optional. Indicate the items in the array must be unique. Only applies to TYPE.ARRAY.")
-    prefixItems: list[Schema] | None = field_(doc="Optional. Schemas of initial elements of Type.ARRAY.")
-    additionalProperties: Schema | None = field_(
+    prefixItems: "list[Schema] | None" = field_(doc="Optional. Schemas of initial elements of Type.ARRAY.")
+    additionalProperties: "Schema | None" = field_(
         doc="Optional. Can either be a boolean or an object, controls the presence of additional properties."
     )
-    anyOf: list[Schema] | None = field_(
+    anyOf: "list[Schema] | None" = field_(
         doc="Optional. The value should be validated against any (one or more) of the subschemas in the list."
     )
     enum: list[str] | None = field_(
@@ -607,7 +605,7 @@ class Schema(ProtoModel):
         'schema node named "Pet". See details in https://json-schema.org/understanding-json-'
         "schema/structuring."
     )
-    defs: dict[str, Schema] | None = field_(
+    defs: "dict[str, Schema] | None" = field_(
         doc="Optional. A map of definitions for use by ``ref``. Only allowed at the root of the schema."
     )
     title: str | None = field_(doc="Optional. The title of the schema.")
@@ -615,6 +613,14 @@ class Schema(ProtoModel):
     maxItems: Int64 | None = field_(doc="Optional. Maximum number of the elements for Type.ARRAY.")
     minimum: Double | None = field_(doc="Optional. Minimum value for Type.INTEGER and Type.NUMBER.", presence=True)
     maximum: Double | None = field_(doc="Optional. Maximum value for Type.INTEGER and Type.NUMBER.", presence=True)
+
+
+class EntityOperation(ProtoModel):
+    """Entity CRUD operation specification."""
+
+    message_name = "google.cloud.ces.v1.Action.EntityOperation"
+    entityId: str = field_(R, "Required. ID of the entity.")
+    operation: ActionEntityOperationOperationType = field_(R, "Required. Operation to perform on the entity.")
 
 
 class Action(ProtoModel):
@@ -642,14 +648,6 @@ class Action(ProtoModel):
         doc="Optional. Entity fields to return from the operation. If no fields are specified, all fields of "
         "the Entity will be returned."
     )
-
-
-class EntityOperation(ProtoModel):
-    """Entity CRUD operation specification."""
-
-    message_name = "google.cloud.ces.v1.Action.EntityOperation"
-    entityId: str = field_(R, "Required. ID of the entity.")
-    operation: ActionEntityOperationOperationType = field_(R, "Required. Operation to perform on the entity.")
 
 
 class CodeBlock(ProtoModel):

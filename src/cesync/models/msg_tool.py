@@ -8,8 +8,6 @@ Made on first use of one of them, through cesync.models.messages: a command buil
 the classes of the kinds it meets.
 """
 
-from __future__ import annotations
-
 from .base import (
     Behavior,
     Duration,
@@ -132,6 +130,17 @@ class ConnectorTool(ProtoModel):
     )
 
 
+class ConnectorConfig(ProtoModel):
+    """The connector config for the data store connection."""
+
+    message_name = "google.cloud.ces.v1.DataStore.ConnectorConfig"
+    collection: str | None = field_(doc="Resource name of the collection the data store belongs to.")
+    collectionDisplayName: str | None = field_(doc="Display name of the collection the data store belongs to.")
+    dataSource: str | None = field_(
+        doc="The name of the data source. Example: ``salesforce``, ``jira``, ``confluence``, ``bigquery``."
+    )
+
+
 class DataStore(ProtoModel):
     """A DataStore resource in Vertex AI Search."""
 
@@ -154,41 +163,120 @@ class DataStore(ProtoModel):
     connectorConfig: ConnectorConfig | None = field_(OUT, "Output only. The connector config for the data store connection.")
 
 
-class ConnectorConfig(ProtoModel):
-    """The connector config for the data store connection."""
+class DataStoreSource(ProtoModel):
+    """Configuration for searching within a specific DataStore."""
 
-    message_name = "google.cloud.ces.v1.DataStore.ConnectorConfig"
-    collection: str | None = field_(doc="Resource name of the collection the data store belongs to.")
-    collectionDisplayName: str | None = field_(doc="Display name of the collection the data store belongs to.")
-    dataSource: str | None = field_(
-        doc="The name of the data source. Example: ``salesforce``, ``jira``, ``confluence``, ``bigquery``."
+    message_name = "google.cloud.ces.v1.DataStoreTool.DataStoreSource"
+    filter: str | None = field_(
+        doc="Optional. Filter specification for the DataStore. See:\n\nhttps://cloud.google.com/generative-ai-"
+        "app-builder/docs/filter-search-metadata"
+    )
+    dataStore: DataStore | None = field_(doc="Optional. The data store.")
+
+
+class EngineSource(ProtoModel):
+    """Configuration for searching within an Engine, potentially targeting specific DataStores."""
+
+    message_name = "google.cloud.ces.v1.DataStoreTool.EngineSource"
+    engine: EngineName = field_(
+        R,
+        "Required. Full resource name of the Engine. Format: "
+        "``projects/{project}/locations/{location}/collections/{collection}/engines/{engine}``",
+    )
+    dataStoreSources: list[DataStoreSource] | None = field_(
+        doc="Optional. Use to target specific DataStores within the Engine. If empty, the search applies to "
+        "all DataStores associated with the Engine."
+    )
+    filter: str | None = field_(
+        doc="Optional. A filter applied to the search across the Engine. Not relevant and not used if "
+        "'data_store_sources' is provided. See: https://cloud.google.com/generative-ai-app-"
+        "builder/docs/filter-search-metadata"
     )
 
 
-class DataStoreTool(ProtoModel):
-    """Tool to retrieve from Vertex AI Search datastore or engine for grounding. Accepts either a datastore or an engine,
-    but not both. See Vertex AI Search:
-
-    https://cloud.google.com/generative-ai-app-builder/docs/enterprise-search-introduction.
+class ControlPoint(ProtoModel):
+    """The control points used to define the curve. The curve defined through these control points can only be
+    monotonically increasing or decreasing(constant values are acceptable).
     """
 
-    message_name = "google.cloud.ces.v1.DataStoreTool"
-    oneofs = {
-        "search_source": (
-            (
-                "dataStoreSource",
-                "engineSource",
-            ),
-            False,
-        )
-    }
-    dataStoreSource: DataStoreSource | None = field_(doc="Optional. Search within a single specific DataStore.")
-    engineSource: EngineSource | None = field_(doc="Optional. Search within an Engine (potentially across multiple DataStores).")
-    name: str = field_(R, "Required. The data store tool name.")
-    description: str | None = field_(doc="Optional. The tool description.")
-    boostSpecs: list[BoostSpecs] | None = field_(doc="Optional. Boost specification to boost certain documents.")
-    modalityConfigs: list[ModalityConfig] | None = field_(doc="Optional. The modality configs for the data store.")
-    filterParameterBehavior: DataStoreToolFilterParameterBehavior | None = field_(doc="Optional. The filter parameter behavior.")
+    message_name = "google.cloud.ces.v1.DataStoreTool.BoostSpec.ConditionBoostSpec.BoostControlSpec.ControlPoint"
+    attributeValue: str | None = field_(
+        doc="Optional. Can be one of:\n\n1. The numerical field value. 2. The duration spec for freshness: The "
+        "value must be formatted as an XSD ``dayTimeDuration`` value (a restricted subset of an ISO 8601 "
+        "duration value). The pattern for this is: ``[nD][T[nH][nM][nS]]``."
+    )
+    boostAmount: Float32 | None = field_(
+        doc="Optional. The value between -1 to 1 by which to boost the score if the attribute_value evaluates"
+        " to the value specified above."
+    )
+
+
+class BoostControlSpec(ProtoModel):
+    """Specification for custom ranking based on customer specified attribute value. It provides more controls for
+    customized ranking than the simple (condition, boost) combination above.
+    """
+
+    message_name = "google.cloud.ces.v1.DataStoreTool.BoostSpec.ConditionBoostSpec.BoostControlSpec"
+    fieldName: str | None = field_(doc="Optional. The name of the field whose value will be used to determine the boost amount.")
+    attributeType: DataStoreToolBoostSpecConditionBoostSpecBoostControlSpecAttributeType | None = field_(
+        doc="Optional. The attribute type to be used to determine the boost amount. The attribute value can "
+        "be derived from the field value of the specified field_name. In the case of numerical it is "
+        "straightforward i.e. attribute_value = numerical_field_value. In the case of freshness however, "
+        "attribute_value = (time.now() - datetime_field_value)."
+    )
+    interpolationType: DataStoreToolBoostSpecConditionBoostSpecBoostControlSpecInterpolationType | None = field_(
+        doc="Optional. The interpolation type to be applied to connect the control points listed below."
+    )
+    controlPoints: list[ControlPoint] | None = field_(
+        doc="Optional. The control points used to define the curve. The monotonic function (defined through "
+        "the interpolation_type above) passes through the control points listed here."
+    )
+
+
+class ConditionBoostSpec(ProtoModel):
+    """Boost specification for a condition."""
+
+    message_name = "google.cloud.ces.v1.DataStoreTool.BoostSpec.ConditionBoostSpec"
+    condition: str = field_(
+        R,
+        "Required. An expression which specifies a boost condition. The syntax is the same as filter "
+        "expression syntax. Currently, the only supported condition is a list of BCP-47 lang codes. "
+        'Example: To boost suggestions in languages en or fr: (lang_code: ANY("en", "fr"))',
+    )
+    boost: Float32 | None = field_(
+        doc="Optional. Strength of the boost, which should be in [-1, 1]. Negative boost means demotion. "
+        "Default is 0.0.\n\nSetting to 1.0 gives the suggestions a big promotion. However, it does not "
+        "necessarily mean that the top result will be a boosted suggestion.\n\nSetting to -1.0 gives the "
+        "suggestions a big demotion. However, other suggestions that are relevant might still be shown.\n\n"
+        "Setting to 0.0 means no boost applied. The boosting condition is ignored.",
+        ge=-1,
+        le=1,
+    )
+    boostControlSpec: BoostControlSpec | None = field_(
+        doc="Optional. Complex specification for custom ranking based on customer defined attribute value."
+    )
+
+
+class BoostSpec(ProtoModel):
+    """Boost specification to boost certain documents."""
+
+    message_name = "google.cloud.ces.v1.DataStoreTool.BoostSpec"
+    conditionBoostSpecs: list[ConditionBoostSpec] = field_(R, "Required. A list of boosting specifications.")
+
+
+class BoostSpecs(ProtoModel):
+    """Boost specifications to boost certain documents. For more information, please refer to
+    https://cloud.google.com/generative-ai-app-builder/docs/boosting.
+    """
+
+    message_name = "google.cloud.ces.v1.DataStoreTool.BoostSpecs"
+    dataStores: list[str] = field_(
+        R,
+        "Required. The Data Store where the boosting configuration is applied. Full resource name of "
+        "DataStore, such as "
+        "projects/{project}/locations/{location}/collections/{collection}/dataStores/{dataStore}.",
+    )
+    spec: list[BoostSpec] = field_(R, "Required. A list of boosting specifications.")
 
 
 class RewriterConfig(ProtoModel):
@@ -225,119 +313,13 @@ class GroundingConfig(ProtoModel):
     disabled: bool | None = field_(doc="Optional. Whether grounding is disabled.")
 
 
-class DataStoreSource(ProtoModel):
-    """Configuration for searching within a specific DataStore."""
+class DataStoreToolSnippetsConfig(ProtoModel):
+    """Snippets configuration."""
 
-    message_name = "google.cloud.ces.v1.DataStoreTool.DataStoreSource"
-    filter: str | None = field_(
-        doc="Optional. Filter specification for the DataStore. See:\n\nhttps://cloud.google.com/generative-ai-"
-        "app-builder/docs/filter-search-metadata"
-    )
-    dataStore: DataStore | None = field_(doc="Optional. The data store.")
-
-
-class EngineSource(ProtoModel):
-    """Configuration for searching within an Engine, potentially targeting specific DataStores."""
-
-    message_name = "google.cloud.ces.v1.DataStoreTool.EngineSource"
-    engine: EngineName = field_(
-        R,
-        "Required. Full resource name of the Engine. Format: "
-        "``projects/{project}/locations/{location}/collections/{collection}/engines/{engine}``",
-    )
-    dataStoreSources: list[DataStoreSource] | None = field_(
-        doc="Optional. Use to target specific DataStores within the Engine. If empty, the search applies to "
-        "all DataStores associated with the Engine."
-    )
-    filter: str | None = field_(
-        doc="Optional. A filter applied to the search across the Engine. Not relevant and not used if "
-        "'data_store_sources' is provided. See: https://cloud.google.com/generative-ai-app-"
-        "builder/docs/filter-search-metadata"
-    )
-
-
-class BoostSpecs(ProtoModel):
-    """Boost specifications to boost certain documents. For more information, please refer to
-    https://cloud.google.com/generative-ai-app-builder/docs/boosting.
-    """
-
-    message_name = "google.cloud.ces.v1.DataStoreTool.BoostSpecs"
-    dataStores: list[str] = field_(
-        R,
-        "Required. The Data Store where the boosting configuration is applied. Full resource name of "
-        "DataStore, such as "
-        "projects/{project}/locations/{location}/collections/{collection}/dataStores/{dataStore}.",
-    )
-    spec: list[BoostSpec] = field_(R, "Required. A list of boosting specifications.")
-
-
-class BoostSpec(ProtoModel):
-    """Boost specification to boost certain documents."""
-
-    message_name = "google.cloud.ces.v1.DataStoreTool.BoostSpec"
-    conditionBoostSpecs: list[ConditionBoostSpec] = field_(R, "Required. A list of boosting specifications.")
-
-
-class ConditionBoostSpec(ProtoModel):
-    """Boost specification for a condition."""
-
-    message_name = "google.cloud.ces.v1.DataStoreTool.BoostSpec.ConditionBoostSpec"
-    condition: str = field_(
-        R,
-        "Required. An expression which specifies a boost condition. The syntax is the same as filter "
-        "expression syntax. Currently, the only supported condition is a list of BCP-47 lang codes. "
-        'Example: To boost suggestions in languages en or fr: (lang_code: ANY("en", "fr"))',
-    )
-    boost: Float32 | None = field_(
-        doc="Optional. Strength of the boost, which should be in [-1, 1]. Negative boost means demotion. "
-        "Default is 0.0.\n\nSetting to 1.0 gives the suggestions a big promotion. However, it does not "
-        "necessarily mean that the top result will be a boosted suggestion.\n\nSetting to -1.0 gives the "
-        "suggestions a big demotion. However, other suggestions that are relevant might still be shown.\n\n"
-        "Setting to 0.0 means no boost applied. The boosting condition is ignored.",
-        ge=-1,
-        le=1,
-    )
-    boostControlSpec: BoostControlSpec | None = field_(
-        doc="Optional. Complex specification for custom ranking based on customer defined attribute value."
-    )
-
-
-class BoostControlSpec(ProtoModel):
-    """Specification for custom ranking based on customer specified attribute value. It provides more controls for
-    customized ranking than the simple (condition, boost) combination above.
-    """
-
-    message_name = "google.cloud.ces.v1.DataStoreTool.BoostSpec.ConditionBoostSpec.BoostControlSpec"
-    fieldName: str | None = field_(doc="Optional. The name of the field whose value will be used to determine the boost amount.")
-    attributeType: DataStoreToolBoostSpecConditionBoostSpecBoostControlSpecAttributeType | None = field_(
-        doc="Optional. The attribute type to be used to determine the boost amount. The attribute value can "
-        "be derived from the field value of the specified field_name. In the case of numerical it is "
-        "straightforward i.e. attribute_value = numerical_field_value. In the case of freshness however, "
-        "attribute_value = (time.now() - datetime_field_value)."
-    )
-    interpolationType: DataStoreToolBoostSpecConditionBoostSpecBoostControlSpecInterpolationType | None = field_(
-        doc="Optional. The interpolation type to be applied to connect the control points listed below."
-    )
-    controlPoints: list[ControlPoint] | None = field_(
-        doc="Optional. The control points used to define the curve. The monotonic function (defined through "
-        "the interpolation_type above) passes through the control points listed here."
-    )
-
-
-class ControlPoint(ProtoModel):
-    """The control points used to define the curve. The curve defined through these control points can only be
-    monotonically increasing or decreasing(constant values are acceptable).
-    """
-
-    message_name = "google.cloud.ces.v1.DataStoreTool.BoostSpec.ConditionBoostSpec.BoostControlSpec.ControlPoint"
-    attributeValue: str | None = field_(
-        doc="Optional. Can be one of:\n\n1. The numerical field value. 2. The duration spec for freshness: The "
-        "value must be formatted as an XSD ``dayTimeDuration`` value (a restricted subset of an ISO 8601 "
-        "duration value). The pattern for this is: ``[nD][T[nH][nM][nS]]``."
-    )
-    boostAmount: Float32 | None = field_(
-        doc="Optional. The value between -1 to 1 by which to boost the score if the attribute_value evaluates"
-        " to the value specified above."
+    message_name = "google.cloud.ces.v1.DataStoreToolSnippetsConfig"
+    enableSnippets: bool | None = field_(doc="Optional. Whether snippets are enabled.")
+    maxSnippets: int | None = field_(
+        doc="Optional. Number of snippets to return per query. If unset, returns all snippets from the service by default."
     )
 
 
@@ -352,14 +334,30 @@ class ModalityConfig(ProtoModel):
     snippetsConfig: DataStoreToolSnippetsConfig | None = field_(doc="Optional. The snippets configuration.")
 
 
-class DataStoreToolSnippetsConfig(ProtoModel):
-    """Snippets configuration."""
+class DataStoreTool(ProtoModel):
+    """Tool to retrieve from Vertex AI Search datastore or engine for grounding. Accepts either a datastore or an engine,
+    but not both. See Vertex AI Search:
 
-    message_name = "google.cloud.ces.v1.DataStoreToolSnippetsConfig"
-    enableSnippets: bool | None = field_(doc="Optional. Whether snippets are enabled.")
-    maxSnippets: int | None = field_(
-        doc="Optional. Number of snippets to return per query. If unset, returns all snippets from the service by default."
-    )
+    https://cloud.google.com/generative-ai-app-builder/docs/enterprise-search-introduction.
+    """
+
+    message_name = "google.cloud.ces.v1.DataStoreTool"
+    oneofs = {
+        "search_source": (
+            (
+                "dataStoreSource",
+                "engineSource",
+            ),
+            False,
+        )
+    }
+    dataStoreSource: DataStoreSource | None = field_(doc="Optional. Search within a single specific DataStore.")
+    engineSource: EngineSource | None = field_(doc="Optional. Search within an Engine (potentially across multiple DataStores).")
+    name: str = field_(R, "Required. The data store tool name.")
+    description: str | None = field_(doc="Optional. The tool description.")
+    boostSpecs: list[BoostSpecs] | None = field_(doc="Optional. Boost specification to boost certain documents.")
+    modalityConfigs: list[ModalityConfig] | None = field_(doc="Optional. The modality configs for the data store.")
+    filterParameterBehavior: DataStoreToolFilterParameterBehavior | None = field_(doc="Optional. The filter parameter behavior.")
 
 
 class FileSearchTool(ProtoModel):
@@ -373,6 +371,20 @@ class FileSearchTool(ProtoModel):
     description: str | None = field_(doc="Optional. The tool description.")
     fileCorpus: RagCorpusName | None = field_(
         doc="Optional. The corpus where files are stored. Format: projects/{project}/locations/{location}/ragCorpora/{rag_corpus}"
+    )
+
+
+class PromptConfig(ProtoModel):
+    """Prompt settings used by the model when processing or summarizing the google search results."""
+
+    message_name = "google.cloud.ces.v1.GoogleSearchTool.PromptConfig"
+    textPrompt: str | None = field_(
+        doc="Optional. Defines the prompt used for the system instructions when interacting with the agent in"
+        " chat conversations. If not set, default prompt will be used."
+    )
+    voicePrompt: str | None = field_(
+        doc="Optional. Defines the prompt used for the system instructions when interacting with the agent in"
+        " voice conversations. If not set, default prompt will be used."
     )
 
 
@@ -401,20 +413,6 @@ class GoogleSearchTool(ProtoModel):
     )
     promptConfig: PromptConfig | None = field_(
         doc="Optional. Prompt instructions passed to planner on how the search results should be processed for text and voice."
-    )
-
-
-class PromptConfig(ProtoModel):
-    """Prompt settings used by the model when processing or summarizing the google search results."""
-
-    message_name = "google.cloud.ces.v1.GoogleSearchTool.PromptConfig"
-    textPrompt: str | None = field_(
-        doc="Optional. Defines the prompt used for the system instructions when interacting with the agent in"
-        " chat conversations. If not set, default prompt will be used."
-    )
-    voicePrompt: str | None = field_(
-        doc="Optional. Defines the prompt used for the system instructions when interacting with the agent in"
-        " voice conversations. If not set, default prompt will be used."
     )
 
 
@@ -508,27 +506,6 @@ class SystemTool(ProtoModel):
     description: str | None = field_(OUT, "Output only. The description of the system tool.")
 
 
-class WidgetTool(ProtoModel):
-    """Represents a widget tool that the agent can invoke. When the tool is chosen by the agent, agent will return the
-    widget to the client. The client is responsible for processing the widget and generating the next user query to
-    continue the interaction with the agent.
-    """
-
-    message_name = "google.cloud.ces.v1.WidgetTool"
-    oneofs = {"input": (("parameters",), False)}
-    parameters: Schema | None = field_(doc="Optional. The input parameters of the widget tool.")
-    name: str = field_(R, "Required. The display name of the widget tool.")
-    description: str | None = field_(doc="Optional. The description of the widget tool.")
-    widgetType: WidgetToolWidgetType | None = field_(
-        doc="Optional. The type of the widget tool. If not specified, the default type will be CUSTOMIZED."
-    )
-    uiConfig: Struct | None = field_(doc="Optional. Configuration for rendering the widget.")
-    dataMapping: DataMapping | None = field_(
-        doc="Optional. The mapping that defines how data from a source tool is mapped to the widget's input parameters."
-    )
-    textResponseConfig: TextResponseConfig | None = field_(doc="Optional. Configuration for always-included text responses.")
-
-
 class TextResponseConfig(ProtoModel):
     """Configuration for the text response returned with the widget."""
 
@@ -559,6 +536,27 @@ class DataMapping(ProtoModel):
     )
     mode: WidgetToolDataMappingMode | None = field_(doc="Optional. The mode of the data mapping.")
     pythonScript: str | None = field_(doc="Deprecated: Use ``python_function`` instead.")
+
+
+class WidgetTool(ProtoModel):
+    """Represents a widget tool that the agent can invoke. When the tool is chosen by the agent, agent will return the
+    widget to the client. The client is responsible for processing the widget and generating the next user query to
+    continue the interaction with the agent.
+    """
+
+    message_name = "google.cloud.ces.v1.WidgetTool"
+    oneofs = {"input": (("parameters",), False)}
+    parameters: Schema | None = field_(doc="Optional. The input parameters of the widget tool.")
+    name: str = field_(R, "Required. The display name of the widget tool.")
+    description: str | None = field_(doc="Optional. The description of the widget tool.")
+    widgetType: WidgetToolWidgetType | None = field_(
+        doc="Optional. The type of the widget tool. If not specified, the default type will be CUSTOMIZED."
+    )
+    uiConfig: Struct | None = field_(doc="Optional. Configuration for rendering the widget.")
+    dataMapping: DataMapping | None = field_(
+        doc="Optional. The mapping that defines how data from a source tool is mapped to the widget's input parameters."
+    )
+    textResponseConfig: TextResponseConfig | None = field_(doc="Optional. Configuration for always-included text responses.")
 
 
 class Tool(ProtoModel):

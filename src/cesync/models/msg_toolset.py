@@ -8,8 +8,6 @@ Made on first use of one of them, through cesync.models.messages: a command buil
 the classes of the kinds it meets.
 """
 
-from __future__ import annotations
-
 from .base import (
     Behavior,
     Duration,
@@ -53,6 +51,42 @@ class ConnectorToolset(ProtoModel):
     connectorActions: list[Action] = field_(R, "Required. The list of connector actions/entity operations to generate tools for.")
 
 
+class McpToolDefinition(ProtoModel):
+    """Container for a tool's core definition elements that are snapshot. Schemas in the snapshot are used as-is and cannot
+    be overridden.
+    """
+
+    message_name = "google.cloud.ces.v1.McpToolDefinition"
+    description: str | None = field_(
+        OUT,
+        "Output only. The description of the MCP tool. This can be overridden by ``description_override``"
+        " in ``McpToolOverride``.",
+    )
+    inputSchema: Schema | None = field_(OUT, "Output only. The schema of the input arguments of the MCP tool.")
+    outputSchema: Schema | None = field_(OUT, "Output only. The schema of the output arguments of the MCP tool.")
+
+
+class McpToolOverride(ProtoModel):
+    """Overrides associated with a given tool in a Toolset. This enables "pinning" or "overriding" of tool definitions from
+    the external dynamic server.
+    """
+
+    message_name = "google.cloud.ces.v1.McpToolOverride"
+    tool: str = field_(R, "Required. The original name of the tool as it is emitted by the MCP server.")
+    nameOverride: str | None = field_(
+        doc="Optional. If present, this tool uses this name in the Agent instead of the original name. This "
+        "is primarily used as an alias if the MCP server offers poorly named tools."
+    )
+    descriptionOverride: str | None = field_(
+        doc="Optional. If present, this tool uses this description instead of the original description from the server."
+    )
+    snapshot: McpToolDefinition | None = field_(
+        OUT,
+        'Output only. If present, this tool is "Pinned" and uses the snapshot values as fallbacks if the '
+        "server becomes temporarily unavailable or if no Override is present.",
+    )
+
+
 class McpToolset(ProtoModel):
     """A toolset that contains a list of tools that are offered by the MCP server."""
 
@@ -86,42 +120,6 @@ class McpToolset(ProtoModel):
         doc="Optional. Overrides for individual tools within this toolset. This allows overriding specific "
         "details like descriptions, names, or pinning the tools' states so they aren't fully dynamic."
     )
-
-
-class McpToolOverride(ProtoModel):
-    """Overrides associated with a given tool in a Toolset. This enables "pinning" or "overriding" of tool definitions from
-    the external dynamic server.
-    """
-
-    message_name = "google.cloud.ces.v1.McpToolOverride"
-    tool: str = field_(R, "Required. The original name of the tool as it is emitted by the MCP server.")
-    nameOverride: str | None = field_(
-        doc="Optional. If present, this tool uses this name in the Agent instead of the original name. This "
-        "is primarily used as an alias if the MCP server offers poorly named tools."
-    )
-    descriptionOverride: str | None = field_(
-        doc="Optional. If present, this tool uses this description instead of the original description from the server."
-    )
-    snapshot: McpToolDefinition | None = field_(
-        OUT,
-        'Output only. If present, this tool is "Pinned" and uses the snapshot values as fallbacks if the '
-        "server becomes temporarily unavailable or if no Override is present.",
-    )
-
-
-class McpToolDefinition(ProtoModel):
-    """Container for a tool's core definition elements that are snapshot. Schemas in the snapshot are used as-is and cannot
-    be overridden.
-    """
-
-    message_name = "google.cloud.ces.v1.McpToolDefinition"
-    description: str | None = field_(
-        OUT,
-        "Output only. The description of the MCP tool. This can be overridden by ``description_override``"
-        " in ``McpToolOverride``.",
-    )
-    inputSchema: Schema | None = field_(OUT, "Output only. The schema of the input arguments of the MCP tool.")
-    outputSchema: Schema | None = field_(OUT, "Output only. The schema of the output arguments of the MCP tool.")
 
 
 class OpenApiToolset(ProtoModel):

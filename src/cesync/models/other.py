@@ -5,8 +5,6 @@ Google's discovery document revision 20261016) and the overlay in
 cesync/models/overlay.py. Do not edit: change the overlay and regenerate.
 """
 
-from __future__ import annotations
-
 from .base import (
     AnyMessage,
     Behavior,
@@ -74,7 +72,7 @@ class Span(ProtoModel):
     endTime: Timestamp | None = field_(OUT, "Output only. The end time of the span.")
     duration: Duration | None = field_(OUT, "Output only. The duration of the span.")
     attributes: Struct | None = field_(OUT, "Output only. Key-value attributes associated with the span.")
-    childSpans: list[Span] | None = field_(OUT, "Output only. The child spans that are nested under this span.")
+    childSpans: "list[Span] | None" = field_(OUT, "Output only. The child spans that are nested under this span.")
 
 
 class Changelog(ProtoModel):
@@ -101,6 +99,21 @@ class Changelog(ProtoModel):
     dependentResources: list[Struct] | None = field_(OUT, "Output only. The dependent resources that were changed.")
     createTime: Timestamp | None = field_(OUT, "Output only. The time when the change was made.")
     sequenceNumber: Int64 | None = field_(OUT, "Output only. The monotonically increasing sequence number of the changelog.")
+
+
+class Turn(ProtoModel):
+    """All information about a single turn in the conversation."""
+
+    message_name = "google.cloud.ces.v1.Conversation.Turn"
+    messages: list[Message] | None = field_(
+        doc="Optional. List of messages in the conversation turn, including user input, agent responses and "
+        "intermediate events during the processing."
+    )
+    rootSpan: Span | None = field_(doc="Optional. The root span of the action processing.")
+    userIntendedText: str | None = field_(
+        doc="Optional. The intended ground-truth text from the Simulated Caller (Polysynth). Only populated "
+        "when word error rate metrics are enabled."
+    )
 
 
 class Conversation(ProtoModel):
@@ -139,21 +152,6 @@ class Conversation(ProtoModel):
     )
     languageCode: str | None = field_(OUT, "Output only. The language code of the conversation.")
     messages: list[Message] | None = field_(doc="Deprecated. Use turns instead.")
-
-
-class Turn(ProtoModel):
-    """All information about a single turn in the conversation."""
-
-    message_name = "google.cloud.ces.v1.Conversation.Turn"
-    messages: list[Message] | None = field_(
-        doc="Optional. List of messages in the conversation turn, including user input, agent responses and "
-        "intermediate events during the processing."
-    )
-    rootSpan: Span | None = field_(doc="Optional. The root span of the action processing.")
-    userIntendedText: str | None = field_(
-        doc="Optional. The intended ground-truth text from the Simulated Caller (Polysynth). Only populated "
-        "when word error rate metrics are enabled."
-    )
 
 
 class ListAppsRequest(ProtoModel):
@@ -270,6 +268,21 @@ class ExportAppResponse(ProtoModel):
     )
 
 
+class ImportOptions(ProtoModel):
+    """Configuration options for the app import process. These options control how the import behaves, particularly when
+    conflicts arise with existing app data.
+    """
+
+    message_name = "google.cloud.ces.v1.ImportAppRequest.ImportOptions"
+    conflictResolutionStrategy: ImportAppRequestImportOptionsConflictResolutionStrategy | None = field_(
+        doc="Optional. The strategy to use when resolving conflicts during import."
+    )
+    validateOnly: bool | None = field_(
+        doc="Optional. Flag for dry-running the import process. If set to true, the import process will only "
+        "perform validations and will not make any changes to the existing app or create a new one."
+    )
+
+
 class ImportAppRequest(ProtoModel):
     """Request message for [AgentService.ImportApp][google.cloud.ces.v1.AgentService.ImportApp]."""
 
@@ -309,21 +322,6 @@ class ImportAppRequest(ProtoModel):
     )
     jsonPatchContent: str | None = field_(doc="Optional. Patch content as a JSON string.")
     jsonPatchGcsUri: str | None = field_(doc="Optional. A Cloud Storage URI pointing to a JSON file containing the patches.")
-
-
-class ImportOptions(ProtoModel):
-    """Configuration options for the app import process. These options control how the import behaves, particularly when
-    conflicts arise with existing app data.
-    """
-
-    message_name = "google.cloud.ces.v1.ImportAppRequest.ImportOptions"
-    conflictResolutionStrategy: ImportAppRequestImportOptionsConflictResolutionStrategy | None = field_(
-        doc="Optional. The strategy to use when resolving conflicts during import."
-    )
-    validateOnly: bool | None = field_(
-        doc="Optional. Flag for dry-running the import process. If set to true, the import process will only "
-        "perform validations and will not make any changes to the existing app or create a new one."
-    )
 
 
 class ImportAppResponse(ProtoModel):
@@ -1089,6 +1087,68 @@ class MockedToolCall(ProtoModel):
     )
 
 
+class WhatsappConfig(ProtoModel):
+    """How Omnichannel should receive/reply events from WhatsApp."""
+
+    message_name = "google.cloud.ces.v1.OmnichannelIntegrationConfig.WhatsappConfig"
+    phoneNumberId: str | None = field_(doc="The Phone Number ID associated with the WhatsApp Business Account.")
+    phoneNumber: str | None = field_(doc="The phone number used for sending/receiving messages.")
+    whatsappBusinessAccountId: str | None = field_(doc="The customer's WhatsApp Business Account (WABA) ID.")
+    webhookVerifyToken: str | None = field_(doc="The verify token configured in the Meta App Dashboard for webhook verification.")
+    whatsappBusinessToken: str | None = field_(
+        doc="The access token for authenticating API calls to the WhatsApp Cloud API. "
+        "https://developers.facebook.com/docs/whatsapp/business-management-api/get-started/#business-"
+        "integration-system-user-access-tokens"
+    )
+    metaBusinessPortfolioId: str | None = field_(
+        doc="The Meta Business Portfolio (MBP) ID. https://www.facebook.com/business/help/1710077379203657"
+    )
+
+
+class ChannelConfig(ProtoModel):
+    """ChannelConfig contains config for various of app integration."""
+
+    message_name = "google.cloud.ces.v1.OmnichannelIntegrationConfig.ChannelConfig"
+    oneofs = {"channel_config": (("whatsappConfig",), False)}
+    whatsappConfig: WhatsappConfig | None = field_(doc="WhatsApp config.")
+
+
+class CesAppConfig(ProtoModel):
+    """Configs for CES app."""
+
+    message_name = "google.cloud.ces.v1.OmnichannelIntegrationConfig.CesAppConfig"
+    app: str | None = field_(
+        doc="The unique identifier of the CES app. Format: ``projects/{project}/locations/{location}/apps/{app}``"
+    )
+
+
+class SubscriberConfig(ProtoModel):
+    """Configs of subscribers."""
+
+    message_name = "google.cloud.ces.v1.OmnichannelIntegrationConfig.SubscriberConfig"
+    oneofs = {"subscriber_config": (("cesAppConfig",), False)}
+    cesAppConfig: CesAppConfig | None = field_(doc="Ces app config.")
+
+
+class RoutingConfig(ProtoModel):
+    """Routing config specify how/who to route app events to a subscriber."""
+
+    message_name = "google.cloud.ces.v1.OmnichannelIntegrationConfig.RoutingConfig"
+    subscriberKey: str | None = field_(doc="The key of the subscriber.")
+
+
+class OmnichannelIntegrationConfig(ProtoModel):
+    """OmnichannelIntegrationConfig contains all App integration configs."""
+
+    message_name = "google.cloud.ces.v1.OmnichannelIntegrationConfig"
+    channelConfigs: dict[str, ChannelConfig] | None = field_(doc="Optional. Various of configuration for handling App events.")
+    subscriberConfigs: dict[str, SubscriberConfig] | None = field_(doc="Optional. Various of subscribers configs.")
+    routingConfigs: dict[str, RoutingConfig] | None = field_(
+        doc="Optional. The key of routing_configs is a key of ``app_configs``, value is a ``RoutingConfig``, "
+        "which contains subscriber's key."
+    )
+
+
 class Omnichannel(ProtoModel):
     """Represents an Omnichannel resource."""
 
@@ -1110,68 +1170,6 @@ class Omnichannel(ProtoModel):
     )
 
 
-class OmnichannelIntegrationConfig(ProtoModel):
-    """OmnichannelIntegrationConfig contains all App integration configs."""
-
-    message_name = "google.cloud.ces.v1.OmnichannelIntegrationConfig"
-    channelConfigs: dict[str, ChannelConfig] | None = field_(doc="Optional. Various of configuration for handling App events.")
-    subscriberConfigs: dict[str, SubscriberConfig] | None = field_(doc="Optional. Various of subscribers configs.")
-    routingConfigs: dict[str, RoutingConfig] | None = field_(
-        doc="Optional. The key of routing_configs is a key of ``app_configs``, value is a ``RoutingConfig``, "
-        "which contains subscriber's key."
-    )
-
-
-class ChannelConfig(ProtoModel):
-    """ChannelConfig contains config for various of app integration."""
-
-    message_name = "google.cloud.ces.v1.OmnichannelIntegrationConfig.ChannelConfig"
-    oneofs = {"channel_config": (("whatsappConfig",), False)}
-    whatsappConfig: WhatsappConfig | None = field_(doc="WhatsApp config.")
-
-
-class WhatsappConfig(ProtoModel):
-    """How Omnichannel should receive/reply events from WhatsApp."""
-
-    message_name = "google.cloud.ces.v1.OmnichannelIntegrationConfig.WhatsappConfig"
-    phoneNumberId: str | None = field_(doc="The Phone Number ID associated with the WhatsApp Business Account.")
-    phoneNumber: str | None = field_(doc="The phone number used for sending/receiving messages.")
-    whatsappBusinessAccountId: str | None = field_(doc="The customer's WhatsApp Business Account (WABA) ID.")
-    webhookVerifyToken: str | None = field_(doc="The verify token configured in the Meta App Dashboard for webhook verification.")
-    whatsappBusinessToken: str | None = field_(
-        doc="The access token for authenticating API calls to the WhatsApp Cloud API. "
-        "https://developers.facebook.com/docs/whatsapp/business-management-api/get-started/#business-"
-        "integration-system-user-access-tokens"
-    )
-    metaBusinessPortfolioId: str | None = field_(
-        doc="The Meta Business Portfolio (MBP) ID. https://www.facebook.com/business/help/1710077379203657"
-    )
-
-
-class SubscriberConfig(ProtoModel):
-    """Configs of subscribers."""
-
-    message_name = "google.cloud.ces.v1.OmnichannelIntegrationConfig.SubscriberConfig"
-    oneofs = {"subscriber_config": (("cesAppConfig",), False)}
-    cesAppConfig: CesAppConfig | None = field_(doc="Ces app config.")
-
-
-class CesAppConfig(ProtoModel):
-    """Configs for CES app."""
-
-    message_name = "google.cloud.ces.v1.OmnichannelIntegrationConfig.CesAppConfig"
-    app: str | None = field_(
-        doc="The unique identifier of the CES app. Format: ``projects/{project}/locations/{location}/apps/{app}``"
-    )
-
-
-class RoutingConfig(ProtoModel):
-    """Routing config specify how/who to route app events to a subscriber."""
-
-    message_name = "google.cloud.ces.v1.OmnichannelIntegrationConfig.RoutingConfig"
-    subscriberKey: str | None = field_(doc="The key of the subscriber.")
-
-
 class OmnichannelOperationMetadata(ProtoModel):
     """Represents the metadata of the long-running operation."""
 
@@ -1182,6 +1180,14 @@ class OmnichannelOperationMetadata(ProtoModel):
     requestedCancellation: bool | None = field_(
         OUT, "Output only. Identifies whether the user has requested cancellation of the operation."
     )
+
+
+class WebSearchQuery(ProtoModel):
+    """Represents a single web search query and its associated search uri."""
+
+    message_name = "google.cloud.ces.v1.WebSearchQuery"
+    query: str | None = field_(doc="The search query text.")
+    uri: str | None = field_(doc="The URI to the Google Search results page for the query.")
 
 
 class GoogleSearchSuggestions(ProtoModel):
@@ -1198,12 +1204,20 @@ class GoogleSearchSuggestions(ProtoModel):
     )
 
 
-class WebSearchQuery(ProtoModel):
-    """Represents a single web search query and its associated search uri."""
+class EndpointControlPolicy(ProtoModel):
+    """Defines project/location level endpoint control policy."""
 
-    message_name = "google.cloud.ces.v1.WebSearchQuery"
-    query: str | None = field_(doc="The search query text.")
-    uri: str | None = field_(doc="The URI to the Google Search results page for the query.")
+    message_name = "google.cloud.ces.v1.EndpointControlPolicy"
+    enforcementScope: EndpointControlPolicyEnforcementScope | None = field_(
+        doc="Optional. The scope in which this policy's allowed_origins list is enforced."
+    )
+    allowedOrigins: list[str] | None = field_(
+        doc="Optional. The allowed HTTP(s) origins that tools in the App are able to directly call. The "
+        "enforcement depends on the value of enforcement_scope and the VPC-SC status of the project. If a"
+        " port number is not provided, all ports will be allowed. Otherwise, the port number must match "
+        'exactly. For example, "https://example.com" will match "https://example.com:443" and any other '
+        'port. "https://example.com:443" will only match "https://example.com:443".'
+    )
 
 
 class SecuritySettings(ProtoModel):
@@ -1219,22 +1233,6 @@ class SecuritySettings(ProtoModel):
     createTime: Timestamp | None = field_(OUT, "Output only. Create time of the security settings.")
     updateTime: Timestamp | None = field_(OUT, "Output only. Last update time of the security settings.")
     etag: str | None = field_(OUT, "Output only. Etag of the security settings.")
-
-
-class EndpointControlPolicy(ProtoModel):
-    """Defines project/location level endpoint control policy."""
-
-    message_name = "google.cloud.ces.v1.EndpointControlPolicy"
-    enforcementScope: EndpointControlPolicyEnforcementScope | None = field_(
-        doc="Optional. The scope in which this policy's allowed_origins list is enforced."
-    )
-    allowedOrigins: list[str] | None = field_(
-        doc="Optional. The allowed HTTP(s) origins that tools in the App are able to directly call. The "
-        "enforcement depends on the value of enforcement_scope and the VPC-SC status of the project. If a"
-        " port number is not provided, all ports will be allowed. Otherwise, the port number must match "
-        'exactly. For example, "https://example.com" will match "https://example.com:443" and any other '
-        'port. "https://example.com:443" will only match "https://example.com:443".'
-    )
 
 
 class MockConfig(ProtoModel):
@@ -1265,6 +1263,28 @@ class OutputAudioConfig(ProtoModel):
     message_name = "google.cloud.ces.v1.OutputAudioConfig"
     audioEncoding: AudioEncoding = field_(R, "Required. The encoding of the output audio data.")
     sampleRateHertz: int = field_(R, "Required. The sample rate (in Hertz) of the output audio data.")
+
+
+class RemoteDialogflowQueryParameters(ProtoModel):
+    """`QueryParameters
+    <https://cloud.google.com/dialogflow/cx/docs/reference/rpc/google.cloud.dialogflow.cx.v3#queryparameters>`__ to send
+    to the remote `Dialogflow <https://cloud.google.com/dialogflow/cx/docs/concept/console-conversational-agents>`__
+    agent when the session control is transferred to the remote agent.
+    """
+
+    message_name = "google.cloud.ces.v1.SessionConfig.RemoteDialogflowQueryParameters"
+    webhookHeaders: dict[str, str] | None = field_(
+        doc="Optional. The HTTP headers to be sent as webhook_headers in `QueryParameters <https://cloud.goog"
+        "le.com/dialogflow/cx/docs/reference/rpc/google.cloud.dialogflow.cx.v3#queryparameters>`__."
+    )
+    payload: Struct | None = field_(
+        doc="Optional. The payload to be sent in `QueryParameters <https://cloud.google.com/dialogflow/cx/doc"
+        "s/reference/rpc/google.cloud.dialogflow.cx.v3#queryparameters>`__."
+    )
+    endUserMetadata: Struct | None = field_(
+        doc="Optional. The end user metadata to be sent in `QueryParameters <https://cloud.google.com/dialogf"
+        "low/cx/docs/reference/rpc/google.cloud.dialogflow.cx.v3#queryparameters>`__."
+    )
 
 
 class SessionConfig(ProtoModel):
@@ -1325,28 +1345,6 @@ class SessionConfig(ProtoModel):
     )
 
 
-class RemoteDialogflowQueryParameters(ProtoModel):
-    """`QueryParameters
-    <https://cloud.google.com/dialogflow/cx/docs/reference/rpc/google.cloud.dialogflow.cx.v3#queryparameters>`__ to send
-    to the remote `Dialogflow <https://cloud.google.com/dialogflow/cx/docs/concept/console-conversational-agents>`__
-    agent when the session control is transferred to the remote agent.
-    """
-
-    message_name = "google.cloud.ces.v1.SessionConfig.RemoteDialogflowQueryParameters"
-    webhookHeaders: dict[str, str] | None = field_(
-        doc="Optional. The HTTP headers to be sent as webhook_headers in `QueryParameters <https://cloud.goog"
-        "le.com/dialogflow/cx/docs/reference/rpc/google.cloud.dialogflow.cx.v3#queryparameters>`__."
-    )
-    payload: Struct | None = field_(
-        doc="Optional. The payload to be sent in `QueryParameters <https://cloud.google.com/dialogflow/cx/doc"
-        "s/reference/rpc/google.cloud.dialogflow.cx.v3#queryparameters>`__."
-    )
-    endUserMetadata: Struct | None = field_(
-        doc="Optional. The end user metadata to be sent in `QueryParameters <https://cloud.google.com/dialogf"
-        "low/cx/docs/reference/rpc/google.cloud.dialogflow.cx.v3#queryparameters>`__."
-    )
-
-
 class ToolCalls(ProtoModel):
     """Request for the client to execute the tools and return the execution results before continuing the session."""
 
@@ -1361,16 +1359,6 @@ class ToolResponses(ProtoModel):
     toolResponses: list[ToolResponse] | None = field_(doc="Optional. The list of tool execution results.")
 
 
-class Citations(ProtoModel):
-    """Citations associated with the agent response."""
-
-    message_name = "google.cloud.ces.v1.Citations"
-    citedChunks: list[CitedChunk] | None = field_(doc="List of cited pieces of information.")
-    inlineCitations: list[CitationsInlineCitation] | None = field_(
-        doc="Optional. List of inline citations in the agent response."
-    )
-
-
 class CitedChunk(ProtoModel):
     """Piece of cited information."""
 
@@ -1379,6 +1367,27 @@ class CitedChunk(ProtoModel):
     title: str | None = field_(doc="Title of the cited document.")
     text: str | None = field_(doc="Text used for citation.")
     requiresAttribution: bool | None = field_(doc="Whether this citation requires attribution to be shown to the end users.")
+
+
+class CitationsInlineCitation(ProtoModel):
+    """An inline citation in the response text."""
+
+    message_name = "google.cloud.ces.v1.CitationsInlineCitation"
+    citedChunkIndices: list[int] | None = field_(
+        doc="The indices of the cited chunks that back this text segment. Indices refer to the elements in `cited_chunks`."
+    )
+    endIndex: int | None = field_(doc="The ending index (in bytes) of the text segment in the agent response.")
+    startIndex: int | None = field_(doc="The starting index (in bytes) of the text segment in the agent response.")
+
+
+class Citations(ProtoModel):
+    """Citations associated with the agent response."""
+
+    message_name = "google.cloud.ces.v1.Citations"
+    citedChunks: list[CitedChunk] | None = field_(doc="List of cited pieces of information.")
+    inlineCitations: list[CitationsInlineCitation] | None = field_(
+        doc="Optional. List of inline citations in the agent response."
+    )
 
 
 class Event(ProtoModel):
@@ -1441,6 +1450,31 @@ class SessionInput(ProtoModel):
     )
 
 
+class DiagnosticInfo(ProtoModel):
+    """Contains execution details during the processing."""
+
+    message_name = "google.cloud.ces.v1.SessionOutput.DiagnosticInfo"
+    messages: list[Message] | None = field_(doc="List of the messages that happened during the processing.")
+    rootSpan: Span | None = field_(
+        doc="A trace of the entire request processing, represented as a root span. This span can contain "
+        "nested child spans for specific operations."
+    )
+
+
+class EndSession(ProtoModel):
+    """Indicates the session has terminated, due to either successful completion (e.g. user says "Good bye!" ) or an agent
+    escalation.
+
+    The agent will not process any further inputs after session is terminated and the client should half-close and
+    disconnect after receiving all remaining responses from the agent.
+    """
+
+    message_name = "google.cloud.ces.v1.EndSession"
+    metadata: Struct | None = field_(
+        doc="Optional. Provides additional information about the end session signal, such as the reason for ending the session."
+    )
+
+
 class SessionOutput(ProtoModel):
     """Output for the session."""
 
@@ -1485,17 +1519,6 @@ class SessionOutput(ProtoModel):
     progress: str | None = field_(doc="Intermediate progress update from the CES agent.")
 
 
-class DiagnosticInfo(ProtoModel):
-    """Contains execution details during the processing."""
-
-    message_name = "google.cloud.ces.v1.SessionOutput.DiagnosticInfo"
-    messages: list[Message] | None = field_(doc="List of the messages that happened during the processing.")
-    rootSpan: Span | None = field_(
-        doc="A trace of the entire request processing, represented as a root span. This span can contain "
-        "nested child spans for specific operations."
-    )
-
-
 class RecognitionResult(ProtoModel):
     """Speech recognition result for the audio input."""
 
@@ -1510,20 +1533,6 @@ class InterruptionSignal(ProtoModel):
 
     message_name = "google.cloud.ces.v1.InterruptionSignal"
     bargeIn: bool | None = field_(doc="Whether the interruption is caused by a user barge-in event.")
-
-
-class EndSession(ProtoModel):
-    """Indicates the session has terminated, due to either successful completion (e.g. user says "Good bye!" ) or an agent
-    escalation.
-
-    The agent will not process any further inputs after session is terminated and the client should half-close and
-    disconnect after receiving all remaining responses from the agent.
-    """
-
-    message_name = "google.cloud.ces.v1.EndSession"
-    metadata: Struct | None = field_(
-        doc="Optional. Provides additional information about the end session signal, such as the reason for ending the session."
-    )
 
 
 class GoAway(ProtoModel):
@@ -1594,17 +1603,6 @@ class BidiSessionServerMessage(ProtoModel):
         doc="Optional. Indicates that the server will disconnect soon and the client should half-close and "
         "restart the connection."
     )
-
-
-class CitationsInlineCitation(ProtoModel):
-    """An inline citation in the response text."""
-
-    message_name = "google.cloud.ces.v1.CitationsInlineCitation"
-    citedChunkIndices: list[int] | None = field_(
-        doc="The indices of the cited chunks that back this text segment. Indices refer to the elements in `cited_chunks`."
-    )
-    endIndex: int | None = field_(doc="The ending index (in bytes) of the text segment in the agent response.")
-    startIndex: int | None = field_(doc="The starting index (in bytes) of the text segment in the agent response.")
 
 
 class ExecuteToolRequest(ProtoModel):
