@@ -2,18 +2,19 @@
 
     python benchmarks/floors.py list URL PARENT COLLECTION[:VERSION]...   every collection listed with bare httpx
     python benchmarks/floors.py parse REPO                                 every YAML file of REPO parsed with libyaml
+    python benchmarks/floors.py imports MODULE...                          the interpreter importing these modules
 
 list: the app read and each collection listed (pages of 1,000, following nextPageToken), all at
 once on one connection pool, each page decoded from JSON, as plan must at the least; parse:
 every ``*.yaml`` file under REPO read and loaded by PyYAML's libyaml loader (CSafeLoader), in
-one process, as validate must at the least. Each is a whole process, start to exit (its imports
-included), as the cesync command it is held against.
+one process, as validate must at the least; imports: the modules named imported, nothing run (given
+the libraries a command imported, what start-up costs with them and without cesync). Each is a
+whole process, start to exit (its imports included), as the cesync command it is held against.
 """
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 
 def list_floor(url: str, parent: str, collections: list[str]) -> int:
@@ -44,11 +45,13 @@ def list_floor(url: str, parent: str, collections: list[str]) -> int:
     return asyncio.run(everything())
 
 
-def parse_floor(repo: Path) -> int:
+def parse_floor(repo: str) -> int:
+    from pathlib import Path
+
     import yaml
 
     count = 0
-    for path in sorted(repo.rglob("*.yaml")):
+    for path in sorted(Path(repo).rglob("*.yaml")):
         if ".cesync" in path.parts:
             continue
         yaml.load(path.read_bytes(), Loader=yaml.CSafeLoader)
@@ -61,9 +64,13 @@ def main() -> None:
     if mode == "list":
         found = list_floor(sys.argv[2], sys.argv[3], sys.argv[4:])
     elif mode == "parse":
-        found = parse_floor(Path(sys.argv[2]))
+        found = parse_floor(sys.argv[2])
+    elif mode == "imports":
+        import importlib
+
+        found = len([importlib.import_module(name) for name in sys.argv[2:]])
     else:
-        raise SystemExit(f"unknown floor {mode!r}: list or parse")
+        raise SystemExit(f"unknown floor {mode!r}: list, parse or imports")
     print(found)
 
 
