@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -118,11 +119,14 @@ def _raise(sender: Any, answer: Any) -> None:
 
 
 def _unpicklable(sender: Any, answer: Any) -> None:
-    sender.send((answer[0], answer[1], lambda: None))
+    # more than a pickle frame (64 KiB) is in the pipe when the lambda fails: a part cut off half-way
+    if isinstance(answer, list):
+        answer = [*answer, *(f"{i:06d}" * 100 for i in range(300)), lambda: None]
+    pickle.dump(answer, sender)
 
 
 def _wrong(sender: Any, answer: Any) -> None:
-    sender.send(("not", "the answer"))
+    pickle.dump(("not", "the answer"), sender)
 
 
 def _killed(sender: Any, answer: Any) -> None:
@@ -204,9 +208,6 @@ def test_no_second_process_to_be_had_leaves_all_to_one(monkeypatch: pytest.Monke
     real = multiprocessing.get_context("fork")
 
     class NoFork:
-        def Pipe(self, duplex: bool) -> Any:
-            return real.Pipe(duplex=duplex)
-
         def Process(self, **kwargs: Any) -> Any:
             process = real.Process(**kwargs)
 

@@ -27,17 +27,16 @@ import contextlib
 import gc
 import logging
 import os
+import pickle
+import select
 import signal
 import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 from ..core import documents, parsecache
-
-if TYPE_CHECKING:  # multiprocessing (and subprocess, socket...) loads for a repo that forks, not every run
-    from multiprocessing.connection import Connection
 
 __all__ = ["THRESHOLD", "run", "wanted"]
 
@@ -115,20 +114,24 @@ def run(
     import multiprocessing
 
     context = multiprocessing.get_context("fork")
-    receiver, sender = context.Pipe(duplex=False)
+    # A plain pipe, each answer pickled into it as it is made and unpickled from it as it comes: a
+    # multiprocessing Connection holds a message's whole pickle on each side (90 MB of the 10k
+    # repo's at the cache-filling plan's peak), and reads it into a buffer the size of what is left.
+    read_end, write_end = os.pipe()
     cache = parsecache.current()
     before = frozenset(cache.used) if cache is not None else frozenset()
-    child = context.Process(target=_child, args=(sender, work, theirs, before), daemon=True)
+    child = context.Process(target=_child, args=((read_end, write_end), work, theirs, before), daemon=True)
     try:
         child.start()
     except Exception as exc:  # no process to be had (a limit on processes or memory; a daemon process): one does it all
         log.debug("parallel: no second process (%s)", exc)
-        receiver.close()
-        sender.close()
+        os.close(read_end)
+        os.close(write_end)
         if started is not None:
             started()
         return work(items)
-    sender.close()  # the parent's copy: once the child is gone the receive ends, not waits
+    os.close(write_end)  # the parent's copy: once the child is gone the receive ends, not waits
+    receiver = open(read_end, "rb")  # noqa: SIM115 - closed by _end, now or once the child's documents are taken
     got: tuple[list[R], dict[bytes, bytes], documents.Parsed | None] | None = None
     try:
         if started is not None:
@@ -136,8 +139,8 @@ def run(
         begun = time.perf_counter()
         out = work(mine)
         done = time.perf_counter()
-        with contextlib.suppress(OSError):
-            receiver.poll(None)  # the child's answer, or its end
+        with contextlib.suppress(OSError, ValueError):
+            select.select([receiver], [], [])  # the child's answer, or its end
         waited = time.perf_counter()
         got = _receive(receiver, len(theirs), docs=later is None)
         log.debug(
@@ -164,7 +167,7 @@ def run(
     return _placed(mine_at, out, theirs_at, renders)
 
 
-def _end(receiver: Connection, child: Any, *, answered: bool) -> None:
+def _end(receiver: BinaryIO, child: Any, *, answered: bool) -> None:
     receiver.close()
     if not answered and child.is_alive():
         child.terminate()  # interrupted, or its answer is not to be had: nothing more of it is wanted
@@ -174,13 +177,13 @@ def _end(receiver: Connection, child: Any, *, answered: bool) -> None:
         child.join()
 
 
-def _adopt_then_end(receiver: Connection, child: Any) -> None:
+def _adopt_then_end(receiver: BinaryIO, child: Any) -> None:
     """The documents the child parsed, taken (a lost or odd answer: they are parsed again when asked for)."""
     collecting = gc.isenabled()
     gc.disable()
     parsed: Any = None
     try:
-        parsed = receiver.recv()
+        parsed = pickle.load(receiver)
     except Exception as exc:
         log.debug("parallel: the second process's documents are lost (%s)", type(exc).__name__)
     finally:
@@ -206,14 +209,14 @@ def _placed(mine_at: list[int], mine: list[R], theirs_at: list[int], theirs: lis
     return out
 
 
-def _receive(receiver: Connection, count: int, *, docs: bool = True) -> Any:
+def _receive(receiver: BinaryIO, count: int, *, docs: bool = True) -> Any:
     """The child's (results, parse cache entries, parsed documents), or None: it failed, or sent
     something else. docs=False: the documents are left in the pipe (None in their place)."""
     collecting = gc.isenabled()
     gc.disable()  # unpickling makes no garbage: a collection meanwhile would walk the whole heap for nothing
-    try:  # in three parts: only one part's pickled bytes at a time beside what they unpickle to
-        got = (receiver.recv(), receiver.recv(), receiver.recv() if docs else None)
-    except Exception as exc:  # gone (EOFError), or an answer that does not unpickle
+    try:  # a part the child could not finish has no end: it does not unpickle (EOFError, truncated)
+        got = (pickle.load(receiver), pickle.load(receiver), pickle.load(receiver) if docs else None)
+    except Exception as exc:  # gone, or an answer that does not unpickle
         log.debug("parallel: the second process's answer is lost (%s)", type(exc).__name__)
         return None
     finally:
@@ -226,10 +229,11 @@ def _receive(receiver: Connection, count: int, *, docs: bool = True) -> Any:
     return got
 
 
-def _child(sender: Connection, work: Callable[[list[T]], list[R]], items: list[T], before: frozenset[bytes]) -> None:
+def _child(pipe: tuple[int, int], work: Callable[[list[T]], list[R]], items: list[T], before: frozenset[bytes]) -> None:
     """The forked child: work on items and send what it made. multiprocessing leaves a forked child
     through os._exit once this returns, so the parent's atexit handlers and finalizers (which
     write files) never run here."""
+    os.close(pipe[0])  # the parent's end: with it gone, a write fails (EPIPE) rather than waits for a reader
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent stops this one
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     # Whatever is written here, a warning or a stream's buffer flushed at exit, is never seen: the
@@ -242,7 +246,7 @@ def _child(sender: Connection, work: Callable[[list[T]], list[R]], items: list[T
     import multiprocessing
 
     parent = multiprocessing.parent_process()
-    with contextlib.suppress(BaseException):  # any failure: the parent does these items itself
+    with contextlib.suppress(BaseException), open(pipe[1], "wb") as sender:  # any failure: the parent does these items itself
         out: list[R] = []
         for start in range(0, len(items), CHUNK):
             if parent is not None and not parent.is_alive():
@@ -251,8 +255,10 @@ def _child(sender: Connection, work: Callable[[list[T]], list[R]], items: list[T
         cache = parsecache.current()
         for part in (out, cache.since(before) if cache is not None else {}, documents.recorded()):
             _send(sender, part)
-    sender.close()
 
 
-def _send(sender: Connection, answer: Any) -> None:
-    sender.send(answer)  # pickled whole before a byte is written: a value that cannot be pickled sends nothing
+def _send(sender: BinaryIO, answer: Any) -> None:
+    """One part, pickled into the pipe as it is made: one that fails half-way (a value that cannot
+    be pickled) is cut off before its end, which the parent cannot unpickle."""
+    pickle.dump(answer, sender, protocol=pickle.HIGHEST_PROTOCOL)
+    sender.flush()
