@@ -117,23 +117,29 @@ def run(
     # A plain pipe, each answer pickled into it as it is made and unpickled from it as it comes: a
     # multiprocessing Connection holds a message's whole pickle on each side (90 MB of the 10k
     # repo's at the cache-filling plan's peak), and reads it into a buffer the size of what is left.
-    read_end, write_end = os.pipe()
+    read_end, write_end = (_above_stdio(fd) for fd in os.pipe())
     cache = parsecache.current()
     before = frozenset(cache.used) if cache is not None else frozenset()
     child = context.Process(target=_child, args=((read_end, write_end), work, theirs, before), daemon=True)
+    # Ctrl-C waits while the child is made: the child ignores it once its code runs, but before that
+    # (multiprocessing's own start) it would print a traceback to the terminal.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         child.start()
     except Exception as exc:  # no process to be had (a limit on processes or memory; a daemon process): one does it all
         log.debug("parallel: no second process (%s)", exc)
         os.close(read_end)
         os.close(write_end)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         if started is not None:
             started()
         return work(items)
     os.close(write_end)  # the parent's copy: once the child is gone the receive ends, not waits
     receiver = open(read_end, "rb")  # noqa: SIM115 - closed by _end, now or once the child's documents are taken
     got: tuple[list[R], dict[bytes, bytes], documents.Parsed | None] | None = None
+    left_to_later = False  # the child's end, to come once its documents are taken
     try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # one that came meanwhile is raised here
         if started is not None:
             started()
         begun = time.perf_counter()
@@ -151,20 +157,34 @@ def run(
             len(theirs),
             time.perf_counter() - waited,
         )
+        if got is not None:
+            _, entries, parsed = got
+            if cache is not None:
+                cache.take(entries)
+            if parsed is not None:
+                documents.adopt(parsed)
+            if later is not None:
+                later.append(lambda: _adopt_then_end(receiver, child))
+                left_to_later = True
     finally:
-        if got is None or later is None:
+        if not left_to_later:  # whatever happened: the child is not left running, nor its pipe open
             _end(receiver, child, answered=got is not None)
     if got is None:
         log.debug("parallel: the second process gave no answer; its items are done here")
         return _placed(mine_at, out, theirs_at, work(theirs))
-    renders, entries, parsed = got
-    if cache is not None:
-        cache.take(entries)
-    if parsed is not None:
-        documents.adopt(parsed)
-    if later is not None:
-        later.append(lambda: _adopt_then_end(receiver, child))
-    return _placed(mine_at, out, theirs_at, renders)
+    return _placed(mine_at, out, theirs_at, got[0])
+
+
+def _above_stdio(fd: int) -> int:
+    """fd, moved above 0-2 when it is one of them (this process began with a standard stream
+    closed): the child points those three at the null device, which would end its pipe."""
+    if fd > 2:
+        return fd
+    import fcntl
+
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    os.close(fd)
+    return moved
 
 
 def _end(receiver: BinaryIO, child: Any, *, answered: bool) -> None:
@@ -233,8 +253,9 @@ def _child(pipe: tuple[int, int], work: Callable[[list[T]], list[R]], items: lis
     """The forked child: work on items and send what it made. multiprocessing leaves a forked child
     through os._exit once this returns, so the parent's atexit handlers and finalizers (which
     write files) never run here."""
-    os.close(pipe[0])  # the parent's end: with it gone, a write fails (EPIPE) rather than waits for a reader
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent stops this one
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked by the parent for the fork: one pending is dropped
+    os.close(pipe[0])  # the parent's end: with it gone, a write fails (EPIPE) rather than waits for a reader
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     # Whatever is written here, a warning or a stream's buffer flushed at exit, is never seen: the
     # streams and the descriptors under them lead to the null device.

@@ -1,0 +1,178 @@
+"""The second process's failures at every step of its answer, and an interrupted parent: the
+outcome is one process's, and nothing is left behind (no child, no open pipe)."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cesync.repo import parallel
+
+
+@pytest.fixture(autouse=True)
+def two_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "THRESHOLD", 4)
+    monkeypatch.setattr(parallel, "CHUNK", 50)
+    monkeypatch.setattr(parallel, "cpus", lambda: 2)
+    monkeypatch.setattr(parallel, "other_threads", lambda: 0)
+    monkeypatch.delenv("CESYNC_PARALLEL", raising=False)
+
+
+def fds() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+def children() -> list[int]:
+    """This process's child processes, zombies included."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid():
+            found.append(int(pid))
+    return found
+
+
+def big(items: list[int]) -> list[str]:
+    return [f"{i:08d}" * 250 for i in items]  # 2 KB each: a part larger than the pipe holds
+
+
+def failing_at(part: int, how: str) -> Callable[[Any, Any], None]:
+    """A _send that sends the parts before `part` whole, then is killed or sends all of it but its end."""
+    real, sent = parallel._send, [0]
+
+    def send(sender: Any, answer: Any) -> None:
+        if sent[0] == part:
+            if how == "kill":
+                os.kill(os.getpid(), signal.SIGKILL)
+            data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
+            sender.write(data[:-1])  # all but its last byte (STOP)
+            sender.flush()
+            raise RuntimeError("cut")
+        sent[0] += 1
+        real(sender, answer)
+
+    return send
+
+
+@pytest.mark.parametrize("how", ["kill", "cut"])
+@pytest.mark.parametrize("part", [0, 1, 2])
+@pytest.mark.parametrize("deferred", [False, True])
+def test_a_part_lost_after_whole_ones_leaves_the_outcome_and_nothing_behind(
+    monkeypatch: pytest.MonkeyPatch, part: int, how: str, deferred: bool
+) -> None:
+    items = list(range(200))
+    before = fds()
+    monkeypatch.setattr(parallel, "_send", failing_at(part, how))
+    later: list[Callable[[], None]] | None = [] if deferred else None
+    assert parallel.run(items, big, later=later) == big(items)
+    for then in later or ():
+        then()
+    multiprocessing.active_children()  # reaps what multiprocessing started and has ended
+    assert children() == []
+    assert len(fds() - before) <= 2  # multiprocessing keeps the last Process's own sentinel pipe
+
+
+def stalling(where: str) -> Callable[[Any, Any], None]:
+    """A _send that interrupts the parent (as Ctrl-C does) at `where`, then waits for its end."""
+    real = parallel._send
+
+    def send(sender: Any, answer: Any) -> None:
+        last = not isinstance(answer, (list, dict))
+        if where == "first" or (where == "mid-part" and isinstance(answer, list)) or (where == "last" and last):
+            if where == "mid-part":
+                sender.write(pickle.dumps(answer)[:1000])
+                sender.flush()
+            os.kill(os.getppid(), signal.SIGINT)
+            signal.pause()  # until the parent ends it
+        real(sender, answer)
+
+    return send
+
+
+@pytest.mark.parametrize("where", ["first", "mid-part", "last"])
+def test_an_interrupted_parent_leaves_no_child(monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    monkeypatch.setattr(parallel, "_send", stalling(where))
+    before = fds()
+    later: list[Callable[[], None]] = []
+    with pytest.raises(KeyboardInterrupt):  # the parent waits on the child's answer until it comes
+        parallel.run(list(range(100)), big, later=later if where == "last" else None)
+        for then in later:
+            then()
+    multiprocessing.active_children()
+    assert children() == []
+    assert len(fds() - before) <= 2
+
+
+class RefusingCache:
+    """A parse cache whose taking of the child's entries fails (as Ctrl-C at that moment does)."""
+
+    used: frozenset[bytes] = frozenset()
+
+    def since(self, before: frozenset[bytes]) -> dict[bytes, bytes]:
+        return {}
+
+    def take(self, entries: dict[bytes, bytes]) -> None:
+        raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("deferred", [False, True])
+def test_a_failure_after_the_answer_came_leaves_nothing_behind(monkeypatch: pytest.MonkeyPatch, deferred: bool) -> None:
+    monkeypatch.setattr(parallel.parsecache, "current", RefusingCache)
+    before = fds()
+    later: list[Callable[[], None]] | None = [] if deferred else None
+    with pytest.raises(KeyboardInterrupt):
+        parallel.run(list(range(100)), big, later=later)
+    assert later in (None, [])  # nothing left to a caller that never gets to call it
+    multiprocessing.active_children()
+    assert children() == []
+    assert len(fds() - before) <= 2
+
+
+def test_ctrl_c_while_the_child_starts_says_nothing(monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
+    real = parallel._child
+
+    def interrupted(*args: Any) -> None:
+        os.kill(os.getpid(), signal.SIGINT)  # before the child's code ignores it: multiprocessing's own start
+        real(*args)
+
+    monkeypatch.setattr(parallel, "_child", interrupted)
+    capfd.readouterr()
+
+    def where(items: list[int]) -> list[bool]:
+        return [multiprocessing.parent_process() is not None for _ in items]
+
+    assert parallel.run(list(range(10)), where) == [False, True] * 5  # the child did its half
+    assert capfd.readouterr() == ("", "")
+
+
+def test_a_process_without_standard_streams_still_forks(tmp_path: Path) -> None:
+    out = tmp_path / "where.json"
+    script = textwrap.dedent(
+        f"""
+        import json, multiprocessing
+        from cesync.repo import parallel
+        parallel.THRESHOLD, parallel.cpus, parallel.other_threads = 2, lambda: 2, lambda: 0
+        done = parallel.run(list(range(6)), lambda xs: [multiprocessing.parent_process() is not None for _ in xs])
+        with open({str(out)!r}, "w") as f:
+            json.dump(done, f)
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k != "CESYNC_PARALLEL"}
+    closed = subprocess.run(["bash", "-c", 'exec "$0" -c "$1" 1>&- 2>&-', sys.executable, script], env=env, timeout=60)
+    assert closed.returncode == 0
+    assert json.loads(out.read_text()) == [False, True] * 3  # the pipe did not land on 1 or 2
