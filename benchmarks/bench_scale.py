@@ -45,6 +45,7 @@ from generate import generate
 
 HERE = Path(__file__).parent
 KEY = {"CESYNC_CACHE_KEY": "bench-scale"}
+JUDGED_AT = 10_000  # the size the issue sets its targets at
 OFF = {"CESYNC_CACHE": "off"}
 
 
@@ -198,26 +199,30 @@ def startup(opts: argparse.Namespace, work: Path) -> Startup:
 def report(sizes: dict[int, Figures], start: Startup) -> int:
     failed = 0
 
-    def check(what: str, value: str, target: str, ok: bool) -> None:
+    def check(what: str, value: str, target: str, ok: bool, judged: bool = True) -> None:
         nonlocal failed
-        failed += not ok
-        print(f"{'PASS' if ok else 'FAIL'}  {what:46} {value:>22}   target {target}")
+        failed += judged and not ok
+        verdict = ("PASS" if ok else "FAIL") if judged else "    "
+        print(f"{verdict}  {what:46} {value:>22}   target {target}{'' if judged else ' at 10,000'}")
 
     print("\n== targets ==")
     for n, f in sizes.items():
+        # The targets are the issue's at 10,000 resources: below, a floor is too small for its
+        # ratio to mean much (a third of a second at 1,000), and they print without a verdict.
+        judged = n >= JUDGED_AT
         listed, parsed = f.median("list floor"), f.median("parse floor")
         cold = f.median("plan, cold") / (listed + parsed)
-        check(f"{n}: plan cold / (list + parse floors)", f"{cold:.2f}x", "<= 1.3x", cold <= 1.3)
+        check(f"{n}: plan cold / (list + parse floors)", f"{cold:.2f}x", "<= 1.3x", cold <= 1.3, judged)
         warm = f.median("plan, warm") / listed
-        check(f"{n}: plan warm / list floor", f"{warm:.2f}x", "<= 2x", warm <= 2)
+        check(f"{n}: plan warm / list floor", f"{warm:.2f}x", "<= 2x", warm <= 2, judged)
         valid = f.median("validate, cold") / parsed
-        check(f"{n}: validate cold / parse floor", f"{valid:.2f}x", "<= 1.5x", valid <= 1.5)
+        check(f"{n}: validate cold / parse floor", f"{valid:.2f}x", "<= 1.5x", valid <= 1.5, judged)
         print(
             f"      {n}: validate warm / parse floor {f.median('validate, warm') / parsed:.2f}x; one file changed / cold "
             f"{f.median('validate, one file changed') / f.median('validate, cold'):.2f}x"
         )
         rss = max(f.rss("plan, cold"), f.rss("plan, warm"), f.rss("plan, filling the cache"))
-        check(f"{n}: plan peak RSS (cold, warm, filling the cache)", f"{rss:.0f} MB", "< 400 MB", rss < 400)
+        check(f"{n}: plan peak RSS (cold, warm, filling the cache)", f"{rss:.0f} MB", "< 400 MB", rss < 400, judged)
     if len(sizes) > 1:
         small, large = min(sizes), max(sizes)
         for name in ("plan, cold", "plan, warm", "validate, cold"):
