@@ -3,6 +3,7 @@ outcome is one process's, and nothing is left behind (no child, no open pipe).""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import os
@@ -11,7 +12,7 @@ import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,17 @@ def children() -> list[int]:
     return found
 
 
+@contextlib.contextmanager
+def nothing_left() -> Iterator[None]:
+    """No child process and no descriptor more after the block than before it (the test process
+    may hold others: an earlier test's server, a worker's own)."""
+    fds_before, children_before = fds(), set(children())
+    yield
+    multiprocessing.active_children()  # reaps what multiprocessing started and has ended
+    assert set(children()) <= children_before
+    assert len(fds() - fds_before) <= 2  # multiprocessing keeps the last Process's own sentinel pipe
+
+
 def big(items: list[int]) -> list[str]:
     return [f"{i:08d}" * 250 for i in items]  # 2 KB each: a part larger than the pipe holds
 
@@ -76,15 +88,12 @@ def test_a_part_lost_after_whole_ones_leaves_the_outcome_and_nothing_behind(
     monkeypatch: pytest.MonkeyPatch, part: int, how: str, deferred: bool
 ) -> None:
     items = list(range(200))
-    before = fds()
     monkeypatch.setattr(parallel, "_send", failing_at(part, how))
     later: list[Callable[[], None]] | None = [] if deferred else None
-    assert parallel.run(items, big, later=later) == big(items)
-    for then in later or ():
-        then()
-    multiprocessing.active_children()  # reaps what multiprocessing started and has ended
-    assert children() == []
-    assert len(fds() - before) <= 2  # multiprocessing keeps the last Process's own sentinel pipe
+    with nothing_left():
+        assert parallel.run(items, big, later=later) == big(items)
+        for then in later or ():
+            then()
 
 
 def stalling(where: str) -> Callable[[Any, Any], None]:
@@ -107,15 +116,11 @@ def stalling(where: str) -> Callable[[Any, Any], None]:
 @pytest.mark.parametrize("where", ["first", "mid-part", "last"])
 def test_an_interrupted_parent_leaves_no_child(monkeypatch: pytest.MonkeyPatch, where: str) -> None:
     monkeypatch.setattr(parallel, "_send", stalling(where))
-    before = fds()
     later: list[Callable[[], None]] = []
-    with pytest.raises(KeyboardInterrupt):  # the parent waits on the child's answer until it comes
+    with nothing_left(), pytest.raises(KeyboardInterrupt):  # the parent waits on the child's answer until it comes
         parallel.run(list(range(100)), big, later=later if where == "last" else None)
         for then in later:
             then()
-    multiprocessing.active_children()
-    assert children() == []
-    assert len(fds() - before) <= 2
 
 
 class RefusingCache:
@@ -133,14 +138,10 @@ class RefusingCache:
 @pytest.mark.parametrize("deferred", [False, True])
 def test_a_failure_after_the_answer_came_leaves_nothing_behind(monkeypatch: pytest.MonkeyPatch, deferred: bool) -> None:
     monkeypatch.setattr(parallel.parsecache, "current", RefusingCache)
-    before = fds()
     later: list[Callable[[], None]] | None = [] if deferred else None
-    with pytest.raises(KeyboardInterrupt):
+    with nothing_left(), pytest.raises(KeyboardInterrupt):
         parallel.run(list(range(100)), big, later=later)
     assert later in (None, [])  # nothing left to a caller that never gets to call it
-    multiprocessing.active_children()
-    assert children() == []
-    assert len(fds() - before) <= 2
 
 
 def test_ctrl_c_while_the_child_starts_says_nothing(monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
