@@ -97,6 +97,7 @@ def open_context(
         if _can_read_ahead(env, endpoint):
             early.append(ReadAhead(env, repo.root, endpoint, repo.config.owner or "", scrubber=scrubber))
             early[0].start()
+            early[0].wait_connected()  # the read first: the files load from the cache while it waits on the network
 
     try:
         repo = load_repo(directory, configured=configured if read_ahead else None)
