@@ -473,17 +473,16 @@ def _classes(walk: Walk, fulls: list[str], facts: dict[str, Any]) -> list[str]:
     field, a third of the time each model class takes to make."""
     made = {full: _class(walk, full, facts) for full in fulls}
     local = {walk.names[full]: full for full in fulls}
+    position = {full: i for i, full in enumerate(fulls)}
     ordered: list[str] = []
-    state: dict[str, bool] = {}  # False while its holdings are being placed, True once placed
+    seen: set[str] = set()
 
     def place(full: str) -> None:
-        if full in state:
-            return
-        state[full] = False
-        for name in sorted(_annotated(made[full]) & set(local), key=lambda n: fulls.index(local[n])):
-            place(local[name])
-        state[full] = True
-        ordered.append(full)
+        if full not in seen:
+            seen.add(full)
+            for name in sorted(_annotated(made[full]) & local.keys(), key=lambda n: position[local[n]]):
+                place(local[name])
+            ordered.append(full)
 
     for full in fulls:
         place(full)
@@ -491,21 +490,28 @@ def _classes(walk: Walk, fulls: list[str], facts: dict[str, Any]) -> list[str]:
     defined: set[str] = set()
     for full in ordered:
         for line in made[full]:
-            m = re.match(r"(    \w+: )(.*?)( = field_\(.*)", line, re.S)
-            if m and set(re.findall(r"[A-Za-z_]\w*", m.group(2))) & (set(local) - defined):
+            m = _FIELD_LINE.match(line)
+            if m and _names_in(m.group(2)) & (local.keys() - defined):
                 line = f'{m.group(1)}"{m.group(2)}"{m.group(3)}'
             out.append(line)
         defined.add(walk.names[full])
     return out
 
 
+_FIELD_LINE = re.compile(r"(    \w+: )(.*?)( = field_\(.*)", re.S)  # a field of _class: (indent and name, annotation, rest)
+
+
+def _names_in(annotation: str) -> set[str]:
+    return set(re.findall(r"[A-Za-z_]\w*", annotation))
+
+
 def _annotated(lines: list[str]) -> set[str]:
     """The names the field annotations of these class lines use."""
     found: set[str] = set()
     for line in lines:
-        m = re.match(r"    \w+: (.*?) = field_\(", line)
+        m = _FIELD_LINE.match(line)
         if m:
-            found.update(re.findall(r"[A-Za-z_]\w*", m.group(1)))
+            found |= _names_in(m.group(2))
     return found
 
 

@@ -20,7 +20,7 @@ HEAVY = ["httpx", "httpcore", "rich", "google.auth", "starlette", "uvicorn", "te
 # it lacks (cesync.models.msg_KIND), the messages no resource holds, the release schedule's
 # models (no releases/), the XML of a JUnit report.
 UNREAD_BY_VALIDATE = [
-    *("deepdiff", "asyncio", "sqlite3", "ssl", "subprocess", "concurrent.futures"),
+    *("deepdiff", "asyncio", "sqlite3", "ssl", "subprocess", "concurrent.futures", "pickle"),
     *("cesync.client", "cesync.emulator", "cesync.sync", "cesync.forge", "cesync.pipeline.planning", "cesync.core.diff"),
     "google.protobuf",
     "cesync.api.discoverydoc",

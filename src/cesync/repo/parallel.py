@@ -27,7 +27,6 @@ import contextlib
 import gc
 import logging
 import os
-import pickle
 import select
 import signal
 import sys
@@ -199,6 +198,8 @@ def _end(receiver: BinaryIO, child: Any, *, answered: bool) -> None:
 
 def _adopt_then_end(receiver: BinaryIO, child: Any) -> None:
     """The documents the child parsed, taken (a lost or odd answer: they are parsed again when asked for)."""
+    import pickle  # here and below, not at import: loaded for a repo that forks, not every validate
+
     collecting = gc.isenabled()
     gc.disable()
     parsed: Any = None
@@ -232,6 +233,8 @@ def _placed(mine_at: list[int], mine: list[R], theirs_at: list[int], theirs: lis
 def _receive(receiver: BinaryIO, count: int, *, docs: bool = True) -> Any:
     """The child's (results, parse cache entries, parsed documents), or None: it failed, or sent
     something else. docs=False: the documents are left in the pipe (None in their place)."""
+    import pickle
+
     collecting = gc.isenabled()
     gc.disable()  # unpickling makes no garbage: a collection meanwhile would walk the whole heap for nothing
     try:  # a part the child could not finish has no end: it does not unpickle (EOFError, truncated)
@@ -281,5 +284,7 @@ def _child(pipe: tuple[int, int], work: Callable[[list[T]], list[R]], items: lis
 def _send(sender: BinaryIO, answer: Any) -> None:
     """One part, pickled into the pipe as it is made: one that fails half-way (a value that cannot
     be pickled) is cut off before its end, which the parent cannot unpickle."""
+    import pickle
+
     pickle.dump(answer, sender, protocol=pickle.HIGHEST_PROTOCOL)
     sender.flush()
