@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from cesync.repo import parallel
 
@@ -91,6 +93,42 @@ def test_a_part_lost_after_whole_ones_leaves_the_outcome_and_nothing_behind(
     monkeypatch.setattr(parallel, "_send", failing_at(part, how))
     later: list[Callable[[], None]] | None = [] if deferred else None
     with nothing_left():
+        assert parallel.run(items, big, later=later) == big(items)
+        for then in later or ():
+            then()
+
+
+def cut_at(part: int, fraction: float) -> Callable[[Any, Any], None]:
+    """A _send that sends the parts before `part` whole, then that part's first bytes only (a
+    fraction of them) and ends."""
+    real, sent = parallel._send, [0]
+
+    def send(sender: Any, answer: Any) -> None:
+        if sent[0] == part:
+            data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
+            sender.write(data[: int(len(data) * fraction)])
+            sender.flush()
+            raise RuntimeError("cut")
+        sent[0] += 1
+        real(sender, answer)
+
+    return send
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    part=st.integers(0, 2),
+    fraction=st.floats(0, 1, exclude_max=True),
+    count=st.integers(4, 120),
+    deferred=st.booleans(),
+)
+def test_an_answer_cut_anywhere_gives_one_process_s_outcome(
+    monkeypatch: pytest.MonkeyPatch, part: int, fraction: float, count: int, deferred: bool
+) -> None:
+    items = list(range(count))
+    later: list[Callable[[], None]] | None = [] if deferred else None
+    with monkeypatch.context() as patch, nothing_left():
+        patch.setattr(parallel, "_send", cut_at(part, fraction))
         assert parallel.run(items, big, later=later) == big(items)
         for then in later or ():
             then()
