@@ -135,7 +135,8 @@ def test_an_answer_cut_anywhere_gives_one_process_s_outcome(
 
 
 def stalling(where: str) -> Callable[[Any, Any], None]:
-    """A _send that interrupts the parent (as Ctrl-C does) at `where`, then waits for its end."""
+    """A _send that stops at `where` (before the first part, half-way through it, before the
+    last) and waits there until the parent ends it."""
     real = parallel._send
 
     def send(sender: Any, answer: Any) -> None:
@@ -144,18 +145,41 @@ def stalling(where: str) -> Callable[[Any, Any], None]:
             if where == "mid-part":
                 sender.write(pickle.dumps(answer)[:1000])
                 sender.flush()
-            os.kill(os.getppid(), signal.SIGINT)
             signal.pause()  # until the parent ends it
         real(sender, answer)
 
     return send
 
 
+def interrupted_at(where: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C in the parent where it waits for the child: in the wait for its answer, half-way
+    through reading a part, reading the last part (raised there, not sent: a signal to the process
+    may reach another of the test process's threads)."""
+
+    def interrupt(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    if where == "first":
+        monkeypatch.setattr(parallel.select, "select", interrupt)
+        return
+    load, calls = pickle.load, [0]
+
+    def loading(stream: Any) -> Any:
+        calls[0] += 1
+        if where == "mid-part":
+            stream.read(500)  # the part has begun to come
+            raise KeyboardInterrupt
+        return interrupt() if calls[0] == 3 else load(stream)
+
+    monkeypatch.setattr(pickle, "load", loading)
+
+
 @pytest.mark.parametrize("where", ["first", "mid-part", "last"])
 def test_an_interrupted_parent_leaves_no_child(monkeypatch: pytest.MonkeyPatch, where: str) -> None:
     monkeypatch.setattr(parallel, "_send", stalling(where))
     later: list[Callable[[], None]] = []
-    with nothing_left(), pytest.raises(KeyboardInterrupt):  # the parent waits on the child's answer until it comes
+    with nothing_left(), pytest.raises(KeyboardInterrupt), monkeypatch.context() as patch:
+        interrupted_at(where, patch)
         parallel.run(list(range(100)), big, later=later if where == "last" else None)
         for then in later:
             then()

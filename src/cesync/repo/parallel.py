@@ -133,11 +133,11 @@ def run(
         if started is not None:
             started()
         return work(items)
-    os.close(write_end)  # the parent's copy: once the child is gone the receive ends, not waits
     receiver = open(read_end, "rb")  # noqa: SIM115 - closed by _end, now or once the child's documents are taken
     got: tuple[list[R], dict[bytes, bytes], documents.Parsed | None] | None = None
     left_to_later = False  # the child's end, to come once its documents are taken
     try:
+        os.close(write_end)  # the parent's copy: once the child is gone the receive ends, not waits
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # one that came meanwhile is raised here
         if started is not None:
             started()
